@@ -1,0 +1,174 @@
+"""The project's one cache: a content-addressed key/value store in SQLite.
+
+Embeddings (float arrays) and judge outputs (JSON) are stored here, each under a *namespace*
+(``"embedding"``, ``"judge"``, ...) and a *key* that hashes everything the value depends on
+(model signature, settings, input text). Every ``put`` is committed at once, so an interrupted
+run loses nothing that was already computed. Secrets (API keys) must never be part of a key
+or a value: callers pass only what determines the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalign.signature import stable_hash
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    created REAL NOT NULL DEFAULT (julianday('now')),
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+"""
+
+_CHUNK = 500  # SQLite's default limit on host parameters is 999
+
+
+def default_cache_path() -> Path:
+    """``$EVALIGN_CACHE`` if set, else ``$XDG_CACHE_HOME/evalign/cache.sqlite`` (``~/.cache`` by default)."""
+    env = os.environ.get("EVALIGN_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "evalign" / "cache.sqlite"
+
+
+def make_key(*parts: Any) -> str:
+    """A cache key: the SHA-256 (hex, 32 chars) of the JSON of ``parts``."""
+    return stable_hash(list(parts), length=32)
+
+
+class Cache:
+    """A SQLite key/value store. ``read=False`` ignores stored values (forces recomputation);
+    ``write=False`` stores nothing. ``Cache.disabled()`` does neither."""
+
+    def __init__(self, path: str | Path | None = None, *, read: bool = True, write: bool = True) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.read = read
+        self.write = write
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if read or write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            conn.commit()
+            self._conn = conn
+
+    @classmethod
+    def disabled(cls) -> Cache:
+        """A cache that stores and returns nothing (``--no-cache``)."""
+        return cls(None, read=False, write=False)
+
+    # -- raw bytes -------------------------------------------------------------------------
+    def get(self, namespace: str, key: str) -> bytes | None:
+        """The stored value, or None."""
+        return self.get_many(namespace, [key]).get(key)
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, bytes]:
+        """The stored values of those ``keys`` that are present."""
+        if not self.read or self._conn is None or not keys:
+            return {}
+        out: dict[str, bytes] = {}
+        uniq = list(dict.fromkeys(keys))
+        with self._lock:
+            for i in range(0, len(uniq), _CHUNK):
+                chunk = uniq[i : i + _CHUNK]
+                q = f"SELECT key, value FROM entries WHERE namespace=? AND key IN ({','.join('?' * len(chunk))})"
+                for k, v in self._conn.execute(q, [namespace, *chunk]):
+                    out[k] = bytes(v)
+        return out
+
+    def put(self, namespace: str, key: str, value: bytes) -> None:
+        """Store one value and commit at once."""
+        self.put_many(namespace, {key: value})
+
+    def put_many(self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store several values in one transaction."""
+        if not self.write or self._conn is None:
+            return
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        if not pairs:
+            return
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO entries(namespace, key, value) VALUES (?, ?, ?)",
+                [(namespace, k, sqlite3.Binary(v)) for k, v in pairs],
+            )
+            self._conn.commit()
+
+    def count(self, namespace: str | None = None) -> int:
+        """Number of stored entries (in one namespace, or in all)."""
+        if self._conn is None:
+            return 0
+        with self._lock:
+            if namespace is None:
+                return int(self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+            return int(
+                self._conn.execute("SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)).fetchone()[0]
+            )
+
+    def clear(self, namespace: str | None = None) -> None:
+        """Delete stored entries (of one namespace, or all)."""
+        if self._conn is None:
+            return
+        with self._lock:
+            if namespace is None:
+                self._conn.execute("DELETE FROM entries")
+            else:
+                self._conn.execute("DELETE FROM entries WHERE namespace=?", (namespace,))
+            self._conn.commit()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        if self._conn is not None:
+            with self._lock:
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- typed helpers ---------------------------------------------------------------------
+    def get_json(self, namespace: str, key: str) -> Any | None:
+        """A stored JSON value, or None."""
+        raw = self.get(namespace, key)
+        return None if raw is None else json.loads(raw.decode("utf-8"))
+
+    def put_json(self, namespace: str, key: str, value: Any) -> None:
+        """Store a JSON-serialisable value."""
+        self.put(namespace, key, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+    def get_arrays(self, namespace: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored float arrays (as saved by :meth:`put_arrays`) for the keys present."""
+        return {k: _decode_array(v) for k, v in self.get_many(namespace, keys).items()}
+
+    def put_arrays(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
+        """Store 1-D or n-D numpy arrays (dtype and shape kept)."""
+        self.put_many(namespace, {k: _encode_array(np.asarray(v)) for k, v in items.items()})
+
+
+def _encode_array(a: np.ndarray) -> bytes:
+    header = json.dumps({"dtype": a.dtype.str, "shape": list(a.shape)}).encode("ascii")
+    return len(header).to_bytes(4, "little") + header + np.ascontiguousarray(a).tobytes()
+
+
+def _decode_array(raw: bytes) -> np.ndarray:
+    n = int.from_bytes(raw[:4], "little")
+    header = json.loads(raw[4 : 4 + n].decode("ascii"))
+    return np.frombuffer(raw[4 + n :], dtype=np.dtype(header["dtype"])).reshape(header["shape"]).copy()

@@ -1,0 +1,27 @@
+"""``evalign metrics``: list the registered metrics."""
+
+from __future__ import annotations
+
+import typer
+
+from evalign.cli.common import emit_json, print_table
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``metrics`` to ``app``."""
+
+    @app.command("metrics")
+    def metrics_cmd(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
+        """List the metrics evalign knows, with their direction and description."""
+        import pandas as pd
+
+        from evalign.metrics.base import list_metrics
+
+        rows = [
+            {"metric": m.name, "higher_is_better": m.higher_is_better, "description": m.description}
+            for m in list_metrics()
+        ]
+        if as_json:
+            emit_json(rows)
+        else:
+            print_table(pd.DataFrame(rows), title="Metrics")

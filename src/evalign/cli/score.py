@@ -1,0 +1,98 @@
+"""``evalign score``: add metric columns to an item table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from evalign.cli.common import console, emit_json, err_console, field_map, print_table, progress, split_multi
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``score`` to ``app``."""
+
+    @app.command("score")
+    def score_cmd(
+        file: Path = typer.Argument(..., help="Items: JSONL, JSON list, CSV or Parquet."),
+        metric: list[str] = typer.Option(["rouge_l", "bleu"], "--metric", "-m", help="Metric name (repeatable)."),
+        out: Path = typer.Option(None, "--out", "-o", help="Scored items (.jsonl/.csv/.parquet)."),
+        system_out: Path = typer.Option(None, "--system-out", help="System-level scores (.csv/.jsonl)."),
+        option: list[str] = typer.Option(
+            [], "--option", help="Metric option as metric.key=value, e.g. semscore.model=/path (repeatable)."
+        ),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
+        id_field: str = typer.Option(None, "--id-field"),
+        system_field: str = typer.Option(None, "--system-field"),
+        instruction_field: str = typer.Option(None, "--instruction-field"),
+        input_field: str = typer.Option(None, "--input-field"),
+        reference_field: str = typer.Option(None, "--reference-field"),
+        response_field: str = typer.Option(None, "--response-field"),
+        task_field: str = typer.Option(None, "--task-field"),
+        language_field: str = typer.Option(None, "--language-field"),
+        system: str = typer.Option(None, "--system", help="System name for records without one."),
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    ) -> None:
+        """Score every response against its reference(s) with the given metrics."""
+        from evalign.io import read_items, write_table
+        from evalign.metrics.base import get_metric
+        from evalign.scoring import score, system_scores
+
+        fields = field_map(
+            id_field, system_field, instruction_field, input_field, reference_field, response_field, task_field, language_field
+        )
+        table = read_items(file, fields=fields, require_reference=True, default_system=system)
+        metrics = [get_metric(m, **parse_options(option, m, no_cache)) for m in split_multi(metric)]
+        with progress(transient=True, disable=as_json) as bar:
+            task = bar.add_task("scoring", total=len(metrics))
+
+            def on_metric(m: object, i: int, n: int) -> None:
+                bar.update(task, completed=i, description=f"scoring {getattr(m, 'name', '')}")
+
+            scored, runs = score(table, metrics, on_metric=on_metric)
+            bar.update(task, completed=len(metrics))
+        sys_df = system_scores(scored, metrics)
+        if out:
+            write_table(scored, out)
+        if system_out:
+            write_table(sys_df, system_out)
+        if as_json:
+            emit_json(
+                {
+                    "items": len(scored),
+                    "systems": sys_df.to_dict("records"),
+                    "metrics": [r.__dict__ for r in runs],
+                    "out": str(out) if out else None,
+                }
+            )
+            return
+        print_table(sys_df, title=f"System scores ({len(scored)} items)")
+        for r in runs:
+            extra = "".join(f" {k}={v}" for k, v in r.info.items())
+            err_console.print(f"[dim]{r.column}: {r.signature} ({r.seconds:.2f}s){extra}[/dim]", highlight=False)
+        if out:
+            console.print(f"wrote {out}")
+
+
+def parse_options(options: list[str], metric: str, no_cache: bool) -> dict[str, object]:
+    """Options ``metric.key=value`` that apply to ``metric`` (values parsed as JSON when they can be)."""
+    import json
+
+    from evalign.cli.common import CliError
+    from evalign.metrics.base import metric_class
+
+    out: dict[str, object] = {}
+    for opt in options:
+        if "=" not in opt or "." not in opt.split("=", 1)[0]:
+            raise CliError(f"--option '{opt}': expected metric.key=value")
+        lhs, value = opt.split("=", 1)
+        name, key = lhs.split(".", 1)
+        if name != metric:
+            continue
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    if no_cache and metric_class(metric).uses_cache:
+        out["use_cache"] = False
+    return out

@@ -1,0 +1,91 @@
+"""Human-judgment datasets mapped into evalign's tables.
+
+Each adapter returns a :class:`HumanDataset`: an item table (one row per item x system, see
+:mod:`evalign.io`) and/or a *pair table* for A-vs-B human preferences, plus what is known at
+system level, with the licence and citation of the source.
+
+Pair table columns: ``id``, ``instruction``, ``input``, ``reference`` (may be None),
+``system_a``, ``system_b``, ``response_a``, ``response_b``, one column per annotator
+``pref_1 .. pref_k`` coded **+1 = A better, -1 = B better, 0 = tie** (NaN = no label), and
+optional ``task``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from evalign.errors import EvalignError
+
+
+@dataclass
+class HumanDataset:
+    """A public dataset with human judgments, in evalign's tables."""
+
+    name: str
+    description: str
+    licence: str
+    citation: str
+    #: item table (one row per item x system) or None
+    items: pd.DataFrame | None = None
+    #: numeric human rating columns of ``items``
+    human_columns: list[str] = field(default_factory=list)
+    #: whether a higher human rating is better
+    human_higher_is_better: bool = True
+    #: pair table (see module doc) or None
+    pairs: pd.DataFrame | None = None
+    #: annotator columns of ``pairs``
+    pref_columns: list[str] = field(default_factory=list)
+    #: system-level human scores or ranks, by system name
+    system_human: dict[str, float] | None = None
+    #: whether a higher system-level human value is better (False for ranks)
+    system_human_higher_is_better: bool = True
+
+
+def bundled_path(*parts: str) -> Path:
+    """Path of a file shipped in ``evalign/data``."""
+    return Path(str(resources.files("evalign") / "data" / Path(*parts)))
+
+
+_ADAPTERS: dict[str, Callable[..., HumanDataset]] = {}
+
+
+def register_dataset(name: str) -> Callable[[Callable[..., HumanDataset]], Callable[..., HumanDataset]]:
+    """Decorator: register an adapter function under ``name``."""
+
+    def deco(fn: Callable[..., HumanDataset]) -> Callable[..., HumanDataset]:
+        _ADAPTERS[name] = fn
+        return fn
+
+    return deco
+
+
+def load_dataset(name: str, **kwargs: object) -> HumanDataset:
+    """Load a registered human-judgment dataset by name (e.g. ``"pandalm"``)."""
+    from evalign import datasets  # noqa: F401  (registers the built-in adapters)
+
+    if name not in _ADAPTERS:
+        raise EvalignError(f"unknown dataset '{name}' (known: {', '.join(sorted(_ADAPTERS))})")
+    return _ADAPTERS[name](**kwargs)
+
+
+def list_datasets() -> list[str]:
+    """Names of the registered datasets."""
+    from evalign import datasets  # noqa: F401
+
+    return sorted(_ADAPTERS)
+
+
+def pairs_to_items(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Both sides of each pair as rows of an item table (id = pair id, system = side's system),
+    so that any metric can score them against the pair's reference."""
+    keep = ["instruction", "input", "reference"] + (["task"] if "task" in pairs.columns else [])
+    a = pairs[["id", "system_a", "response_a", *keep]].rename(columns={"system_a": "system", "response_a": "response"})
+    b = pairs[["id", "system_b", "response_b", *keep]].rename(columns={"system_b": "system", "response_b": "response"})
+    a = a.assign(side="a")
+    b = b.assign(side="b")
+    return pd.concat([a, b], ignore_index=True)

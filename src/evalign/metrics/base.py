@@ -1,0 +1,202 @@
+"""The Metric base class and the metric registry.
+
+A metric scores each response against its references (one or several; the rule for several is
+*the best score over the references*) and declares ``name``, ``higher_is_better`` and a
+reproducibility :class:`~evalign.signature.Signature`. Metrics register themselves with
+:func:`register_metric`; the registry knows in which module each built-in metric lives, so
+``import evalign`` stays light and torch is imported only when a model metric is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from evalign.errors import EvalignError
+from evalign.signature import Signature
+
+
+@dataclass
+class MetricResult:
+    """Scores of one metric over a list of items.
+
+    ``values``: one float per item (NaN where undefined, e.g. no reference).
+    ``extras``: further per-item arrays kept beside the value (e.g. BERTScore P and R), keyed by
+    a suffix; they become columns ``<column>.<suffix>``.
+    ``info``: run facts worth reporting (e.g. ``{"truncated": 3}``).
+    """
+
+    values: np.ndarray
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Metric(ABC):
+    """A reference-based metric. Subclasses set ``name``, ``higher_is_better``, ``description``
+    and implement :meth:`score` and :meth:`options`."""
+
+    name: ClassVar[str]
+    higher_is_better: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+    #: distributions whose versions go into the signature
+    dists: ClassVar[tuple[str, ...]] = ()
+    #: whether the metric keeps results in the cache (then its constructor takes ``use_cache``)
+    uses_cache: ClassVar[bool] = False
+    #: options whose non-default values are added to the column name (e.g. ``model``)
+    column_options: ClassVar[tuple[str, ...]] = ()
+    #: defaults of the options named in ``column_options``
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    @abstractmethod
+    def options(self) -> dict[str, Any]:
+        """The settings that determine the scores (go into the signature)."""
+
+    @abstractmethod
+    def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
+        """Score each response against its references (best over references; NaN if none)."""
+
+    def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+        """The score of one system over its items. Default: the mean of the item scores."""
+        values = self.score(responses, references).values
+        return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+    @property
+    def column(self) -> str:
+        """Column name in the item table: the metric name, plus non-default key options."""
+        opts = self.options()
+        suffix = [
+            f"{k}={_short(opts[k])}"
+            for k in self.column_options
+            if k in opts and opts[k] != self.defaults.get(k)
+        ]
+        return self.name if not suffix else f"{self.name}[{','.join(suffix)}]"
+
+    def signature(self) -> Signature:
+        """The reproducibility signature of this metric's scores."""
+        from evalign.signature import make_signature
+
+        return make_signature(self.name, self.options(), self.dists)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.signature()}>"
+
+
+def _short(v: Any) -> str:
+    s = str(v)
+    return s.rsplit("/", 1)[-1] if "/" in s else s
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+#: where each built-in metric is defined; imported on first use
+BUILTIN_METRIC_MODULES: dict[str, str] = {
+    "bleu": "evalign.metrics.lexical",
+    "chrf": "evalign.metrics.lexical",
+    "rouge_l": "evalign.metrics.lexical",
+    "exact_match": "evalign.metrics.lexical",
+    "semscore": "evalign.metrics.embedding",
+    "pooled_similarity": "evalign.metrics.embedding",
+    "bertscore": "evalign.metrics.embedding",
+    "bartscore": "evalign.metrics.learned",
+}
+
+_REGISTRY: dict[str, type[Metric]] = {}
+
+M = TypeVar("M", bound=type[Metric])
+
+
+def register_metric(cls: M) -> M:
+    """Class decorator: make a metric available by its ``name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load(name: str) -> type[Metric]:
+    if name not in _REGISTRY and name in BUILTIN_METRIC_MODULES:
+        importlib.import_module(BUILTIN_METRIC_MODULES[name])
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(set(_REGISTRY) | set(BUILTIN_METRIC_MODULES)))
+        raise EvalignError(f"unknown metric '{name}' (known: {known})")
+    return _REGISTRY[name]
+
+
+def get_metric(name: str, **options: Any) -> Metric:
+    """An instance of metric ``name`` with ``options`` (e.g. ``get_metric("semscore", model=...)``)."""
+    cls = _load(name)
+    try:
+        return cls(**options)
+    except TypeError as e:
+        raise EvalignError(f"metric '{name}': bad option ({e})") from e
+
+
+def metric_class(name: str) -> type[Metric]:
+    """The class registered as ``name``."""
+    return _load(name)
+
+
+def list_metrics() -> list[type[Metric]]:
+    """All known metric classes (built-in and registered), sorted by name."""
+    for name in BUILTIN_METRIC_MODULES:
+        try:
+            _load(name)
+        except ImportError:  # optional dependency missing
+            continue
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+# --- helpers shared by metrics -----------------------------------------------------------------
+
+
+def flatten_references(
+    responses: Sequence[str], references: Sequence[Sequence[str]]
+) -> tuple[list[str], list[str], np.ndarray]:
+    """Expand items with several references into (response, reference) pairs.
+
+    Returns the pair responses, the pair references and, for each pair, the index of its item.
+    """
+    if len(responses) != len(references):
+        raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
+    hyp: list[str] = []
+    ref: list[str] = []
+    owner: list[int] = []
+    for i, (h, refs) in enumerate(zip(responses, references)):
+        for r in refs:
+            hyp.append(h)
+            ref.append(r)
+            owner.append(i)
+    return hyp, ref, np.asarray(owner, dtype=np.int64)
+
+
+def max_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per item, the maximum of its pair values (NaN for items without pairs)."""
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, owner, np.asarray(values, dtype=float))
+    out[np.isneginf(out)] = np.nan
+    return out
+
+
+def argmax_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per item, the index (into the pair arrays) of its best pair; -1 for items without pairs."""
+    best = max_by_owner(values, owner, n)
+    idx = np.full(n, -1, dtype=np.int64)
+    for j in range(len(owner) - 1, -1, -1):  # first best pair wins
+        if values[j] == best[owner[j]]:
+            idx[owner[j]] = j
+    return idx
+
+
+def best_over_references(
+    pair_fn: Callable[[list[str], list[str]], np.ndarray],
+    responses: Sequence[str],
+    references: Sequence[Sequence[str]],
+) -> np.ndarray:
+    """Apply a vectorised pair scorer to all (response, reference) pairs and keep each item's best."""
+    hyp, ref, owner = flatten_references(responses, references)
+    if not hyp:
+        return np.full(len(responses), np.nan)
+    return max_by_owner(np.asarray(pair_fn(hyp, ref), dtype=float), owner, len(responses))

@@ -1,0 +1,97 @@
+"""Scoring an item table with registered metrics: one column per metric, system-level scores."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalign.io import references_of
+from evalign.metrics.base import Metric, get_metric
+
+MetricSpec = str | Metric
+
+
+@dataclass
+class MetricRun:
+    """What one metric did in a run: its column, signature, seconds taken and reported facts."""
+
+    column: str
+    name: str
+    higher_is_better: bool
+    signature: str
+    seconds: float
+    n_items: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds_per_1000(self) -> float:
+        """Seconds per 1,000 items in this run."""
+        return 1000.0 * self.seconds / max(self.n_items, 1)
+
+
+def resolve_metrics(metrics: Sequence[MetricSpec]) -> list[Metric]:
+    """Metric instances from names or instances."""
+    return [m if isinstance(m, Metric) else get_metric(m) for m in metrics]
+
+
+def score(
+    table: pd.DataFrame,
+    metrics: Sequence[MetricSpec],
+    *,
+    on_metric: Callable[[Metric, int, int], None] | None = None,
+) -> tuple[pd.DataFrame, list[MetricRun]]:
+    """Add one column per metric (plus ``<column>.<extra>`` columns) to a copy of ``table``.
+
+    Returns the new table and, per metric, a :class:`MetricRun`. ``on_metric(metric, i, n)`` is
+    called before each metric (for progress display).
+    """
+    out = table.copy()
+    responses = [str(r) for r in out["response"].tolist()]
+    refs = references_of(out)
+    runs: list[MetricRun] = []
+    ms = resolve_metrics(metrics)
+    for i, m in enumerate(ms):
+        if on_metric is not None:
+            on_metric(m, i, len(ms))
+        t0 = time.perf_counter()
+        res = m.score(responses, refs)
+        dt = time.perf_counter() - t0
+        out[m.column] = np.asarray(res.values, dtype=float)
+        for suffix, arr in res.extras.items():
+            out[f"{m.column}.{suffix}"] = arr
+        runs.append(
+            MetricRun(
+                column=m.column,
+                name=m.name,
+                higher_is_better=m.higher_is_better,
+                signature=str(m.signature()),
+                seconds=dt,
+                n_items=len(out),
+                info=dict(res.info),
+            )
+        )
+    return out, runs
+
+
+def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.DataFrame:
+    """One row per system, one column per metric: the metric's system-level score
+    (corpus-level where the metric defines one, e.g. BLEU; otherwise the mean item score)."""
+    ms = resolve_metrics(metrics)
+    rows = []
+    for system, group in table.groupby("system", sort=True):
+        responses = [str(r) for r in group["response"].tolist()]
+        refs = references_of(group)
+        row: dict[str, Any] = {"system": system, "n_items": len(group)}
+        for m in ms:
+            if m.column in group.columns and type(m).system_score is Metric.system_score:
+                vals = group[m.column].to_numpy(dtype=float)
+                row[m.column] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+            else:
+                row[m.column] = m.system_score(responses, refs)
+        rows.append(row)
+    return pd.DataFrame(rows)
