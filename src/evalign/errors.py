@@ -8,7 +8,8 @@ class EvalignError(Exception):
 
 
 class InputError(EvalignError, ValueError):
-    """Bad input data. The message names the file, the line (1-based) and the field when known."""
+    """Bad input data. The message names the file, the line (1-based; ``line_word="row"`` for
+    Parquet files and DataFrames) and the field when known."""
 
     def __init__(
         self,
@@ -17,6 +18,7 @@ class InputError(EvalignError, ValueError):
         file: str | None = None,
         line: int | None = None,
         field: str | None = None,
+        line_word: str = "line",
     ) -> None:
         self.file = file
         self.line = line
@@ -26,7 +28,7 @@ class InputError(EvalignError, ValueError):
         if file is not None:
             where.append(str(file))
         if line is not None:
-            where.append(f"line {line}")
+            where.append(f"{line_word} {line}")
         if field is not None:
             where.append(f"field '{field}'")
         prefix = ", ".join(where)

@@ -120,15 +120,17 @@ def _validate(
     require_reference: bool,
     default_system: str | None,
     numeric_from_text: bool,
+    frame: bool = False,
 ) -> dict[str, Any]:
     out = dict(rec)
+    line_word = "row" if frame else "line"
     # rename source fields to canonical names
     for canon, src in fields.items():
         if src != canon and src in out:
             out[canon] = out.pop(src)
 
     def err(msg: str, field: str) -> InputError:
-        return InputError(msg, file=file, line=line, field=fields.get(field, field))
+        return InputError(msg, file=file, line=line, field=fields.get(field, field), line_word=line_word)
 
     if _is_missing(out.get("system")) or out.get("system") == "":
         if default_system is None:
@@ -166,8 +168,9 @@ def _validate(
         v = out.get(h, None)
         if h not in out:
             raise err("missing human rating field", h)
-        if _is_missing(v) and v is None:
-            continue  # a missing rating
+        if v is None or (frame and isinstance(v, float) and math.isnan(v)):
+            out[h] = None
+            continue  # a missing rating (null; NaN in a DataFrame or Parquet file)
         if numeric_from_text and isinstance(v, str):
             if v.strip() == "":
                 out[h] = None
@@ -193,6 +196,7 @@ def _records_to_table(
     require_reference: bool,
     default_system: str | None,
     numeric_from_text: bool,
+    frame: bool = False,
 ) -> pd.DataFrame:
     fmap = dict(fields or {})
     rows: list[dict[str, Any]] = []
@@ -207,6 +211,7 @@ def _records_to_table(
             require_reference=require_reference,
             default_system=default_system,
             numeric_from_text=numeric_from_text,
+            frame=frame,
         )
         key = (row["id"], row["system"])
         if key in seen:
@@ -215,6 +220,7 @@ def _records_to_table(
                 file=file,
                 line=line,
                 field=fmap.get("id", "id"),
+                line_word="row" if frame else "line",
             )
         seen[key] = line
         rows.append(row)
@@ -255,6 +261,7 @@ def read_items(
             require_reference=require_reference,
             default_system=default_system,
             numeric_from_text=False,
+            frame=True,
         )
     path = Path(source)
     fmt = format or detect_format(path)
@@ -266,6 +273,7 @@ def read_items(
         require_reference=require_reference,
         default_system=default_system,
         numeric_from_text=(fmt == "csv"),
+        frame=(fmt == "parquet"),
     )
 
 

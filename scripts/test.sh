@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh machine, then run it.
+# Usage: bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+# PyTorch first, as the CPU build (a bare `torch` would pull GBs of CUDA packages).
+python3 -m pip install -q "torch==2.13.0"
+python3 -m pip install -q -e ".[test]"
+
+# The real OpenAI-compatible inference server the judge tests start (llama.cpp; built from
+# source once, the wheel cached in ~/.cache/evalign-wheels).
+bash scripts/build_llama_server.sh
+
+# Debian's Chromium for the HTML report test (headless).
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+python3 -m pytest -q "$@"

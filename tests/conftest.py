@@ -1,0 +1,21 @@
+"""Project-wide test settings: an isolated cache and few torch threads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own cache file unless it sets EVALIGN_CACHE itself."""
+    path = tmp_path_factory.mktemp("cache") / "cache.sqlite"
+    monkeypatch.setenv("EVALIGN_CACHE", str(path))

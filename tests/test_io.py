@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import json
+import math
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evalign.errors import InputError
+from evalign.io import atomic_path, read_items, references_of, write_json_atomic, write_table
+
+
+def _jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD = [
+    {"id": 1, "system": "a", "instruction": "Say hi", "reference": "hi", "response": "hi there", "rating": 4},
+    {"id": 1, "system": "b", "instruction": "Say hi", "reference": ["hi", "hello"], "response": "yo", "rating": 2},
+    {"id": 2, "system": "a", "reference": "bye", "response": "bye", "rating": None, "extra": [1, 2]},
+]
+
+
+def test_read_jsonl_keeps_columns_and_normalises(tmp_path: Path) -> None:
+    df = read_items(_jsonl(tmp_path / "x.jsonl", GOOD), human=["rating"])
+    assert list(df.columns) == ["id", "system", "instruction", "input", "reference", "response", "rating", "extra"]
+    assert df["id"].tolist() == ["1", "1", "2"]
+    assert df.loc[2, "instruction"] == "" and df.loc[0, "input"] == ""
+    assert references_of(df) == [["hi"], ["hi", "hello"], ["bye"]]
+    assert df["rating"].iloc[0] == 4.0 and math.isnan(df["rating"].iloc[2])
+    assert df.loc[2, "extra"] == [1, 2]
+
+
+def test_field_mapping(tmp_path: Path) -> None:
+    rows = [{"qid": "q1", "model": "m", "output": "x", "target": "y"}]
+    df = read_items(
+        _jsonl(tmp_path / "x.jsonl", rows),
+        fields={"id": "qid", "system": "model", "response": "output", "reference": "target"},
+    )
+    assert df.loc[0, "response"] == "x" and df.loc[0, "reference"] == "y" and df.loc[0, "system"] == "m"
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "field", "words"),
+    [
+        ('{"id": 1, "system": "a", "response": "x"}\n{"id": 2, "system": "a", "response": "x"\n', 2, None, "malformed JSON"),
+        ('{"id": 1, "system": "a", "response": "x"}\n\n{"id": 2, "system": "a"}\n', 3, "response", "missing"),
+        ('{"id": 1, "system": "a", "response": 5}\n', 1, "response", "must be a string"),
+        ('{"id": 1, "system": "a", "response": "x", "reference": [1]}\n', 1, "reference", "strings"),
+        ('{"id": 1, "system": "a", "response": "x", "rating": NaN}\n', 1, "rating", "finite"),
+        ('{"id": 1, "system": "a", "response": "x", "rating": "good"}\n', 1, "rating", "number"),
+        ('{"id": 1, "system": "a", "response": "x"}\n{"id": 1, "system": "a", "response": "y"}\n', 2, "id", "duplicate"),
+        ('{"id": [1], "system": "a", "response": "x"}\n', 1, "id", "string or an integer"),
+        ('{"id": 1, "response": "x"}\n', 1, "system", "missing"),
+        ('[1, 2]\n', 1, None, "JSON object"),
+    ],
+)
+def test_jsonl_errors_name_file_line_field(tmp_path: Path, content: str, line: int, field: str | None, words: str) -> None:
+    p = tmp_path / "bad.jsonl"
+    p.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        read_items(p, human=["rating"] if "rating" in content else ())
+    e = ei.value
+    assert e.file == str(p) and e.line == line and e.field == field
+    assert words in str(e) and str(p) in str(e) and f"line {line}" in str(e)
+
+
+def test_missing_reference_when_required(tmp_path: Path) -> None:
+    p = _jsonl(tmp_path / "x.jsonl", [{"id": 1, "system": "a", "response": "x"}])
+    with pytest.raises(InputError, match="field 'reference'"):
+        read_items(p, require_reference=True)
+    with pytest.raises(InputError, match="field 'target'"):
+        read_items(p, require_reference=True, fields={"reference": "target"})
+
+
+def test_csv_lines_count_header_and_parse_numbers(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text('id,system,response,reference,rating\n1,a,x,"[""r1"", ""r2""]",3\n2,a,y,r,oops\n', encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        read_items(p, human=["rating"])
+    assert ei.value.line == 3 and ei.value.field == "rating"
+    p.write_text('id,system,response,reference,rating\n1,a,x,"[""r1"", ""r2""]",3\n2,a,y,r,\n', encoding="utf-8")
+    df = read_items(p, human=["rating"])
+    assert references_of(df) == [["r1", "r2"], ["r"]]
+    assert df["rating"].iloc[0] == 3.0 and math.isnan(df["rating"].iloc[1])
+
+
+def test_dataframe_and_parquet_roundtrip(tmp_path: Path) -> None:
+    df = read_items(_jsonl(tmp_path / "x.jsonl", GOOD), human=["rating"])
+    df["score"] = [0.5, float("nan"), 1.0]
+    for suffix in ("jsonl", "csv", "parquet"):
+        out = tmp_path / f"out.{suffix}"
+        write_table(df, out)
+        back = read_items(out, human=["rating", "score"])
+        assert back["id"].tolist() == df["id"].tolist()
+        assert references_of(back) == references_of(df)
+        assert back["score"].iloc[0] == 0.5 and math.isnan(back["score"].iloc[1])
+    frame = pd.DataFrame([{"id": 1, "system": "a", "response": float("nan")}])
+    with pytest.raises(InputError, match="<DataFrame>, row 1, field 'response': missing"):
+        read_items(frame)
+
+
+def test_atomic_write_leaves_old_file_on_error(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    with pytest.raises(RuntimeError), atomic_path(out) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("boom")
+    assert out.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_atomic_write_survives_ctrl_c(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    with pytest.raises(KeyboardInterrupt), atomic_path(out) as tmp:
+        tmp.write_text("{")
+        signal.raise_signal(signal.SIGINT)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    write_json_atomic(out, {"x": float("nan"), "y": [1.5]})
+    assert json.loads(out.read_text()) == {"x": None, "y": [1.5]}
+
+
+def test_unknown_suffix_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown file type"):
+        read_items(tmp_path / "x.txt")
+    with pytest.raises(InputError, match="no such file"):
+        read_items(tmp_path / "x.jsonl")
