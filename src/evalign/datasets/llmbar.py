@@ -1,0 +1,108 @@
+"""LLMBar (Zeng et al. 2024): pairs of outputs for one instruction, with the objectively better one
+marked by the authors; Natural (100) and four Adversarial subsets (319), bundled (MIT).
+The third-party *Processed* sets (FairEval, LLMEval^2, MT-Bench human judgments; licences not
+checked) are not bundled and are read from a local copy with ``processed=True``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evalign.datasets._external import find_set_dir
+from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.errors import InputError
+
+CITATION = (
+    "Zeng et al. 2024, Evaluating Large Language Models at Evaluating Instruction Following, "
+    "ICLR 2024, arXiv 2310.07641."
+)
+#: subset name (the pair table's ``task``) -> folder in the bundled ``data/llmbar``
+SUBSETS = {
+    "Natural": "Natural",
+    "Adversarial/Neighbor": "Adversarial/Neighbor",
+    "Adversarial/GPTInst": "Adversarial/GPTInst",
+    "Adversarial/GPTOut": "Adversarial/GPTOut",
+    "Adversarial/Manual": "Adversarial/Manual",
+}
+PROCESSED = {
+    "Processed/FairEval": "Processed/FairEval",
+    "Processed/LLMEval2": "Processed/LLMEval2",
+    "Processed/MT-Bench": "Processed/MT-Bench",
+}
+_CODE = {1: 1.0, 2: -1.0}
+
+
+def _read_subset(path: Path, subset: str) -> list[dict[str, object]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
+    rows = []
+    for k, r in enumerate(data):
+        for f in ("input", "output_1", "output_2"):
+            if not isinstance(r.get(f), str):
+                raise InputError("must be a string", file=str(path), line=k + 1, field=f)
+        label = r.get("label")
+        if isinstance(label, bool) or label not in _CODE:
+            raise InputError(f"must be 1 or 2, got {label!r}", file=str(path), line=k + 1, field="label")
+        rows.append(
+            {
+                "id": f"{subset}/{k}",
+                "instruction": r["input"],
+                "input": "",
+                "reference": None,
+                "system_a": "output_1",
+                "system_b": "output_2",
+                "response_a": r["output_1"],
+                "response_b": r["output_2"],
+                "task": subset,
+                "pref_1": _CODE[label],
+            }
+        )
+    return rows
+
+
+@register_dataset("llmbar")
+def load_llmbar(
+    subsets: list[str] | None = None, *, processed: bool = False, data_dir: str | Path | None = None
+) -> HumanDataset:
+    """LLMBar as a pair table: ``task`` = subset (``Natural``, ``Adversarial/Neighbor``,
+    ``Adversarial/GPTInst``, ``Adversarial/GPTOut``, ``Adversarial/Manual``), ``id`` =
+    ``<subset>/<row>``, ``system_a``/``system_b`` = ``output_1``/``output_2``, one gold column
+    ``pref_1`` (+1 = output_1 better, -1 = output_2 better; no ties), no reference.
+
+    ``subsets`` picks subsets (default: the five bundled ones). ``processed=True`` adds the
+    Processed FairEval / LLMEval2 / MT-Bench sets from ``data_dir`` (see
+    :mod:`evalign.datasets._external`; folder ``llmbar/Processed/<name>/dataset.json``).
+    """
+    names = list(subsets) if subsets else list(SUBSETS) + (list(PROCESSED) if processed else [])
+    unknown = [n for n in names if n not in SUBSETS and n not in PROCESSED]
+    if unknown:
+        raise InputError(f"unknown LLMBar subset(s) {unknown} (known: {', '.join([*SUBSETS, *PROCESSED])})")
+    rows: list[dict[str, object]] = []
+    for name in names:
+        if name in SUBSETS:
+            path = bundled_path("llmbar", SUBSETS[name], "dataset.json")
+        else:
+            rel = str(Path(PROCESSED[name], "dataset.json"))
+            root = find_set_dir(
+                "llmbar", [rel], data_dir, where="https://github.com/princeton-nlp/LLMBar (Dataset/Processed/)"
+            )
+            path = root / rel
+        rows += _read_subset(path, name)
+    pairs = pd.DataFrame(rows)
+    pairs["pref_1"] = pairs["pref_1"].astype(np.float64)
+    return HumanDataset(
+        name="llmbar",
+        description=(
+            "LLMBar: instruction + two outputs, the objectively better one marked by the authors "
+            "(Natural 100, Adversarial Neighbor 134 / GPTInst 92 / GPTOut 47 / Manual 46); no ties, no references"
+        ),
+        licence="MIT" if not any(n in PROCESSED for n in names) else "MIT (Processed sets: third-party, not checked)",
+        citation=CITATION,
+        pairs=pairs,
+        pref_columns=["pref_1"],
+    )

@@ -1,0 +1,96 @@
+"""What a report shows: :class:`ReportData`, filled by ``evalign report``, ``evalign demo`` or a user.
+
+The report only renders: every number in it comes from the tables given here, which are computed by
+:mod:`evalign.meta` (correlations, pairwise accuracy, tie calibration, bootstrap intervals).
+
+Table conventions (extra columns are shown as they are):
+
+* ``leaderboard``: one row per system; a ``system`` column, the human system-level value in
+  ``human_system_col`` and one column per metric (the metric's system-level score).
+* ``correlations`` / ``pair_accuracy``: one row per metric (and per level / statistic if wanted);
+  the estimate in ``value`` and, when there is an interval, its bounds in ``low`` and ``high``
+  (as :class:`evalign.meta.significance.BootstrapResult`). Shown as ``value [low, high]``.
+* ``by_task``: the statistic per task and metric, either wide (index = task, columns = metrics) or
+  long (columns ``task``, ``metric``, ``value``).
+* ``item_table``: the scored item table (one row per item x system, see :mod:`evalign.io`);
+  used for score distributions per human grade (``human_col``) and score-vs-length plots
+  (``judge_cols``, lengths from ``response``).
+* ``epsilon_curves``: metric -> (epsilons, accuracies) of tie calibration (the curve returned by
+  :func:`evalign.meta.pairwise.calibrate_epsilon`), optionally a third element, the chosen epsilon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: names of interval bound columns, in order of preference
+LOW_NAMES = ("low", "ci_low", "lo", "lower")
+HIGH_NAMES = ("high", "ci_high", "hi", "upper")
+
+
+@dataclass
+class ReportData:
+    """Everything a report can show; leave out what you do not have (sections are skipped)."""
+
+    title: str = "evalign report"
+    #: free text under the title (dataset, description, citation); shown escaped
+    subtitle: str | None = None
+    leaderboard: pd.DataFrame | None = None
+    #: column of ``leaderboard`` with the human system-level value (None: no human column)
+    human_system_col: str | None = None
+    #: whether a higher human system-level value is better (False for ranks, 1 = best)
+    human_system_higher_is_better: bool = True
+    correlations: pd.DataFrame | None = None
+    pair_accuracy: pd.DataFrame | None = None
+    by_task: pd.DataFrame | None = None
+    #: name of the statistic in ``by_task`` (heatmap colour-bar label)
+    by_task_label: str = "statistic"
+    item_table: pd.DataFrame | None = None
+    #: metric (and judge) columns to show; judges may be listed here and in ``judge_cols``
+    metric_cols: list[str] = field(default_factory=list)
+    #: numeric human rating column of ``item_table`` (None: no distribution plots)
+    human_col: str | None = None
+    epsilon_curves: Mapping[str, Sequence[Any]] | None = None
+    #: LLM-judge score columns of ``item_table`` (score-vs-length plots)
+    judge_cols: list[str] = field(default_factory=list)
+    #: whether each metric is better when higher (default True); ranks in the leaderboard use it
+    higher_is_better: Mapping[str, bool] = field(default_factory=dict)
+    #: further tables to show as they are: title -> DataFrame
+    extra_tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    #: lines shown at the end (metric signatures, settings, licences)
+    notes: list[str] = field(default_factory=list)
+    #: digits after the decimal point in tables
+    digits: int = 3
+
+
+def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:
+    """The (low, high) interval columns of a results table, or (None, None)."""
+    low = next((c for c in LOW_NAMES if c in df.columns), None)
+    high = next((c for c in HIGH_NAMES if c in df.columns), None)
+    if low is None or high is None:
+        return None, None
+    return low, high
+
+
+def by_task_matrix(by_task: pd.DataFrame) -> pd.DataFrame:
+    """``by_task`` as a task x metric matrix of floats (long tables are pivoted)."""
+    if {"task", "metric", "value"} <= set(by_task.columns):
+        m = by_task.pivot_table(index="task", columns="metric", values="value", aggfunc="first", sort=False)
+    else:
+        m = by_task.copy()
+        if "task" in m.columns:
+            m = m.set_index("task")
+        m = m.select_dtypes(include=[np.number])
+    m.index = m.index.map(str)
+    m.columns = m.columns.map(str)
+    return m.astype(float)
+
+
+def ranks(values: pd.Series, higher_is_better: bool) -> pd.Series:
+    """Competition ranks (1 = best, ties share the best rank); NaN stays NaN."""
+    return values.rank(ascending=not higher_is_better, method="min")

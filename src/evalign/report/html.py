@@ -1,0 +1,84 @@
+"""One self-contained HTML page: inline CSS, figures as base64 PNG, no scripts, no external
+resources (opening it makes no network request)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1100px;
+       padding: 1.5em 2em 4em; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+p.subtitle { color: #555; margin-top: 0; white-space: pre-wrap; }
+nav ul { padding-left: 1.2em; columns: 2; }
+table.tbl { border-collapse: collapse; font-size: 0.88em; margin: 0.8em 0; }
+table.tbl th, table.tbl td { border-bottom: 1px solid #e3e3e3; padding: 0.3em 0.7em; text-align: right; }
+table.tbl th { background: #f4f6f8; }
+table.tbl td:first-child, table.tbl th:first-child { text-align: left; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; color: #555; }
+.note { font-size: 0.85em; color: #555; }
+footer { margin-top: 3em; font-size: 0.8em; color: #777; }
+"""
+
+
+@dataclass
+class Figure:
+    """A rendered plot: file stem, caption and PNG bytes."""
+
+    name: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class Section:
+    """One part of the page: a heading, text, tables (title -> display table) and figures."""
+
+    key: str
+    title: str
+    text: str = ""
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: list[Figure] = field(default_factory=list)
+
+
+def _table_html(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, escape=True, border=0, classes="tbl", na_rep="-")
+
+
+def render_html(title: str, subtitle: str | None, sections: list[Section], footer: str) -> str:
+    """The page as a string."""
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>",
+    ]
+    if subtitle:
+        parts.append(f'<p class="subtitle">{e(subtitle)}</p>')
+    parts.append("<nav><ul>" + "".join(f'<li><a href="#{e(s.key)}">{e(s.title)}</a></li>' for s in sections) + "</ul></nav>")
+    for s in sections:
+        parts.append(f'<section id="{e(s.key)}"><h2>{e(s.title)}</h2>')
+        if s.text:
+            parts.append(f'<p class="note">{e(s.text)}</p>')
+        for name, df in s.tables.items():
+            if len(s.tables) > 1 or name != s.title:
+                parts.append(f"<h3>{e(name)}</h3>")
+            parts.append(_table_html(df))
+        for f in s.figures:
+            data = base64.b64encode(f.png).decode("ascii")
+            parts.append(
+                f'<figure class="plot" id="fig-{e(f.name)}"><img src="data:image/png;base64,{data}" '
+                f'alt="{e(f.caption)}"><figcaption>{e(f.caption)}</figcaption></figure>'
+            )
+        parts.append("</section>")
+    parts.append(f"<footer>{e(footer)}</footer></body></html>")
+    return "\n".join(parts) + "\n"

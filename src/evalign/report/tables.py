@@ -1,0 +1,107 @@
+"""The report's tables: display versions of the results tables (numbers formatted, intervals as
+``value [low, high]``) and their Markdown and LaTeX renderings."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalign.report.data import ReportData, interval_columns, ranks
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """A table cell: floats with ``digits`` decimals, integers as they are, missing as ``-``."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    if isinstance(v, float | np.floating):
+        f = float(v)
+        if math.isnan(f):
+            return "-"
+        if f.is_integer() and abs(f) >= 1000:
+            return f"{f:.0f}"
+        return f"{f:.{digits}f}"
+    return str(v)
+
+
+def fmt_rank(v: Any) -> str:
+    """A rank cell: an integer, or ``-`` when missing."""
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
+
+
+def format_results(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """A results table as strings; ``value`` with ``low``/``high`` becomes one column
+    ``value [low, high]``."""
+    low, high = interval_columns(df)
+    out = pd.DataFrame(index=df.index)
+    for c in df.columns:
+        if c in (low, high):
+            continue
+        if c == "value" and low and high:
+            out["value [low, high]"] = [
+                f"{fmt(v, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+                for v, lo, hi in zip(df["value"], df[low], df[high], strict=True)
+            ]
+        else:
+            out[str(c)] = [fmt(v, digits) for v in df[c]]
+    return out.reset_index(drop=True)
+
+
+def leaderboard_display(data: ReportData) -> pd.DataFrame:
+    """Systems in human order: the human value and rank, then each metric's score with its rank."""
+    assert data.leaderboard is not None
+    lb = data.leaderboard.reset_index(drop=True)
+    out = pd.DataFrame({"system": lb["system"].astype(str)})
+    order = None
+    if data.human_system_col and data.human_system_col in lb.columns:
+        h = lb[data.human_system_col].astype(float)
+        r = ranks(h, data.human_system_higher_is_better)
+        out[f"human ({data.human_system_col})"] = [fmt(v, data.digits) for v in h]
+        out["human rank"] = [fmt_rank(v) for v in r]
+        order = r.to_numpy()
+    for m in data.metric_cols:
+        if m not in lb.columns:
+            continue
+        v = lb[m].astype(float)
+        r = ranks(v, data.higher_is_better.get(m, True))
+        out[m] = [f"{fmt(x, data.digits)} ({fmt_rank(k)})" for x, k in zip(v, r, strict=True)]
+    if order is not None:
+        out = out.iloc[np.argsort(order, kind="stable")]
+    return out.reset_index(drop=True)
+
+
+def by_task_display(matrix: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The task x metric matrix as strings with a ``task`` column."""
+    out = matrix.map(lambda v: fmt(v, digits))
+    out.columns = [str(c) for c in out.columns]
+    out.insert(0, "task", list(matrix.index))
+    return out.reset_index(drop=True)
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (cells as strings; ``|`` escaped)."""
+
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    cols = [cell(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
+    """A booktabs LaTeX table (pandas ``to_latex``; needs jinja2); special characters escaped."""
+    try:
+        return df.to_latex(index=False, escape=True, caption=caption, label=label, column_format="l" * df.shape[1])
+    except ImportError as e:  # pandas renders LaTeX through jinja2
+        from evalign.errors import EvalignError
+
+        raise EvalignError(f"LaTeX tables need jinja2 (pip install jinja2): {e}") from e
