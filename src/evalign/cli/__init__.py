@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
 import typer
+from typer.core import TyperGroup
 
 from evalign.cli.common import STATE, handle_errors
 
+
+class _Group(TyperGroup):
+    """Runs every verb inside :func:`handle_errors` (one clear line, exit 1, no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with handle_errors():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=_Group,
     name="evalign",
     help="Score LLM responses, judge them with LLMs, and check metrics and judges against human ratings.",
     no_args_is_help=True,
@@ -32,5 +46,4 @@ _register()
 
 def main() -> None:
     """Entry point of the ``evalign`` script."""
-    with handle_errors():
-        app()
+    app()

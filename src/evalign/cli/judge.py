@@ -1,9 +1,268 @@
-"""Placeholder: this verb is being written."""
+"""``evalign judge``: grade responses (or response pairs) with an LLM judge.
+
+Every call is cached as soon as it returns, so an interrupted run resumes by running the same command
+again; ``OUT.partial.jsonl`` logs finished calls while the run goes on and the final table is written
+atomically at the end (with ``OUT``'s summary beside it as ``OUT.summary.json``).
+"""
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from evalign.cli.common import CliError, console, emit_json, err_console, field_map, fmt_value, progress
 
 
 def register(app: typer.Typer) -> None:
-    """Add this verb to ``app``."""
+    """Add ``judge`` to ``app``."""
+
+    @app.command("judge")
+    def judge_cmd(
+        file: Path = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet."),
+        mode: str = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria."),
+        dataset: str = typer.Option(None, "--dataset", help="A bundled dataset instead of FILE (e.g. pandalm)."),
+        rubric: str = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file."),
+        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row."),
+        template: str = typer.Option(None, "--template", help="Built-in template name or a template file."),
+        backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server) or hf."),
+        base_url: str = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1."),
+        model: str = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf)."),
+        api_key_env: str = typer.Option(
+            "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged)."
+        ),
+        samples: int = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported)."),
+        concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight at most (openai)."),
+        batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch (hf)."),
+        device: str = typer.Option(None, "--device", help="Device of the hf backend (cpu, cuda, ...)."),
+        temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (judge default)."),
+        top_p: float = typer.Option(None, "--top-p", help="Nucleus sampling (judge default)."),
+        max_tokens: int = typer.Option(None, "--max-tokens", help="Most tokens per judge output."),
+        repetition_penalty: float = typer.Option(None, "--repetition-penalty", help="Where the server supports it; 0 = not sent."),
+        seed: int = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s)."),
+        grammar: Path = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp)."),
+        reask: int = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed."),
+        tie: bool = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer."),
+        single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
+        no_reference: bool = typer.Option(False, "--no-reference", help="Use the reference-free template."),
+        skip_self: bool = typer.Option(False, "--skip-self", help="Skip rows whose system is the judge model."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Make every call anew (new outputs are stored)."),
+        human: str = typer.Option(None, "--human", help="Human rating column (length bias within each grade)."),
+        length_unit: str = typer.Option("chars", "--length-unit", help="chars or words (length-bias audit)."),
+        name: str = typer.Option(None, "--name", help="Column name of the judge's scores."),
+        limit: int = typer.Option(None, "--limit", help="Judge only the first N rows."),
+        timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai)."),
+        max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
+        out: Path = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet)."),
+        id_field: str = typer.Option(None, "--id-field"),
+        system_field: str = typer.Option(None, "--system-field"),
+        instruction_field: str = typer.Option(None, "--instruction-field"),
+        input_field: str = typer.Option(None, "--input-field"),
+        reference_field: str = typer.Option(None, "--reference-field"),
+        response_field: str = typer.Option(None, "--response-field"),
+        system: str = typer.Option(None, "--system", help="System name for records without one."),
+        as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    ) -> None:
+        """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
+        from evalign.cache import Cache
+        from evalign.io import write_json_atomic, write_table
+        from evalign.judges.backends import make_backend
+        from evalign.judges.grading import get_judge, judge_class
+        from evalign.judges.runner import run_judge
+
+        cls = judge_class(mode)
+        table = _load_table(
+            file, dataset, cls.pairwise, human,
+            field_map(id_field, system_field, instruction_field, input_field, reference_field, response_field),
+            system,
+        )  # fmt: skip
+        if limit is not None:
+            table = table.head(limit).reset_index(drop=True)
+        opts: dict[str, Any] = {
+            "samples": samples,
+            "reask": reask,
+            "column": name,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "repetition_penalty": repetition_penalty,
+            "seed": seed,
+        }
+        if template:
+            opts["template"] = template
+        if no_reference:
+            opts["reference"] = False
+        if grammar is not None:
+            opts["grammar"] = grammar.read_text(encoding="utf-8")
+        if cls.uses_rubric:
+            opts["rubric"] = rubric
+            opts["rubric_column"] = rubric_column
+        elif rubric or rubric_column:
+            raise CliError(f"--mode {mode} does not use a rubric")
+        if cls.pairwise:
+            opts["tie"] = tie
+            opts["both_orders"] = not single_order
+        elif tie or single_order:
+            raise CliError("--tie and --single-order apply to --mode pairwise")
+        judge = get_judge(mode, **opts)
+        be = _make_backend(make_backend, backend, base_url, model, api_key_env, concurrency, batch_size, device,
+                           timeout, max_retries)
+        cache = Cache(read=not no_cache, write=True)
+        partial = Path(f"{out}.partial.jsonl") if out else None
+
+        with progress(transient=True, disable=as_json) as bar:
+            task = bar.add_task("judging", total=None)
+
+            def on_progress(c: dict[str, int]) -> None:
+                bar.update(
+                    task,
+                    completed=c["done"],
+                    total=c["total"],
+                    description=f"judging [dim]done {c['done']} · cached {c['cached']} · unscored {c['unscored']}"
+                    f" · retried {c['retried']} · failed {c['failed']}[/dim]",
+                )
+
+            run = run_judge(table, judge, be, cache=cache, skip_self=skip_self, human=human,
+                            length_unit=length_unit, partial_path=partial, on_progress=on_progress)
+        summary = run.summary
+        if out:
+            write_table(run.table, out)
+            summary_path = Path(f"{out}.summary.json")
+            summary["out"] = str(out)
+            summary["summary_out"] = str(summary_path)
+            write_json_atomic(summary_path, summary)
+            if partial is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    partial.unlink()
+        if as_json:
+            emit_json(summary)
+            return
+        print_summary(summary)
+        if out:
+            from rich.markup import escape
+
+            console.print(f"wrote {escape(str(out))} and {escape(str(out))}.summary.json")
+
+
+def _load_table(
+    file: Path | None,
+    dataset: str | None,
+    pairwise: bool,
+    human: str | None,
+    fields: dict[str, str],
+    system: str | None,
+) -> Any:
+    from evalign.io import read_items
+    from evalign.judges.runner import read_pairs
+
+    if (file is None) == (dataset is None):
+        raise CliError("give either FILE or --dataset NAME")
+    if pairwise and human:
+        raise CliError("--human applies to item tables (absolute, geval, criteria)")
+    if dataset is not None:
+        from evalign.datasets import load_dataset
+
+        ds = load_dataset(dataset)
+        table = ds.pairs if pairwise else ds.items
+        if table is None:
+            kind = "pair table" if pairwise else "item table"
+            raise CliError(f"dataset '{dataset}' has no {kind}")
+        table = table.copy()
+        table.attrs["source"] = f"dataset:{dataset}"
+        if pairwise:
+            return read_pairs(table)
+        return read_items(table, human=[human] if human else [])
+    assert file is not None
+    if pairwise:
+        return read_pairs(file)
+    return read_items(file, fields=fields, human=[human] if human else [], default_system=system)
+
+
+def _make_backend(
+    make_backend: Any,
+    kind: str,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    concurrency: int,
+    batch_size: int,
+    device: str | None,
+    timeout: float,
+    max_retries: int,
+) -> Any:
+    if not model:
+        raise CliError("--model is required (the model name, or a local model directory for --backend hf)")
+    if kind == "openai":
+        if not base_url:
+            raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
+        return make_backend(
+            "openai", base_url=base_url, model=model, api_key_env=api_key_env or None, concurrency=concurrency,
+            timeout=timeout, max_retries=max_retries,
+        )  # fmt: skip
+    if kind == "hf":
+        return make_backend("hf", model_path=model, device=device, batch_size=batch_size)
+    raise CliError(f"unknown --backend '{kind}' (openai or hf)")
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """The run summary as terminal tables: counts, unscored reasons, score distribution, bias audit."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from evalign.judges.parsing import REASONS
+
+    calls = summary["calls"]
+    t = Table(title=f"Judge {escape(summary['column'])} ({summary['items']} items)", title_justify="left",
+              header_style="bold")
+    t.add_column("")
+    t.add_column("count", justify="right")
+    for k in ("scored", "unscored", "skipped"):
+        t.add_row(k, str(summary[k]))
+    t.add_row("calls made", str(calls["new"]))
+    t.add_row("calls from cache", str(calls["cached"]))
+    t.add_row("re-asked", str(calls["reasked"]))
+    t.add_row("failed (backend)", str(calls["failed"]))
+    t.add_row("HTTP retries", str(calls["http_retries"]))
+    console.print(t)
+    if summary["unscored_by_reason"] or calls["unscored_by_reason"]:
+        r = Table(title="Unscored, by reason", title_justify="left", header_style="bold")
+        r.add_column("reason")
+        r.add_column("items", justify="right")
+        r.add_column("calls", justify="right")
+        r.add_column("meaning")
+        reasons = dict.fromkeys([*summary["unscored_by_reason"], *calls["unscored_by_reason"]])
+        for k in reasons:
+            r.add_row(k, str(summary["unscored_by_reason"].get(k, 0)), str(calls["unscored_by_reason"].get(k, 0)),
+                      REASONS.get(k, ""))
+        console.print(r)
+    if summary["distribution"]:
+        d = Table(title="Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)"),
+                  title_justify="left", header_style="bold")
+        d.add_column("score")
+        d.add_column("items", justify="right")
+        for k, v in summary["distribution"].items():
+            d.add_row(k, str(v))
+        d.add_row("mean", fmt_value(summary.get("mean")))
+        console.print(d)
+    b = Table(title="Bias audit", title_justify="left", header_style="bold")
+    b.add_column("check")
+    b.add_column("value", justify="right")
+    b.add_column("n", justify="right")
+    length = summary["bias"]["length"]
+    unit = length["unit"]
+    what = "verdict vs length(A) - length(B)" if "longer_wins" in length else f"score vs length ({unit})"
+    ov = length["overall"]
+    b.add_row(f"Spearman {what}", fmt_value(ov["spearman"], 3), str(ov["n"]))
+    b.add_row(f"Kendall {what}", fmt_value(ov["kendall"], 3), str(ov["n"]))
+    for g, c in length.get("by_human", {}).items():
+        b.add_row(f"Spearman score vs length | human = {g}", fmt_value(c["spearman"], 3), str(c["n"]))
+    if "longer_wins" in length:
+        b.add_row("longer response wins", fmt_value(length["longer_wins"], 3), str(length["n_decided"]))
+    swap = summary["bias"].get("order_swap")
+    if swap:
+        b.add_row("order-swap agreement", fmt_value(swap["agreement"], 3), str(swap["n_pairs"]))
+        b.add_row("first position picked", fmt_value(swap["first_position_rate"], 3), str(swap["n_verdicts"]))
+    console.print(b)
+    err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)

@@ -1,0 +1,5 @@
+"""``python -m evalign``."""
+
+from evalign.cli import main
+
+main()

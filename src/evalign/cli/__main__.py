@@ -1,0 +1,5 @@
+"""``python -m evalign.cli``."""
+
+from evalign.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""`evalign demo` as a real process: offline, on the bundled data, every table and file written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from evalign.datasets import load_dataset
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("demo") / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalign.cli.__main__", "demo", "--out", str(out), "--bootstrap", "100"],
+        capture_output=True, text=True, env=env, timeout=1200, check=False,
+    )
+    return proc, out
+
+
+def test_demo_prints_tables(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for title in ("Self-Instruct leaderboard", "System-level agreement", "PandaLM: pairwise preference accuracy"):
+        assert title in proc.stdout
+    assert "semscore[model=all-MiniLM-L6-v2]" in proc.stdout
+
+
+def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, out = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    for name in ("self_instruct_scored.jsonl", "pandalm_scored.jsonl", "leaderboard.csv", "correlations.csv",
+                 "pandalm_preference_accuracy.csv", "report.html"):
+        assert (out / name).stat().st_size > 0, name
+    assert set(summary["metrics"]) == {"bleu", "chrf", "rouge_l", "exact_match", "semscore[model=all-MiniLM-L6-v2]"}
+    # the system-level Kendall of rouge_l equals scipy's on the leaderboard it printed
+    lb = pd.read_csv(out / "leaderboard.csv")
+    ranks = load_dataset("self_instruct").system_human
+    assert ranks is not None
+    assert dict(zip(lb["system"], lb["human_rank"])) == ranks
+    corr = pd.read_csv(out / "correlations.csv").set_index("metric")
+    tau = stats.kendalltau(-lb["human_rank"], lb["rouge_l"]).statistic
+    assert corr.loc["rouge_l", "value"] == pytest.approx(tau, abs=1e-12)
+    assert corr.loc["rouge_l", "ci_low"] <= tau <= corr.loc["rouge_l", "ci_high"]
+    pref = pd.read_csv(out / "pandalm_preference_accuracy.csv").set_index("metric")
+    assert 0.5 < pref.loc["rouge_l", "value"] < 1.0 and pref.loc["exact_match", "value"] < 0.5
+    scored = pd.read_json(out / "self_instruct_scored.jsonl", lines=True)
+    assert len(scored) == 2016 and scored["semscore[model=all-MiniLM-L6-v2]"].between(-1, 1).all()
