@@ -69,9 +69,12 @@ def register(app: typer.Typer) -> None:
         from evalign.cache import Cache
         from evalign.io import write_json_atomic, write_table
         from evalign.judges.backends import make_backend
+        from evalign.judges.bias import LENGTH_UNITS
         from evalign.judges.grading import get_judge, judge_class
         from evalign.judges.runner import run_judge
 
+        if length_unit not in LENGTH_UNITS:
+            raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{length_unit}'")
         cls = judge_class(mode)
         table = _load_table(
             file, dataset, cls.pairwise, human,

@@ -1,0 +1,268 @@
+"""Judge prompt templates and score rubrics, kept as data files.
+
+Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version``, ``mode``, ``source``,
+``system`` (system prompt, may be empty), ``format_hint`` (the answer format, used when re-asking) and
+two prompt texts, ``with_reference`` and ``without_reference``. Placeholders are ``{instruction}``,
+``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
+(relative); any other brace text (e.g. a JSON example) is left as it is. Substitution is one pass, so
+a response that contains ``{rubric}`` is never expanded.
+
+Rubrics live in ``evalign/judges/rubrics/<name>.yaml``: ``criteria`` and exactly five descriptions
+``score1_description`` .. ``score5_description`` (``score1`` .. ``score5`` are accepted too), plus
+optional ``name``, ``version``, ``source``, ``description``. Users pass their own rubric as a YAML or
+JSON file of the same form, or per row as a column of the table (a dict or a JSON string).
+
+Every template and rubric has a content hash (:meth:`Template.hash`, :meth:`Rubric.hash`) that goes
+into judge signatures and cache keys, so an edited prompt never reuses old grades.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from evalign.errors import EvalignError, InputError
+from evalign.signature import stable_hash
+
+Message = dict[str, str]
+
+#: placeholders a template may use
+PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B")
+_PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
+#: number of score descriptions of a rubric (the 1-5 Prometheus scale)
+RUBRIC_SCALE = 5
+_RUBRIC_META = ("name", "version", "source", "description")
+
+
+def _data_dir(kind: str) -> Path:
+    return Path(str(resources.files("evalign.judges") / kind))
+
+
+# --- templates --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Template:
+    """A judge prompt template (see the module doc)."""
+
+    name: str
+    version: int
+    mode: str
+    source: str
+    system: str
+    format_hint: str
+    with_reference: str
+    without_reference: str
+
+    def text(self, reference: bool) -> str:
+        """The user prompt text with or without the reference answer."""
+        return self.with_reference if reference else self.without_reference
+
+    def hash(self, reference: bool) -> str:
+        """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint."""
+        return stable_hash({"system": self.system, "prompt": self.text(reference), "format": self.format_hint})
+
+    def tag(self, reference: bool) -> str:
+        """``name@version#hash`` of the variant, as shown in signatures."""
+        return f"{self.name}@{self.version}{'' if reference else '-noref'}#{self.hash(reference)[:8]}"
+
+    def render(self, reference: bool, fields: Mapping[str, str]) -> list[Message]:
+        """Chat messages (system prompt when non-empty, then the filled user prompt)."""
+        content = fill(self.text(reference), fields, template=self.name)
+        messages: list[Message] = []
+        if self.system:
+            messages.append({"role": "system", "content": self.system})
+        messages.append({"role": "user", "content": content})
+        return messages
+
+
+def fill(text: str, fields: Mapping[str, str], template: str = "template") -> str:
+    """Replace each ``{placeholder}`` of ``text`` by ``fields[placeholder]`` in one pass."""
+
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in fields or fields[key] is None:
+            raise EvalignError(f"template '{template}' needs '{key}', which was not given")
+        return str(fields[key])
+
+    return _PLACEHOLDER_RE.sub(sub, text)
+
+
+def load_template(spec: str | Path) -> Template:
+    """A built-in template by name (``"prometheus_absolute"``) or a template file (``.yaml``/``.json``)."""
+    path = Path(spec)
+    if not (path.suffix in (".yaml", ".yml", ".json") and path.exists()):
+        path = _data_dir("templates") / f"{spec}.yaml"
+        if not path.exists():
+            raise EvalignError(f"unknown judge template '{spec}' (built-in: {', '.join(list_templates())})")
+    data = _read_mapping(path)
+    required = ("name", "version", "mode", "with_reference", "without_reference")
+    for key in required:
+        if key not in data:
+            raise InputError("missing field", file=str(path), field=key)
+    for key in ("with_reference", "without_reference", "system", "format_hint", "source"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)
+    return Template(
+        name=str(data["name"]),
+        version=int(data["version"]),
+        mode=str(data["mode"]),
+        source=str(data.get("source", "")),
+        system=str(data.get("system") or ""),
+        format_hint=str(data.get("format_hint", "")),
+        with_reference=data["with_reference"],
+        without_reference=data["without_reference"],
+    )
+
+
+def list_templates() -> list[str]:
+    """Names of the built-in templates."""
+    return sorted(p.stem for p in _data_dir("templates").glob("*.yaml"))
+
+
+# --- rubrics ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A score rubric: the criteria and one description per score 1..5."""
+
+    name: str
+    criteria: str
+    descriptions: tuple[str, ...]
+    version: int = 1
+    source: str = ""
+
+    def render(self, mode: str = "absolute") -> str:
+        """The rubric as it goes into a prompt: ``[criteria]`` then ``Score n: description`` lines
+        (absolute); only the ``[criteria]`` line for relative grading (as prometheus-eval does)."""
+        head = f"[{self.criteria}]"
+        if mode == "relative":
+            return head
+        return "\n".join([head, *(f"Score {i + 1}: {d}" for i, d in enumerate(self.descriptions))])
+
+    def hash(self) -> str:
+        """Content hash (16 hex chars) of the criteria and the descriptions."""
+        return stable_hash({"criteria": self.criteria, "descriptions": list(self.descriptions)})
+
+    def tag(self) -> str:
+        """``name#hash`` as shown in signatures."""
+        return f"{self.name}#{self.hash()[:8]}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rubric in its file form."""
+        out: dict[str, Any] = {"name": self.name, "criteria": self.criteria}
+        out.update({f"score{i + 1}_description": d for i, d in enumerate(self.descriptions)})
+        return out
+
+
+def rubric_from_mapping(
+    data: Any, *, name: str = "custom", file: str | None = None, line: int | None = None, field: str | None = None
+) -> Rubric:
+    """Validate a rubric given as a mapping; errors name ``file``, ``line`` and the offending field
+    (prefixed by ``field``, e.g. the table column, when given)."""
+
+    def where(key: str | None) -> str | None:
+        if field and key:
+            return f"{field}.{key}"
+        return field or key
+
+    if not isinstance(data, Mapping):
+        raise InputError(
+            f"a rubric must be a mapping with 'criteria' and score1..score{RUBRIC_SCALE}_description, "
+            f"got {type(data).__name__}",
+            file=file,
+            line=line,
+            field=where(None),
+        )
+    crit = data.get("criteria")
+    if not isinstance(crit, str) or not crit.strip():
+        raise InputError("missing or empty criteria text", file=file, line=line, field=where("criteria"))
+    descs: list[str] = []
+    used = {"criteria", *_RUBRIC_META}
+    for i in range(1, RUBRIC_SCALE + 1):
+        long_key, short_key = f"score{i}_description", f"score{i}"
+        if long_key in data and short_key in data:
+            raise InputError(f"give either '{long_key}' or '{short_key}', not both", file=file, line=line,
+                             field=where(long_key))
+        key = long_key if long_key in data else short_key
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"missing or empty description of score {i}", file=file, line=line,
+                             field=where(long_key))
+        descs.append(value.strip())
+        used.add(key)
+    extra = [k for k in data if k not in used]
+    if extra:
+        raise InputError(
+            f"unexpected field (a rubric has 'criteria' and exactly score1..score{RUBRIC_SCALE}_description)",
+            file=file,
+            line=line,
+            field=where(str(extra[0])),
+        )
+    version = data.get("version", 1)
+    return Rubric(
+        name=str(data.get("name") or name),
+        criteria=crit.strip(),
+        descriptions=tuple(descs),
+        version=int(version) if isinstance(version, int) else 1,
+        source=str(data.get("source", "")),
+    )
+
+
+def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
+    """A rubric from a built-in name (``"helpfulness"``), a YAML/JSON file, or a mapping."""
+    if isinstance(spec, Rubric):
+        return spec
+    if isinstance(spec, Mapping):
+        return rubric_from_mapping(spec)
+    path = Path(spec)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        if not path.exists():
+            raise InputError("no such rubric file", file=str(path))
+        return rubric_from_mapping(_read_mapping(path), name=path.stem, file=str(path))
+    builtin = _data_dir("rubrics") / f"{spec}.yaml"
+    if not builtin.exists():
+        raise EvalignError(
+            f"unknown rubric '{spec}' (built-in: {', '.join(list_rubrics())}; or give a .yaml/.json file)"
+        )
+    return rubric_from_mapping(_read_mapping(builtin), name=str(spec), file=str(builtin))
+
+
+def rubric_from_cell(value: Any, *, file: str, line: int, field: str) -> Rubric:
+    """A rubric from a table cell: a mapping or a JSON string."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise InputError(f"rubric is not valid JSON ({e.msg})", file=file, line=line, field=field) from e
+    return rubric_from_mapping(value, name=f"{field}", file=file, line=line, field=field)
+
+
+def list_rubrics() -> list[str]:
+    """Names of the built-in rubrics."""
+    return sorted(p.stem for p in _data_dir("rubrics").glob("*.yaml"))
+
+
+def _read_mapping(path: Path) -> Any:
+    """A YAML or JSON file's content; syntax errors name the file and line."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(f"malformed YAML ({getattr(e, 'problem', e)})", file=str(path), line=line) from e
