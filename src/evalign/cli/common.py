@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -58,12 +59,12 @@ def fmt_value(v: Any, digits: int = 4) -> str:
 
 def print_table(df: pd.DataFrame, title: str | None = None, digits: int = 4) -> None:
     """Print a DataFrame as a rich table."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=escape(title) if title else None, title_justify="left", header_style="bold")
     for c in df.columns:
         numeric = pd.api.types.is_numeric_dtype(df[c])
-        table.add_column(str(c), justify="right" if numeric else "left")
+        table.add_column(escape(str(c)), justify="right" if numeric else "left", overflow="fold")
     for rec in df.itertuples(index=False):
-        table.add_row(*[fmt_value(v, digits) for v in rec])
+        table.add_row(*[escape(fmt_value(v, digits)) for v in rec])
     console.print(table)
 
 
