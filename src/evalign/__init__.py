@@ -2,26 +2,55 @@
 against human ratings.
 
 Importing evalign is light: torch and model libraries are imported only when a model-based
-metric or a local judge is used.
+metric or a local judge is used; the judge and meta-evaluation names below load on first use.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from evalign.errors import EvalignError, InputError, ModelLoadError
-from evalign.io import read_items, write_table
+from evalign.io import read_items, read_pairs, write_table
 from evalign.metrics.base import get_metric, list_metrics
 from evalign.scoring import score, system_scores
 
 __version__ = "0.1.0"
+
+#: names loaded on first use: name -> module
+_LAZY = {
+    "run_judge": "evalign.judges",
+    "get_judge": "evalign.judges",
+    "parse_grade": "evalign.judges",
+    "correlation": "evalign.meta",
+    "pairwise_accuracy": "evalign.meta",
+    "pairwise_preference_accuracy": "evalign.meta",
+    "load_dataset": "evalign.datasets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'evalign' has no attribute {name!r}")
+
 
 __all__ = [
     "EvalignError",
     "InputError",
     "ModelLoadError",
     "__version__",
+    "correlation",
+    "get_judge",
     "get_metric",
     "list_metrics",
+    "load_dataset",
+    "pairwise_accuracy",
+    "pairwise_preference_accuracy",
+    "parse_grade",
     "read_items",
+    "read_pairs",
+    "run_judge",
     "score",
     "system_scores",
     "write_table",

@@ -165,7 +165,7 @@ def _validate(
     elif not isinstance(ref, str):
         raise err(f"must be a string or a list of strings, got {type(ref).__name__}", "reference")
     for h in human:
-        v = out.get(h, None)
+        v = out.get(h)
         if h not in out:
             raise err("missing human rating field", h)
         if v is None or (frame and isinstance(v, float) and math.isnan(v)):
@@ -275,6 +275,58 @@ def read_items(
         numeric_from_text=(fmt == "csv"),
         frame=(fmt == "parquet"),
     )
+
+
+#: fields a pair table must have (see :func:`read_pairs`)
+PAIR_REQUIRED = ("id", "instruction", "response_a", "response_b")
+
+
+def read_pairs(source: str | Path | pd.DataFrame) -> pd.DataFrame:
+    """Read and validate a pair table (JSONL / CSV / Parquet / DataFrame): columns ``id``,
+    ``instruction``, ``response_a``, ``response_b``; optional ``input``, ``reference``,
+    ``system_a`` / ``system_b`` (default ``"A"`` / ``"B"``) and any others (kept).
+    Errors name the file, line and field."""
+    if isinstance(source, pd.DataFrame):
+        name = str(source.attrs.get("source", "<DataFrame>"))
+        records = _iter_frame(source)
+        word = "row"
+    else:
+        name = str(source)
+        records = _iter_records(Path(source), detect_format(source))
+        word = "row" if detect_format(source) == "parquet" else "line"
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for line, rec in records:
+        out = dict(rec)
+        for f in PAIR_REQUIRED:
+            v = out.get(f)
+            if f != "instruction" and (v is None or (isinstance(v, float) and math.isnan(v)) or (f == "id" and v == "")):
+                raise InputError("missing field", file=name, line=line, line_word=word, field=f)
+        if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
+            raise InputError(f"must be a string or an integer, got {type(out['id']).__name__}", file=name,
+                             line=line, line_word=word, field="id")
+        out["id"] = str(out["id"])
+        for f in ("instruction", "input", "response_a", "response_b", "system_a", "system_b"):
+            v = out.get(f)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                out[f] = {"system_a": "A", "system_b": "B"}.get(f, "")
+            elif not isinstance(v, str):
+                raise InputError(f"must be a string, got {type(v).__name__}", file=name, line=line, line_word=word, field=f)
+        ref = out.get("reference")
+        if ref is not None and not (isinstance(ref, float) and math.isnan(ref)) and not isinstance(ref, str | list):
+            raise InputError(f"must be a string or a list of strings, got {type(ref).__name__}", file=name,
+                             line=line, line_word=word, field="reference")
+        pid = str(out["id"])
+        if pid in seen:
+            raise InputError(f"duplicate id {pid!r}; first seen on line {seen[pid]}", file=name, line=line, line_word=word,
+                             field="id")
+        seen[pid] = line
+        rows.append(out)
+    if not rows:
+        raise InputError("no records", file=name)
+    df = pd.DataFrame(rows)
+    df.attrs["source"] = name
+    return df
 
 
 def references_of(df: pd.DataFrame) -> list[list[str]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +32,7 @@ import pandas as pd
 
 from evalign.cache import Cache, make_key
 from evalign.errors import BackendError, InputError
+from evalign.io import PAIR_REQUIRED, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.grading import Judge, first_reference
 from evalign.judges.parsing import ParseResult, unscored
@@ -42,8 +42,6 @@ NAMESPACE = "judge"
 #: bump when the cache key layout changes
 KEY_VERSION = 1
 
-#: pair-table columns a pairwise judge needs
-PAIR_REQUIRED = ("id", "instruction", "response_a", "response_b")
 
 ProgressFn = Callable[[dict[str, int]], None]
 
@@ -75,54 +73,6 @@ class JudgeRun:
 
 
 # --- inputs -------------------------------------------------------------------------------------
-
-
-def read_pairs(source: str | Path | pd.DataFrame) -> pd.DataFrame:
-    """Read and validate a pair table (JSONL / CSV / Parquet / DataFrame): columns ``id``,
-    ``instruction``, ``response_a``, ``response_b``; optional ``input``, ``reference``,
-    ``system_a`` / ``system_b`` (default ``"A"`` / ``"B"``) and any others (kept).
-    Errors name the file, line and field."""
-    from evalign.io import _iter_frame, _iter_records, detect_format
-
-    if isinstance(source, pd.DataFrame):
-        name = str(source.attrs.get("source", "<DataFrame>"))
-        records = _iter_frame(source)
-    else:
-        name = str(source)
-        records = _iter_records(Path(source), detect_format(source))
-    rows: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for line, rec in records:
-        out = dict(rec)
-        for f in PAIR_REQUIRED:
-            v = out.get(f)
-            if f != "instruction" and (v is None or (isinstance(v, float) and math.isnan(v)) or (f == "id" and v == "")):
-                raise InputError("missing field", file=name, line=line, field=f)
-        if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
-            raise InputError(f"must be a string or an integer, got {type(out['id']).__name__}", file=name,
-                             line=line, field="id")
-        out["id"] = str(out["id"])
-        for f in ("instruction", "input", "response_a", "response_b", "system_a", "system_b"):
-            v = out.get(f)
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                out[f] = {"system_a": "A", "system_b": "B"}.get(f, "")
-            elif not isinstance(v, str):
-                raise InputError(f"must be a string, got {type(v).__name__}", file=name, line=line, field=f)
-        ref = out.get("reference")
-        if ref is not None and not (isinstance(ref, float) and math.isnan(ref)) and not isinstance(ref, str | list):
-            raise InputError(f"must be a string or a list of strings, got {type(ref).__name__}", file=name,
-                             line=line, field="reference")
-        pid = str(out["id"])
-        if pid in seen:
-            raise InputError(f"duplicate id {pid!r}; first seen on line {seen[pid]}", file=name, line=line,
-                             field="id")
-        seen[pid] = line
-        rows.append(out)
-    if not rows:
-        raise InputError("no records", file=name)
-    df = pd.DataFrame(rows)
-    df.attrs["source"] = name
-    return df
 
 
 def _source(table: pd.DataFrame) -> str:
