@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
             None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
         ),
         option: list[str] = typer.Option([], "--option", help="Metric option metric.key=value (repeatable)."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring."),
         id_field: str = typer.Option(None, "--id-field"),
         system_field: str = typer.Option(None, "--system-field"),
         reference_field: str = typer.Option(None, "--reference-field"),
@@ -76,11 +77,11 @@ def register(app: typer.Typer) -> None:
         }
         ds = _load_dataset(dataset) if dataset else None
         if (ds is not None and ds.items is None and ds.pairs is not None) or (ds is None and pref):
-            out = _run_pairs(file, ds, split_multi(pref), split_multi(metric), metric_lower, option, fields, by,
-                             min_group_size or 30, settings)
+            out = _run_pairs(file, ds, split_multi(pref), split_multi(metric), metric_lower, option, no_cache, fields,
+                             by, min_group_size or 30, settings)
         else:
             out = _run_items(file, ds, human, system_human, lower_is_better, split_multi(metric), metric_lower,
-                             option, fields, level, grouping, by, min_group_size or 10, settings)
+                             option, no_cache, fields, level, grouping, by, min_group_size or 10, settings)
         if as_json:
             emit_json(out)
             return
@@ -145,7 +146,7 @@ def _read_any(path: Path) -> Any:
 
 
 def _metric_columns(
-    table: Any, names: list[str], option: list[str], source: str
+    table: Any, names: list[str], option: list[str], no_cache: bool, source: str
 ) -> tuple[Any, list[str], list[Any], set[str]]:
     """Metric columns of ``table``: existing columns are used as they are; registered metric names
     missing from the table are computed (with their cost measured). Returns (table, columns, runs,
@@ -174,7 +175,7 @@ def _metric_columns(
             if is_metric(n) and not metric_class(n).higher_is_better:
                 lower.add(n)
         elif is_metric(n):
-            m = get_metric(n, **parse_options(option, n, False))
+            m = get_metric(n, **parse_options(option, n, no_cache))
             to_compute.append(m)
             cols.append(m.column)
             if not m.higher_is_better:
@@ -203,6 +204,7 @@ def _run_items(
     metrics: list[str],
     metric_lower: list[str],
     option: list[str],
+    no_cache: bool,
     fields: dict[str, str],
     level: str | None,
     grouping: str,
@@ -242,7 +244,7 @@ def _run_items(
         table = table[table["system"].astype(str).isin(h_spec)].reset_index(drop=True)
         if table.empty:
             raise CliError(f"{source}: no system of the table has a system-level human value")
-    table, cols, runs, lower = _metric_columns(table, metrics, option, source)
+    table, cols, runs, lower = _metric_columns(table, metrics, option, no_cache, source)
     lower |= set(split_multi(metric_lower))
     system_only = isinstance(h_spec, dict)
     if system_only and level == "item":
@@ -331,6 +333,7 @@ def _run_pairs(
     metrics: list[str],
     metric_lower: list[str],
     option: list[str],
+    no_cache: bool,
     fields: dict[str, str],
     by: str | None,
     min_group_size: int,
@@ -356,7 +359,7 @@ def _run_pairs(
                 raise CliError(f"{file}: expected the scored items of the pairs (a 'side' column a/b)")
         else:
             items = pairs_to_items(pairs)
-        items, cols, runs, low = _metric_columns(items, metrics, option, source)
+        items, cols, runs, low = _metric_columns(items, metrics, option, no_cache, source)
         lower |= low
         table = pair_scores(pairs, items, cols)
     else:
@@ -462,6 +465,8 @@ def _print(out: dict[str, Any]) -> None:
         if set(rows["group"]) == {"(all)"}:
             rows = rows.drop(columns=["group", "n"])
         rows = rows.rename(columns={"s_per_1000": "s/1k items"})
+        if "epsilon" in rows.columns:
+            rows["epsilon"] = [f"{e:.3g}" if isinstance(e, float) and math.isfinite(e) else "-" for e in rows["epsilon"]]
     title = (f"Which metric to trust: ranked by {tr['statistic']} ({tr['level']} level), cluster 1 = not "
              f"significantly worse than the best (p <= {tr['alpha']}, {tr['n_permutations']} permutations, "
              f"{tr['n_resamples']} bootstrap resamples, seed {tr['seed']})")

@@ -16,6 +16,7 @@ from evalign.meta.agreement import (
     majority_vote,
     mean_pairwise_kendall,
 )
+from evalign.meta.breakdown import breakdown, item_arrays, pair_arrays, pair_scores
 from evalign.meta.correlation import CorrelationResult, correlation, grouped_correlations, system_means
 from evalign.meta.pairwise import (
     EpsilonCalibration,
@@ -27,26 +28,54 @@ from evalign.meta.pairwise import (
     pairwise_accuracy,
     pairwise_preference_accuracy,
 )
+from evalign.meta.significance import (
+    BootstrapResult,
+    MetricComparison,
+    PermutationResult,
+    Statistic,
+    bootstrap_ci,
+    compare_metrics,
+    make_statistic,
+    paired_permutation_test,
+    significance_clusters,
+)
+from evalign.meta.trust import TrustReport, trust_table_items, trust_table_pairs
 
 __all__ = [
+    "BootstrapResult",
     "CorrelationResult",
     "EpsilonCalibration",
+    "MetricComparison",
     "NumericGrades",
     "PairwiseAccuracyResult",
+    "PermutationResult",
     "PreferenceAccuracyResult",
+    "Statistic",
+    "TrustReport",
     "aggregate_ratings",
+    "bootstrap_ci",
+    "breakdown",
     "calibrate_epsilon",
     "calibrate_epsilon_over",
     "calibrate_preference_epsilon",
     "cohen_kappa",
+    "compare_metrics",
     "correlation",
     "fleiss_kappa",
     "grouped_correlations",
+    "item_arrays",
     "krippendorff_alpha",
     "letter_to_number",
     "majority_vote",
+    "make_statistic",
     "mean_pairwise_kendall",
+    "pair_arrays",
+    "pair_scores",
+    "paired_permutation_test",
     "pairwise_accuracy",
     "pairwise_preference_accuracy",
+    "significance_clusters",
     "system_means",
+    "trust_table_items",
+    "trust_table_pairs",
 ]

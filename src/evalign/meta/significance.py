@@ -1,0 +1,674 @@
+"""Bootstrap confidence intervals and paired permutation tests for meta-evaluation statistics.
+
+Conventions (all functions are pure and seeded: the same inputs and ``seed`` give the same result):
+
+* Data are arrays with the **items on the last axis**. An item table becomes a ``systems x items``
+  matrix (NaN = missing); a pair table becomes ``human`` = ``annotators x pairs`` preference codes and
+  ``metric`` = ``2 x pairs`` (row 0 = the metric's score of response A, row 1 = of response B).
+  A 1-D ``human`` next to a 2-D ``metric`` is a fixed system-level human vector (one value per system,
+  e.g. Self-Instruct's human ranks) and is never resampled.
+* **Bootstrap** (Efron & Tibshirani 1993; Deutsch et al. 2021, "A Statistical Analysis of Summarization
+  Evaluation Metrics using Resampling Methods", TACL): items (columns) are resampled with replacement;
+  at system level the resampled items are averaged per system *before* the statistic is computed
+  (BOOT-INPUTS). The index draws are ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))``,
+  the draws of :func:`scipy.stats.bootstrap` with ``paired=True`` and the same generator, so the
+  percentile interval equals scipy's. Every metric bootstrapped with the same seed over the same items
+  sees the same resamples. Resamples where the statistic is undefined (NaN) are left out and counted.
+* **Paired permutation test** (PERM-BOTH of Deutsch et al. 2021, as in mt-metrics-eval
+  ``stats.PermutationSigDiff``): for each item the two metrics' values are swapped with probability 1/2
+  and the difference of the statistic is recomputed. Because two metrics may live on different scales
+  (BLEU 0-100, ROUGE 0-1), each metric's values are first z-scored over all its cells, as
+  mt-metrics-eval does; correlations are invariant to this per-metric affine map, so the observed
+  statistic is unchanged while the swapped vectors mix comparable values. Statistics with a tie
+  threshold (pairwise accuracy, preference accuracy) are *decomposed per item / per pair*: each metric's
+  per-item agreement counts are computed once with that metric's own calibrated epsilon (held fixed),
+  and a swap exchanges those counts; no rescaling is needed. With ``grouping="item"`` a pair of systems
+  lies within one item, so a per-item swap is a swap of whole groups of pairs; for preference accuracy
+  each pair is its own unit. Pairwise accuracy pooled across items (``grouping`` ``none``/``system``)
+  with a different epsilon per metric cannot be swapped per item and raises
+  :class:`~evalign.errors.InputError`. The p-value is two-sided with the +1
+  correction: ``p = (1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``; when ``2**n_items <=
+  n_permutations`` every swap pattern is enumerated and ``p = #{|d_perm| >= |d_obs|} / 2**n_items``
+  (exact, equal to :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``).
+  mt-metrics-eval reports the one-sided ``#{d_perm >= d_obs} / k`` instead; the two-sided, +1-corrected
+  form never returns 0 and does not presume which metric is better.
+* **Significance clusters** follow mt-metrics-eval ``tasks.AssignRanks`` (WMT metrics task): metrics
+  are sorted by decreasing statistic; walking down the list, metric *i* opens a new cluster when any
+  metric from the start of the current cluster up to *i-1* is significantly better than it
+  (two-sided ``p <= alpha`` with a positive difference).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evalign.errors import InputError
+
+StatFn = Callable[[np.ndarray, np.ndarray], float]
+UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+CORRELATIONS = ("kendall", "pearson", "spearman")
+KINDS = ("generic", "system", "units")
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One agreement statistic of ``(human, metric)`` arrays (items on the last axis).
+
+    ``kind`` says how resampling and swapping can be done fast and exactly:
+
+    * ``"generic"``: ``fn(human, metric)`` on the (resampled) arrays; one call per resample.
+    * ``"system"``: ``fn(human_sys, metric_sys)`` on 1-D per-system vectors (the per-system means
+      over the items present, :func:`evalign.meta.correlation.system_means`, of each resample).
+    * ``"units"``: the statistic is ``sum(num) / sum(den)`` over items, with
+      ``units(human, metric) -> (num, den)`` (1-D, one entry per item); resamples and swaps are
+      weighted sums.
+
+    ``prepare(human, metric)`` fixes per-metric parameters on the full data (the calibrated epsilon)
+    and returns the statistic to use for that metric. ``standardize`` z-scores metric values before a
+    permutation swap (``generic``/``system`` kinds).
+    """
+
+    name: str
+    kind: str = "generic"
+    fn: StatFn | None = None
+    units: UnitFn | None = None
+    prepare: Callable[[np.ndarray, np.ndarray], Statistic] | None = None
+    standardize: bool = True
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown statistic kind '{self.kind}' (use one of {', '.join(KINDS)})")
+        if self.kind == "units" and self.units is None:
+            raise ValueError("a 'units' statistic needs units=")
+        if self.kind != "units" and self.fn is None:
+            raise ValueError(f"a '{self.kind}' statistic needs fn=")
+
+    def bind(self, human: np.ndarray, metric: np.ndarray) -> Statistic:
+        """The statistic with its per-metric parameters fixed on the full data."""
+        return self.prepare(human, metric) if self.prepare is not None else self
+
+    def __call__(self, human: np.ndarray, metric: np.ndarray) -> float:
+        """The statistic on the full data."""
+        human, metric = _as_arrays(human, metric)
+        bound = self.bind(human, metric)
+        return _observed(bound, human, metric)
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A bootstrap confidence interval: ``value`` on the full data, ``[low, high]`` at ``confidence``."""
+
+    value: float
+    low: float
+    high: float
+    n_resamples: int
+    seed: int
+    confidence: float = 0.95
+    method: str = "percentile"
+    #: resamples where the statistic was defined (the interval uses only these)
+    n_valid: int = 0
+    standard_error: float = float("nan")
+    distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class PermutationResult:
+    """A paired permutation test of ``statistic(metric_a) - statistic(metric_b)``."""
+
+    value_a: float
+    value_b: float
+    #: observed difference value_a - value_b
+    delta: float
+    #: two-sided p-value (with +1 correction unless ``exact``)
+    p_value: float
+    n_permutations: int
+    seed: int
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """All metrics' statistics and the two-sided p-values of every pair (``p_values[i, j]``)."""
+
+    statistic: str
+    names: tuple[str, ...]
+    values: tuple[float, ...]
+    p_values: np.ndarray = field(repr=False, compare=False)
+    n_permutations: int = 0
+    seed: int = 0
+
+    def p(self, a: str, b: str) -> float:
+        """Two-sided p-value of the difference between metrics ``a`` and ``b``."""
+        return float(self.p_values[self.names.index(a), self.names.index(b)])
+
+
+# --------------------------------------------------------------------------------------------
+# statistics registry
+
+
+def _corr_value(human: np.ndarray, metric: np.ndarray, **kw: Any) -> float:
+    from evalign.meta.correlation import correlation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(correlation(human, metric, **kw).value)
+
+
+def _correlation_statistic(method: str, level: str, grouping: str, variant: str | None) -> Statistic:
+    opts: dict[str, Any] = {"method": method}
+    if variant is not None:
+        opts["variant"] = variant
+    if level == "system":
+
+        def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
+            return _corr_value(h, m, level="system", **opts)
+
+        return Statistic(method, "system", fn=fn_sys, params={"level": "system", **opts})
+    if grouping == "item":
+
+        def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # per item, the correlation across systems; undefined items are left out of the mean
+            from evalign.meta.correlation import correlation
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                vals = np.asarray(correlation(h, m, level="item", grouping="item", **opts).group_values, dtype=float)
+            ok = np.isfinite(vals)
+            return np.where(ok, vals, 0.0), ok.astype(float)
+
+        return Statistic(method, "units", units=units, params={"level": "item", "grouping": "item", **opts})
+
+    def fn_item(h: np.ndarray, m: np.ndarray) -> float:
+        return _corr_value(h, m, level="item", grouping=grouping, **opts)
+
+    return Statistic(method, "generic", fn=fn_item, params={"level": "item", "grouping": grouping, **opts})
+
+
+def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
+    from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy
+
+    def bound(eps: float) -> Statistic:
+        params = {"level": level, "grouping": grouping, "epsilon": eps}
+        if level == "system":
+
+            def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
+                return float(pairwise_accuracy(h, m, grouping="none", epsilon=eps).accuracy)
+
+            return Statistic("pairwise_accuracy", "system", fn=fn_sys, params=params)
+        if grouping == "item":
+
+            def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                # the accuracy is the unweighted mean over items with a pair of the per-item accuracies
+                acc = np.asarray(pairwise_accuracy(h, m, grouping="item", epsilon=eps).group_accuracies, dtype=float)
+                ok = np.isfinite(acc)
+                return np.where(ok, acc, 0.0), ok.astype(float)
+
+            return Statistic("pairwise_accuracy", "units", units=units, params=params)
+
+        def fn(h: np.ndarray, m: np.ndarray) -> float:
+            return float(pairwise_accuracy(h, m, grouping=grouping, epsilon=eps).accuracy)  # type: ignore[arg-type]
+
+        return Statistic("pairwise_accuracy", "generic", fn=fn, params=params)
+
+    def prepare(h: np.ndarray, m: np.ndarray) -> Statistic:
+        if epsilon is not None:
+            return bound(float(epsilon))
+        if level == "system":
+            return bound(0.0)
+        return bound(float(calibrate_epsilon(h, m, grouping=grouping).epsilon))  # type: ignore[arg-type]
+
+    return Statistic("pairwise_accuracy", "generic", fn=lambda h, m: float("nan"), prepare=prepare,
+                     params={"level": level, "grouping": grouping, "epsilon": epsilon})
+
+
+def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
+    from evalign.meta.pairwise import pairwise_preference_accuracy
+
+    attr = "accuracy_with_ties" if with_ties else "accuracy_without_ties"
+    name = "preference_accuracy" if with_ties else "preference_accuracy_no_ties"
+
+    def bound(eps: float) -> Statistic:
+        def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            n = m.shape[-1]
+            num = np.zeros(n)
+            den = np.zeros(n)
+            for c in range(n):
+                r = pairwise_preference_accuracy(h[:, c : c + 1].T, m[0, c : c + 1], m[1, c : c + 1], epsilon=eps)
+                v = float(getattr(r, attr))
+                if math.isfinite(v):
+                    num[c], den[c] = v, 1.0
+            return num, den
+
+        return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties})
+
+    def prepare(h: np.ndarray, m: np.ndarray) -> Statistic:
+        if epsilon is not None:
+            return bound(float(epsilon))
+        if not with_ties:
+            return bound(0.0)  # without ties the metric must pick a side: only equal scores tie
+        r = pairwise_preference_accuracy(h.T, m[0], m[1], epsilon=None)
+        return bound(float(r.epsilon))
+
+    return Statistic(name, "generic", fn=lambda h, m: float("nan"), prepare=prepare,
+                     params={"epsilon": epsilon, "ties": with_ties})
+
+
+def make_statistic(
+    name: str,
+    *,
+    level: str = "item",
+    grouping: str = "item",
+    variant: str | None = None,
+    epsilon: float | None = None,
+) -> Statistic:
+    """A :class:`Statistic` by name.
+
+    ``name``: ``kendall`` / ``pearson`` / ``spearman`` (``level`` ``system`` = over per-system mean
+    scores; ``item`` = over items with ``grouping`` ``none`` (all cells), ``item`` (across systems
+    within each item, then averaged) or ``system``; ``variant`` is passed to the correlation, e.g. a
+    Kendall variant), ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
+    ``epsilon=None`` calibrates each metric's epsilon once on its full data), ``preference_accuracy``
+    / ``preference_accuracy_no_ties`` (pair tables: human ``annotators x pairs`` codes +1/-1/0,
+    metric ``2 x pairs``; with ties ``epsilon=None`` calibrates, without ties it means 0: human ties
+    are left out and the metric must pick a side).
+    """
+    if level not in ("system", "item"):
+        raise InputError(f"unknown level '{level}' (use system or item)", field="level")
+    if grouping not in ("none", "item", "system"):
+        raise InputError(f"unknown grouping '{grouping}' (use none, item or system)", field="grouping")
+    if name in CORRELATIONS:
+        return _correlation_statistic(name, level, grouping, variant)
+    if name == "pairwise_accuracy":
+        return _pairwise_statistic(level, grouping, epsilon)
+    if name in ("preference_accuracy", "preference_accuracy_no_ties"):
+        return _preference_statistic(name == "preference_accuracy", epsilon)
+    raise InputError(
+        f"unknown statistic '{name}' (use one of {', '.join(STATISTICS)})",
+        field="statistic",
+    )
+
+
+STATISTICS = (*CORRELATIONS, "pairwise_accuracy", "preference_accuracy", "preference_accuracy_no_ties")
+
+
+def _as_statistic(stat_fn: str | Statistic | StatFn, **options: Any) -> Statistic:
+    if isinstance(stat_fn, Statistic):
+        return stat_fn
+    if isinstance(stat_fn, str):
+        return make_statistic(stat_fn, **options)
+    if callable(stat_fn):
+        return Statistic(getattr(stat_fn, "__name__", "statistic"), "generic", fn=stat_fn)
+    raise TypeError(f"stat_fn must be a name, a Statistic or a callable, got {type(stat_fn).__name__}")
+
+
+# --------------------------------------------------------------------------------------------
+# array helpers
+
+
+def _as_arrays(human: Any, metric: Any) -> tuple[np.ndarray, np.ndarray]:
+    h = np.asarray(human, dtype=float)
+    m = np.asarray(metric, dtype=float)
+    if m.ndim not in (1, 2) or h.ndim not in (1, 2):
+        raise InputError(f"human and metric must be 1-D or 2-D arrays, got {h.ndim}-D and {m.ndim}-D")
+    if h.ndim == 2 and h.shape[-1] != m.shape[-1]:
+        raise InputError(f"human has {h.shape[-1]} items but metric has {m.shape[-1]} (items on the last axis)")
+    if h.ndim == 1 and m.ndim == 2 and h.shape[0] != m.shape[0]:
+        raise InputError(f"system-level human has {h.shape[0]} systems but metric has {m.shape[0]} rows")
+    if h.ndim == 1 and m.ndim == 1 and h.shape[0] != m.shape[0]:
+        raise InputError(f"human has {h.shape[0]} items but metric has {m.shape[0]}")
+    return h, m
+
+
+def _n_items(metric: np.ndarray) -> int:
+    return int(metric.shape[-1])
+
+
+def _human_resampled(human: np.ndarray, metric: np.ndarray) -> bool:
+    """Whether ``human`` has the item axis (else it is a fixed system-level vector)."""
+    return not (human.ndim == 1 and metric.ndim == 2)
+
+
+def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return a[..., idx]
+
+
+def _sys(x: np.ndarray) -> np.ndarray:
+    """Per-system means over the items present (the stats module's rule; a 1-D input is a
+    per-system vector already)."""
+    from evalign.meta.correlation import system_means
+
+    return system_means(x)
+
+
+def _counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """Multiplicity of each item in each resample: (B x N) from index draws (B x N)."""
+    b = idx.shape[0]
+    flat = (idx + n * np.arange(b)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(float)
+
+
+def _observed(stat: Statistic, human: np.ndarray, metric: np.ndarray) -> float:
+    if stat.kind == "units":
+        return float(_unit_values(stat, human, metric, np.ones((1, _n_items(metric))))[0])
+    assert stat.fn is not None
+    if stat.kind == "system":
+        return _safe(stat.fn, _sys(human), _sys(metric))
+    return _safe(stat.fn, human, metric)
+
+
+def _unit_values(stat: Statistic, human: np.ndarray, metric: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A ``units`` statistic for each row of item weights (B x N)."""
+    assert stat.units is not None
+    num, den = stat.units(human, metric)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ num) / (weights @ den)
+
+
+def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            v = float(fn(h, m))
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return float("nan")
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# bootstrap
+
+
+def bootstrap_ci(
+    stat_fn: str | Statistic | StatFn,
+    human: Any,
+    metric: Any,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    level: str = "item",
+    method: str = "percentile",
+    *,
+    grouping: str = "item",
+    variant: str | None = None,
+    epsilon: float | None = None,
+) -> BootstrapResult:
+    """Bootstrap confidence interval of an agreement statistic, resampling items (columns).
+
+    ``stat_fn``: a statistic name (see :func:`make_statistic`; ``level``, ``grouping``, ``variant`` and
+    ``epsilon`` apply to names only), a :class:`Statistic`, or any ``f(human, metric) -> float`` on
+    arrays with items on the last axis. ``confidence`` in (0, 1). ``method``: ``percentile`` (the
+    ``confidence`` central quantiles of the bootstrap distribution, linear interpolation, as
+    :func:`scipy.stats.bootstrap`) or ``basic`` (``2 * value - quantiles``). Per-metric parameters
+    (a calibrated epsilon) are fixed on the full data and held in every resample. Returns a
+    :class:`BootstrapResult`; low/high are NaN when no resample gave a defined value.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise InputError(f"confidence must be in (0, 1), got {confidence}", field="confidence")
+    if n_resamples < 1:
+        raise InputError(f"n_resamples must be at least 1, got {n_resamples}", field="n_resamples")
+    if method not in ("percentile", "basic"):
+        raise InputError(f"unknown bootstrap method '{method}' (use percentile or basic)", field="method")
+    h, m = _as_arrays(human, metric)
+    stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon).bind(h, m)
+    n = _n_items(m)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, (n_resamples, n))
+    value = _observed(stat, h, m)
+    if stat.kind == "system" and m.ndim != 2:
+        raise InputError("a system-level statistic needs a systems x items metric array")
+    if stat.kind == "units":
+        dist = _unit_values(stat, h, m, _counts(idx, n))
+    elif stat.kind == "system":
+        # resampled items are averaged per system before the statistic (BOOT-INPUTS)
+        assert stat.fn is not None
+        fn = stat.fn
+        h_fixed = None if _human_resampled(h, m) else h
+        dist = np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
+    else:
+        assert stat.fn is not None
+        resample_h = _human_resampled(h, m)
+        fn = stat.fn
+        dist = np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
+    return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
+
+
+def _interval(
+    value: float, dist: np.ndarray, confidence: float, method: str, n_resamples: int, seed: int, params: dict[str, Any]
+) -> BootstrapResult:
+    ok = np.isfinite(dist)
+    alpha = (1.0 - confidence) / 2.0
+    if ok.any():
+        lo, hi = np.quantile(dist[ok], [alpha, 1.0 - alpha])
+        if method == "basic":
+            lo, hi = 2 * value - hi, 2 * value - lo
+        se = float(np.std(dist[ok], ddof=1)) if ok.sum() > 1 else float("nan")
+    else:
+        lo = hi = se = float("nan")
+    return BootstrapResult(
+        value=float(value),
+        low=float(lo),
+        high=float(hi),
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        method=method,
+        n_valid=int(ok.sum()),
+        standard_error=se,
+        distribution=dist,
+        params=params,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# permutation test
+
+
+def _zscore(x: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(x)
+    if not ok.any():
+        return x
+    mu = float(np.mean(x[ok]))
+    sd = float(np.std(x[ok]))
+    return (x - mu) / sd if sd > 0 else x - mu
+
+
+def _swap_masks(n: int, n_permutations: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """(P x N) boolean masks (True = swap the item); all 2**N patterns when that is at most P."""
+    if n <= 20 and 2**n <= n_permutations:
+        pats = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
+        return pats, True
+    return rng.random((n_permutations, n)) < 0.5, False
+
+
+def paired_permutation_test(
+    stat_fn: str | Statistic | StatFn,
+    human: Any,
+    metric_a: Any,
+    metric_b: Any,
+    n_permutations: int = 1000,
+    seed: int = 0,
+    *,
+    level: str = "item",
+    grouping: str = "item",
+    variant: str | None = None,
+    epsilon: float | None = None,
+    stat_b: str | Statistic | StatFn | None = None,
+) -> PermutationResult:
+    """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
+
+    Per item (column) the two metrics' values are swapped with probability 1/2 (see the module
+    doc for standardisation and fixed epsilons). Returns the two-sided p-value with the +1
+    correction, ``(1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``, or the exact p-value when
+    ``2**n_items <= n_permutations`` (all swap patterns enumerated). ``stat_b``: the statistic of
+    ``metric_b`` when its fixed parameters differ from ``metric_a``'s (e.g. each metric's own
+    pool-calibrated epsilon); by default ``stat_fn`` serves both.
+    """
+    if n_permutations < 1:
+        raise InputError(f"n_permutations must be at least 1, got {n_permutations}", field="n_permutations")
+    h, a = _as_arrays(human, metric_a)
+    _, b = _as_arrays(human, metric_b)
+    if a.shape != b.shape:
+        raise InputError(f"metric_a has shape {a.shape} but metric_b has {b.shape}")
+    stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon)
+    other = stat if stat_b is None else _as_statistic(stat_b, level=level, grouping=grouping, variant=variant,
+                                                       epsilon=epsilon)
+    sa, sb = stat.bind(h, a), other.bind(h, b)
+    n = _n_items(a)
+    rng = np.random.default_rng(seed)
+    masks, exact = _swap_masks(n, n_permutations, rng)
+    va, vb = _observed(sa, h, a), _observed(sb, h, b)
+    delta = va - vb
+    if sa.kind == "units" and sb.kind == "units":
+        assert sa.units is not None and sb.units is not None
+        na, da = sa.units(h, a)
+        nb, db = sb.units(h, b)
+        keep, swap = (~masks).astype(float), masks.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
+            pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
+        deltas = pa - pb
+    else:
+        if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
+            raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
+        if sa.params.get("epsilon") != sb.params.get("epsilon"):
+            raise InputError(f"statistic '{stat.name}' with a different epsilon per metric needs grouping='item' "
+                             "(swaps are per item)")
+        za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
+        if sa.kind == "system":
+            if a.ndim != 2:
+                raise InputError("a system-level statistic needs systems x items metric arrays")
+            hs = _sys(h)
+            fa_, fb_ = sa.fn, sb.fn
+            deltas = np.array([
+                _safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
+                for mk in masks
+            ])
+        else:
+            fa_, fb_ = sa.fn, sb.fn
+            deltas = np.empty(masks.shape[0])
+            for p, mk in enumerate(masks):
+                xa = np.where(mk, zb, za)
+                xb = np.where(mk, za, zb)
+                deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
+    p_value = _p_value(delta, deltas, exact)
+    return PermutationResult(
+        value_a=float(va),
+        value_b=float(vb),
+        delta=float(delta),
+        p_value=p_value,
+        n_permutations=int(masks.shape[0]),
+        seed=seed,
+        exact=exact,
+    )
+
+
+def _p_value(delta: float, deltas: np.ndarray, exact: bool) -> float:
+    if not math.isfinite(delta):
+        return float("nan")
+    d = np.where(np.isfinite(deltas), np.abs(deltas), 0.0)
+    tol = 1e-12 * max(1.0, abs(delta))
+    hits = int(np.sum(d >= abs(delta) - tol))
+    if exact:
+        return hits / len(deltas)
+    return (1 + hits) / (len(deltas) + 1)
+
+
+def compare_metrics(
+    stat_fn: str | Statistic | StatFn,
+    human: Any,
+    metrics: Mapping[str, Any],
+    n_permutations: int = 1000,
+    seed: int = 0,
+    **options: Any,
+) -> MetricComparison:
+    """The statistic of every metric and the paired permutation p-value of every pair of metrics
+    (each pair tested with the same ``seed``). ``options`` as for :func:`make_statistic`."""
+    names = tuple(metrics)
+    stat = _as_statistic(stat_fn, **options)
+    h = np.asarray(human, dtype=float)
+    values = []
+    for name in names:
+        hh, mm = _as_arrays(h, metrics[name])
+        values.append(_observed(stat.bind(hh, mm), hh, mm))
+    k = len(names)
+    pv = np.ones((k, k))
+    for i, j in itertools.combinations(range(k), 2):
+        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed)
+        pv[i, j] = pv[j, i] = r.p_value
+    return MetricComparison(stat.name, names, tuple(values), pv, n_permutations, seed)
+
+
+def significance_clusters(
+    results: MetricComparison
+    | tuple[Mapping[str, float], Mapping[tuple[str, str], float] | Callable[[str, str], float]],
+    alpha: float = 0.05,
+) -> dict[str, int]:
+    """Rank metrics and group them into clusters that are not significantly different.
+
+    ``results``: a :class:`MetricComparison`, or ``(values, p_values)`` with ``values[name]`` (higher =
+    better) and ``p_values[(a, b)]`` two-sided (a mapping, or a function ``(a, b) -> p`` called only for the
+    pairs the rule needs). Rule (mt-metrics-eval ``AssignRanks``, WMT metrics
+    task): sort by decreasing value (ties by name); the first metric gets cluster 1;
+    metric *i* opens a new cluster (rank + 1) when any metric from the first of the current cluster
+    to *i-1* has a higher value and ``p <= alpha`` against it. Metrics whose value is NaN get one
+    last cluster of their own. Returns name -> cluster (1 = best).
+    """
+    if isinstance(results, MetricComparison):
+        values = dict(zip(results.names, results.values, strict=True))
+
+        def pval(x: str, y: str) -> float:
+            return results.p(x, y)
+    else:
+        values = dict(results[0])
+        pmap = results[1]
+
+        def pval(x: str, y: str) -> float:
+            if callable(pmap):
+                return float(pmap(x, y))
+            if (x, y) in pmap:
+                return float(pmap[(x, y)])
+            if (y, x) in pmap:
+                return float(pmap[(y, x)])
+            raise InputError(f"no p-value for metrics '{x}' and '{y}'")
+
+    def key(name: str) -> tuple[int, float, str]:
+        v = values[name]
+        return (0, -v, name) if math.isfinite(v) else (1, 0.0, name)
+
+    order = sorted(values, key=key)
+    defined = [n for n in order if math.isfinite(values[n])]
+    clusters: dict[str, int] = {}
+    current, start = 1, 0
+    for i, name in enumerate(defined):
+        if any(values[defined[j]] > values[name] and pval(defined[j], name) <= alpha for j in range(start, i)):
+            current += 1
+            start = i
+        clusters[name] = current
+    for name in order:  # undefined statistics come last, in a cluster of their own
+        clusters.setdefault(name, current + 1 if defined else 1)
+    return clusters
+
+
+__all__ = [
+    "STATISTICS",
+    "BootstrapResult",
+    "MetricComparison",
+    "PermutationResult",
+    "Statistic",
+    "bootstrap_ci",
+    "compare_metrics",
+    "make_statistic",
+    "paired_permutation_test",
+    "significance_clusters",
+]
+

@@ -1,0 +1,138 @@
+"""``evalign meta`` end to end: bundled datasets, scored files, system-level human files, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from evalign.cli import app, main
+from evalign.io import write_table
+from evalign.meta.correlation import correlation, system_means
+from evalign.meta.pairwise import pairwise_accuracy, pairwise_preference_accuracy
+
+runner = CliRunner()
+
+
+def _json(args: list[str]) -> dict:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, (res.output, res.exception)
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def self_instruct_scored() -> pd.DataFrame:
+    from evalign.datasets import load_dataset
+    from evalign.scoring import score
+
+    return score(load_dataset("self_instruct").items, ["rouge_l"])[0]
+
+
+def test_self_instruct_system_ranking(self_instruct_scored: pd.DataFrame) -> None:
+    out = _json(["meta", "--dataset", "self_instruct", "-m", "rouge_l", "--bootstrap", "50",
+                 "--permutations", "20", "--json"])
+    assert out["mode"] == "items" and out["n_systems"] == 8 and out["n_items"] == 252
+    from evalign.datasets import load_dataset
+
+    ranks = load_dataset("self_instruct").system_human
+    systems = sorted(ranks)
+    wide = self_instruct_scored.pivot(index="system", columns="id", values="rouge_l").loc[systems].to_numpy()
+    human = -np.array([ranks[s] for s in systems])  # rank 1 = best
+    ref = correlation(human, system_means(wide), "kendall", "system").value
+    corr = out["correlations"][0]
+    assert corr["metric"] == "rouge_l"
+    assert corr["system_kendall"] == pytest.approx(ref)
+    row = out["trust"]["rows"][0]
+    assert row["metric"] == "rouge_l" and row["value"] == pytest.approx(ref)
+    assert row["ci_low"] <= row["value"] <= row["ci_high"]
+    assert row["s_per_1000"] > 0  # measured in this run
+    assert out["systems"][0]["system"] == "text-davinci-003"  # human rank 3 = best of the 8
+
+
+def test_pandalm_dataset_works() -> None:
+    out = _json(["meta", "--dataset", "pandalm", "-m", "rouge_l", "--bootstrap", "30", "--permutations", "20",
+                 "--json"])
+    assert out["mode"] == "pairs" and out["n_pairs"] == 999
+    from evalign.datasets import load_dataset, pairs_to_items
+    from evalign.meta.breakdown import pair_scores
+    from evalign.scoring import score
+
+    ds = load_dataset("pandalm")
+    scored = score(pairs_to_items(ds.pairs), ["rouge_l"])[0]
+    pairs = pair_scores(ds.pairs, scored, ["rouge_l"])
+    ref = pairwise_preference_accuracy(pairs[ds.pref_columns].to_numpy(), pairs["rouge_l_a"], pairs["rouge_l_b"])
+    row = out["trust"]["rows"][0]
+    assert row["value"] == pytest.approx(ref.accuracy_with_ties)
+    assert out["correlations"][0]["epsilon"] == pytest.approx(ref.epsilon)
+
+
+def _item_file(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    n_sys, n_items = 4, 30
+    h = rng.integers(1, 6, size=(n_sys, n_items)).astype(float)
+    m = np.round(h + rng.normal(size=h.shape), 1)
+    rows = [{"id": f"i{j}", "system": f"s{i}", "response": "x", "reference": "y", "rating": h[i, j],
+             "score": m[i, j], "kind": "long" if j < 12 else "short"}
+            for j in range(n_items) for i in range(n_sys)]
+    path = tmp_path / "items.jsonl"
+    write_table(pd.DataFrame(rows), path)
+    return path, h, m
+
+
+def test_item_file_with_breakdown(tmp_path: Path) -> None:
+    path, h, m = _item_file(tmp_path)
+    out = _json(["meta", str(path), "--human", "rating", "--metric", "score", "--by", "kind", "--grouping", "item",
+                 "--bootstrap", "40", "--permutations", "20", "--min-group-size", "15", "--json"])
+    corr = out["correlations"][0]
+    assert corr["pairwise_accuracy"] == pytest.approx(pairwise_accuracy(h, m, grouping="item").accuracy)
+    assert corr["item_kendall"] == pytest.approx(correlation(h, m, "kendall", "item", "item").value)
+    bd = pd.DataFrame(out["breakdown"]["rows"]).set_index("group")
+    assert bd.loc["long", "status"] == "too small" and bd.loc["long", "n"] == 12
+    eps = corr["epsilon"]
+    ref = pairwise_accuracy(h[:, 12:], m[:, 12:], grouping="item", epsilon=eps).accuracy
+    assert bd.loc["short", "value"] == pytest.approx(ref)
+    assert {g["group"]: g["status"] for g in out["trust"]["groups"]} == {"(all)": "ok", "long": "too small",
+                                                                         "short": "ok"}
+    # the terminal output ends with the trust table
+    res = runner.invoke(app, ["meta", str(path), "--human", "rating", "--metric", "score", "--bootstrap", "20",
+                              "--permutations", "10"])
+    assert res.exit_code == 0
+    assert "Which metric to trust" in res.stdout
+    assert res.stdout.rstrip().endswith("┘")  # it ends with the trust table
+
+
+def test_system_human_file_lower_is_better(tmp_path: Path) -> None:
+    path, _, m = _item_file(tmp_path)
+    ranks = {"s0": 2, "s1": 1, "s2": 4, "s3": 3}
+    sh = tmp_path / "ranks.json"
+    sh.write_text(json.dumps(ranks))
+    out = _json(["meta", str(path), "--system-human", str(sh), "--lower-is-better", "-m", "score",
+                 "--bootstrap", "20", "--permutations", "10", "--json"])
+    ref = correlation(-np.array([2.0, 1, 4, 3]), system_means(m), "spearman", "system").value
+    assert out["correlations"][0]["system_spearman"] == pytest.approx(ref)
+    assert out["trust"]["level"] == "system"
+
+
+def test_errors_are_one_line_and_name_the_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path, _, _ = _item_file(tmp_path)
+    for args, needle in (
+        (["--human", "rating", "--metric", "nope"], "'nope'"),
+        (["--human", "ratin", "--metric", "score"], "'ratin'"),
+        (["--metric", "score"], "--human"),
+        (["--human", "rating", "--metric", "score", "--grouping", "pairs"], "--grouping"),
+    ):
+        res = runner.invoke(app, ["meta", str(path), *args])
+        assert res.exit_code == 1, res.output
+        assert needle in res.output and "Traceback" not in res.output
+    monkeypatch.setattr(sys, "argv", ["evalign", "meta", str(path), "--human", "rating", "-m", "nope"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "'nope'" in err and len(err.splitlines()) == 1
