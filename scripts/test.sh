@@ -11,7 +11,7 @@ python3 -m pip install -q -e ".[test]"
 
 # The real OpenAI-compatible inference server the judge tests start (llama.cpp; built from
 # source once, the wheel cached in ~/.cache/evalign-wheels).
-bash scripts/build_llama_server.sh
+PYTHON=python3 bash scripts/build_llama_server.sh
 
 # Debian's Chromium for the HTML report test (headless).
 if ! command -v chromium >/dev/null 2>&1; then

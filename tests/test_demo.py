@@ -15,19 +15,36 @@ from scipy import stats
 from evalign.datasets import load_dataset
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
-    out = tmp_path_factory.mktemp("demo") / "out"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalign.cli.__main__", "demo", "--out", str(out), "--bootstrap", "100"],
+def _demo(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200",
+           "EVALIGN_CACHE": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "evalign", "demo", "--out", str(out), "--bootstrap", "100"],
         capture_output=True, text=True, env=env, timeout=1200, check=False,
     )
-    return proc, out
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A cold run: a fresh cache, as on a new machine."""
+    root = tmp_path_factory.mktemp("demo")
+    return _demo(root / "out", root / "cache.sqlite"), root
+
+
+def test_second_run_reads_embeddings_from_cache(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, root = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = json.loads((root / "out" / "summary.json").read_text())["metrics"]["semscore[model=all-MiniLM-L6-v2]"]
+    assert first["info"]["encoded"] > 1000 and first["info"]["cached"] == 0
+    again = _demo(root / "out2", root / "cache.sqlite")
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = json.loads((root / "out2" / "summary.json").read_text())["metrics"]["semscore[model=all-MiniLM-L6-v2]"]
+    assert second["info"]["encoded"] == 0 and second["info"]["cached"] == first["info"]["encoded"]
+    assert (root / "out2" / "leaderboard.csv").read_text() == (root / "out" / "leaderboard.csv").read_text()
 
 
 def test_demo_prints_tables(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    proc, _ = demo_run
+    proc, _root = demo_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     for title in ("Self-Instruct leaderboard", "System-level agreement", "PandaLM: pairwise preference accuracy"):
         assert title in proc.stdout
@@ -36,7 +53,8 @@ def test_demo_prints_tables(demo_run: tuple[subprocess.CompletedProcess[str], Pa
 
 
 def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    proc, out = demo_run
+    proc, root = demo_run
+    out = root / "out"
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     for name in ("self_instruct_scored.jsonl", "pandalm_scored.jsonl", "leaderboard.csv", "correlations.csv",
@@ -47,7 +65,7 @@ def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str]
     lb = pd.read_csv(out / "leaderboard.csv")
     ranks = load_dataset("self_instruct").system_human
     assert ranks is not None
-    assert dict(zip(lb["system"], lb["human_rank"])) == ranks
+    assert dict(zip(lb["system"], lb["human_rank"], strict=True)) == ranks
     corr = pd.read_csv(out / "correlations.csv").set_index("metric")
     tau = stats.kendalltau(-lb["human_rank"], lb["rouge_l"]).statistic
     assert corr.loc["rouge_l", "value"] == pytest.approx(tau, abs=1e-12)

@@ -92,7 +92,6 @@ def run_demo(
     pair_items, pair_runs = score(sides, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"))
 
     step(f"meta-evaluating (bootstrap: {n_resamples} resamples, seed {seed})")
-    common = {"lower_is_better": lower, "n_resamples": n_resamples, "seed": seed}
     rd = report_data(
         items,
         cols,
@@ -105,9 +104,20 @@ def run_demo(
             f"Self-Instruct: {len(items)} items, {items['system'].nunique()} systems, human system ranks. "
             f"PandaLM: {len(pl.pairs)} pairs, 3 annotators. Sources: {si.citation} {pl.citation}"
         ),
-        **common,
+        lower_is_better=lower,
+        n_resamples=n_resamples,
+        seed=seed,
     )
-    rd_pairs = report_data(pair_items, cols, pairs=pl.pairs, pref_columns=pl.pref_columns, by="task", **common)
+    rd_pairs = report_data(
+        pair_items,
+        cols,
+        pairs=pl.pairs,
+        pref_columns=pl.pref_columns,
+        by="task",
+        lower_is_better=lower,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     rd.pair_accuracy = rd_pairs.pair_accuracy
     rd.epsilon_curves = rd_pairs.epsilon_curves
     rd.by_task = rd_pairs.by_task
@@ -115,6 +125,7 @@ def run_demo(
     signatures = [f"{r.column}: {r.signature}" for r in runs]
     rd.notes = list(dict.fromkeys([*rd.notes, *rd_pairs.notes, *notes, *signatures]))
 
+    assert rd.leaderboard is not None and rd.correlations is not None and rd.pair_accuracy is not None
     leaderboard = rd.leaderboard.rename(columns={"human": "human_rank"}).sort_values("human_rank")
     return DemoResult(
         items=items,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -14,7 +13,7 @@ from evalign.cli.common import STATE, handle_errors
 class _Group(TyperGroup):
     """Runs every verb inside :func:`handle_errors` (one clear line, exit 1, no traceback)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         with handle_errors():
             return super().invoke(ctx)
 

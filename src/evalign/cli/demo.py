@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import typer
 
 from evalign.cli.common import console, emit_json, err_console, print_table
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
         console.print(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})")
 
 
-def _show(df):  # type: ignore[no-untyped-def]
+def _show(df: pd.DataFrame) -> pd.DataFrame:
     """Columns worth a terminal table."""
     keep = [c for c in df.columns if c not in ("table", "statistic", "level", "group")]
     return df[keep]

@@ -48,7 +48,7 @@ class HumanDataset:
 
 def bundled_path(*parts: str) -> Path:
     """Path of a file shipped in ``evalign/data``."""
-    return Path(str(resources.files("evalign") / "data" / Path(*parts)))
+    return Path(str(resources.files("evalign").joinpath("data", *parts)))
 
 
 _ADAPTERS: dict[str, Callable[..., HumanDataset]] = {}

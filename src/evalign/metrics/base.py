@@ -164,7 +164,7 @@ def flatten_references(
     hyp: list[str] = []
     ref: list[str] = []
     owner: list[int] = []
-    for i, (h, refs) in enumerate(zip(responses, references)):
+    for i, (h, refs) in enumerate(zip(responses, references, strict=True)):
         for r in refs:
             hyp.append(h)
             ref.append(r)
