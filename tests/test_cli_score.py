@@ -100,3 +100,9 @@ def test_metrics_listing() -> None:
     assert {"bleu", "chrf", "rouge_l", "exact_match", "semscore", "bertscore", "bartscore", "pooled_similarity"} <= set(listed)
     assert listed["rouge_l"]["higher_is_better"] is True
     assert all(m["description"] for m in listed.values())
+
+
+def test_error_text_with_brackets_is_printed_verbatim(bundled_jsonl: Path) -> None:
+    res = runner.invoke(app, ["score", str(bundled_jsonl), "-m", "semscore[model=x]"])
+    assert res.exit_code == 1
+    assert "unknown metric 'semscore[model=x]'" in " ".join(res.output.split())

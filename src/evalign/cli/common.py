@@ -111,7 +111,7 @@ def handle_errors() -> Any:
     except (EvalignError, FileNotFoundError, PermissionError, OSError) as e:
         if STATE["debug"]:
             raise
-        err_console.print(f"[red]error[/red]: {e}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(f"[red]error[/red]: {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         raise SystemExit(1) from None
 
 

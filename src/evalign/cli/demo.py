@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import typer
+from rich.markup import escape
 
 from evalign.cli.common import console, emit_json, err_console, print_table
 
@@ -28,34 +29,44 @@ def register(app: typer.Typer) -> None:
 
         def step(msg: str) -> None:
             if not as_json:
-                err_console.print(f"[dim]{msg}[/dim]", highlight=False)
+                err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
 
         result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step)
         paths = write_demo(result, out)
         if as_json:
             emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
             return
+        short = _short_names(result.metric_cols)
+        board = result.leaderboard.rename(columns=short)
+        board["human_rank"] = board["human_rank"].astype(int)
+        print_table(board, title="Self-Instruct leaderboard: system scores beside the human rank (1 = best)", digits=3)
         print_table(
-            result.leaderboard,
-            title="Self-Instruct leaderboard: system scores beside the human rank (1 = best)",
-            digits=3,
-        )
-        print_table(
-            _show(result.correlations),
+            _show(result.correlations, short, {"value": "kendall"}),
             title="System-level agreement with the human ranking (Kendall tau; 95% bootstrap CI over items)",
             digits=3,
         )
         print_table(
-            _show(result.preference),
+            _show(result.preference, short, {"value": "acc_ties", "preference_accuracy_no_ties": "acc_no_ties"}),
             title="PandaLM: pairwise preference accuracy vs 3-annotator majority (ties calibrated; 95% CI)",
             digits=3,
         )
+        for col, name in short.items():
+            if col != name:
+                err_console.print(f"[dim]{escape(name)} = {escape(col)}[/dim]", highlight=False)
         for note in result.notes:
-            err_console.print(f"[dim]note: {note}[/dim]", highlight=False)
-        console.print(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})")
+            err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+        console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
 
-def _show(df: pd.DataFrame) -> pd.DataFrame:
-    """Columns worth a terminal table."""
+def _short_names(columns: list[str]) -> dict[str, str]:
+    """Metric columns shown by their metric name where that is unambiguous (terminal width)."""
+    names = [c.split("[", 1)[0] for c in columns]
+    return {c: (n if names.count(n) == 1 else c) for c, n in zip(columns, names, strict=True)}
+
+
+def _show(df: pd.DataFrame, short: dict[str, str], rename: dict[str, str]) -> pd.DataFrame:
+    """Columns worth a terminal table, with short labels."""
     keep = [c for c in df.columns if c not in ("table", "statistic", "level", "group")]
-    return df[keep]
+    out = df[keep].rename(columns=rename)
+    out["metric"] = out["metric"].map(lambda m: short.get(m, m))
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from evalign.cli.common import CliError, console, emit_json, err_console, field_map, print_table, split_multi
 
@@ -450,7 +451,7 @@ def _print(out: dict[str, Any]) -> None:
         small = bd[bd["status"] == "too small"].drop_duplicates("group")
         if len(small):
             listing = ", ".join(f"{g} ({n})" for g, n in zip(small["group"], small["n"], strict=True))
-            console.print(f"[dim]too small to report: {listing}[/dim]", highlight=False)
+            console.print(f"[dim]too small to report: {escape(listing)}[/dim]", highlight=False)
     tr = out["trust"]
     rows = pd.DataFrame(tr["rows"])
     if not rows.empty:
@@ -472,7 +473,7 @@ def _print(out: dict[str, Any]) -> None:
              f"{tr['n_resamples']} bootstrap resamples, seed {tr['seed']})")
     print_table(rows, title=title, digits=3)
     for note in tr["notes"]:
-        console.print(f"[dim]{note}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(note)}[/dim]", highlight=False)
     skipped = [g for g in tr["groups"] if g["status"] != "ok"]
     if skipped:
         console.print("[dim]groups too small for the trust table: "

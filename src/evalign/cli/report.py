@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
 
@@ -190,5 +191,5 @@ def register(app: typer.Typer) -> None:
             return
         n_fig = sum(k.startswith("figure:") for k in written)
         n_tab = sum(k.startswith("markdown:") for k in written)
-        err_console.print(f"[dim]{n_fig} plots and {n_tab} tables in {out.parent / (out.stem + '_files')}[/dim]")
-        console.print(f"wrote {written['html']}")
+        err_console.print(f"[dim]{n_fig} plots and {n_tab} tables in {escape(str(out.parent / (out.stem + '_files')))}[/dim]")
+        console.print(escape(f"wrote {written['html']}"))

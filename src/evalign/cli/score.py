@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from evalign.cli.common import console, emit_json, err_console, field_map, print_table, progress, split_multi
 
@@ -69,9 +70,9 @@ def register(app: typer.Typer) -> None:
         print_table(sys_df, title=f"System scores ({len(scored)} items)")
         for r in runs:
             extra = "".join(f" {k}={v}" for k, v in r.info.items())
-            err_console.print(f"[dim]{r.column}: {r.signature} ({r.seconds:.2f}s){extra}[/dim]", highlight=False)
+            err_console.print(f"[dim]{escape(f'{r.column}: {r.signature} ({r.seconds:.2f}s){extra}')}[/dim]", highlight=False)
         if out:
-            console.print(f"wrote {out}")
+            console.print(escape(f"wrote {out}"))
 
 
 def parse_options(options: list[str], metric: str, no_cache: bool) -> dict[str, object]:
