@@ -68,6 +68,7 @@ def run_demo(
     n_resamples: int = 1000,
     seed: int = 0,
     on_step: Callable[[str], None] | None = None,
+    on_progress: Callable[[Metric, int, int], None] | None = None,
 ) -> DemoResult:
     """Run the demo's computations (no output written); see the module docstring."""
     from evalign.datasets import load_dataset, pairs_to_items
@@ -83,13 +84,17 @@ def run_demo(
     si = load_dataset("self_instruct")
     assert si.items is not None and si.system_human is not None
     step(f"scoring {len(si.items)} Self-Instruct items with {len(metrics)} metrics")
-    items, runs = score(si.items, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"))
+    items, runs = score(
+        si.items, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"), on_progress=on_progress
+    )
 
     pl = load_dataset("pandalm")
     assert pl.pairs is not None
     sides = pairs_to_items(pl.pairs)
     step(f"scoring {len(sides)} PandaLM responses ({len(pl.pairs)} pairs)")
-    pair_items, pair_runs = score(sides, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"))
+    pair_items, pair_runs = score(
+        sides, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"), on_progress=on_progress
+    )
 
     step(f"meta-evaluating (bootstrap: {n_resamples} resamples, seed {seed})")
     rd = report_data(

@@ -44,11 +44,13 @@ def score(
     metrics: Sequence[MetricSpec],
     *,
     on_metric: Callable[[Metric, int, int], None] | None = None,
+    on_progress: Callable[[Metric, int, int], None] | None = None,
 ) -> tuple[pd.DataFrame, list[MetricRun]]:
     """Add one column per metric (plus ``<column>.<extra>`` columns) to a copy of ``table``.
 
     Returns the new table and, per metric, a :class:`MetricRun`. ``on_metric(metric, i, n)`` is
-    called before each metric (for progress display).
+    called before each metric; ``on_progress(metric, done, total)`` as a model metric works
+    through its texts (for progress display).
     """
     out = table.copy()
     responses = [str(r) for r in out["response"].tolist()]
@@ -58,8 +60,14 @@ def score(
     for i, m in enumerate(ms):
         if on_metric is not None:
             on_metric(m, i, len(ms))
+        own = m.progress
+        if on_progress is not None and own is None:
+            m.progress = lambda done, total, m=m: on_progress(m, done, total)
         t0 = time.perf_counter()
-        res = m.score(responses, refs)
+        try:
+            res = m.score(responses, refs)
+        finally:
+            m.progress = own
         dt = time.perf_counter() - t0
         out[m.column] = np.asarray(res.values, dtype=float)
         for suffix, arr in res.extras.items():

@@ -8,7 +8,7 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import console, emit_json, err_console, print_table
+from evalign.cli.common import console, emit_json, err_console, print_table, progress
 
 
 def register(app: typer.Typer) -> None:
@@ -26,12 +26,19 @@ def register(app: typer.Typer) -> None:
         import json
 
         from evalign.demo import run_demo, write_demo
+        from evalign.metrics.base import Metric
 
         def step(msg: str) -> None:
             if not as_json:
                 err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
 
-        result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step)
+        with progress(transient=True, disable=as_json) as bar:
+            task = bar.add_task("", total=None, visible=False)
+
+            def on_progress(m: Metric, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, description=f"  {m.name} texts", visible=done < total)
+
+            result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
         paths = write_demo(result, out)
         if as_json:
             emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))

@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
         from evalign.io import read_items, write_table
-        from evalign.metrics.base import get_metric
+        from evalign.metrics.base import Metric, get_metric
         from evalign.scoring import score, system_scores
 
         fields = field_map(
@@ -46,11 +46,16 @@ def register(app: typer.Typer) -> None:
         metrics = [get_metric(m, **parse_options(option, m, no_cache)) for m in split_multi(metric)]
         with progress(transient=True, disable=as_json) as bar:
             task = bar.add_task("scoring", total=len(metrics))
+            inner = bar.add_task("", total=None, visible=False)
 
-            def on_metric(m: object, i: int, n: int) -> None:
-                bar.update(task, completed=i, description=f"scoring {getattr(m, 'name', '')}")
+            def on_metric(m: Metric, i: int, n: int) -> None:
+                bar.update(task, completed=i, description=f"scoring {m.name}")
+                bar.update(inner, visible=False)
 
-            scored, runs = score(table, metrics, on_metric=on_metric)
+            def on_progress(m: Metric, done: int, total: int) -> None:
+                bar.update(inner, completed=done, total=total, description=f"  {m.name} texts", visible=True)
+
+            scored, runs = score(table, metrics, on_metric=on_metric, on_progress=on_progress)
             bar.update(task, completed=len(metrics))
         sys_df = system_scores(scored, metrics)
         if out:

@@ -45,6 +45,9 @@ class Metric(ABC):
     description: ClassVar[str] = ""
     #: distributions whose versions go into the signature
     dists: ClassVar[tuple[str, ...]] = ()
+    #: ``progress(done, total)`` called by metrics with long work (model metrics); set by
+    #: :func:`evalign.scoring.score` for the duration of a run
+    progress: Callable[[int, int], None] | None = None
     #: whether the metric keeps results in the cache (then its constructor takes ``use_cache``)
     uses_cache: ClassVar[bool] = False
     #: options whose non-default values are added to the column name (e.g. ``model``)
