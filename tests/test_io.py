@@ -128,3 +128,33 @@ def test_unknown_suffix_and_missing_file(tmp_path: Path) -> None:
         read_items(tmp_path / "x.txt")
     with pytest.raises(InputError, match="no such file"):
         read_items(tmp_path / "x.jsonl")
+
+
+def test_read_system_human_json_nested_csv_and_errors(tmp_path: Path) -> None:
+    from evalign.datasets.base import bundled_path
+    from evalign.io import read_system_human
+
+    ranks = read_system_human(bundled_path("self_instruct", "human_system_ranking.json"))
+    assert ranks["text-davinci-003"] == 3.0 and len(ranks) == 8
+    csv = tmp_path / "s.csv"
+    csv.write_text("system,score\na,1.5\nb,2\n", encoding="utf-8")
+    assert read_system_human(csv) == {"a": 1.5, "b": 2.0}
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1, "b": "high"}', encoding="utf-8")
+    with pytest.raises(InputError, match="field 'b': must be a finite number"):
+        read_system_human(bad)
+    bad.write_text('{"a": 1,', encoding="utf-8")
+    with pytest.raises(InputError, match="malformed JSON"):
+        read_system_human(bad)
+
+
+def test_read_pairs_validates_lines(tmp_path: Path) -> None:
+    from evalign.io import read_pairs
+
+    p = _jsonl(tmp_path / "p.jsonl", [
+        {"id": 1, "instruction": "q", "response_a": "x", "response_b": "y", "pref_1": 1},
+        {"id": 2, "instruction": "q", "response_a": "x"},
+    ])
+    with pytest.raises(InputError) as ei:
+        read_pairs(p)
+    assert (ei.value.line, ei.value.field) == (2, "response_b")

@@ -329,6 +329,38 @@ def read_pairs(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def read_system_human(path: str | Path) -> dict[str, float]:
+    """System-level human values from JSON (``{system: value}``, or an object whose one nested object
+    is that mapping, e.g. ``{"description": ..., "ranks": {...}}``) or CSV
+    (columns ``system`` and one numeric column)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", file=str(path))
+    if path.suffix.lower() == ".json":
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
+        nested = [v for v in obj.values() if isinstance(v, Mapping)] if isinstance(obj, Mapping) else []
+        if len(nested) == 1:  # e.g. {"description": ..., "ranks": {system: rank}}
+            obj = nested[0]
+        if not isinstance(obj, Mapping):
+            raise InputError("expected an object {system: value}", file=str(path))
+        out = {}
+        for k, v in obj.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+                raise InputError(f"must be a finite number, got {v!r:.40}", file=str(path), field=str(k))
+            out[str(k)] = float(v)
+        return out
+    df = pd.read_csv(path)
+    if "system" not in df.columns:
+        raise InputError("needs a 'system' column", file=str(path), field="system")
+    value_cols = [c for c in df.columns if c != "system" and pd.api.types.is_numeric_dtype(df[c])]
+    if len(value_cols) != 1:
+        raise InputError(f"needs exactly one numeric column besides 'system', found {value_cols}", file=str(path))
+    return {str(s): float(v) for s, v in zip(df["system"], df[value_cols[0]], strict=True)}
+
+
 def references_of(df: pd.DataFrame) -> list[list[str]]:
     """The references of each row as a list of strings (empty list when there is none)."""
     if "reference" not in df.columns:

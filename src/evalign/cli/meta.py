@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -99,53 +98,6 @@ def _load_dataset(name: str) -> Any:
     return load_dataset(name)
 
 
-def _read_system_human(path: Path) -> dict[str, float]:
-    from evalign.errors import InputError
-
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
-    if isinstance(data, dict):
-        for key in ("ranks", "scores", "systems"):
-            if isinstance(data.get(key), dict):
-                data = data[key]
-                break
-    if not isinstance(data, dict) or not data:
-        raise InputError("expected a JSON object {system: score or rank}", file=str(path))
-    out = {}
-    for k, v in data.items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
-            raise InputError(f"must be a finite number, got {v!r:.40}", file=str(path), field=str(k))
-        out[str(k)] = float(v)
-    return out
-
-
-def _read_any(path: Path) -> Any:
-    """A pair table from JSONL / CSV / Parquet as a DataFrame (no item validation)."""
-    import pandas as pd
-
-    from evalign.errors import InputError
-    from evalign.io import detect_format
-
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    fmt = detect_format(path)
-    try:
-        if fmt == "jsonl":
-            df = pd.read_json(path, lines=path.read_text(encoding="utf-8").lstrip()[:1] != "[")
-        elif fmt == "csv":
-            df = pd.read_csv(path)
-        else:
-            df = pd.read_parquet(path)
-    except ValueError as e:
-        raise InputError(f"cannot read ({e})", file=str(path)) from e
-    df.attrs["source"] = str(path)
-    return df
-
-
 def _metric_columns(
     table: Any, names: list[str], option: list[str], no_cache: bool, source: str
 ) -> tuple[Any, list[str], list[Any], set[str]]:
@@ -213,7 +165,7 @@ def _run_items(
     min_group_size: int,
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    from evalign.io import read_items
+    from evalign.io import read_items, read_system_human
     from evalign.meta.breakdown import breakdown, item_arrays
     from evalign.meta.trust import trust_table_items
 
@@ -228,7 +180,7 @@ def _run_items(
     human_hib = not lower_is_better
     h_spec: str | dict[str, float]
     if system_human is not None:
-        h_spec = _read_system_human(system_human)
+        h_spec = read_system_human(system_human)
     elif human:
         h_spec = human
         if human not in table.columns:
@@ -341,7 +293,7 @@ def _run_pairs(
     settings: dict[str, Any],
 ) -> dict[str, Any]:
     from evalign.datasets import pairs_to_items
-    from evalign.io import read_items
+    from evalign.io import read_items, read_pairs
     from evalign.meta.breakdown import breakdown, pair_arrays, pair_scores
     from evalign.meta.trust import trust_table_pairs
 
@@ -365,7 +317,7 @@ def _run_pairs(
         table = pair_scores(pairs, items, cols)
     else:
         assert file is not None
-        table = _read_any(file)
+        table = read_pairs(file)
         source = str(file)
         cols = []
         for n in metrics:

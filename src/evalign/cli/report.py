@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,69 +13,6 @@ from evalign.cli.common import CliError, console, emit_json, err_console, split_
 
 #: columns of a scored table that are never metrics (used to list candidates in an error)
 _NOT_METRICS = ("id", "system", "instruction", "input", "reference", "response", "task", "language", "side")
-
-
-def read_system_human(path: Path) -> dict[str, float]:
-    """System-level human values from JSON (``{system: value}``, or an object whose one nested object
-    is that mapping, e.g. ``{"description": ..., "ranks": {...}}``) or CSV
-    (columns ``system`` and one numeric column)."""
-    import pandas as pd
-
-    from evalign.errors import InputError
-
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    if path.suffix.lower() == ".json":
-        try:
-            obj: Any = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
-        nested = [v for v in obj.values() if isinstance(v, Mapping)] if isinstance(obj, Mapping) else []
-        if len(nested) == 1:  # e.g. {"description": ..., "ranks": {system: rank}}
-            obj = nested[0]
-        if not isinstance(obj, Mapping):
-            raise InputError("expected an object {system: value}", file=str(path))
-        out = {}
-        for k, v in obj.items():
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                raise InputError(f"must be a number, got {v!r:.40}", file=str(path), field=str(k))
-            out[str(k)] = float(v)
-        return out
-    df = pd.read_csv(path)
-    if "system" not in df.columns:
-        raise InputError("needs a 'system' column", file=str(path), field="system")
-    value_cols = [c for c in df.columns if c != "system" and pd.api.types.is_numeric_dtype(df[c])]
-    if len(value_cols) != 1:
-        raise InputError(f"needs exactly one numeric column besides 'system', found {value_cols}", file=str(path))
-    return {str(s): float(v) for s, v in zip(df["system"], df[value_cols[0]], strict=True)}
-
-
-def read_pairs(path: Path) -> Any:
-    """A pair table from JSONL / JSON list / CSV / Parquet (``id`` as text)."""
-    import pandas as pd
-
-    from evalign.errors import InputError
-    from evalign.io import detect_format
-
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    fmt = detect_format(path)
-    try:
-        if fmt == "jsonl":
-            first = path.read_text(encoding="utf-8").lstrip()[:1]
-            df = pd.read_json(path, lines=first != "[", dtype=False)
-        elif fmt == "csv":
-            df = pd.read_csv(path)
-        else:
-            df = pd.read_parquet(path)
-    except ValueError as e:
-        raise InputError(f"cannot read the pair table ({e})", file=str(path)) from e
-    for c in ("id", "system_a", "system_b"):
-        if c not in df.columns:
-            raise InputError("missing column", file=str(path), field=c)
-    df["id"] = df["id"].astype(str)
-    df.attrs["source"] = str(path)
-    return df
 
 
 def _numeric(df: Any, cols: list[str], what: str) -> None:
@@ -123,7 +58,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
     ) -> None:
         """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
-        from evalign.io import read_items
+        from evalign.io import read_items, read_pairs, read_system_human
         from evalign.report import write_report
         from evalign.report.assemble import report_data
 
