@@ -421,7 +421,7 @@ def _print(out: dict[str, Any]) -> None:
         if "epsilon" in rows.columns:
             rows["epsilon"] = [f"{e:.3g}" if isinstance(e, float) and math.isfinite(e) else "-" for e in rows["epsilon"]]
     title = (f"Which metric to trust: ranked by {tr['statistic']} ({tr['level']} level), cluster 1 = not "
-             f"significantly worse than the best (p <= {tr['alpha']}, {tr['n_permutations']} permutations, "
+             f"significantly worse than the best (significance level {tr['alpha']}; paired permutation test, {tr['n_permutations']} permutations; "
              f"{tr['n_resamples']} bootstrap resamples, seed {tr['seed']})")
     print_table(rows, title=title, digits=3)
     for note in tr["notes"]:
