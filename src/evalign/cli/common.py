@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -29,6 +30,21 @@ err_console = Console(stderr=True)
 
 #: global state set by the top-level callback
 STATE: dict[str, Any] = {"debug": False}
+
+
+def _field_option(canonical: str) -> Any:
+    return typer.Option(None, f"--{canonical}-field", help=f"Source field holding '{canonical}' (default: {canonical}).")
+
+
+#: the ``--X-field`` options, declared once and shared by the verbs that read item tables
+ID_FIELD = _field_option("id")
+SYSTEM_FIELD = _field_option("system")
+INSTRUCTION_FIELD = _field_option("instruction")
+INPUT_FIELD = _field_option("input")
+REFERENCE_FIELD = _field_option("reference")
+RESPONSE_FIELD = _field_option("response")
+TASK_FIELD = _field_option("task")
+LANGUAGE_FIELD = _field_option("language")
 
 
 def field_map(

@@ -13,7 +13,21 @@ from typing import Any
 
 import typer
 
-from evalign.cli.common import CliError, console, emit_json, err_console, field_map, fmt_value, progress
+from evalign.cli.common import (
+    ID_FIELD,
+    INPUT_FIELD,
+    INSTRUCTION_FIELD,
+    REFERENCE_FIELD,
+    RESPONSE_FIELD,
+    SYSTEM_FIELD,
+    CliError,
+    console,
+    emit_json,
+    err_console,
+    field_map,
+    fmt_value,
+    progress,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -56,12 +70,12 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai)."),
         max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
         out: Path = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet)."),
-        id_field: str = typer.Option(None, "--id-field"),
-        system_field: str = typer.Option(None, "--system-field"),
-        instruction_field: str = typer.Option(None, "--instruction-field"),
-        input_field: str = typer.Option(None, "--input-field"),
-        reference_field: str = typer.Option(None, "--reference-field"),
-        response_field: str = typer.Option(None, "--response-field"),
+        id_field: str = ID_FIELD,
+        system_field: str = SYSTEM_FIELD,
+        instruction_field: str = INSTRUCTION_FIELD,
+        input_field: str = INPUT_FIELD,
+        reference_field: str = REFERENCE_FIELD,
+        response_field: str = RESPONSE_FIELD,
         system: str = typer.Option(None, "--system", help="System name for records without one."),
         as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     ) -> None:

@@ -9,7 +9,21 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console, field_map, print_table, split_multi
+from evalign.cli.common import (
+    ID_FIELD,
+    LANGUAGE_FIELD,
+    REFERENCE_FIELD,
+    RESPONSE_FIELD,
+    SYSTEM_FIELD,
+    TASK_FIELD,
+    CliError,
+    console,
+    emit_json,
+    err_console,
+    field_map,
+    print_table,
+    split_multi,
+)
 
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
@@ -47,12 +61,12 @@ def register(app: typer.Typer) -> None:
         ),
         option: list[str] = typer.Option([], "--option", help="Metric option metric.key=value (repeatable)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring."),
-        id_field: str = typer.Option(None, "--id-field"),
-        system_field: str = typer.Option(None, "--system-field"),
-        reference_field: str = typer.Option(None, "--reference-field"),
-        response_field: str = typer.Option(None, "--response-field"),
-        task_field: str = typer.Option(None, "--task-field"),
-        language_field: str = typer.Option(None, "--language-field"),
+        id_field: str = ID_FIELD,
+        system_field: str = SYSTEM_FIELD,
+        reference_field: str = REFERENCE_FIELD,
+        response_field: str = RESPONSE_FIELD,
+        task_field: str = TASK_FIELD,
+        language_field: str = LANGUAGE_FIELD,
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Correlations, pairwise accuracy with tie calibration, breakdowns and the trust table."""

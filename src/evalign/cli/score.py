@@ -7,7 +7,23 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import console, emit_json, err_console, field_map, print_table, progress, split_multi
+from evalign.cli.common import (
+    ID_FIELD,
+    INPUT_FIELD,
+    INSTRUCTION_FIELD,
+    LANGUAGE_FIELD,
+    REFERENCE_FIELD,
+    RESPONSE_FIELD,
+    SYSTEM_FIELD,
+    TASK_FIELD,
+    console,
+    emit_json,
+    err_console,
+    field_map,
+    print_table,
+    progress,
+    split_multi,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -23,14 +39,14 @@ def register(app: typer.Typer) -> None:
             [], "--option", help="Metric option as metric.key=value, e.g. semscore.model=/path (repeatable)."
         ),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
-        id_field: str = typer.Option(None, "--id-field"),
-        system_field: str = typer.Option(None, "--system-field"),
-        instruction_field: str = typer.Option(None, "--instruction-field"),
-        input_field: str = typer.Option(None, "--input-field"),
-        reference_field: str = typer.Option(None, "--reference-field"),
-        response_field: str = typer.Option(None, "--response-field"),
-        task_field: str = typer.Option(None, "--task-field"),
-        language_field: str = typer.Option(None, "--language-field"),
+        id_field: str = ID_FIELD,
+        system_field: str = SYSTEM_FIELD,
+        instruction_field: str = INSTRUCTION_FIELD,
+        input_field: str = INPUT_FIELD,
+        reference_field: str = REFERENCE_FIELD,
+        response_field: str = RESPONSE_FIELD,
+        task_field: str = TASK_FIELD,
+        language_field: str = LANGUAGE_FIELD,
         system: str = typer.Option(None, "--system", help="System name for records without one."),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
