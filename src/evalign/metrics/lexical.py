@@ -33,6 +33,7 @@ from evalign.metrics.base import (
     flatten_references,
     register_metric,
 )
+from evalign.metrics.options import OptionSpec
 
 # --- sacrebleu metrics ------------------------------------------------------------------------
 
@@ -98,6 +99,12 @@ class Bleu(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("tok",)
     defaults: ClassVar[dict[str, Any]] = {"tok": "13a"}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "tokenize": OptionSpec(str, help="a sacrebleu tokenizer (13a, intl, char, none, zh, ...; checked by sacrebleu)"),
+        "smooth_method": OptionSpec(str, choices=("exp", "floor", "add-k", "none")),
+        "smooth_value": OptionSpec(float, min=0, none_ok=True),
+        "lowercase": OptionSpec(bool),
+    }
 
     def __init__(
         self,
@@ -149,6 +156,13 @@ class Chrf(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("nw",)
     defaults: ClassVar[dict[str, Any]] = {"nw": 0}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "char_order": OptionSpec(int, min=1, help="character n-gram order"),
+        "word_order": OptionSpec(int, min=0, help="word n-gram order (2 = chrF++)"),
+        "beta": OptionSpec(int, min=1, help="recall weight"),
+        "lowercase": OptionSpec(bool),
+        "whitespace": OptionSpec(bool),
+    }
 
     def __init__(
         self,
@@ -339,6 +353,10 @@ class RougeL(Metric):
     dists: ClassVar[tuple[str, ...]] = ("rouge-score", "nltk")
     column_options: ClassVar[tuple[str, ...]] = ("tok", "stem")
     defaults: ClassVar[dict[str, Any]] = {"tok": "rouge", "stem": False}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "tokenizer": OptionSpec(str, help="rouge or unicode (checked by the class)"),
+        "use_stemmer": OptionSpec(bool),
+    }
 
     #: largest token vocabulary encoded as characters (see :func:`encode_token_sequences`)
     max_char_vocab: ClassVar[int] = 0x10F800
@@ -413,6 +431,7 @@ class ExactMatch(Metric):
     description: ClassVar[str] = "exact match after SQuAD normalisation (case, punctuation, articles, spaces), 0/1"
     column_options: ClassVar[tuple[str, ...]] = ("norm",)
     defaults: ClassVar[dict[str, Any]] = {"norm": "squad"}
+    option_types: ClassVar[dict[str, OptionSpec]] = {"normalize": OptionSpec(bool)}
 
     def __init__(self, normalize: bool = True) -> None:
         self.normalize = bool(normalize)
