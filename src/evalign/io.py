@@ -69,6 +69,8 @@ def detect_format(path: str | Path, *, output: bool = False) -> str:
     count as JSONL; ``-`` is JSONL on standard input or output). Unknown suffix: :class:`UsageError`."""
     if str(path) == STDIO:
         return "jsonl"
+    if not output and Path(path).is_dir():
+        raise InputError("is a directory, not a file", file=str(path))
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix in ("jsonl", "json", "ndjson"):
         return "jsonl"

@@ -158,14 +158,13 @@ def handle_errors() -> Any:
     :class:`EvalignError` -> its ``exit_code`` (1; 2 for :class:`UsageError`); a file-system error
     -> 1 naming the file; anything else -> 1 with its type and a hint to rerun with ``--debug``.
     Click's own exits and usage errors pass through unchanged."""
-    import click
-
+    passthrough = _click_exceptions()
     try:
         yield
     except KeyboardInterrupt:
         err_console.print("[red]interrupted[/red]: finished work is kept; run the same command again to resume")
         raise SystemExit(130) from None
-    except (SystemExit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+    except passthrough:
         raise
     except EvalignError as e:
         if STATE["debug"]:
@@ -194,6 +193,16 @@ def handle_errors() -> Any:
         _print_error(f"unexpected {type(e).__name__}: {e} (this is a bug in evalign; rerun with --debug for the "
                      "traceback and report it)")
         raise SystemExit(1) from None
+
+
+def _click_exceptions() -> tuple[type[BaseException], ...]:
+    """The option parser's own exits and usage errors (click's, and typer's vendored copy)."""
+    out: list[type[BaseException]] = [SystemExit]
+    for mod in ("click.exceptions", "typer._click.exceptions"):
+        with suppress(ImportError):
+            m = __import__(mod, fromlist=["ClickException"])
+            out += [getattr(m, n) for n in ("ClickException", "Exit", "Abort") if hasattr(m, n)]
+    return tuple(out)
 
 
 def exit_on_sigterm() -> None:
