@@ -140,10 +140,11 @@ def _decoded_lines(fh: IO[bytes], file: str) -> Iterator[tuple[int, str]]:
 
 def _json_loads(text: str, *, file: str, line: int | None) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text if line is None else text.rstrip("\r\n"))
     except json.JSONDecodeError as e:
-        ln = line if line is not None else e.lineno
-        raise InputError(f"malformed JSON ({e.msg})", file=file, line=ln, column=e.colno) from None
+        if line is None:  # a whole document: the decoder's own line and column
+            raise InputError(f"malformed JSON ({e.msg})", file=file, line=e.lineno, column=e.colno) from None
+        raise InputError(f"malformed JSON ({e.msg})", file=file, line=line, column=e.pos + 1) from None
     except RecursionError:
         raise InputError("JSON nested too deeply to read", file=file, line=line) from None
 

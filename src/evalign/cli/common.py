@@ -117,9 +117,9 @@ def print_table(df: pd.DataFrame, title: str | None = None, digits: int = 4) -> 
 
 def emit_json(obj: Any) -> None:
     """Print machine-readable JSON to stdout (NaN as null)."""
-    from evalign.io import _json_safe
+    from evalign.io import _json_default, _json_safe
 
-    sys.stdout.write(json.dumps(_json_safe(obj), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(_json_safe(obj), indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
 
 def progress(transient: bool = False, disable: bool = False) -> Progress:

@@ -13,37 +13,48 @@ so sacrebleu's ``_compute_score_from_stats`` turns them into its scores.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+import re
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 
-def _matches(units: Sequence[Any], ref: Sequence[Counter], join: Any) -> list[int]:
-    """Per order n (1-based index n-1): sum over reference n-grams g of min(count in ``units``, count in ref).
-
-    ``ref[n-1]`` is the Counter of reference n-grams; ``join(units, i, n)`` builds the n-gram at ``i``."""
+def _matches(units: Iterable[Any], ref: Sequence[Counter], join: Any) -> tuple[list[int], int]:
+    """Per order n (index n-1): the sum over reference n-grams g of min(count of g in ``units``,
+    count in ``ref[n-1]``), and the number of units. ``units`` is consumed once (an iterator is
+    fine: only the last ``len(ref)`` units are kept); ``join(window)`` builds an n-gram from the
+    last n units. The n-grams ending at each unit are extended backwards only while they are
+    reference n-grams (every part of a reference n-gram is one)."""
     max_n = len(ref)
     hits: list[Counter] = [Counter() for _ in range(max_n)]
-    size = len(units)
-    for i in range(size):
-        for n in range(1, min(max_n, size - i) + 1):
-            g = join(units, i, n)
+    window: deque[Any] = deque(maxlen=max(max_n, 1))
+    size = 0
+    for u in units:
+        window.append(u)
+        size += 1
+        for n in range(1, min(max_n, len(window)) + 1):
+            g = join(list(window)[-n:]) if n > 1 else join([u])
             if g not in ref[n - 1]:
                 break
             hits[n - 1][g] += 1
-    return [sum(min(c, ref[n][g]) for g, c in hits[n].items()) for n in range(max_n)]
+    return [sum(min(c, ref[n][g]) for g, c in hits[n].items()) for n in range(max_n)], size
 
 
-def _tuple_gram(units: Sequence[str], i: int, n: int) -> tuple[str, ...]:
-    return tuple(units[i : i + n])
+def _words(text: str) -> Iterator[str]:
+    """``text.split()`` one word at a time (no list of all words)."""
+    return (m.group() for m in _WORD.finditer(text))
 
 
-def _text_gram(units: str, i: int, n: int) -> str:
-    return units[i : i + n]
+_WORD = re.compile(r"\S+")  # \S is the complement of str.split()'s whitespace (same Unicode set)
+_SPACE = re.compile(r"\s+")
 
 
-def _word_gram(units: Sequence[str], i: int, n: int) -> str:
-    return " ".join(units[i : i + n])
+def _text_gram(window: list[str]) -> str:
+    return "".join(window)
+
+
+def _word_gram(window: list[str]) -> str:
+    return " ".join(window)
 
 
 def bleu_stats(bleu: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
@@ -55,10 +66,8 @@ def bleu_stats(bleu: Any, hypothesis: str, references: Sequence[str]) -> list[in
     by_order: list[Counter] = [Counter() for _ in range(order)]
     for g, c in ref_ngrams.items():
         by_order[len(g) - 1][g] = c
-    tokens = bleu._preprocess_segment(hypothesis).split()
-    hyp_len = len(tokens)
+    correct, hyp_len = _matches(_words(bleu._preprocess_segment(hypothesis)), by_order, tuple)
     ref_len = bleu._get_closest_ref_len(hyp_len, info["ref_lens"])
-    correct = _matches(tokens, by_order, _tuple_gram)
     total = [max(0, hyp_len - n) for n in range(order)]
     return [hyp_len, ref_len, *correct, *total]
 
@@ -68,12 +77,14 @@ def _chrf_one(chrf: Any, hyp_chars: str, hyp_words: list[str] | None, reference:
     ref_ngrams = chrf._extract_reference_info([ref])["ref_ngrams"][0]  # char orders, then word orders
     stats: list[int] = []
     char_refs = ref_ngrams[: chrf.char_order]
-    for n, (r, m) in enumerate(zip(char_refs, _matches(hyp_chars, char_refs, _text_gram), strict=True), start=1):
+    char_matches, _ = _matches(hyp_chars, char_refs, _text_gram)
+    for n, (r, m) in enumerate(zip(char_refs, char_matches, strict=True), start=1):
         stats += [max(0, len(hyp_chars) - n + 1) if r else 0, sum(r.values()), m]
     if chrf.word_order > 0:
         assert hyp_words is not None
         word_refs = ref_ngrams[chrf.char_order :]
-        for n, (r, m) in enumerate(zip(word_refs, _matches(hyp_words, word_refs, _word_gram), strict=True), start=1):
+        word_matches, _ = _matches(hyp_words, word_refs, _word_gram)
+        for n, (r, m) in enumerate(zip(word_refs, word_matches, strict=True), start=1):
             stats += [max(0, len(hyp_words) - n + 1) if r else 0, sum(r.values()), m]
     return stats
 
@@ -82,7 +93,7 @@ def chrf_stats(chrf: Any, hypothesis: str, references: Sequence[str]) -> list[in
     """``[hyp, ref, match]`` per order (characters, then words) of one hypothesis against the
     reference with the best chrF (the first on ties, as sacrebleu) for a ``sacrebleu.metrics.CHRF``."""
     hyp = chrf._preprocess_segment(hypothesis)
-    hyp_chars = hyp if chrf.whitespace else "".join(hyp.split())
+    hyp_chars = hyp if chrf.whitespace else _SPACE.sub("", hyp)  # = "".join(hyp.split()), without a word list
     hyp_words = chrf._remove_punctuation(hyp) if chrf.word_order > 0 else None
     best: list[int] = []
     best_f = -1.0
