@@ -11,15 +11,20 @@ from sacrebleu.metrics import BLEU, CHRF
 from evalign.metrics import get_metric
 from evalign.metrics._ngram_stats import bleu_stats, chrf_stats
 
-WORDS = ["a", "b", "c", "the", "cat", "A", "B.", "(x)", "x,", "é", "ß", "Ĳ", "  ", ".", "don't", "x-y"]
+WORDS = ["a", "b", "c", "the", "cat", "A", "B.", "(x)", "x,", "é", "ß", "Ĳ", "  ", ".", "don't", "x-y", "3.5", "1,000",
+         "-\n", "\n", "&amp;", "&quot;x&gt;", "<skipped>", "\u2003", "\x1c", "«»", "$5-6", "a\t"]
 
 
 def _text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 15)))
 
 
+@pytest.mark.parametrize("long_text", [100_000, 0])  # 0: every text through the long-text tokenizer path
 @pytest.mark.parametrize("kw", [{}, {"lowercase": True}, {"tokenize": "char"}, {"tokenize": "intl"}, {"max_ngram_order": 2}])
-def test_bleu_stats_equal_sacrebleu(kw: dict[str, object]) -> None:
+def test_bleu_stats_equal_sacrebleu(kw: dict[str, object], long_text: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalign.metrics._ngram_stats as ns
+
+    monkeypatch.setattr(ns, "LONG_TEXT", long_text)
     rng = random.Random(1)
     b = BLEU(**kw)
     for _ in range(300):
@@ -35,6 +40,19 @@ def test_chrf_stats_equal_sacrebleu(kw: dict[str, object]) -> None:
     for _ in range(300):
         h, refs = _text(rng), [_text(rng) for _ in range(rng.randint(1, 3))]
         assert chrf_stats(c, h, refs) == c._extract_corpus_statistics([h], [[r] for r in refs])[0], (h, refs)
+
+
+def test_long_text_tokenizer_equals_sacrebleu_13a() -> None:
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    from evalign.metrics._ngram_stats import LONG_TEXT, _bleu_segment
+
+    rng = random.Random(4)
+    text = " ".join(rng.choice(WORDS) for _ in range(LONG_TEXT // 2))
+    assert len(text) >= LONG_TEXT
+    for lower in (False, True):
+        b = BLEU(lowercase=lower)
+        assert _bleu_segment(b, text) == Tokenizer13a()((text.lower() if lower else text).rstrip())
 
 
 @pytest.mark.parametrize(("name", "kw"), [("bleu", {}), ("bleu", {"tokenize": "char", "lowercase": True}),

@@ -57,16 +57,40 @@ def _word_gram(window: list[str]) -> str:
     return " ".join(window)
 
 
+#: texts at least this long are tokenised by :func:`_bleu_segment` without sacrebleu's word list
+LONG_TEXT = 100_000
+
+
+def _bleu_segment(bleu: Any, text: str) -> str:
+    """``bleu._preprocess_segment(text)``; for a long text with the default ``13a`` tokenizer the same
+    steps are done here (sacrebleu's own regular expressions) except that whitespace is collapsed
+    with a regular expression instead of ``" ".join(line.split())``, whose list of every word takes
+    gigabytes for a 50 MB text, and nothing is kept in sacrebleu's tokenizer caches."""
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tok = bleu.tokenizer
+    if len(text) < LONG_TEXT or type(tok) is not Tokenizer13a:
+        return bleu._preprocess_segment(text)
+    line = (text.lower() if bleu.lowercase else text).rstrip()
+    line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in line:
+        line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    line = f" {line} "
+    for regex, repl in tok._post_tokenizer._re:
+        line = regex.sub(repl, line)
+    return _SPACE.sub(" ", line).strip()
+
+
 def bleu_stats(bleu: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
     """``[hyp_len, ref_len, correct_1..N, total_1..N]`` of one hypothesis against its references
     (jointly, as in corpus BLEU; one reference for sentence BLEU) for a ``sacrebleu.metrics.BLEU``."""
-    info = bleu._extract_reference_info([bleu._preprocess_segment(r) for r in references])
+    info = bleu._extract_reference_info([_bleu_segment(bleu, r) for r in references])
     ref_ngrams: Counter = info["ref_ngrams"] if info["ref_ngrams"] is not None else Counter()
     order = bleu.max_ngram_order
     by_order: list[Counter] = [Counter() for _ in range(order)]
     for g, c in ref_ngrams.items():
         by_order[len(g) - 1][g] = c
-    correct, hyp_len = _matches(_words(bleu._preprocess_segment(hypothesis)), by_order, tuple)
+    correct, hyp_len = _matches(_words(_bleu_segment(bleu, hypothesis)), by_order, tuple)
     ref_len = bleu._get_closest_ref_len(hyp_len, info["ref_lens"])
     total = [max(0, hyp_len - n) for n in range(order)]
     return [hyp_len, ref_len, *correct, *total]
