@@ -7,6 +7,7 @@ import random
 
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from evalign.metrics import get_metric
 from evalign.metrics._ngram_stats import bleu_stats, chrf_stats
@@ -42,17 +43,17 @@ def test_chrf_stats_equal_sacrebleu(kw: dict[str, object]) -> None:
         assert chrf_stats(c, h, refs) == c._extract_corpus_statistics([h], [[r] for r in refs])[0], (h, refs)
 
 
-def test_long_text_tokenizer_equals_sacrebleu_13a() -> None:
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    from evalign.metrics._ngram_stats import LONG_TEXT, _bleu_segment
+@pytest.mark.parametrize("chunk", [50_000, 7, 1])
+def test_long_text_tokenizer_equals_sacrebleu_13a(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalign.metrics._ngram_stats as ns
 
     rng = random.Random(4)
-    text = " ".join(rng.choice(WORDS) for _ in range(LONG_TEXT // 2))
-    assert len(text) >= LONG_TEXT
+    text = " ".join(rng.choice(WORDS) + rng.choice(["", "", ".", ",", "-", "5", "\t"]) for _ in range(20_000))
+    monkeypatch.setattr(ns, "LONG_TEXT", chunk)  # chunks of this size (and every text on the long path)
     for lower in (False, True):
         b = BLEU(lowercase=lower)
-        assert _bleu_segment(b, text) == Tokenizer13a()((text.lower() if lower else text).rstrip())
+        want = Tokenizer13a()((text.lower() if lower else text).rstrip()).split()
+        assert list(ns._bleu_tokens(b, text)) == want
 
 
 @pytest.mark.parametrize(("name", "kw"), [("bleu", {}), ("bleu", {"tokenize": "char", "lowercase": True}),

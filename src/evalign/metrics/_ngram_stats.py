@@ -13,6 +13,7 @@ so sacrebleu's ``_compute_score_from_stats`` turns them into its scores.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -49,6 +50,12 @@ _WORD = re.compile(r"\S+")  # \S is the complement of str.split()'s whitespace (
 _SPACE = re.compile(r"\s+")
 
 
+@functools.cache
+def _no_space() -> dict[int, None]:
+    """A str.translate table deleting every character that ``str.split()`` splits on."""
+    return dict.fromkeys(c for c in range(0x110000) if chr(c).isspace())
+
+
 def _text_gram(window: list[str]) -> str:
     return "".join(window)
 
@@ -57,40 +64,51 @@ def _word_gram(window: list[str]) -> str:
     return " ".join(window)
 
 
-#: texts at least this long are tokenised by :func:`_bleu_segment` without sacrebleu's word list
+#: texts at least this long are tokenised by :func:`_bleu_tokens` in chunks of about this size
 LONG_TEXT = 100_000
 
 
-def _bleu_segment(bleu: Any, text: str) -> str:
-    """``bleu._preprocess_segment(text)``; for a long text with the default ``13a`` tokenizer the same
-    steps are done here (sacrebleu's own regular expressions) except that whitespace is collapsed
-    with a regular expression instead of ``" ".join(line.split())``, whose list of every word takes
-    gigabytes for a 50 MB text, and nothing is kept in sacrebleu's tokenizer caches."""
+def _bleu_tokens(bleu: Any, text: str) -> Iterator[str]:
+    """The words of ``bleu._preprocess_segment(text)``, one at a time.
+
+    A long text with the default ``13a`` tokenizer is tokenised here, in chunks of about
+    :data:`LONG_TEXT` characters cut at whitespace, with sacrebleu's own steps and regular
+    expressions: 13a is local to each whitespace-separated word (its patterns see at most two
+    characters, and a word's neighbour is always whitespace), so the chunks give the same words
+    while sacrebleu's ``" ".join(line.split())`` over the whole text (a list of every word, and
+    ``re.sub`` pieces for every space: gigabytes for a 50 MB text) is never built and nothing is
+    kept in sacrebleu's tokenizer caches."""
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
     tok = bleu.tokenizer
     if len(text) < LONG_TEXT or type(tok) is not Tokenizer13a:
-        return bleu._preprocess_segment(text)
+        yield from _words(bleu._preprocess_segment(text))
+        return
     line = (text.lower() if bleu.lowercase else text).rstrip()
     line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
     if "&" in line:
         line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-    line = f" {line} "
-    for regex, repl in tok._post_tokenizer._re:
-        line = regex.sub(repl, line)
-    return _SPACE.sub(" ", line).strip()
+    start = 0
+    while start < len(line):
+        cut = _SPACE.search(line, min(start + LONG_TEXT, len(line)))
+        end = cut.end() if cut is not None else len(line)  # the chunk ends after a run of whitespace
+        chunk = f" {line[start:end]} "
+        for regex, repl in tok._post_tokenizer._re:
+            chunk = regex.sub(repl, chunk)
+        yield from _words(chunk)
+        start = end
 
 
 def bleu_stats(bleu: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
     """``[hyp_len, ref_len, correct_1..N, total_1..N]`` of one hypothesis against its references
     (jointly, as in corpus BLEU; one reference for sentence BLEU) for a ``sacrebleu.metrics.BLEU``."""
-    info = bleu._extract_reference_info([_bleu_segment(bleu, r) for r in references])
+    info = bleu._extract_reference_info([bleu._preprocess_segment(r) for r in references])
     ref_ngrams: Counter = info["ref_ngrams"] if info["ref_ngrams"] is not None else Counter()
     order = bleu.max_ngram_order
     by_order: list[Counter] = [Counter() for _ in range(order)]
     for g, c in ref_ngrams.items():
         by_order[len(g) - 1][g] = c
-    correct, hyp_len = _matches(_words(_bleu_segment(bleu, hypothesis)), by_order, tuple)
+    correct, hyp_len = _matches(_bleu_tokens(bleu, hypothesis), by_order, tuple)
     ref_len = bleu._get_closest_ref_len(hyp_len, info["ref_lens"])
     total = [max(0, hyp_len - n) for n in range(order)]
     return [hyp_len, ref_len, *correct, *total]
@@ -117,7 +135,7 @@ def chrf_stats(chrf: Any, hypothesis: str, references: Sequence[str]) -> list[in
     """``[hyp, ref, match]`` per order (characters, then words) of one hypothesis against the
     reference with the best chrF (the first on ties, as sacrebleu) for a ``sacrebleu.metrics.CHRF``."""
     hyp = chrf._preprocess_segment(hypothesis)
-    hyp_chars = hyp if chrf.whitespace else _SPACE.sub("", hyp)  # = "".join(hyp.split()), without a word list
+    hyp_chars = hyp if chrf.whitespace else hyp.translate(_no_space())  # = "".join(hyp.split()), without a word list
     hyp_words = chrf._remove_punctuation(hyp) if chrf.word_order > 0 else None
     best: list[int] = []
     best_f = -1.0
