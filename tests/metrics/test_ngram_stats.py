@@ -76,3 +76,22 @@ def test_metric_scores_equal_sacrebleu(name: str, kw: dict[str, object]) -> None
     assert m.system_score(hyps, refs) == corp.corpus_score([hyps[i] for i in keep], streams).score
     # a second metric instance (no statistics kept from a score() run) gives the same corpus score
     assert get_metric(name, **kw).system_score(hyps, refs) == m.system_score(hyps, refs)
+
+
+def test_squad_normalize_equals_its_definition() -> None:
+    import string
+
+    from evalign.metrics.lexical import _ARTICLES_RE, collapse_whitespace, squad_normalize
+
+    def reference(text: str) -> str:  # the SQuAD v1.1 script's steps, as written there
+        text = text.lower()
+        text = "".join(ch for ch in text if ch not in set(string.punctuation))
+        text = _ARTICLES_RE.sub(" ", text)
+        return " ".join(text.split())
+
+    rng = random.Random(5)
+    alphabet = [*"aAnNtThHeE .,!?'-_", "\t", "\n", "\x1c", "\u2003", "\u3000", "\x85", "é", "İ", "ß", "  "]
+    for _ in range(3000):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert squad_normalize(t) == reference(t), repr(t)
+        assert collapse_whitespace(t) == " ".join(t.split()), repr(t)

@@ -412,16 +412,36 @@ class RougeL(Metric):
 # --- exact match ------------------------------------------------------------------------------
 
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
-_PUNCT = frozenset(string.punctuation)
+_DELETE_PUNCT = str.maketrans("", "", string.punctuation)
 
 
 def squad_normalize(text: str) -> str:
     """SQuAD v1.1 answer normalisation: lower-case, delete ASCII punctuation
-    (``string.punctuation``), replace the articles a/an/the by spaces, collapse whitespace."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
+    (``string.punctuation``), replace the articles a/an/the by spaces, collapse whitespace.
+    Memory stays a few copies of the text (no list of its characters or words)."""
+    text = text.lower().translate(_DELETE_PUNCT)
     text = _ARTICLES_RE.sub(" ", text)
-    return " ".join(text.split())
+    return collapse_whitespace(text)
+
+
+def collapse_whitespace(text: str) -> str:
+    """``" ".join(text.split())`` without a list of the words: every whitespace character
+    (``str.isspace``) becomes a space, runs of spaces become one, and the ends are stripped."""
+    if not text.isascii():
+        text = text.translate(_space_table())
+    elif any(c in text for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"):
+        text = text.translate(_ASCII_SPACE)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
+
+
+_ASCII_SPACE = {c: " " for c in range(128) if chr(c).isspace()}
+
+
+@functools.cache
+def _space_table() -> dict[int, str]:
+    return {c: " " for c in range(0x110000) if chr(c).isspace()}
 
 
 @register_metric
