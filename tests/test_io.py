@@ -277,3 +277,12 @@ def test_check_output(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     with pytest.raises(OutputError, match="is not a directory"):
         check_output(tmp_path / "f" / "o.csv")
+
+
+def test_csv_json_lists_only_outside_text_fields(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text('id,system,response,reference,tags\n1,a,"[""not"", ""a list""]","[""r1"", ""r2""]","[1, 2]"\n',
+                 encoding="utf-8")
+    df = read_items(p)
+    assert df["response"].tolist() == ['["not", "a list"]']  # a response is text, even if it looks like JSON
+    assert references_of(df) == [["r1", "r2"]] and df["tags"].tolist() == [[1, 2]]

@@ -266,7 +266,7 @@ def _iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[st
             if len(row) > len(header):
                 raise InputError(f"{len(row)} cells but the header has {len(header)} columns", file=file,
                                  line=row_line)
-            rec = {h: (_csv_value(row[i]) if i < len(row) and row[i] != "" else None) for i, h in enumerate(header)}
+            rec = {h: (row[i] if i < len(row) and row[i] != "" else None) for i, h in enumerate(header)}
             yield row_line, rec
     except csv.Error as e:
         raise InputError(f"cannot parse CSV ({e})", file=file, line=state["line"]) from None
@@ -322,8 +322,11 @@ def _unbox(v: Any) -> Any:
     return v
 
 
-def _csv_value(v: str) -> Any:
-    # lists of references are written to CSV as JSON arrays
+def _csv_value(v: Any) -> Any:
+    """A CSV cell of a column that may hold lists (references, extra columns): the writers store
+    lists as JSON arrays. Text fields (response, instruction, ...) are never parsed."""
+    if not isinstance(v, str):
+        return v
     if v.startswith("[") and v.endswith("]"):
         with contextlib.suppress(json.JSONDecodeError, RecursionError):
             parsed = json.loads(v)
@@ -358,6 +361,10 @@ def _validate(
         if src != canon:
             out.pop(canon, None)  # only the named source field is read
             out[canon] = out.pop(src, None)
+    if numeric_from_text:  # CSV: lists were written as JSON arrays, except in the text fields
+        for k, v in out.items():
+            if k not in TEXT_FIELDS and k not in ("id", "system") and k not in human:
+                out[k] = _csv_value(v)
     if check_text:
         for k, v in out.items():
             if not isinstance(v, int | float | bool) and v is not None:
@@ -534,6 +541,8 @@ def _display(source: str | Path) -> str:
 
 #: fields a pair table must have (see :func:`read_pairs`)
 PAIR_REQUIRED = ("id", "instruction", "response_a", "response_b")
+#: text fields of a pair table (never parsed as JSON in CSV files)
+PAIR_TEXT_FIELDS = ("id", "instruction", "input", "response_a", "response_b", "system_a", "system_b")
 
 _PREF_TEXT = {"+1": 1.0, "1": 1.0, "a": 1.0, "-1": -1.0, "2": -1.0, "b": -1.0, "0": 0.0, "tie": 0.0}
 
@@ -568,9 +577,12 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
         name = str(source.attrs.get("source", "<DataFrame>"))
         records: Iterable[tuple[int, dict[str, Any]]] = _iter_frame(source)
         meta["line_word"] = "row"
+        from_text = False
     else:
         name = _display(source)
-        records = _iter_records(Path(source), detect_format(source), meta)
+        fmt = detect_format(source)
+        from_text = fmt in ("csv", "tsv")
+        records = _iter_records(Path(source), fmt, meta)
     rows: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for line, rec in records:
@@ -580,6 +592,10 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
             return InputError(msg, file=name, line=line, line_word=word, field=field)
 
         out = dict(rec)
+        if from_text:  # CSV: lists were written as JSON arrays, except in the text fields
+            for k, v in out.items():
+                if k not in PAIR_TEXT_FIELDS and k not in pref:
+                    out[k] = _csv_value(v)
         for k, v in out.items():
             if not isinstance(v, int | float | bool) and v is not None:
                 _check_value_text(v, file=name, line=line, field=k, line_word=word)
