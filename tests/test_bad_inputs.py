@@ -89,6 +89,7 @@ SCORE_CASES: list[tuple[str, dict[str, str | bytes], list[str], int, list[str]]]
      ["--option semscore.cache", "unknown option 'cache'"]),
     ("option-twice", {"x.jsonl": OK}, ["-m", "chrf", "--option", "chrf.beta=1", "--option", "chrf.beta=3"], 2, ["given twice"]),
     ("no-metric", {"x.jsonl": OK}, ["-m", ","], 2, ["-m", "at least one metric"]),
+    ("metric-twice", {"x.jsonl": OK}, ["-m", "bleu,chrf", "-m", "bleu"], 2, ["-m bleu: given twice"]),
     ("surrogate-extra-column", {"x.jsonl": _rec(note=["ok", {"k": "\udfff"}])}, [], 1,
      ["line 1", "field 'note'", "lone surrogate"]),
     ("malformed-second-line", {"x.jsonl": OK + '{"id": 2, "system": "a", "response": \n'}, [], 1, ["line 2", "malformed JSON"]),

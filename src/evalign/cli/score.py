@@ -67,6 +67,9 @@ def register(app: typer.Typer) -> None:
         names = split_multi(metric)
         if not names:
             raise UsageError("-m: give at least one metric")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"-m {twice[0]}: given twice")
         detect_format(file)
         check_outputs(("-o", out, FORMATS), ("--system-out", system_out, FORMATS), stdout_used=as_json)
         options = parse_all_options(option, names, no_cache)
