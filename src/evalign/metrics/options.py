@@ -20,6 +20,7 @@ user's own) takes its options unchecked, as before. Options that only Python cal
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,8 @@ class OptionSpec:
             raise UsageError(f"{where}: must be {self.describe()}, got none")
         if self.type is object:
             return value
+        if self.type is str and isinstance(value, os.PathLike):  # a model folder or file given as a Path
+            value = os.fspath(value)
         ok = isinstance(value, self.type) and not (self.type is not bool and isinstance(value, bool))
         if self.type is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
