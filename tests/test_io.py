@@ -270,9 +270,9 @@ def test_check_output(tmp_path: Path) -> None:
         check_output(tmp_path)
     with pytest.raises(OutputError, match="is a directory"):
         check_output(f"{tmp_path}/nothing-yet/")
-    with pytest.raises(UsageError, match="unknown output type '.xlsx'"):
+    with pytest.raises(UsageError, match=r"unknown output type '\.xlsx'"):
         check_output(tmp_path / "o.xlsx")
-    with pytest.raises(UsageError, match="written as .csv / .jsonl"):
+    with pytest.raises(UsageError, match=r"written as \.csv / \.jsonl"):
         check_output(tmp_path / "o.parquet", formats=("csv", "jsonl"))
     (tmp_path / "f").write_text("")
     with pytest.raises(OutputError, match="is not a directory"):
