@@ -83,3 +83,22 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
         assert pr.exitcode == 0
     with Cache(p) as c:
         assert c.count("ns") == 400
+
+
+def test_unusable_cache_path_is_one_clear_error(tmp_path: Path) -> None:
+    from evalign.errors import EvalignError
+
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(EvalignError, match=r"cache .*file/c\.sqlite: cannot open .*EVALIGN_CACHE.*--no-cache"):
+        Cache(tmp_path / "file" / "c.sqlite")
+    (tmp_path / "garbage.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(EvalignError, match="cannot open"):
+        Cache(tmp_path / "garbage.sqlite")
+
+
+def test_hashes_never_fail_on_lone_surrogates() -> None:
+    from evalign.signature import stable_hash, text_hash
+
+    assert text_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # plain SHA-256
+    assert len(text_hash("x\ud800")) == 64 and text_hash("x\ud800") != text_hash("x\udc00")
+    assert stable_hash({"t": "\ud800"}) != stable_hash({"t": "\udc00"})

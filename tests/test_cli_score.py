@@ -67,8 +67,8 @@ def test_field_mapping_options(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ('{"id": 1, "system": "a", "response": "x", "reference": "y"}\n{"id": 2, "system": "a", "response": \n',
-         "line 2: malformed JSON"),
-        ('{"id": 1, "system": "a", "response": "x"}\n', "line 1, field 'reference': missing field"),
+         "line 2 column 38: malformed JSON"),
+        ('{"id": 1, "system": "a", "response": "x"}\n', "line 1, field 'reference': missing"),
         ('{"id": 1, "system": "a", "response": ["x"], "reference": "y"}\n', "line 1, field 'response': must be a string"),
         ('{"id": 1, "system": "a", "response": "x", "reference": "y"}\n{"id": 1, "system": "a", "response": "z", "reference": "y"}\n',
          "line 2, field 'id': duplicate"),
@@ -88,7 +88,7 @@ def test_bad_input_is_one_clear_line_and_no_output(tmp_path: Path, content: str,
 
 def test_unknown_metric_and_debug_traceback(bundled_jsonl: Path) -> None:
     res = runner.invoke(app, ["score", str(bundled_jsonl), "-m", "nope"])
-    assert res.exit_code == 1 and "unknown metric 'nope'" in res.output and "Traceback" not in res.output
+    assert res.exit_code == 2 and "unknown metric 'nope'" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["--debug", "score", str(bundled_jsonl), "-m", "nope"])
     assert res.exit_code != 0 and res.exception is not None
 
@@ -104,5 +104,35 @@ def test_metrics_listing() -> None:
 
 def test_error_text_with_brackets_is_printed_verbatim(bundled_jsonl: Path) -> None:
     res = runner.invoke(app, ["score", str(bundled_jsonl), "-m", "semscore[model=x]"])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert "unknown metric 'semscore[model=x]'" in " ".join(res.output.split())
+
+
+def test_stdin_to_stdout_and_options_applied() -> None:
+    rows = [{"id": i, "system": "s", "response": "the cat sat", "reference": "the cat sat down"} for i in range(3)]
+    res = runner.invoke(app, ["score", "-", "-m", "chrf", "--option", "chrf.char_order=4", "-o", "-"],
+                        input="".join(json.dumps(r) + "\n" for r in rows))
+    assert res.exit_code == 0, res.output
+    out = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(out) == 3
+    assert out[0]["chrf"] == pytest.approx(sacrebleu.CHRF(char_order=4).sentence_score("the cat sat", ["the cat sat down"]).score)
+
+
+def test_skip_invalid_counted_in_summary(tmp_path: Path) -> None:
+    src = tmp_path / "x.csv"
+    src.write_text("id,system,response,reference\n1,a,x,x\n2,a,,y\n3,a,z,\n4,a,w,w\n", encoding="utf-8")
+    res = runner.invoke(app, ["score", str(src), "-m", "exact_match", "--skip-invalid", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["items"] == 2 and summary["skipped"] == 2
+    assert "line 3, field 'response': missing" in summary["skipped_rows"][0]
+    assert "line 4, field 'reference': missing" in summary["skipped_rows"][1]
+    assert summary["systems"][0]["exact_match"] == 1.0
+
+
+def test_metric_options_listing() -> None:
+    res = runner.invoke(app, ["metrics", "--options", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {(r["metric"], r["option"]): r for r in json.loads(res.stdout)}
+    assert rows[("chrf", "char_order")]["values"] == "an integer >= 1"
+    assert ("semscore", "cache") not in rows  # Python-only options are not listed

@@ -55,7 +55,7 @@ def test_field_mapping(tmp_path: Path) -> None:
         ('{"id": 1, "system": "a", "response": "x"}\n{"id": 1, "system": "a", "response": "y"}\n', 2, "id", "duplicate"),
         ('{"id": [1], "system": "a", "response": "x"}\n', 1, "id", "string or an integer"),
         ('{"id": 1, "response": "x"}\n', 1, "system", "missing"),
-        ('[1, 2]\n', 1, None, "JSON object"),
+        ('5\n', 1, None, "JSON object"),
     ],
 )
 def test_jsonl_errors_name_file_line_field(tmp_path: Path, content: str, line: int, field: str | None, words: str) -> None:
@@ -124,7 +124,9 @@ def test_atomic_write_survives_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_unknown_suffix_and_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="unknown file type"):
+    from evalign.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown file type"):
         read_items(tmp_path / "x.txt")
     with pytest.raises(InputError, match="no such file"):
         read_items(tmp_path / "x.jsonl")
@@ -158,3 +160,129 @@ def test_read_pairs_validates_lines(tmp_path: Path) -> None:
     with pytest.raises(InputError) as ei:
         read_pairs(p)
     assert (ei.value.line, ei.value.field) == (2, "response_b")
+
+
+# --- inputs people have, and the writer (issue 12) -------------------------------------------------
+
+ROW = {"id": 1, "system": "a", "response": "x", "reference": "y"}
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "json_key"),
+    [
+        ("bom.jsonl", b"\xef\xbb\xbf" + json.dumps(ROW).encode() + b"\n", None),
+        ("ws.json", b"\n   \t[" + json.dumps(ROW).encode() + b"]\n", None),
+        ("bom-list.json", b"\xef\xbb\xbf [" + json.dumps(ROW).encode() + b"]", None),
+        ("wrapped.json", json.dumps({"version": 2, "items": [ROW]}, indent=2).encode(), "items"),
+        ("wrapped-one-line.json", json.dumps({"data": [ROW]}).encode(), "data"),
+        ("pretty-record.json", json.dumps(ROW, indent=2).encode(), None),
+        ("tabs.tsv", b"id\tsystem\tresponse\treference\n1\ta\tx\ty\n", None),
+        ("bom.csv", b"\xef\xbb\xbfid,system,response,reference\n1,a,x,y\n", None),
+    ],
+)
+def test_inputs_people_have(tmp_path: Path, name: str, content: bytes, json_key: str | None) -> None:
+    p = tmp_path / name
+    p.write_bytes(content)
+    df = read_items(p)
+    assert df[["id", "system", "response", "reference"]].to_dict("records") == [
+        {"id": "1", "system": "a", "response": "x", "reference": "y"}
+    ]
+    assert df.attrs.get("json_key") == json_key
+
+
+def test_stdin_is_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    fake = io.TextIOWrapper(io.BytesIO(json.dumps(ROW).encode() + b"\n"))
+    monkeypatch.setattr(sys, "stdin", fake)
+    df = read_items("-")
+    assert df.attrs["source"] == "<stdin>" and df["response"].tolist() == ["x"]
+
+
+def test_csv_missing_cells_are_missing_not_empty_text(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text("id,system,response,reference,note\n1,a,x,,\n2,a,y\n", encoding="utf-8")
+    df = read_items(p)
+    assert df["reference"].tolist() == [None, None] and df["note"].tolist() == [None, None]
+    with pytest.raises(InputError, match=r"line 2, field 'reference': missing"):
+        read_items(p, require_reference=True)
+
+
+def test_skip_invalid_rows_are_counted(tmp_path: Path) -> None:
+    p = _jsonl(tmp_path / "x.jsonl", [ROW, {**ROW, "id": 2, "response": None}, {**ROW, "id": 3}])
+    df = read_items(p, on_invalid="skip")
+    assert df["id"].tolist() == ["1", "3"]
+    assert len(df.attrs["skipped"]) == 1 and "line 2, field 'response': missing" in df.attrs["skipped"][0]
+
+
+def test_parse_preference_strict() -> None:
+    from evalign.io import parse_preference
+
+    assert [parse_preference(v) for v in (1, -1, 0, 2, "A", "b", "TIE", "+1", "2")] == [1, -1, 0, -1, 1, -1, 0, 1, -1]
+    assert math.isnan(parse_preference(None)) and math.isnan(parse_preference("")) and math.isnan(parse_preference(float("nan")))
+    for bad in ("yes", "AB", 0.5, True, 3, "1.5"):
+        with pytest.raises(ValueError, match="A/B/tie"):
+            parse_preference(bad)
+
+
+def test_parquet_timestamps_are_written_as_iso_text(tmp_path: Path) -> None:
+    src = tmp_path / "x.parquet"
+    pd.DataFrame({**{k: [str(v)] for k, v in ROW.items()}, "when": pd.to_datetime(["2024-05-01 12:30"])}).to_parquet(src)
+    out = tmp_path / "o.jsonl"
+    write_table(read_items(src), out)
+    assert json.loads(out.read_text())["when"] == "2024-05-01T12:30:00"
+
+
+def test_new_files_get_the_umask_and_old_files_keep_their_mode(tmp_path: Path) -> None:
+    import os
+
+    df = read_items(_jsonl(tmp_path / "x.jsonl", [ROW]))
+    old = os.umask(0o027)
+    try:
+        write_table(df, tmp_path / "new.csv")
+        assert (tmp_path / "new.csv").stat().st_mode & 0o777 == 0o640
+        (tmp_path / "kept.jsonl").write_text("old")
+        os.chmod(tmp_path / "kept.jsonl", 0o604)
+        write_table(df, tmp_path / "kept.jsonl")
+        assert (tmp_path / "kept.jsonl").stat().st_mode & 0o777 == 0o604
+        assert json.loads((tmp_path / "kept.jsonl").read_text())["response"] == "x"
+    finally:
+        os.umask(old)
+
+
+def test_write_to_stdout_and_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    df = read_items(_jsonl(tmp_path / "x.jsonl", [ROW]))
+    write_table(df, "-")
+    assert json.loads(capsys.readouterr().out)["reference"] == "y"
+    write_table(df, tmp_path / "o.tsv")
+    assert (tmp_path / "o.tsv").read_text().splitlines()[0] == "id\tsystem\tinstruction\tinput\treference\tresponse"
+    assert read_items(tmp_path / "o.tsv")["response"].tolist() == ["x"]
+
+
+def test_check_output(tmp_path: Path) -> None:
+    from evalign.errors import OutputError, UsageError
+    from evalign.io import check_output
+
+    assert check_output(tmp_path / "new" / "deeper" / "o.parquet") == "parquet"
+    assert check_output("-") == "jsonl"
+    with pytest.raises(OutputError, match="is a directory"):
+        check_output(tmp_path)
+    with pytest.raises(OutputError, match="is a directory"):
+        check_output(f"{tmp_path}/nothing-yet/")
+    with pytest.raises(UsageError, match=r"unknown output type '\.xlsx'"):
+        check_output(tmp_path / "o.xlsx")
+    with pytest.raises(UsageError, match=r"written as \.csv / \.jsonl"):
+        check_output(tmp_path / "o.parquet", formats=("csv", "jsonl"))
+    (tmp_path / "f").write_text("")
+    with pytest.raises(OutputError, match="is not a directory"):
+        check_output(tmp_path / "f" / "o.csv")
+
+
+def test_csv_json_lists_only_outside_text_fields(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    p.write_text('id,system,response,reference,tags\n1,a,"[""not"", ""a list""]","[""r1"", ""r2""]","[1, 2]"\n',
+                 encoding="utf-8")
+    df = read_items(p)
+    assert df["response"].tolist() == ['["not", "a list"]']  # a response is text, even if it looks like JSON
+    assert references_of(df) == [["r1", "r2"]] and df["tags"].tolist() == [[1, 2]]

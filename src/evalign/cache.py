@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from evalign.errors import EvalignError
 from evalign.signature import stable_hash
 
 _SCHEMA = """
@@ -59,12 +60,18 @@ class Cache:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         if read or write:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.commit()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                conn.commit()
+            except (OSError, sqlite3.Error) as e:
+                raise EvalignError(
+                    f"cache {self.path}: cannot open ({' '.join(str(e).split()) or type(e).__name__}); set "
+                    "EVALIGN_CACHE to a writable file or run with --no-cache"
+                ) from None
             self._conn = conn
 
     @classmethod

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.io import references_of
+from evalign.io import check_systems, references_of, responses_of
 from evalign.metrics.base import Metric, get_metric
 
 MetricSpec = str | Metric
@@ -51,12 +51,16 @@ def score(
     Returns the new table and, per metric, a :class:`MetricRun`. ``on_metric(metric, i, n)`` is
     called before each metric; ``on_progress(metric, done, total)`` as a model metric works
     through its texts (for progress display).
+
+    The table is checked first: a missing ``response`` column, a missing response (None, NaN,
+    ``pd.NA``; never scored as the text "nan"), a response that is not text, or a reference that is
+    neither text nor a list of texts raise :class:`~evalign.errors.InputError` naming the row.
     """
-    out = table.copy()
-    responses = [str(r) for r in out["response"].tolist()]
-    refs = references_of(out)
-    runs: list[MetricRun] = []
+    responses = responses_of(table)
+    refs = references_of(table)
     ms = resolve_metrics(metrics)
+    out = table.copy()
+    runs: list[MetricRun] = []
     for i, m in enumerate(ms):
         if on_metric is not None:
             on_metric(m, i, len(ms))
@@ -90,6 +94,7 @@ def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.Data
     """One row per system, one column per metric: the metric's system-level score
     (corpus-level where the metric defines one, e.g. BLEU; otherwise the mean item score)."""
     ms = resolve_metrics(metrics)
+    check_systems(table)  # a row without a system is an error, never silently left out
     rows = []
     for system, group in table.groupby("system", sort=True):
         responses = [str(r) for r in group["response"].tolist()]

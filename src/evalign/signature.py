@@ -24,13 +24,13 @@ def package_version(dist: str) -> str:
 
 def stable_hash(obj: Any, length: int = 16) -> str:
     """A short hex SHA-256 of a JSON-serialisable object (keys sorted), stable across runs."""
-    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:length]
 
 
 def text_hash(text: str) -> str:
-    """Full hex SHA-256 of a text (UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """Full hex SHA-256 of a text (UTF-8; a lone surrogate is hashed as its code point, never an error)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

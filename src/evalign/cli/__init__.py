@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from evalign.cli.common import STATE, handle_errors
+from evalign.cli.common import STATE, exit_on_sigterm, handle_errors
 
 
 class _Group(TyperGroup):
@@ -44,5 +44,6 @@ _register()
 
 
 def main() -> None:
-    """Entry point of the ``evalign`` script."""
+    """Entry point of the ``evalign`` script (SIGTERM ends it like Ctrl-C, see :func:`exit_on_sigterm`)."""
+    exit_on_sigterm()
     app()

@@ -11,12 +11,27 @@ def register(app: typer.Typer) -> None:
     """Add ``metrics`` to ``app``."""
 
     @app.command("metrics")
-    def metrics_cmd(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
-        """List the metrics evalign knows, with their direction and description."""
+    def metrics_cmd(
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+        options: bool = typer.Option(False, "--options", help="List each metric's options (for --option metric.key=value)."),
+    ) -> None:
+        """List the metrics evalign knows, with their direction and description (or their options)."""
         import pandas as pd
 
         from evalign.metrics.base import list_metrics
 
+        if options:
+            rows = [
+                {"metric": m.name, "option": k, "values": spec.describe(), "help": spec.help}
+                for m in list_metrics()
+                for k, spec in m.option_types.items()
+                if spec.cli
+            ]
+            if as_json:
+                emit_json(rows)
+            else:
+                print_table(pd.DataFrame(rows), title="Metric options (--option metric.key=value)")
+            return
         rows = [
             {"metric": m.name, "higher_is_better": m.higher_is_better, "description": m.description}
             for m in list_metrics()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 from rich.markup import escape
 
@@ -16,6 +14,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     TASK_FIELD,
+    check_outputs,
     console,
     emit_json,
     err_console,
@@ -23,7 +22,9 @@ from evalign.cli.common import (
     print_table,
     progress,
     split_multi,
+    suggest,
 )
+from evalign.errors import UsageError, did_you_mean
 
 
 def register(app: typer.Typer) -> None:
@@ -31,14 +32,18 @@ def register(app: typer.Typer) -> None:
 
     @app.command("score")
     def score_cmd(
-        file: Path = typer.Argument(..., help="Items: JSONL, JSON list, CSV or Parquet."),
+        file: str = typer.Argument(..., help="Items: JSONL, JSON list, CSV, TSV or Parquet; - reads JSONL from stdin."),
         metric: list[str] = typer.Option(["rouge_l", "bleu"], "--metric", "-m", help="Metric name (repeatable)."),
-        out: Path = typer.Option(None, "--out", "-o", help="Scored items (.jsonl/.csv/.parquet)."),
-        system_out: Path = typer.Option(None, "--system-out", help="System-level scores (.csv/.jsonl)."),
+        out: str = typer.Option(None, "--out", "-o", help="Scored items (.jsonl/.csv/.tsv/.parquet; - = JSONL to stdout)."),
+        system_out: str = typer.Option(None, "--system-out", help="System-level scores (.csv/.tsv/.jsonl/.parquet; - = stdout)."),
         option: list[str] = typer.Option(
-            [], "--option", help="Metric option as metric.key=value, e.g. semscore.model=/path (repeatable)."
+            [], "--option", help="Metric option as metric.key=value, e.g. chrf.char_order=4 (repeatable; "
+            "the metric must be one of -m; see `evalign metrics --options`)."
         ),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
+        skip_invalid: bool = typer.Option(
+            False, "--skip-invalid", help="Leave out rows that fail validation (counted and reported) instead of stopping."
+        ),
         id_field: str = ID_FIELD,
         system_field: str = SYSTEM_FIELD,
         instruction_field: str = INSTRUCTION_FIELD,
@@ -51,16 +56,29 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
-        from evalign.io import read_items, write_table
+        from evalign.io import FORMATS, detect_format, read_items, write_table
         from evalign.metrics.base import Metric, get_metric
         from evalign.scoring import score, system_scores
 
         fields = field_map(
             id_field, system_field, instruction_field, input_field, reference_field, response_field, task_field, language_field
         )
-        table = read_items(file, fields=fields, require_reference=True, default_system=system)
-        metrics = [get_metric(m, **parse_options(option, m, no_cache)) for m in split_multi(metric)]
-        with progress(transient=True, disable=as_json) as bar:
+        # everything the command line says is checked before any work
+        names = split_multi(metric)
+        if not names:
+            raise UsageError("-m: give at least one metric")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"-m {twice[0]}: given twice")
+        detect_format(file)
+        check_outputs(("-o", out, FORMATS), ("--system-out", system_out, FORMATS), stdout_used=as_json)
+        options = parse_all_options(option, names, no_cache)
+        metrics = [get_metric(m, **options[m]) for m in names]
+        table = read_items(file, fields=fields, require_reference=True, default_system=system,
+                           on_invalid="skip" if skip_invalid else "error")
+        skipped = list(table.attrs.get("skipped", []))
+        quiet = as_json or out == "-" or system_out == "-"
+        with progress(transient=True, disable=quiet) as bar:
             task = bar.add_task("scoring", total=len(metrics))
             inner = bar.add_task("", total=None, visible=False)
 
@@ -78,15 +96,23 @@ def register(app: typer.Typer) -> None:
             write_table(scored, out)
         if system_out:
             write_table(sys_df, system_out)
+        for msg in skipped[:5]:
+            err_console.print(f"[yellow]skipped[/yellow]: {escape(msg)}", highlight=False, soft_wrap=True)
+        if skipped:
+            err_console.print(f"[yellow]{len(skipped)} invalid row(s) skipped[/yellow] (--skip-invalid)", highlight=False)
         if as_json:
             emit_json(
                 {
                     "items": len(scored),
+                    "skipped": len(skipped),
+                    "skipped_rows": skipped,
                     "systems": sys_df.to_dict("records"),
                     "metrics": [r.__dict__ for r in runs],
                     "out": str(out) if out else None,
                 }
             )
+            return
+        if quiet:
             return
         print_table(sys_df, title=f"System scores ({len(scored)} items)")
         for r in runs:
@@ -96,25 +122,47 @@ def register(app: typer.Typer) -> None:
             console.print(escape(f"wrote {out}"))
 
 
-def parse_options(options: list[str], metric: str, no_cache: bool) -> dict[str, object]:
-    """Options ``metric.key=value`` that apply to ``metric`` (values parsed as JSON when they can be)."""
+def parse_all_options(options: list[str], metrics: list[str], no_cache: bool) -> dict[str, dict[str, object]]:
+    """The ``--option metric.key=value`` options, per metric of ``metrics``, parsed and checked
+    through each metric's declared option types (``option_types``): an option of a metric that is
+    not among ``metrics``, an unknown key or a value of the wrong type or range is a
+    :class:`UsageError` naming the option. Metrics without declarations get JSON-parsed values."""
     import json
 
-    from evalign.cli.common import CliError
     from evalign.metrics.base import metric_class
 
-    out: dict[str, object] = {}
+    out: dict[str, dict[str, object]] = {m: {} for m in metrics}
+    classes = {m: metric_class(m) for m in metrics}  # unknown metric names fail here
     for opt in options:
-        if "=" not in opt or "." not in opt.split("=", 1)[0]:
-            raise CliError(f"--option '{opt}': expected metric.key=value")
-        lhs, value = opt.split("=", 1)
-        name, key = lhs.split(".", 1)
-        if name != metric:
-            continue
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    if no_cache and metric_class(metric).uses_cache:
-        out["use_cache"] = False
+        lhs, sep, value = opt.partition("=")
+        name, dot, key = lhs.strip().partition(".")
+        if not sep or not dot or not name or not key:
+            raise UsageError(f"--option '{opt}': expected metric.key=value, e.g. chrf.char_order=4")
+        if name not in out:
+            hint = did_you_mean(name, metrics)
+            raise UsageError(f"--option '{opt}': metric '{name}' is not scored in this run{hint} (add -m {name})")
+        specs = classes[name].option_types
+        where = f"--option {name}.{key}"
+        if specs:
+            if key not in specs or not specs[key].cli:
+                raise suggest("option", key, [k for k, v in specs.items() if v.cli], where=f"--option {name}.{key}")
+            parsed = specs[key].parse(value, where)
+        else:
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = value
+        if key in out[name]:
+            raise UsageError(f"{where}: given twice")
+        out[name][key] = parsed
+    for m, cls in classes.items():
+        if no_cache and cls.uses_cache:
+            out[m]["use_cache"] = False
     return out
+
+
+def parse_options(options: list[str], metric: str, no_cache: bool) -> dict[str, object]:
+    """Options ``metric.key=value`` that apply to ``metric`` (parsed and checked as by
+    :func:`parse_all_options`; options of other metrics are left for them)."""
+    mine = [o for o in options if o.partition("=")[0].strip().partition(".")[0] == metric or "." not in o.partition("=")[0]]
+    return parse_all_options(mine, [metric], no_cache)[metric]

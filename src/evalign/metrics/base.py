@@ -17,7 +17,8 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, unknown_name
+from evalign.metrics.options import OptionSpec, check_options
 from evalign.signature import Signature
 
 
@@ -54,6 +55,9 @@ class Metric(ABC):
     column_options: ClassVar[tuple[str, ...]] = ()
     #: defaults of the options named in ``column_options``
     defaults: ClassVar[dict[str, Any]] = {}
+    #: the constructor's options with their types and ranges (see :mod:`evalign.metrics.options`);
+    #: checked by :func:`get_metric` and parsed by ``--option``; empty = unchecked
+    option_types: ClassVar[dict[str, OptionSpec]] = {}
 
     @abstractmethod
     def options(self) -> dict[str, Any]:
@@ -123,14 +127,17 @@ def _load(name: str) -> type[Metric]:
     if name not in _REGISTRY and name in BUILTIN_METRIC_MODULES:
         importlib.import_module(BUILTIN_METRIC_MODULES[name])
     if name not in _REGISTRY:
-        known = ", ".join(sorted(set(_REGISTRY) | set(BUILTIN_METRIC_MODULES)))
-        raise EvalignError(f"unknown metric '{name}' (known: {known})")
+        raise unknown_name("metric", name, set(_REGISTRY) | set(BUILTIN_METRIC_MODULES))
     return _REGISTRY[name]
 
 
 def get_metric(name: str, **options: Any) -> Metric:
-    """An instance of metric ``name`` with ``options`` (e.g. ``get_metric("semscore", model=...)``)."""
+    """An instance of metric ``name`` with ``options`` (e.g. ``get_metric("semscore", model=...)``).
+
+    Options are checked against the metric's ``option_types`` first (:class:`~evalign.errors.UsageError`
+    naming the metric and option)."""
     cls = _load(name)
+    options = check_options(name, cls.option_types, options)
     try:
         return cls(**options)
     except TypeError as e:

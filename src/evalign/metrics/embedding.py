@@ -30,6 +30,7 @@ from evalign.metrics.base import (
     max_by_owner,
     register_metric,
 )
+from evalign.metrics.options import OptionSpec
 from evalign.signature import stable_hash
 
 
@@ -65,6 +66,17 @@ class _VectorSimilarity(_LabelledColumn):
     uses_cache: ClassVar[bool] = True
     higher_is_better: ClassVar[bool] = True
     kind: ClassVar[str]
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "model": OptionSpec(str, help="hub id or local folder"),
+        "device": OptionSpec(str, none_ok=True),
+        "dtype": OptionSpec(str, choices=("fp32", "fp16", "bf16")),
+        "batch_size": OptionSpec(int, min=1),
+        "token_budget": OptionSpec(int, min=1),
+        "max_seq_length": OptionSpec(int, min=1, none_ok=True),
+        "use_cache": OptionSpec(bool),
+        "cache": OptionSpec(object, none_ok=True, cli=False),
+        "progress": OptionSpec(object, none_ok=True, cli=False),
+    }
 
     def __init__(
         self,
@@ -200,6 +212,9 @@ class PooledSimilarity(_VectorSimilarity):
     dists = ("transformers", "torch")
     column_options = ("model", "pooling")
     defaults: ClassVar[dict[str, Any]] = {"model": "microsoft/deberta-xlarge-mnli", "pooling": "mean"}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        **_VectorSimilarity.option_types, "pooling": OptionSpec(str, choices=("mean", "cls")),
+    }
     kind = "hf-pooled"
 
     def __init__(self, model: str = "microsoft/deberta-xlarge-mnli", *, pooling: str = "mean",
@@ -276,6 +291,14 @@ class BertScore(_LabelledColumn):
     column_options = ("model", "num_layers", "idf", "rescale")
     defaults: ClassVar[dict[str, Any]] = {
         "model": "microsoft/deberta-xlarge-mnli", "num_layers": "default", "idf": False, "rescale": False,
+    }
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "model": OptionSpec(str), "num_layers": OptionSpec(int, min=1, none_ok=True), "idf": OptionSpec(bool),
+        "rescale": OptionSpec(bool), "baseline_path": OptionSpec(str, none_ok=True), "lang": OptionSpec(str),
+        "batch_size": OptionSpec(int, min=1), "encode_batch_size": OptionSpec(int, min=1),
+        "token_budget": OptionSpec(int, min=1), "device": OptionSpec(str, none_ok=True),
+        "dtype": OptionSpec(str, choices=("fp32", "fp16", "bf16")), "use_fast_tokenizer": OptionSpec(bool),
+        "progress": OptionSpec(object, none_ok=True, cli=False),
     }
 
     def __init__(

@@ -31,6 +31,7 @@ import numpy as np
 from evalign.errors import EvalignError
 from evalign.metrics import _models as M
 from evalign.metrics.base import Metric, MetricResult, flatten_references, max_by_owner, register_metric
+from evalign.metrics.options import OptionSpec
 
 DIRECTIONS = ("hypo_ref", "ref_hypo", "avg_f", "harm_f")
 
@@ -68,6 +69,14 @@ class BartScore(Metric):
     column_options = ("model", "variant", "direction")
     defaults: ClassVar[dict[str, Any]] = {
         "model": "facebook/bart-large-cnn", "variant": "cnn", "direction": "hypo_ref",
+    }
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "model": OptionSpec(str, none_ok=True), "variant": OptionSpec(str, choices=("cnn", "para")),
+        "direction": OptionSpec(str, choices=("hypo_ref", "ref_hypo", "avg_f", "harm_f")),
+        "base_model": OptionSpec(str), "max_length": OptionSpec(int, min=1), "batch_size": OptionSpec(int, min=1),
+        "token_budget": OptionSpec(int, min=1), "device": OptionSpec(str, none_ok=True),
+        "dtype": OptionSpec(str, choices=("fp32", "fp16", "bf16")),
+        "progress": OptionSpec(object, none_ok=True, cli=False),
     }
 
     def __init__(

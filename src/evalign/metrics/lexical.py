@@ -1,7 +1,9 @@
 """Lexical (string-overlap) metrics: ``bleu``, ``chrf``, ``rouge_l`` and ``exact_match``.
 
 * ``bleu`` and ``chrf`` are sacrebleu's own implementations: sentence scores per item, corpus
-  scores per system. Values are on sacrebleu's 0-100 scale.
+  scores per system. Values are on sacrebleu's 0-100 scale. The n-gram statistics are counted in
+  memory bounded by the input (:mod:`evalign.metrics._ngram_stats`, equal to sacrebleu's) and once
+  per text: the system score reuses the item statistics.
 * ``rouge_l`` is ROUGE-L F-measure, value for value identical to
   ``rouge_score.rouge_scorer.RougeScorer(["rougeL"], use_stemmer=...)`` (same tokenizer, same
   Porter-stemming rule, same arithmetic), but the longest common subsequence is computed by
@@ -25,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evalign.errors import EvalignError
+from evalign.metrics._ngram_stats import bleu_stats, chrf_stats
 from evalign.metrics.base import (
     Metric,
     MetricResult,
@@ -33,6 +36,7 @@ from evalign.metrics.base import (
     flatten_references,
     register_metric,
 )
+from evalign.metrics.options import OptionSpec
 
 # --- sacrebleu metrics ------------------------------------------------------------------------
 
@@ -45,40 +49,49 @@ def _sacrebleu_info(metric: Any) -> dict[str, Any]:
     return {k: v for k, v in info.items() if v is not None and k not in ("nrefs", "version")}
 
 
-def _pairwise_sentence(scorer: Callable[[str, list[str]], Any]) -> Callable[[list[str], list[str]], np.ndarray]:
-    """A pair scorer for :func:`best_over_references` that calls a sacrebleu ``sentence_score``
-    once per distinct (hypothesis, reference) pair."""
+def _score_from_stats(
+    metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
+    responses: Sequence[str], references: Sequence[Sequence[str]],
+) -> np.ndarray:
+    """Sentence scores (best single reference) from sacrebleu sufficient statistics computed in
+    bounded memory (:mod:`evalign.metrics._ngram_stats`); each distinct (response, reference) pair
+    is counted once and its statistics are kept on ``metric`` for :func:`_corpus_from_stats`, so a
+    text is scored once per run, not again for the system score."""
+    memo: dict[tuple[str, str], list[int]] = {}
+    metric._pair_stats = memo  # type: ignore[attr-defined]
 
     def pair_fn(hyps: list[str], refs: list[str]) -> np.ndarray:
-        memo: dict[tuple[str, str], float] = {}
         out = np.empty(len(hyps), dtype=float)
         for i, (h, r) in enumerate(zip(hyps, refs, strict=True)):
-            key = (h, r)
-            if key not in memo:
-                memo[key] = float(scorer(h, [r]).score)
-            out[i] = memo[key]
+            st = memo.get((h, r))
+            if st is None:
+                st = memo[(h, r)] = stats_fn(scorer, h, [r])
+            out[i] = float(scorer._compute_score_from_stats(st).score)
         return out
 
-    return pair_fn
+    return best_over_references(pair_fn, responses, references)
 
 
-def _corpus_streams(
-    responses: Sequence[str], references: Sequence[Sequence[str]]
-) -> tuple[list[str], Any]:
-    """sacrebleu's corpus input: hypotheses and reference *streams*.
+def _corpus_from_stats(
+    metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
+    responses: Sequence[str], references: Sequence[Sequence[str]],
+) -> float:
+    """sacrebleu's corpus score (all references of an item jointly; items without one left out)
+    from per-item statistics, reusing those of the last :func:`_score_from_stats` run."""
+    from sacrebleu.utils import sum_of_lists
 
-    Items without references are left out. Items with fewer references than the most any item
-    has are padded with ``None``, sacrebleu's convention for a variable number of references.
-    """
     if len(responses) != len(references):
         raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
-    keep = [i for i, refs in enumerate(references) if len(refs) > 0]
-    hyps = [str(responses[i]) for i in keep]
-    n_streams = max((len(references[i]) for i in keep), default=0)
-    streams: list[list[str | None]] = [
-        [references[i][k] if k < len(references[i]) else None for i in keep] for k in range(n_streams)
-    ]
-    return hyps, streams
+    memo: dict[tuple[str, str], list[int]] = getattr(metric, "_pair_stats", {})
+    stats = []
+    for h, refs in zip(responses, references, strict=True):
+        if not refs:
+            continue
+        known = memo.get((h, refs[0])) if len(refs) == 1 else None
+        stats.append(known if known is not None else stats_fn(scorer, str(h), list(refs)))
+    if not stats:
+        return float("nan")
+    return float(scorer._compute_score_from_stats(sum_of_lists(stats)).score)
 
 
 @register_metric
@@ -98,6 +111,12 @@ class Bleu(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("tok",)
     defaults: ClassVar[dict[str, Any]] = {"tok": "13a"}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "tokenize": OptionSpec(str, help="a sacrebleu tokenizer (13a, intl, char, none, zh, ...; checked by sacrebleu)"),
+        "smooth_method": OptionSpec(str, choices=("exp", "floor", "add-k", "none")),
+        "smooth_value": OptionSpec(float, min=0, none_ok=True),
+        "lowercase": OptionSpec(bool),
+    }
 
     def __init__(
         self,
@@ -125,14 +144,10 @@ class Bleu(Metric):
         return dict(self._options)
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
-        values = best_over_references(_pairwise_sentence(self._sentence.sentence_score), responses, references)
-        return MetricResult(values=values)
+        return MetricResult(values=_score_from_stats(self, self._sentence, bleu_stats, responses, references))
 
     def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        hyps, streams = _corpus_streams(responses, references)
-        if not hyps:
-            return float("nan")
-        return float(self._corpus.corpus_score(hyps, streams).score)
+        return _corpus_from_stats(self, self._corpus, bleu_stats, responses, references)
 
 
 @register_metric
@@ -149,6 +164,13 @@ class Chrf(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("nw",)
     defaults: ClassVar[dict[str, Any]] = {"nw": 0}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "char_order": OptionSpec(int, min=1, help="character n-gram order"),
+        "word_order": OptionSpec(int, min=0, help="word n-gram order (2 = chrF++)"),
+        "beta": OptionSpec(int, min=1, help="recall weight"),
+        "lowercase": OptionSpec(bool),
+        "whitespace": OptionSpec(bool),
+    }
 
     def __init__(
         self,
@@ -177,14 +199,10 @@ class Chrf(Metric):
         return dict(self._options)
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
-        values = best_over_references(_pairwise_sentence(self._chrf.sentence_score), responses, references)
-        return MetricResult(values=values)
+        return MetricResult(values=_score_from_stats(self, self._chrf, chrf_stats, responses, references))
 
     def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        hyps, streams = _corpus_streams(responses, references)
-        if not hyps:
-            return float("nan")
-        return float(self._chrf.corpus_score(hyps, streams).score)
+        return _corpus_from_stats(self, self._chrf, chrf_stats, responses, references)
 
 
 # --- ROUGE-L ----------------------------------------------------------------------------------
@@ -339,6 +357,10 @@ class RougeL(Metric):
     dists: ClassVar[tuple[str, ...]] = ("rouge-score", "nltk")
     column_options: ClassVar[tuple[str, ...]] = ("tok", "stem")
     defaults: ClassVar[dict[str, Any]] = {"tok": "rouge", "stem": False}
+    option_types: ClassVar[dict[str, OptionSpec]] = {
+        "tokenizer": OptionSpec(str, help="rouge or unicode (checked by the class)"),
+        "use_stemmer": OptionSpec(bool),
+    }
 
     #: largest token vocabulary encoded as characters (see :func:`encode_token_sequences`)
     max_char_vocab: ClassVar[int] = 0x10F800
@@ -390,16 +412,36 @@ class RougeL(Metric):
 # --- exact match ------------------------------------------------------------------------------
 
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
-_PUNCT = frozenset(string.punctuation)
+_DELETE_PUNCT = str.maketrans("", "", string.punctuation)
 
 
 def squad_normalize(text: str) -> str:
     """SQuAD v1.1 answer normalisation: lower-case, delete ASCII punctuation
-    (``string.punctuation``), replace the articles a/an/the by spaces, collapse whitespace."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
+    (``string.punctuation``), replace the articles a/an/the by spaces, collapse whitespace.
+    Memory stays a few copies of the text (no list of its characters or words)."""
+    text = text.lower().translate(_DELETE_PUNCT)
     text = _ARTICLES_RE.sub(" ", text)
-    return " ".join(text.split())
+    return collapse_whitespace(text)
+
+
+def collapse_whitespace(text: str) -> str:
+    """``" ".join(text.split())`` without a list of the words: every whitespace character
+    (``str.isspace``) becomes a space, runs of spaces become one, and the ends are stripped."""
+    if not text.isascii():
+        text = text.translate(_space_table())
+    elif any(c in text for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"):
+        text = text.translate(_ASCII_SPACE)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
+
+
+_ASCII_SPACE = {c: " " for c in range(128) if chr(c).isspace()}
+
+
+@functools.cache
+def _space_table() -> dict[int, str]:
+    return {c: " " for c in range(0x110000) if chr(c).isspace()}
 
 
 @register_metric
@@ -413,6 +455,7 @@ class ExactMatch(Metric):
     description: ClassVar[str] = "exact match after SQuAD normalisation (case, punctuation, articles, spaces), 0/1"
     column_options: ClassVar[tuple[str, ...]] = ("norm",)
     defaults: ClassVar[dict[str, Any]] = {"norm": "squad"}
+    option_types: ClassVar[dict[str, OptionSpec]] = {"normalize": OptionSpec(bool)}
 
     def __init__(self, normalize: bool = True) -> None:
         self.normalize = bool(normalize)
