@@ -40,6 +40,7 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import warnings
@@ -232,22 +233,15 @@ def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Sta
 
 
 def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
-    from evalign.meta.pairwise import pairwise_preference_accuracy
+    from evalign.meta.pairwise import pairwise_preference_accuracy, preference_units
 
-    attr = "accuracy_with_ties" if with_ties else "accuracy_without_ties"
     name = "preference_accuracy" if with_ties else "preference_accuracy_no_ties"
 
     def bound(eps: float) -> Statistic:
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            n = m.shape[-1]
-            num = np.zeros(n)
-            den = np.zeros(n)
-            for c in range(n):
-                r = pairwise_preference_accuracy(h[:, c : c + 1].T, m[0, c : c + 1], m[1, c : c + 1], epsilon=eps)
-                v = float(getattr(r, attr))
-                if math.isfinite(v):
-                    num[c], den[c] = v, 1.0
-            return num, den
+            # per pair: 1/0 = the metric's call is right/wrong, den 0 = the pair does not count
+            # (vectorised; equal to pairwise_preference_accuracy on each pair alone)
+            return _memo_units(("preference", eps, with_ties), h, m, lambda: preference_units(h, m, eps, with_ties))
 
         return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties})
 
@@ -261,6 +255,33 @@ def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
 
     return Statistic(name, "generic", fn=lambda h, m: float("nan"), prepare=prepare,
                      params={"epsilon": epsilon, "ties": with_ties})
+
+
+#: per-unit vectors of the last few (statistic, human, metric) inputs, keyed by content digests: a
+#: trust table asks for the same metric's vectors in its bootstrap and in each permutation test.
+_UNITS_MEMO_SIZE = 16
+_units_memo: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _digest(a: np.ndarray) -> tuple[Any, ...]:
+    a = np.ascontiguousarray(a)
+    return (a.shape, a.dtype.str, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
+
+
+def _memo_units(
+    key: tuple[Any, ...], h: np.ndarray, m: np.ndarray, compute: Callable[[], tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``compute()`` once per distinct (key, h, m) content; returns read-only arrays."""
+    full = (*key, _digest(np.asarray(h)), _digest(np.asarray(m)))
+    hit = _units_memo.get(full)
+    if hit is None:
+        num, den = compute()
+        num.setflags(write=False)
+        den.setflags(write=False)
+        if len(_units_memo) >= _UNITS_MEMO_SIZE:
+            _units_memo.pop(next(iter(_units_memo)))
+        hit = _units_memo[full] = (num, den)
+    return hit
 
 
 def make_statistic(
@@ -374,6 +395,124 @@ def _unit_values(stat: Statistic, human: np.ndarray, metric: np.ndarray, weights
         return (weights @ num) / (weights @ den)
 
 
+# --------------------------------------------------------------------------------------------
+# fast resampling of decomposable ("units") statistics
+#
+# A units statistic is sum(w * num) / sum(w * den) over items, w = an item's multiplicity in a
+# bootstrap resample (or 0/1 keep/swap masks in a permutation). When num and den are small integers
+# (0/1 correctness of pairs: preference accuracy at a fixed epsilon), every such sum is an integer and
+# is computed exactly in any order, also in float32 as long as it stays below 2**24. The weights are
+# then built once per (seed, n, resamples) as a float32 matrix (the same draws as the reference
+# path) and each statistic costs one matrix-vector product; the results are bit-identical to the
+# float64 products of the reference path. Non-integer units (per-item accuracies or correlations)
+# keep the reference path.
+
+#: largest float32 matrix of draws kept between calls (bytes); larger ones are rebuilt per call.
+_DRAW_CACHE_BYTES = 1 << 30
+#: rows of draws made at a time (keeps the int32 index chunk small)
+_DRAW_CHUNK_ELEMS = 4_000_000
+_draw_cache: dict[str, tuple[tuple[int, int, int], np.ndarray]] = {}
+
+
+def _exact_small_integers(*vectors: np.ndarray) -> bool:
+    """Whether the weighted sums of these vectors and of their differences are exact in float32 for
+    any 0/1 or count weights that sum to at most the vectors' length (all partial sums are integers
+    below 2**24)."""
+    for v in vectors:
+        if v.size and not (np.all(np.isfinite(v)) and np.all(v == np.round(v))):
+            return False
+        if 2 * v.size * (float(np.max(np.abs(v))) if v.size else 0.0) >= 2**24:
+            return False
+    return True
+
+
+def _cached(kind: str, key: tuple[int, int, int], build: Callable[[], np.ndarray]) -> np.ndarray:
+    hit = _draw_cache.get(kind)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    out = build()
+    if out.nbytes <= _DRAW_CACHE_BYTES:
+        _draw_cache[kind] = (key, out)
+    else:
+        _draw_cache.pop(kind, None)
+    return out
+
+
+def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Multiplicity of each item in each bootstrap resample, ``(n_resamples, n)`` float32.
+
+    Row ``b`` counts the draws of ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``
+    (the index draws of :func:`bootstrap_ci`), made in chunks of rows as int32 (the same stream).
+    Counts are at most ``n``; the rows sum to ``n``.
+    """
+    def build() -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        out = np.empty((n_resamples, n), dtype=np.float32)
+        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
+        for r0 in range(0, n_resamples, rows):
+            r1 = min(n_resamples, r0 + rows)
+            idx = rng.integers(0, n, (r1 - r0, n), dtype=np.int32)
+            for k, row in enumerate(idx, start=r0):
+                out[k] = np.bincount(row, minlength=n)
+        return out
+
+    return _cached("bootstrap", (n, n_resamples, seed), build)
+
+
+def permutation_swaps(n: int, n_permutations: int, seed: int) -> tuple[np.ndarray, bool]:
+    """The swap masks of :func:`paired_permutation_test` as a float32 ``(P, n)`` 0/1 matrix and
+    whether they are the exact enumeration (all ``2**n`` patterns, when ``2**n <= n_permutations``).
+    Otherwise row ``p`` is ``numpy.random.default_rng(seed).random((n_permutations, n))[p] < 0.5``."""
+    if n <= 20 and 2**n <= n_permutations:
+        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+        return masks.astype(np.float32), exact
+
+    def build() -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        out = np.empty((n_permutations, n), dtype=np.float32)
+        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
+        for r0 in range(0, n_permutations, rows):
+            r1 = min(n_permutations, r0 + rows)
+            out[r0:r1] = rng.random((r1 - r0, n)) < 0.5
+        return out
+
+    return _cached("permutation", (n, n_permutations, seed), build), False
+
+
+def _fast_bootstrap_units(num: np.ndarray, den: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """``(W @ num) / (W @ den)`` for the bootstrap count matrix W, exact (integer units only)."""
+    w = bootstrap_counts(num.size, n_resamples, seed)
+    sums = (w @ np.stack([num, den], axis=1).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, 0] / sums[:, 1]
+
+
+def _fast_permutation_units(
+    na: np.ndarray, da: np.ndarray, nb: np.ndarray, db: np.ndarray, n_permutations: int, seed: int
+) -> tuple[np.ndarray, bool]:
+    """Permutation deltas of two units statistics (integer units only), exact; and the exact flag.
+
+    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ (nb - na)``, b's ``sum(nb) - s @ (nb - na)``,
+    likewise for the denominators: integers, equal to the reference ``keep @ na + swap @ nb``."""
+    s, exact = permutation_swaps(na.size, n_permutations, seed)
+    diff = np.stack([nb - na, db - da], axis=1).astype(np.float32)
+    moved = (s @ diff).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = (na.sum() + moved[:, 0]) / (da.sum() + moved[:, 1])
+        pb = (nb.sum() - moved[:, 0]) / (db.sum() - moved[:, 1])
+    return pa - pb, exact
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> float:
+    """A units statistic on the full data (all weights 1), computed as the reference path does
+    (integer units: any order of summation is exact)."""
+    if _exact_small_integers(num, den):
+        return float(num.sum()) / float(den.sum()) if den.sum() else float("nan")
+    ones = np.ones((1, num.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(((ones @ num) / (ones @ den))[0])
+
+
 def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")
@@ -421,14 +560,23 @@ def bootstrap_ci(
     h, m = _as_arrays(human, metric)
     stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon).bind(h, m)
     n = _n_items(m)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, (n_resamples, n))
-    value = _observed(stat, h, m)
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
     if stat.kind == "units":
-        dist = _unit_values(stat, h, m, _counts(idx, n))
-    elif stat.kind == "system":
+        assert stat.units is not None
+        num, den = stat.units(h, m)
+        value = _ratio(num, den)
+        if _exact_small_integers(num, den):
+            dist = _fast_bootstrap_units(num, den, n_resamples, seed)
+        else:
+            idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                w = _counts(idx, n)
+                dist = (w @ num) / (w @ den)
+        return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
+    value = _observed(stat, h, m)
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    if stat.kind == "system":
         # resampled items are averaged per system before the statistic (BOOT-INPUTS)
         assert stat.fn is not None
         fn = stat.fn
@@ -524,20 +672,25 @@ def paired_permutation_test(
                                                        epsilon=epsilon)
     sa, sb = stat.bind(h, a), other.bind(h, b)
     n = _n_items(a)
-    rng = np.random.default_rng(seed)
-    masks, exact = _swap_masks(n, n_permutations, rng)
-    va, vb = _observed(sa, h, a), _observed(sb, h, b)
-    delta = va - vb
     if sa.kind == "units" and sb.kind == "units":
         assert sa.units is not None and sb.units is not None
         na, da = sa.units(h, a)
         nb, db = sb.units(h, b)
-        keep, swap = (~masks).astype(float), masks.astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
-            pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
-        deltas = pa - pb
+        va, vb = _ratio(na, da), _ratio(nb, db)
+        delta = va - vb
+        if _exact_small_integers(na, da, nb, db):
+            deltas, exact = _fast_permutation_units(na, da, nb, db, n_permutations, seed)
+        else:
+            masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+            keep, swap = (~masks).astype(float), masks.astype(float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
+                pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
+            deltas = pa - pb
     else:
+        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+        va, vb = _observed(sa, h, a), _observed(sb, h, b)
+        delta = va - vb
         if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
             raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
         if sa.params.get("epsilon") != sb.params.get("epsilon"):
@@ -566,7 +719,7 @@ def paired_permutation_test(
         value_b=float(vb),
         delta=float(delta),
         p_value=p_value,
-        n_permutations=int(masks.shape[0]),
+        n_permutations=int(deltas.shape[0]),
         seed=seed,
         exact=exact,
     )
