@@ -14,24 +14,43 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
   the draws of :func:`scipy.stats.bootstrap` with ``paired=True`` and the same generator, so the
   percentile interval equals scipy's. Every metric bootstrapped with the same seed over the same items
   sees the same resamples. Resamples where the statistic is undefined (NaN) are left out and counted.
-* **Paired permutation test** (PERM-BOTH of Deutsch et al. 2021, as in mt-metrics-eval
-  ``stats.PermutationSigDiff``): for each item the two metrics' values are swapped with probability 1/2
-  and the difference of the statistic is recomputed. Because two metrics may live on different scales
-  (BLEU 0-100, ROUGE 0-1), each metric's values are first z-scored over all its cells, as
-  mt-metrics-eval does; correlations are invariant to this per-metric affine map, so the observed
-  statistic is unchanged while the swapped vectors mix comparable values. Statistics with a tie
-  threshold (pairwise accuracy, preference accuracy) are *decomposed per item / per pair*: each metric's
-  per-item agreement counts are computed once with that metric's own calibrated epsilon (held fixed),
-  and a swap exchanges those counts; no rescaling is needed. With ``grouping="item"`` a pair of systems
-  lies within one item, so a per-item swap is a swap of whole groups of pairs; for preference accuracy
-  each pair is its own unit. Pairwise accuracy pooled across items (``grouping`` ``none``/``system``)
-  with a different epsilon per metric cannot be swapped per item and raises
-  :class:`~evalign.errors.InputError`. The p-value is two-sided with the +1
-  correction: ``p = (1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``; when ``2**n_items <=
-  n_permutations`` every swap pattern is enumerated and ``p = #{|d_perm| >= |d_obs|} / 2**n_items``
-  (exact, equal to :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``).
-  mt-metrics-eval reports the one-sided ``#{d_perm >= d_obs} / k`` instead; the two-sided, +1-corrected
-  form never returns 0 and does not presume which metric is better.
+* **Paired permutation test**, two schemes (``scheme=``), following the permutation tests of
+  Deutsch et al. 2021:
+
+  - ``"item"`` (default; PERM-INPUTS in Deutsch et al.'s naming): for each item (column) the two
+    metrics' values are swapped with probability 1/2 *for all systems of that item at once*. This is
+    evalign's scheme; it is **not** mt-metrics-eval's.
+  - ``"cell"`` (PERM-BOTH, as mt-metrics-eval ``stats.PermutationSigDiff``): every (system, item) cell
+    is swapped independently with probability 1/2 and the statistic is recomputed on the swapped
+    arrays. For 1-D data (pairs, one value per item) the two schemes are the same.
+
+  Because two metrics may live on different scales (BLEU 0-100, ROUGE 0-1), each metric's values are
+  first z-scored over all its cells, as mt-metrics-eval does; correlations are invariant to this
+  per-metric affine map, so the observed statistic is unchanged while the swapped vectors mix
+  comparable values (a Kendall statistic with a fixed metric ``epsilon`` swaps raw values instead).
+  Statistics with a tie threshold (pairwise accuracy, preference accuracy) are *decomposed per item /
+  per pair* under the item scheme: each metric's per-item agreement counts are computed once with that
+  metric's own calibrated epsilon (held fixed), and a swap exchanges those counts; no rescaling is
+  needed (the cell scheme is refused for them: it would mix two metrics' thresholds). With
+  ``grouping="item"`` a pair of systems lies within one item, so a per-item swap is a swap of whole
+  groups of pairs; for preference accuracy each pair is its own unit. Pairwise accuracy pooled across
+  items (``grouping`` ``none``/``system``) with a different epsilon per metric cannot be swapped per
+  item and raises :class:`~evalign.errors.InputError`.
+
+  **p-value (both schemes): two-sided with the +1 correction**,
+  ``p = (1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``; when the swap patterns number at most
+  ``n_permutations`` (``2**n_items``, or ``2**n_cells`` for the cell scheme) every pattern is
+  enumerated and ``p = #{|d_perm| >= |d_obs|} / 2**n`` (exact, equal to
+  :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``). mt-metrics-eval's
+  ``PermutationSigDiff`` reports instead the **one-sided** ``#{d_perm >= d_obs} / k`` (metric 2 better
+  than metric 1) **without** +1 correction, with early stopping; the two-sided, +1-corrected form never
+  returns 0 and does not presume which metric is better.
+* **Fast resampling of decomposable statistics**: a ``units`` statistic whose per-unit numerators and
+  denominators are small integers (preference accuracy at a fixed epsilon: 0/1 per pair) is
+  resampled and permuted as float32 matrix products over a matrix of draws built once per
+  ``(n, resamples or permutations, seed)`` (:func:`bootstrap_counts`, :func:`permutation_swaps`, the
+  same draws as above). All sums are integers below 2**24, hence exact, so the results are
+  bit-identical to recomputing the statistic per resample; other statistics take the direct path.
 * **Significance clusters** follow mt-metrics-eval ``tasks.AssignRanks`` (WMT metrics task): metrics
   are sorted by decreasing statistic; walking down the list, metric *i* opens a new cluster when any
   metric from the start of the current cluster up to *i-1* is significantly better than it
@@ -45,7 +64,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +76,8 @@ UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 CORRELATIONS = ("kendall", "pearson", "spearman")
 KINDS = ("generic", "system", "units")
+#: permutation schemes: swap whole items (columns) or every (system, item) cell independently
+SCHEMES = ("item", "cell")
 
 
 @dataclass(frozen=True)
@@ -165,34 +186,50 @@ def _corr_value(human: np.ndarray, metric: np.ndarray, **kw: Any) -> float:
         return float(correlation(human, metric, **kw).value)
 
 
-def _correlation_statistic(method: str, level: str, grouping: str, variant: str | None) -> Statistic:
+def _correlation_statistic(
+    method: str, level: str, grouping: str, variant: str | None, epsilon: float | None = None,
+    average: str = "macro",
+) -> Statistic:
     opts: dict[str, Any] = {"method": method}
     if variant is not None:
         opts["variant"] = variant
+    if epsilon is not None and epsilon > 0:
+        opts["epsilon"] = float(epsilon)
+    if average != "macro":
+        opts["average"] = average
+    # a metric tie threshold is in metric units: swapped values must not be rescaled
+    standardize = "epsilon" not in opts
     if level == "system":
 
         def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
             return _corr_value(h, m, level="system", **opts)
 
-        return Statistic(method, "system", fn=fn_sys, params={"level": "system", **opts})
+        return Statistic(method, "system", fn=fn_sys, standardize=standardize, params={"level": "system", **opts})
     if grouping == "item":
+        micro = average == "micro"
+        group_opts = {k: v for k, v in opts.items() if k != "average"}
 
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # per item, the correlation across systems; undefined items are left out of the mean
+            # per item, the correlation across systems; undefined items are left out of the mean;
+            # micro averaging weights each item by its number of (human, metric) points
             from evalign.meta.correlation import correlation
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                vals = np.asarray(correlation(h, m, level="item", grouping="item", **opts).group_values, dtype=float)
+                vals = np.asarray(correlation(h, m, level="item", grouping="item", **group_opts).group_values,
+                                  dtype=float)
             ok = np.isfinite(vals)
-            return np.where(ok, vals, 0.0), ok.astype(float)
+            w = np.sum(~(np.isnan(h) | np.isnan(m)), axis=0).astype(float) if micro else np.ones(vals.size)
+            return np.where(ok, w * np.where(ok, vals, 0.0), 0.0), np.where(ok, w, 0.0)
 
-        return Statistic(method, "units", units=units, params={"level": "item", "grouping": "item", **opts})
+        return Statistic(method, "units", units=units, standardize=standardize,
+                         params={"level": "item", "grouping": "item", **opts})
 
     def fn_item(h: np.ndarray, m: np.ndarray) -> float:
         return _corr_value(h, m, level="item", grouping=grouping, **opts)
 
-    return Statistic(method, "generic", fn=fn_item, params={"level": "item", "grouping": grouping, **opts})
+    return Statistic(method, "generic", fn=fn_item, standardize=standardize,
+                     params={"level": "item", "grouping": grouping, **opts})
 
 
 def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
@@ -291,13 +328,18 @@ def make_statistic(
     grouping: str = "item",
     variant: str | None = None,
     epsilon: float | None = None,
+    average: str = "macro",
 ) -> Statistic:
     """A :class:`Statistic` by name.
 
     ``name``: ``kendall`` / ``pearson`` / ``spearman`` (``level`` ``system`` = over per-system mean
     scores; ``item`` = over items with ``grouping`` ``none`` (all cells), ``item`` (across systems
     within each item, then averaged) or ``system``; ``variant`` is passed to the correlation, e.g. a
-    Kendall variant), ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
+    Kendall variant; for ``kendall`` a positive ``epsilon`` is a fixed metric tie threshold in metric
+    units (then permutation swaps exchange raw values: both metrics must share a scale);
+    ``average`` ``macro`` / ``micro`` = unweighted / size-weighted mean over groups), ``tau_b`` /
+    ``tau_c`` / ``tau_23`` / ``acc_23`` (Kendall with that variant, mt-metrics-eval's names),
+    ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
     ``epsilon=None`` calibrates each metric's epsilon once on its full data), ``preference_accuracy``
     / ``preference_accuracy_no_ties`` (pair tables: human ``annotators x pairs`` codes +1/-1/0,
     metric ``2 x pairs``; with ties ``epsilon=None`` calibrates, without ties it means 0: human ties
@@ -308,7 +350,15 @@ def make_statistic(
     if grouping not in ("none", "item", "system"):
         raise InputError(f"unknown grouping '{grouping}' (use none, item or system)", field="grouping")
     if name in CORRELATIONS:
-        return _correlation_statistic(name, level, grouping, variant)
+        if epsilon is not None and name != "kendall" and epsilon > 0:
+            raise InputError(f"a tie threshold epsilon applies to Kendall only, not {name}", field="epsilon")
+        return _correlation_statistic(name, level, grouping, variant, epsilon, average)
+    if name in KENDALL_NAMES:
+        if variant is not None and variant != KENDALL_NAMES[name]:
+            raise InputError(f"statistic '{name}' is Kendall variant {KENDALL_NAMES[name]!r}, not {variant!r}",
+                             field="variant")
+        return replace(_correlation_statistic("kendall", level, grouping, KENDALL_NAMES[name], epsilon, average),
+                       name=name)
     if name == "pairwise_accuracy":
         return _pairwise_statistic(level, grouping, epsilon)
     if name in ("preference_accuracy", "preference_accuracy_no_ties"):
@@ -319,7 +369,10 @@ def make_statistic(
     )
 
 
-STATISTICS = (*CORRELATIONS, "pairwise_accuracy", "preference_accuracy", "preference_accuracy_no_ties")
+#: Kendall variants by mt-metrics-eval's ``KendallVariants`` names (see :func:`evalign.meta.correlation.correlation`)
+KENDALL_NAMES = {"tau_b": "b", "tau_c": "c", "tau_23": "23", "acc_23": "acc23"}
+STATISTICS = (*CORRELATIONS, *KENDALL_NAMES, "pairwise_accuracy", "preference_accuracy",
+              "preference_accuracy_no_ties")
 
 
 def _as_statistic(stat_fn: str | Statistic | StatFn, **options: Any) -> Statistic:
@@ -651,18 +704,25 @@ def paired_permutation_test(
     variant: str | None = None,
     epsilon: float | None = None,
     stat_b: str | Statistic | StatFn | None = None,
+    scheme: str = "item",
 ) -> PermutationResult:
     """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
 
-    Per item (column) the two metrics' values are swapped with probability 1/2 (see the module
-    doc for standardisation and fixed epsilons). Returns the two-sided p-value with the +1
-    correction, ``(1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``, or the exact p-value when
-    ``2**n_items <= n_permutations`` (all swap patterns enumerated). ``stat_b``: the statistic of
-    ``metric_b`` when its fixed parameters differ from ``metric_a``'s (e.g. each metric's own
-    pool-calibrated epsilon); by default ``stat_fn`` serves both.
+    ``scheme="item"`` (default, evalign's scheme, PERM-INPUTS): per item (column) the two metrics'
+    values are swapped for all systems at once with probability 1/2. ``scheme="cell"`` (PERM-BOTH,
+    mt-metrics-eval ``PermutationSigDiff``'s scheme): every (system, item) cell is swapped
+    independently. See the module doc for standardisation and fixed epsilons. Returns the
+    **two-sided** p-value **with the +1 correction**, ``(1 + #{|d_perm| >= |d_obs|}) /
+    (n_permutations + 1)``, or the exact p-value ``#{|d_perm| >= |d_obs|} / 2**n`` when the ``2**n``
+    swap patterns (n items, or n cells) number at most ``n_permutations`` (all enumerated). This
+    differs from mt-metrics-eval, which reports one-sided ``#{d_perm >= d_obs} / k`` without +1.
+    ``stat_b``: the statistic of ``metric_b`` when its fixed parameters differ from ``metric_a``'s
+    (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both.
     """
     if n_permutations < 1:
         raise InputError(f"n_permutations must be at least 1, got {n_permutations}", field="n_permutations")
+    if scheme not in SCHEMES:
+        raise InputError(f"unknown permutation scheme '{scheme}' (use item or cell)", field="scheme")
     h, a = _as_arrays(human, metric_a)
     _, b = _as_arrays(human, metric_b)
     if a.shape != b.shape:
@@ -672,6 +732,8 @@ def paired_permutation_test(
                                                        epsilon=epsilon)
     sa, sb = stat.bind(h, a), other.bind(h, b)
     n = _n_items(a)
+    if scheme == "cell" and a.ndim == 2:
+        return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed)
     if sa.kind == "units" and sb.kind == "units":
         assert sa.units is not None and sb.units is not None
         na, da = sa.units(h, a)
@@ -725,6 +787,44 @@ def paired_permutation_test(
     )
 
 
+def _cell_permutation_test(
+    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
+    n_permutations: int, seed: int,
+) -> PermutationResult:
+    """Cell-level swaps (PERM-BOTH, mt-metrics-eval ``PermutationSigDiff``): every (system, item) cell
+    of the two (z-scored) metrics is swapped independently with probability 1/2, and the statistic is
+    recomputed on the swapped arrays (no per-item decomposition)."""
+    if "epsilon" in sa.params and stat.name not in ("kendall", *KENDALL_NAMES):
+        raise InputError(f"statistic '{stat.name}' holds a tie threshold per metric: cell-level swaps would mix "
+                         "them; use scheme='item'", field="scheme")
+    if sa.params.get("epsilon") != sb.params.get("epsilon"):
+        raise InputError("cell-level swaps need the same epsilon for both metrics", field="scheme")
+    za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
+    cells = a.size
+    rng = np.random.default_rng(seed)
+    if cells <= 20 and 2**cells <= n_permutations:
+        flat = ((np.arange(2**cells)[:, None] >> np.arange(cells)[None, :]) & 1).astype(bool)
+        exact = True
+    else:
+        flat, exact = rng.random((n_permutations, cells)) < 0.5, False
+    masks = flat.reshape((flat.shape[0], *a.shape))
+    va, vb = _observed(sa, h, a), _observed(sb, h, b)
+    deltas = np.empty(masks.shape[0])
+    for p, mk in enumerate(masks):
+        xa, xb = np.where(mk, zb, za), np.where(mk, za, zb)
+        deltas[p] = _observed(sa, h, xa) - _observed(sb, h, xb)
+    delta = va - vb
+    return PermutationResult(
+        value_a=float(va),
+        value_b=float(vb),
+        delta=float(delta),
+        p_value=_p_value(delta, deltas, exact),
+        n_permutations=int(deltas.shape[0]),
+        seed=seed,
+        exact=exact,
+    )
+
+
 def _p_value(delta: float, deltas: np.ndarray, exact: bool) -> float:
     if not math.isfinite(delta):
         return float("nan")
@@ -747,6 +847,7 @@ def compare_metrics(
     """The statistic of every metric and the paired permutation p-value of every pair of metrics
     (each pair tested with the same ``seed``). ``options`` as for :func:`make_statistic`."""
     names = tuple(metrics)
+    scheme = options.pop("scheme", "item")
     stat = _as_statistic(stat_fn, **options)
     h = np.asarray(human, dtype=float)
     values = []
@@ -756,7 +857,8 @@ def compare_metrics(
     k = len(names)
     pv = np.ones((k, k))
     for i, j in itertools.combinations(range(k), 2):
-        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed)
+        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed,
+                                    scheme=scheme)
         pv[i, j] = pv[j, i] = r.p_value
     return MetricComparison(stat.name, names, tuple(values), pv, n_permutations, seed)
 
@@ -813,15 +915,19 @@ def significance_clusters(
 
 
 __all__ = [
+    "KENDALL_NAMES",
+    "SCHEMES",
     "STATISTICS",
     "BootstrapResult",
     "MetricComparison",
     "PermutationResult",
     "Statistic",
     "bootstrap_ci",
+    "bootstrap_counts",
     "compare_metrics",
     "make_statistic",
     "paired_permutation_test",
+    "permutation_swaps",
     "significance_clusters",
 ]
 
