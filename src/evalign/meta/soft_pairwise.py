@@ -10,6 +10,9 @@ The permutation test is mt-metrics-eval's ``pce.compute_pairwise_p_values``: sys
 over items in float32; one matrix of +1/-1 signs, ``rint(default_rng(seed).random((P, items),
 float32)) * 2 - 1``, serves every system pair and both score sources (seed 4 by default, as there);
 the p-value is **one-sided without +1 correction**, ``#{null_delta >= observed_delta} / P``.
+As there, the sums are float32: a null delta equal to the observed one (the all-+1 pattern, or
+equal item scores) can fall on either side of ``>=`` after rounding; evalign computes in the same
+order and memory layout, so the p-values equal mt-metrics-eval's.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def _signs(n_items: int, n_permutations: int, seed: int) -> np.ndarray:
 
 def _p_values(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
     k = scores.shape[0]
-    seg = scores.astype(np.float32)
+    # C order as mt-metrics-eval's reshaped input: float32 sums of another layout can round differently
+    seg = np.ascontiguousarray(scores, dtype=np.float32)
     sys_scores = np.sum(seg, axis=1)
     partial = np.matmul(signs, seg.T)
     out = np.full((k, k), np.nan)
