@@ -484,29 +484,40 @@ class Rouge2(_RougeN):
 
 def _lcs_indices(ref: Any, can: Any) -> list[int]:
     """Indices into ``ref`` of the longest common subsequence that rouge-score's ``lcs_ind``
-    returns (its dynamic-programming table and its backtracking rule, so ties between several
-    longest subsequences are broken the same way)."""
-    rows, cols = len(ref), len(can)
-    table = [[0] * (cols + 1)]
-    for i in range(1, rows + 1):
-        prev = table[-1]
-        cur = [0] * (cols + 1)
-        x = ref[i - 1]
-        for j in range(1, cols + 1):
-            if x == can[j - 1]:
-                cur[j] = prev[j - 1] + 1
-            else:
-                a, b = prev[j], cur[j - 1]
-                cur[j] = a if a >= b else b
-        table.append(cur)
-    i, j = rows, cols
+    returns: its dynamic-programming table ``t`` and its backtracking rule (take a match; else step
+    left when ``t[i][j-1] > t[i-1][j]``, otherwise up), so ties between several longest subsequences
+    are broken the same way.
+
+    The table is not built cell by cell: row ``i`` is kept as one bit-vector ``V_i`` of the
+    bit-parallel LCS recurrence (Allison & Dix 1986; Hyyro 2004), ``U = V & match(ref[i])``,
+    ``V = (V + U) | (V - U)``, in which ``t[i][j]`` is the number of zero bits among the lowest ``j``
+    bits of ``V_i``. The backtrack reads the cells it needs from these rows.
+    """
+    cols = len(can)
+    if not ref or not cols:
+        return []
+    full = (1 << cols) - 1
+    match: dict[Any, int] = {}
+    for j, tok in enumerate(can):
+        match[tok] = match.get(tok, 0) | (1 << j)
+    rows = [full]
+    v = full
+    get = match.get
+    for tok in ref:
+        u = v & get(tok, 0)
+        v = ((v + u) | (v - u)) & full
+        rows.append(v)
+    i, j = len(ref), cols
+    left = cols - v.bit_count()  # t[i][j]: LCS length still to collect
     out: list[int] = []
-    while i > 0 and j > 0:
+    while left and i > 0 and j > 0:
         if ref[i - 1] == can[j - 1]:
             out.append(i - 1)
             i -= 1
             j -= 1
-        elif table[i][j - 1] > table[i - 1][j]:
+            left -= 1
+        elif (j - 1 - (rows[i] & ((1 << (j - 1)) - 1)).bit_count()
+              > j - (rows[i - 1] & ((1 << j) - 1)).bit_count()):  # t[i][j-1] > t[i-1][j]
             j -= 1
         else:
             i -= 1
