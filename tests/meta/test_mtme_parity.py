@@ -22,7 +22,7 @@ import scipy.stats
 
 from evalign.errors import InputError
 from evalign.meta.correlation import correlation
-from evalign.meta.significance import make_statistic, paired_permutation_test
+from evalign.meta.significance import compare_metrics, make_statistic, paired_permutation_test
 from evalign.meta.soft_pairwise import pairwise_p_values, soft_pairwise_accuracy
 from evalign.meta.williams import williams_p_value, williams_test
 
@@ -260,6 +260,8 @@ def test_cell_permutation_exact_equals_brute_force(name: str, opts: dict[str, st
     assert r.p_value == pytest.approx(_cell_brute_p(name, h, a, b, **opts), abs=1e-12)
     item = paired_permutation_test(name, h, a, b, n_permutations=5000, **opts)  # type: ignore[arg-type]
     assert item.n_permutations == 2**4  # the item scheme swaps whole columns
+    cmp = compare_metrics(name, h, {"a": a, "b": b}, n_permutations=5000, scheme="cell", **opts)
+    assert cmp.p("a", "b") == r.p_value
 
 
 def test_cell_permutation_random_and_guards() -> None:

@@ -484,6 +484,7 @@ def _cached(kind: str, key: tuple[int, int, int], build: Callable[[], np.ndarray
     if hit is not None and hit[0] == key:
         return hit[1]
     out = build()
+    out.setflags(write=False)  # shared between calls: read-only
     if out.nbytes <= _DRAW_CACHE_BYTES:
         _draw_cache[kind] = (key, out)
     else:
@@ -496,7 +497,8 @@ def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
 
     Row ``b`` counts the draws of ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``
     (the index draws of :func:`bootstrap_ci`), made in chunks of rows as int32 (the same stream).
-    Counts are at most ``n``; the rows sum to ``n``.
+    Counts are at most ``n``; the rows sum to ``n``. The array is read-only (kept for the next call
+    with the same arguments when it is at most ``_DRAW_CACHE_BYTES``).
     """
     def build() -> np.ndarray:
         rng = np.random.default_rng(seed)
