@@ -78,6 +78,8 @@ CORRELATIONS = ("kendall", "pearson", "spearman")
 KINDS = ("generic", "system", "units")
 #: permutation schemes: swap whole items (columns) or every (system, item) cell independently
 SCHEMES = ("item", "cell")
+#: permutation p-value alternatives (as scipy.stats.permutation_test)
+ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,13 @@ class PermutationResult:
     value_b: float
     #: observed difference value_a - value_b
     delta: float
-    #: two-sided p-value (with +1 correction unless ``exact``)
+    #: p-value of ``alternative`` (two-sided by default), with +1 correction unless ``exact``
     p_value: float
     n_permutations: int
     seed: int
     exact: bool = False
+    #: "two-sided" (default), "greater" (metric_a better) or "less"
+    alternative: str = "two-sided"
 
 
 @dataclass(frozen=True)
@@ -707,6 +711,7 @@ def paired_permutation_test(
     epsilon: float | None = None,
     stat_b: str | Statistic | StatFn | None = None,
     scheme: str = "item",
+    alternative: str = "two-sided",
 ) -> PermutationResult:
     """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
 
@@ -718,6 +723,8 @@ def paired_permutation_test(
     (n_permutations + 1)``, or the exact p-value ``#{|d_perm| >= |d_obs|} / 2**n`` when the ``2**n``
     swap patterns (n items, or n cells) number at most ``n_permutations`` (all enumerated). This
     differs from mt-metrics-eval, which reports one-sided ``#{d_perm >= d_obs} / k`` without +1.
+    ``alternative="greater"`` (is metric_a better?) counts ``d_perm >= d_obs`` instead, ``"less"``
+    ``d_perm <= d_obs``, one-sided with the same +1 correction (as :func:`scipy.stats.permutation_test`).
     ``stat_b``: the statistic of ``metric_b`` when its fixed parameters differ from ``metric_a``'s
     (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both.
     """
@@ -725,6 +732,9 @@ def paired_permutation_test(
         raise InputError(f"n_permutations must be at least 1, got {n_permutations}", field="n_permutations")
     if scheme not in SCHEMES:
         raise InputError(f"unknown permutation scheme '{scheme}' (use item or cell)", field="scheme")
+    if alternative not in ALTERNATIVES:
+        raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
+                         field="alternative")
     h, a = _as_arrays(human, metric_a)
     _, b = _as_arrays(human, metric_b)
     if a.shape != b.shape:
@@ -735,7 +745,7 @@ def paired_permutation_test(
     sa, sb = stat.bind(h, a), other.bind(h, b)
     n = _n_items(a)
     if scheme == "cell" and a.ndim == 2:
-        return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed)
+        return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed, alternative)
     if sa.kind == "units" and sb.kind == "units":
         assert sa.units is not None and sb.units is not None
         na, da = sa.units(h, a)
@@ -777,7 +787,7 @@ def paired_permutation_test(
                 xa = np.where(mk, zb, za)
                 xb = np.where(mk, za, zb)
                 deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
-    p_value = _p_value(delta, deltas, exact)
+    p_value = _p_value(delta, deltas, exact, alternative)
     return PermutationResult(
         value_a=float(va),
         value_b=float(vb),
@@ -786,12 +796,13 @@ def paired_permutation_test(
         n_permutations=int(deltas.shape[0]),
         seed=seed,
         exact=exact,
+        alternative=alternative,
     )
 
 
 def _cell_permutation_test(
     stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
-    n_permutations: int, seed: int,
+    n_permutations: int, seed: int, alternative: str = "two-sided",
 ) -> PermutationResult:
     """Cell-level swaps (PERM-BOTH, mt-metrics-eval ``PermutationSigDiff``): every (system, item) cell
     of the two (z-scored) metrics is swapped independently with probability 1/2, and the statistic is
@@ -820,19 +831,25 @@ def _cell_permutation_test(
         value_a=float(va),
         value_b=float(vb),
         delta=float(delta),
-        p_value=_p_value(delta, deltas, exact),
+        p_value=_p_value(delta, deltas, exact, alternative),
         n_permutations=int(deltas.shape[0]),
         seed=seed,
         exact=exact,
+        alternative=alternative,
     )
 
 
-def _p_value(delta: float, deltas: np.ndarray, exact: bool) -> float:
+def _p_value(delta: float, deltas: np.ndarray, exact: bool, alternative: str = "two-sided") -> float:
     if not math.isfinite(delta):
         return float("nan")
-    d = np.where(np.isfinite(deltas), np.abs(deltas), 0.0)
     tol = 1e-12 * max(1.0, abs(delta))
-    hits = int(np.sum(d >= abs(delta) - tol))
+    d = np.where(np.isfinite(deltas), deltas, 0.0)  # an undefined resample counts as no difference
+    if alternative == "greater":
+        hits = int(np.sum(d >= delta - tol))
+    elif alternative == "less":
+        hits = int(np.sum(d <= delta + tol))
+    else:
+        hits = int(np.sum(np.abs(d) >= abs(delta) - tol))
     if exact:
         return hits / len(deltas)
     return (1 + hits) / (len(deltas) + 1)
@@ -917,6 +934,7 @@ def significance_clusters(
 
 
 __all__ = [
+    "ALTERNATIVES",
     "KENDALL_NAMES",
     "SCHEMES",
     "STATISTICS",
