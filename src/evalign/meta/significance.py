@@ -17,9 +17,9 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 * **Paired permutation test**, two schemes (``scheme=``), following the permutation tests of
   Deutsch et al. 2021:
 
-  - ``"item"`` (default; PERM-INPUTS in Deutsch et al.'s naming): for each item (column) the two
-    metrics' values are swapped with probability 1/2 *for all systems of that item at once*. This is
-    evalign's scheme; it is **not** mt-metrics-eval's.
+  - ``"item"`` (default; the input-level analogue, PERM-INPUTS in Deutsch et al.'s naming): for each
+    item (column) the two metrics' values are swapped with probability 1/2 *for all systems of that
+    item at once*. This is evalign's scheme; it is **not** mt-metrics-eval's.
   - ``"cell"`` (PERM-BOTH, as mt-metrics-eval ``stats.PermutationSigDiff``): every (system, item) cell
     is swapped independently with probability 1/2 and the statistic is recomputed on the swapped
     arrays. For 1-D data (pairs, one value per item) the two schemes are the same.
