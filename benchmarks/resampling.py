@@ -113,7 +113,7 @@ def main() -> None:
     if args.old_n:
         old = run_old(args.old_n, args.metrics, args.resamples, args.permutations)
         new = run_trust(args.old_n, args.metrics, args.resamples, args.permutations)
-        same = old["table"] == new["table"]
+        same = pd.DataFrame(old["table"]).equals(pd.DataFrame(new["table"]))  # exact; NaN equals NaN
         ok &= same
         print(f"{args.old_n:>8} {old['wall']:>9.2f} / {old['cpu']:<6.2f} {new['wall']:>7.2f} / {new['cpu']:<6.2f}"
               f" {old['wall'] / new['wall']:>7.1f}x  {same}")
