@@ -44,7 +44,9 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
   :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``). mt-metrics-eval's
   ``PermutationSigDiff`` reports instead the **one-sided** ``#{d_perm >= d_obs} / k`` (metric 2 better
   than metric 1) **without** +1 correction, with early stopping; the two-sided, +1-corrected form never
-  returns 0 and does not presume which metric is better.
+  returns 0 and does not presume which metric is better. ``alternative="greater"`` / ``"less"``
+  gives the one-sided ``(1 + #{d_perm >= d_obs}) / (n_permutations + 1)`` / ``<=`` (with +1; exact
+  enumeration without it), as :func:`scipy.stats.permutation_test`.
 * **Fast resampling of decomposable statistics**: a ``units`` statistic whose per-unit numerators and
   denominators are small integers (preference accuracy at a fixed epsilon: 0/1 per pair) is
   resampled and permuted as float32 matrix products over a matrix of draws built once per
