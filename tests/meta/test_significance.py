@@ -149,6 +149,29 @@ def test_exact_permutation_p_equals_scipy_permutation_test(method: str, level: s
     assert ours.p_value == pytest.approx(ref.pvalue, abs=1e-12)
 
 
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+def test_one_sided_exact_p_equals_scipy_permutation_test(alternative: str) -> None:
+    n = 7
+    h, a, b = _data(n_sys=4, n_items=n, seed=5)
+    ours = paired_permutation_test("kendall", h, a, b, n_permutations=1000, level="system", alternative=alternative)
+
+    def z(x: np.ndarray) -> np.ndarray:
+        return (x - x.mean()) / x.std()
+
+    both = np.concatenate([z(a), z(b)], axis=1)
+
+    def stat(x: np.ndarray, y: np.ndarray) -> float:
+        return (correlation(h, both[:, x.astype(int)], "kendall", "system").value
+                - correlation(h, both[:, y.astype(int)], "kendall", "system").value)
+
+    ref = st.permutation_test((np.arange(n), np.arange(n) + n), stat, permutation_type="samples",
+                              vectorized=False, n_resamples=10_000, alternative=alternative)
+    assert ours.exact and ours.alternative == alternative
+    assert ours.p_value == pytest.approx(ref.pvalue, abs=1e-12)
+    rand = paired_permutation_test("kendall", h, a, b, n_permutations=50, level="system", alternative=alternative)
+    assert not rand.exact and rand.p_value >= 1 / 51
+
+
 def test_randomised_p_value_uses_plus_one_correction_and_tracks_exact() -> None:
     h, a, b = _data(n_sys=4, n_items=11, seed=4)
     exact = paired_permutation_test("kendall", h, a, b, n_permutations=4096, grouping="item")

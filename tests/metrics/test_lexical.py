@@ -151,6 +151,106 @@ def test_rouge_l_edge_cases(stem: bool) -> None:
     assert got[0] == 0.0  # "" vs "": rouge-score returns 0 when a side has no tokens
 
 
+# --- ROUGE-1, ROUGE-2, ROUGE-Lsum ----------------------------------------------------------------
+
+FAMILY = {"rouge_1": "rouge1", "rouge_2": "rouge2", "rouge_lsum": "rougeLsum", "rouge_l": "rougeL"}
+
+
+def _family_ref(name: str, hyps: list[str], refs: list[str], stem: bool) -> tuple[np.ndarray, ...]:
+    """(F, P, R) of rouge-score for each (hypothesis, reference) pair."""
+    key = FAMILY[name]
+    scorer = rouge_scorer.RougeScorer([key], use_stemmer=stem)
+    s = [scorer.score(r, h)[key] for h, r in zip(hyps, refs, strict=True)]
+    return tuple(np.array([getattr(x, a) for x in s]) for a in ("fmeasure", "precision", "recall"))
+
+
+def _assert_family_equal(name: str, hyps: list[str], refs: list[str], stem: bool) -> np.ndarray:
+    res = get_metric(name, use_stemmer=stem).score(hyps, [[r] for r in refs])
+    f, p, r = _family_ref(name, hyps, refs, stem)
+    assert np.array_equal(res.values, f)  # exact, not approximate
+    assert np.array_equal(res.extras["precision"], p) and np.array_equal(res.extras["recall"], r)
+    return f
+
+
+@pytest.mark.parametrize("stem", [False, True])
+@pytest.mark.parametrize("name", ["rouge_1", "rouge_2", "rouge_lsum"])
+def test_rouge_family_parity_self_instruct(items: pd.DataFrame, name: str, stem: bool) -> None:
+    hyps = items["response"].tolist()
+    refs = items["reference"].tolist()
+    f = _assert_family_equal(name, hyps, refs, stem)
+    assert 0.05 < f.mean() < 0.6 and (f == 0).sum() >= 8
+    if name == "rouge_lsum":  # many texts have several lines: Lsum is not ROUGE-L there
+        multi = np.array(["\n" in h and "\n" in r for h, r in zip(hyps, refs, strict=True)])
+        assert multi.sum() > 300
+        rl = get_metric("rouge_l", use_stemmer=stem).score(hyps, [[r] for r in refs]).values
+        assert np.mean(f[multi] != rl[multi]) > 0.5
+
+
+_lines = st.lists(st.one_of(_word_text, st.lists(st.sampled_from(["a", "b", "c", "the", "cat"]), max_size=12)
+                            .map(" ".join), _any_text), max_size=6).map("\n".join)
+
+
+@HYP_SETTINGS
+@given(pairs=st.lists(st.tuples(st.one_of(texts, _lines), st.one_of(texts, _lines)), min_size=1, max_size=6))
+def test_rouge_family_parity_generated(pairs: list[tuple[str, str]]) -> None:
+    hyps = [h for h, _ in pairs]
+    refs = [r for _, r in pairs]
+    for name in ("rouge_1", "rouge_2", "rouge_lsum"):
+        for stem in (False, True):
+            _assert_family_equal(name, hyps, refs, stem)
+
+
+@pytest.mark.parametrize("stem", [False, True])
+@pytest.mark.parametrize("name", ["rouge_1", "rouge_2", "rouge_lsum"])
+def test_rouge_family_edge_cases(name: str, stem: bool) -> None:
+    edge = [*_EDGE, "a\nb", "b a\n\na b\n", "a a b\nb a a", "\n\n", " \n "]
+    hyps = [h for h in edge for _ in edge]
+    refs = [r for _ in edge for r in edge]
+    f = _assert_family_equal(name, hyps, refs, stem)
+    assert f[0] == 0.0
+
+
+def test_rouge_lsum_union_and_clipping_hand_case() -> None:
+    # reference lines "a b" and "b a" against hypothesis lines "a b" and "b a": each reference line's
+    # union LCS holds both of its tokens, but "a" and "b" occur twice on each side -> 4 hits of 4
+    m = get_metric("rouge_lsum")
+    assert m.score(["a b\nb a"], [["b a\na b"]]).values[0] == 1.0
+    # one hypothesis line "a a": the reference lines "a" and "a" each match it -> union 1 each -> 2 hits,
+    # P = 2/2, R = 2/2; ROUGE-L on the whole texts also gives 1, ROUGE-2 on "a a" vs "a a" as well
+    assert m.score(["a a"], [["a\na"]]).values[0] == 1.0
+    # reference "a\na\na" (3 tokens), hypothesis "a": clipping lets only one hit count
+    r = m.score(["a"], [["a\na\na"]])
+    assert (r.extras["precision"][0], r.extras["recall"][0]) == (1.0, 1 / 3)
+
+
+def test_rouge_family_multi_reference_is_best_and_int_fallback(monkeypatch: pytest.MonkeyPatch,
+                                                                items: pd.DataFrame) -> None:
+    hyps = ["the cat sat on the mat\nit was red", "a b c", "nothing"]
+    refs = [["a dog ran", "the cat sat on a mat\nred it was", "cat mat"], ["a b c d", "a b c"], []]
+    for name, key in FAMILY.items():
+        res = get_metric(name).score(hyps, refs)
+        scorer = rouge_scorer.RougeScorer([key])
+        for i in (0, 1):
+            best = scorer.score_multi(refs[i], hyps[i])[key]
+            assert (res.values[i], res.extras["precision"][i], res.extras["recall"][i]) == (
+                best.fmeasure, best.precision, best.recall)
+        assert math.isnan(res.values[2])
+    # beyond the code-point vocabulary, sequences of token ids give the same values
+    monkeypatch.setattr(lexical._Rouge, "max_char_vocab", 10)
+    h, r = items["response"].tolist()[:150], items["reference"].tolist()[:150]
+    for name in ("rouge_1", "rouge_2", "rouge_lsum"):
+        _assert_family_equal(name, h, r, False)
+
+
+def test_rouge_family_unicode_tokenizer_and_names() -> None:
+    assert get_metric("rouge_1", tokenizer="unicode").score(["Die Größe"], [["Die Grüße"]]).values[0] == 0.5
+    assert get_metric("rouge_1").score(["Die Größe"], [["Die Grüße"]]).values[0] == 1.0
+    assert get_metric("rouge_2", use_stemmer=True).column == "rouge_2[stem=True]"
+    assert str(get_metric("rouge_lsum").signature()).startswith("rouge_lsum|tok:rouge|stem:no|evalign:")
+    with pytest.raises(EvalignError, match="rouge_lsum: unknown tokenizer"):
+        get_metric("rouge_lsum", tokenizer="spacy")
+
+
 def test_bleu_chrf_edge_cases() -> None:
     hyps = [h for h in _EDGE for _ in _EDGE]
     refs = [r for _ in _EDGE for r in _EDGE]

@@ -1,7 +1,8 @@
 """Meta-evaluation: how well metrics and judges agree with human ratings.
 
-Pure statistics over ``systems x items`` arrays (NaN = missing): correlations, pairwise accuracy with
-tie calibration, and inter-annotator agreement.
+Pure statistics over ``systems x items`` arrays (NaN = missing): correlations (Kendall variants with a
+tie threshold, micro/macro averaging), pairwise accuracy with tie calibration, soft pairwise accuracy,
+the Williams test, bootstrap intervals and permutation tests, and inter-annotator agreement.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from evalign.meta.pairwise import (
     calibrate_preference_epsilon,
     pairwise_accuracy,
     pairwise_preference_accuracy,
+    preference_units,
 )
 from evalign.meta.significance import (
     BootstrapResult,
@@ -39,7 +41,9 @@ from evalign.meta.significance import (
     paired_permutation_test,
     significance_clusters,
 )
+from evalign.meta.soft_pairwise import SoftPairwiseAccuracyResult, pairwise_p_values, soft_pairwise_accuracy
 from evalign.meta.trust import TrustReport, trust_table_items, trust_table_pairs
+from evalign.meta.williams import WilliamsResult, williams_p_value, williams_test
 
 __all__ = [
     "BootstrapResult",
@@ -50,8 +54,10 @@ __all__ = [
     "PairwiseAccuracyResult",
     "PermutationResult",
     "PreferenceAccuracyResult",
+    "SoftPairwiseAccuracyResult",
     "Statistic",
     "TrustReport",
+    "WilliamsResult",
     "aggregate_ratings",
     "bootstrap_ci",
     "breakdown",
@@ -73,9 +79,14 @@ __all__ = [
     "pair_scores",
     "paired_permutation_test",
     "pairwise_accuracy",
+    "pairwise_p_values",
     "pairwise_preference_accuracy",
+    "preference_units",
     "significance_clusters",
+    "soft_pairwise_accuracy",
     "system_means",
     "trust_table_items",
     "trust_table_pairs",
+    "williams_p_value",
+    "williams_test",
 ]

@@ -37,7 +37,11 @@ Grouping = Literal["none", "item", "system"]
 METHODS = ("kendall", "pearson", "spearman")
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
-KENDALL_VARIANTS = ("b", "c")
+#: Kendall variants (mt-metrics-eval ``stats.KendallVariants`` names): "b" (tau-b, Kendall 1945), "c"
+#: (Stuart's tau-c), "23" (tau_23 of Deutsch et al. 2023: ties count, a tie in both = concordant) and
+#: "acc23" (acc_23 = pairwise accuracy with ties).
+KENDALL_VARIANTS = ("b", "c", "23", "acc23")
+AVERAGES = ("macro", "micro")
 
 #: Groups of at most this many values use the vectorised O(n^2) Kendall; larger ones use scipy's
 #: O(n log n) implementation one group at a time.
@@ -183,8 +187,11 @@ def _distinct_counts(x: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.where(n > 0, 1 + (new & valid_gap).sum(axis=1), 0)
 
 
-def _kendall_small(x: np.ndarray, y: np.ndarray, valid: np.ndarray, variant: str) -> np.ndarray:
-    """Kendall tau of each row from all pairs i < j at once (rows of at most ``_KENDALL_VECTOR_MAX``)."""
+def _kendall_small(
+    x: np.ndarray, y: np.ndarray, valid: np.ndarray, variant: str, epsilon: float = 0.0
+) -> np.ndarray:
+    """Kendall tau of each row from all pairs i < j at once (rows of at most ``_KENDALL_VECTOR_MAX``).
+    ``x`` = human, ``y`` = metric; a metric pair with ``|y_i - y_j| <= epsilon`` is a tie."""
     g, k = x.shape
     out = np.empty(g)
     i, j = np.triu_indices(k, 1)
@@ -193,48 +200,112 @@ def _kendall_small(x: np.ndarray, y: np.ndarray, valid: np.ndarray, variant: str
         xs, ys, vs = x[s : s + step], y[s : s + step], valid[s : s + step]
         pair = vs[:, i] & vs[:, j]
         sx = np.sign(xs[:, j] - xs[:, i])
-        sy = np.sign(ys[:, j] - ys[:, i])
+        dy = ys[:, j] - ys[:, i]
+        sy = np.where(np.abs(dy) <= epsilon, 0.0, np.sign(dy)) if epsilon > 0 else np.sign(dy)
         n = vs.sum(axis=1).astype(np.int64)
-        tot = n * (n - 1) // 2
-        cmd = np.where(pair, sx * sy, 0.0).sum(axis=1)
-        xtie = (pair & (sx == 0)).sum(axis=1)
-        ytie = (pair & (sy == 0)).sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if variant == "b":
-                tau = cmd / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
-            else:
-                mc = np.minimum(_distinct_counts(xs, n), _distinct_counts(ys, n))
-                tau = 2 * cmd / (n.astype(np.float64) ** 2 * (mc - 1) / mc)
-        tau = np.where((xtie == tot) | (ytie == tot), np.nan, tau)
-        out[s : s + step] = np.clip(tau, -1.0, 1.0)
+        out[s : s + step] = _tau_from_counts(*_pair_counts(sx, sy, pair), n, variant, xs, ys)
     return out
 
 
-def _kendall_rows(x: np.ndarray, y: np.ndarray, valid: np.ndarray, n: np.ndarray, variant: str) -> np.ndarray:
+def _pair_counts(
+    sx: np.ndarray, sy: np.ndarray, pair: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(concordant, discordant, human-only ties, metric-only ties, ties in both) per row."""
+    prod = np.where(pair, sx * sy, 0.0)
+    con = (prod > 0).sum(axis=1)
+    dis = (prod < 0).sum(axis=1)
+    xt, yt = pair & (sx == 0), pair & (sy == 0)
+    return con, dis, (xt & ~yt).sum(axis=1), (yt & ~xt).sum(axis=1), (xt & yt).sum(axis=1)
+
+
+def _tau_from_counts(
+    con: np.ndarray, dis: np.ndarray, xt_only: np.ndarray, yt_only: np.ndarray, both: np.ndarray,
+    n: np.ndarray, variant: str, xs: np.ndarray | None = None, ys: np.ndarray | None = None,
+) -> np.ndarray:
+    """The Kendall variant from the pair counts (formulas of mt-metrics-eval ``KendallVariants``)."""
+    tot = con + dis + xt_only + yt_only + both
+    xtie, ytie = xt_only + both, yt_only + both
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if variant == "b":
+            tau = (con - dis) / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+        elif variant == "c":
+            assert xs is not None and ys is not None
+            mc = np.minimum(_distinct_counts(xs, n), _distinct_counts(ys, n))
+            tau = 2 * (con - dis) / (n.astype(np.float64) ** 2 * (mc - 1) / mc)
+        elif variant == "23":
+            tau = (con + both - dis - xt_only - yt_only) / tot
+        else:  # acc23
+            tau = (con + both) / tot
+    if variant in ("b", "c"):
+        tau = np.where((xtie == tot) | (ytie == tot), np.nan, tau)
+    tau = np.where(tot > 0, tau, np.nan)
+    return np.clip(tau, -1.0, 1.0)
+
+
+def _kendall_large(x: np.ndarray, y: np.ndarray, variant: str, epsilon: float) -> float:
+    """A Kendall variant of two long vectors (no NaN), pairs counted in blocks of rows."""
+    n = x.size
+    counts = np.zeros(5, dtype=np.int64)
+    rows = max(1, _KENDALL_BLOCK // max(1, n))
+    for r0 in range(0, n - 1, rows):
+        r1 = min(n - 1, r0 + rows)
+        sx = np.sign(x[None, :] - x[r0:r1, None])
+        dy = y[None, :] - y[r0:r1, None]
+        sy = np.where(np.abs(dy) <= epsilon, 0.0, np.sign(dy))
+        pair = np.arange(n)[None, :] > np.arange(r0, r1)[:, None]
+        for c, v in enumerate(_pair_counts(sx.reshape(1, -1), sy.reshape(1, -1), pair.reshape(1, -1))):
+            counts[c] += int(v[0])
+    return float(_tau_from_counts(*(counts[c : c + 1] for c in range(5)), np.array([n]), variant)[0])
+
+
+def _kendall_rows(
+    x: np.ndarray, y: np.ndarray, valid: np.ndarray, n: np.ndarray, variant: str, epsilon: float = 0.0
+) -> np.ndarray:
     if x.shape[1] <= _KENDALL_VECTOR_MAX:
-        return _kendall_small(x, y, valid, variant)
+        return _kendall_small(x, y, valid, variant, epsilon)
     out = np.full(x.shape[0], np.nan)
     for g in range(x.shape[0]):
         if n[g] >= 2:
             v = valid[g]
-            out[g] = stats.kendalltau(x[g, v], y[g, v], variant=variant).statistic
+            if variant in ("b", "c") and epsilon == 0:
+                out[g] = stats.kendalltau(x[g, v], y[g, v], variant=variant).statistic
+            else:
+                out[g] = _kendall_large(x[g, v], y[g, v], variant, epsilon)
     return out
 
 
+def _check_kendall(method: str, variant: str, epsilon: float) -> float:
+    if variant not in KENDALL_VARIANTS:
+        raise InputError(f"unknown Kendall variant {variant!r}; choose one of {', '.join(KENDALL_VARIANTS)}",
+                         field="variant")
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise InputError(f"epsilon must be a number, got {epsilon!r}", field="epsilon") from None
+    if not eps >= 0 or np.isinf(eps):
+        raise InputError(f"epsilon must be a finite number >= 0, got {epsilon!r}", field="epsilon")
+    if eps > 0 and method != "kendall":
+        raise InputError(f"a tie threshold epsilon applies to Kendall only, not {method}", field="epsilon")
+    if eps > 0 and variant == "c":
+        raise InputError("tau-c is not defined with a tie threshold epsilon (as in mt-metrics-eval)", field="epsilon")
+    return eps
+
+
 def grouped_correlations(
-    x: np.ndarray, y: np.ndarray, method: str = "kendall", variant: str = "b"
+    x: np.ndarray, y: np.ndarray, method: str = "kendall", variant: str = "b", epsilon: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Correlation of every row of ``x`` with the same row of ``y`` (``NaN`` marks absent values,
-    in the same places in both).
+    """Correlation of every row of ``x`` (human) with the same row of ``y`` (metric) (``NaN`` marks
+    absent values, in the same places in both).
+
+    ``variant`` and ``epsilon`` apply to Kendall: see :func:`correlation`.
 
     Returns:
-        (values, counts): the correlation per row (``NaN`` for fewer than two points or a constant row)
-        and the number of points per row.
+        (values, counts): the correlation per row (``NaN`` for fewer than two points, or, except for
+        the ``23``/``acc23`` variants, a constant row) and the number of points per row.
     """
     if method not in METHODS:
         raise InputError(f"unknown correlation method {method!r}; choose one of {', '.join(METHODS)}", field="method")
-    if variant not in KENDALL_VARIANTS:
-        raise InputError(f"unknown Kendall variant {variant!r}; choose 'b' or 'c'", field="variant")
+    epsilon = _check_kendall(method, variant, epsilon)
     valid = ~np.isnan(x)
     n = valid.sum(axis=1)
     if x.shape[1] == 0:
@@ -244,8 +315,10 @@ def grouped_correlations(
     elif method == "spearman":
         vals = _spearman_rows(x, y, valid, n)
     else:
-        vals = _kendall_rows(x, y, valid, n, variant)
-    undefined = (n < 2) | _constant_rows(x, valid) | _constant_rows(y, valid)
+        vals = _kendall_rows(x, y, valid, n, variant, epsilon)
+    undefined = n < 2
+    if not (method == "kendall" and variant in ("23", "acc23")):  # tau_23 / acc_23 are defined on constants
+        undefined = undefined | _constant_rows(x, valid) | _constant_rows(y, valid)
     return np.where(undefined, np.nan, vals), n
 
 
@@ -260,7 +333,10 @@ def correlation(
     method: Method = "kendall",
     level: Level = "system",
     grouping: Grouping = "none",
-    variant: Literal["b", "c"] = "b",
+    variant: Literal["b", "c", "23", "acc23"] = "b",
+    *,
+    epsilon: float = 0.0,
+    average: Literal["macro", "micro"] = "macro",
 ) -> CorrelationResult:
     """Correlation between human and metric scores.
 
@@ -275,11 +351,21 @@ def correlation(
         grouping: at item level, "item" (within each item across systems, averaged over items),
             "system" (within each system across items, averaged over systems) or "none" (all cells
             pooled). Must be "none" at system level.
-        variant: Kendall variant, "b" (Kendall 1945) or "c" (Stuart 1953), as in ``scipy.stats.kendalltau``.
+        variant: Kendall variant, by mt-metrics-eval's ``KendallVariants`` names: "b" (Kendall 1945) or
+            "c" (Stuart 1953), as in ``scipy.stats.kendalltau``; "23" (tau_23 of Deutsch et al. 2023:
+            ``(con + both_tied - dis - human_only_tied - metric_only_tied) / pairs``) or "acc23"
+            (``(con + both_tied) / pairs``, pairwise accuracy with ties). tau_23 / acc_23 are
+            defined on constant vectors too.
+        epsilon: metric tie threshold for Kendall (>= 0, metric units): a metric pair with
+            ``|m_i - m_j| <= epsilon`` is a tie (mt-metrics-eval ``KendallVariants(epsilon=...)``);
+            human ties are exact equality. 0 (default) = only equal scores tie. Not with tau-c.
+        average: how group values are averaged: "macro" (unweighted mean over groups, default) or
+            "micro" (weighted by each group's number of points, mt-metrics-eval
+            ``AverageCorrelation(macro=False)``).
 
     Returns:
-        :class:`CorrelationResult`; ``value`` is the unweighted mean over groups with a defined
-        correlation, in [-1, 1], or ``NaN`` if there is none.
+        :class:`CorrelationResult`; ``value`` is the mean (``average``) over groups with a defined
+        correlation, in [-1, 1] ([0, 1] for acc23), or ``NaN`` if there is none.
 
     Raises:
         InputError: unknown option, mismatched shapes, non-numeric scores.
@@ -295,11 +381,18 @@ def correlation(
         h, m = system_means(h), system_means(m)
     elif h.ndim == 1 and grouping != "none":
         raise InputError(f"grouping={grouping!r} needs a 2-D systems x items array", field="grouping")
+    if average not in AVERAGES:
+        raise InputError(f"unknown average {average!r}; choose 'macro' or 'micro'", field="average")
     x, y = groups_matrix(h, m, grouping)
-    vals, counts = grouped_correlations(x, y, method, variant)
+    vals, counts = grouped_correlations(x, y, method, variant, epsilon)
     ok = ~np.isnan(vals)
     big = counts >= 2
-    value = float(np.mean(vals[ok])) if ok.any() else float("nan")
+    if not ok.any():
+        value = float("nan")
+    elif average == "micro":
+        value = float(np.sum(counts[ok] * vals[ok]) / np.sum(counts[ok]))
+    else:
+        value = float(np.mean(vals[ok]))
     return CorrelationResult(
         value=value,
         method=method,

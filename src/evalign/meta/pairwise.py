@@ -583,6 +583,40 @@ def _preference_pairs(
     return valid, p, np.abs(diff), code
 
 
+def preference_units(
+    human: object, metric: object, epsilon: float, ties: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-pair terms of preference accuracy at a fixed ``epsilon``, for resampling and permutation.
+
+    Args:
+        human: ``annotators x pairs`` preference codes (+1 A, -1 B, 0 tie, NaN none; merged by
+            majority vote as in :func:`pairwise_preference_accuracy`) or a 1-D vector of codes.
+        metric: ``2 x pairs``: row 0 = score of response A, row 1 = of response B (NaN = missing).
+        epsilon: metric tie threshold (>= 0).
+        ties: True for the accuracy with ties, False for the accuracy without ties (human ties do
+            not count; a metric tie on a human preference is wrong).
+
+    Returns:
+        ``(num, den)``, float vectors of length ``pairs`` with values 0 or 1: ``den`` = the pair counts,
+        ``num`` = it counts and the metric's call is right. The accuracy over any multiset of pairs
+        with multiplicities ``w`` is ``w @ num / (w @ den)``; on one pair it equals
+        :func:`pairwise_preference_accuracy` of that pair alone (``den = 0`` where that is NaN).
+    """
+    h = as_scores(human, "human_prefs")
+    m = as_scores(metric, "metric")
+    if m.ndim != 2 or m.shape[0] != 2:
+        raise InputError(f"metric must be 2 x pairs (scores of A and B), got shape {m.shape}", field="metric")
+    eps = _check_epsilon(epsilon)
+    valid, p, dist, code = _preference_pairs(h.T if h.ndim == 2 else h, m[0], m[1])
+    correct = np.where(dist <= eps, code == _HTIE, code == _CONC)
+    counts = np.ones(p.size, dtype=bool) if ties else p != 0
+    num = np.zeros(valid.shape)
+    den = np.zeros(valid.shape)
+    num[valid] = correct & counts
+    den[valid] = counts
+    return num, den
+
+
 def calibrate_preference_epsilon(human_prefs: object, score_a: object, score_b: object) -> EpsilonCalibration:
     """Tie calibration for A-vs-B preference data: the smallest epsilon maximising the accuracy with
     ties of :func:`pairwise_preference_accuracy`, and the accuracy-vs-epsilon curve (every candidate:

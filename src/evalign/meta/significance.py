@@ -14,24 +14,45 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
   the draws of :func:`scipy.stats.bootstrap` with ``paired=True`` and the same generator, so the
   percentile interval equals scipy's. Every metric bootstrapped with the same seed over the same items
   sees the same resamples. Resamples where the statistic is undefined (NaN) are left out and counted.
-* **Paired permutation test** (PERM-BOTH of Deutsch et al. 2021, as in mt-metrics-eval
-  ``stats.PermutationSigDiff``): for each item the two metrics' values are swapped with probability 1/2
-  and the difference of the statistic is recomputed. Because two metrics may live on different scales
-  (BLEU 0-100, ROUGE 0-1), each metric's values are first z-scored over all its cells, as
-  mt-metrics-eval does; correlations are invariant to this per-metric affine map, so the observed
-  statistic is unchanged while the swapped vectors mix comparable values. Statistics with a tie
-  threshold (pairwise accuracy, preference accuracy) are *decomposed per item / per pair*: each metric's
-  per-item agreement counts are computed once with that metric's own calibrated epsilon (held fixed),
-  and a swap exchanges those counts; no rescaling is needed. With ``grouping="item"`` a pair of systems
-  lies within one item, so a per-item swap is a swap of whole groups of pairs; for preference accuracy
-  each pair is its own unit. Pairwise accuracy pooled across items (``grouping`` ``none``/``system``)
-  with a different epsilon per metric cannot be swapped per item and raises
-  :class:`~evalign.errors.InputError`. The p-value is two-sided with the +1
-  correction: ``p = (1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``; when ``2**n_items <=
-  n_permutations`` every swap pattern is enumerated and ``p = #{|d_perm| >= |d_obs|} / 2**n_items``
-  (exact, equal to :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``).
-  mt-metrics-eval reports the one-sided ``#{d_perm >= d_obs} / k`` instead; the two-sided, +1-corrected
-  form never returns 0 and does not presume which metric is better.
+* **Paired permutation test**, two schemes (``scheme=``), following the permutation tests of
+  Deutsch et al. 2021:
+
+  - ``"item"`` (default; the input-level analogue, PERM-INPUTS in Deutsch et al.'s naming): for each
+    item (column) the two metrics' values are swapped with probability 1/2 *for all systems of that
+    item at once*. This is evalign's scheme; it is **not** mt-metrics-eval's.
+  - ``"cell"`` (PERM-BOTH, as mt-metrics-eval ``stats.PermutationSigDiff``): every (system, item) cell
+    is swapped independently with probability 1/2 and the statistic is recomputed on the swapped
+    arrays. For 1-D data (pairs, one value per item) the two schemes are the same.
+
+  Because two metrics may live on different scales (BLEU 0-100, ROUGE 0-1), each metric's values are
+  first z-scored over all its cells, as mt-metrics-eval does; correlations are invariant to this
+  per-metric affine map, so the observed statistic is unchanged while the swapped vectors mix
+  comparable values (a Kendall statistic with a fixed metric ``epsilon`` swaps raw values instead).
+  Statistics with a tie threshold (pairwise accuracy, preference accuracy) are *decomposed per item /
+  per pair* under the item scheme: each metric's per-item agreement counts are computed once with that
+  metric's own calibrated epsilon (held fixed), and a swap exchanges those counts; no rescaling is
+  needed (the cell scheme is refused for them: it would mix two metrics' thresholds). With
+  ``grouping="item"`` a pair of systems lies within one item, so a per-item swap is a swap of whole
+  groups of pairs; for preference accuracy each pair is its own unit. Pairwise accuracy pooled across
+  items (``grouping`` ``none``/``system``) with a different epsilon per metric cannot be swapped per
+  item and raises :class:`~evalign.errors.InputError`.
+
+  **p-value (both schemes): two-sided with the +1 correction**,
+  ``p = (1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``; when the swap patterns number at most
+  ``n_permutations`` (``2**n_items``, or ``2**n_cells`` for the cell scheme) every pattern is
+  enumerated and ``p = #{|d_perm| >= |d_obs|} / 2**n`` (exact, equal to
+  :func:`scipy.stats.permutation_test` with ``permutation_type="samples"``). mt-metrics-eval's
+  ``PermutationSigDiff`` reports instead the **one-sided** ``#{d_perm >= d_obs} / k`` (metric 2 better
+  than metric 1) **without** +1 correction, with early stopping; the two-sided, +1-corrected form never
+  returns 0 and does not presume which metric is better. ``alternative="greater"`` / ``"less"``
+  gives the one-sided ``(1 + #{d_perm >= d_obs}) / (n_permutations + 1)`` / ``<=`` (with +1; exact
+  enumeration without it), as :func:`scipy.stats.permutation_test`.
+* **Fast resampling of decomposable statistics**: a ``units`` statistic whose per-unit numerators and
+  denominators are small integers (preference accuracy at a fixed epsilon: 0/1 per pair) is
+  resampled and permuted as float32 matrix products over a matrix of draws built once per
+  ``(n, resamples or permutations, seed)`` (:func:`bootstrap_counts`, :func:`permutation_swaps`, the
+  same draws as above). All sums are integers below 2**24, hence exact, so the results are
+  bit-identical to recomputing the statistic per resample; other statistics take the direct path.
 * **Significance clusters** follow mt-metrics-eval ``tasks.AssignRanks`` (WMT metrics task): metrics
   are sorted by decreasing statistic; walking down the list, metric *i* opens a new cluster when any
   metric from the start of the current cluster up to *i-1* is significantly better than it
@@ -40,11 +61,12 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -56,6 +78,10 @@ UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 CORRELATIONS = ("kendall", "pearson", "spearman")
 KINDS = ("generic", "system", "units")
+#: permutation schemes: swap whole items (columns) or every (system, item) cell independently
+SCHEMES = ("item", "cell")
+#: permutation p-value alternatives (as scipy.stats.permutation_test)
+ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 @dataclass(frozen=True)
@@ -129,11 +155,13 @@ class PermutationResult:
     value_b: float
     #: observed difference value_a - value_b
     delta: float
-    #: two-sided p-value (with +1 correction unless ``exact``)
+    #: p-value of ``alternative`` (two-sided by default), with +1 correction unless ``exact``
     p_value: float
     n_permutations: int
     seed: int
     exact: bool = False
+    #: "two-sided" (default), "greater" (metric_a better) or "less"
+    alternative: str = "two-sided"
 
 
 @dataclass(frozen=True)
@@ -164,34 +192,50 @@ def _corr_value(human: np.ndarray, metric: np.ndarray, **kw: Any) -> float:
         return float(correlation(human, metric, **kw).value)
 
 
-def _correlation_statistic(method: str, level: str, grouping: str, variant: str | None) -> Statistic:
+def _correlation_statistic(
+    method: str, level: str, grouping: str, variant: str | None, epsilon: float | None = None,
+    average: str = "macro",
+) -> Statistic:
     opts: dict[str, Any] = {"method": method}
     if variant is not None:
         opts["variant"] = variant
+    if epsilon is not None and epsilon > 0:
+        opts["epsilon"] = float(epsilon)
+    if average != "macro":
+        opts["average"] = average
+    # a metric tie threshold is in metric units: swapped values must not be rescaled
+    standardize = "epsilon" not in opts
     if level == "system":
 
         def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
             return _corr_value(h, m, level="system", **opts)
 
-        return Statistic(method, "system", fn=fn_sys, params={"level": "system", **opts})
+        return Statistic(method, "system", fn=fn_sys, standardize=standardize, params={"level": "system", **opts})
     if grouping == "item":
+        micro = average == "micro"
+        group_opts = {k: v for k, v in opts.items() if k != "average"}
 
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # per item, the correlation across systems; undefined items are left out of the mean
+            # per item, the correlation across systems; undefined items are left out of the mean;
+            # micro averaging weights each item by its number of (human, metric) points
             from evalign.meta.correlation import correlation
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                vals = np.asarray(correlation(h, m, level="item", grouping="item", **opts).group_values, dtype=float)
+                vals = np.asarray(correlation(h, m, level="item", grouping="item", **group_opts).group_values,
+                                  dtype=float)
             ok = np.isfinite(vals)
-            return np.where(ok, vals, 0.0), ok.astype(float)
+            w = np.sum(~(np.isnan(h) | np.isnan(m)), axis=0).astype(float) if micro else np.ones(vals.size)
+            return np.where(ok, w * np.where(ok, vals, 0.0), 0.0), np.where(ok, w, 0.0)
 
-        return Statistic(method, "units", units=units, params={"level": "item", "grouping": "item", **opts})
+        return Statistic(method, "units", units=units, standardize=standardize,
+                         params={"level": "item", "grouping": "item", **opts})
 
     def fn_item(h: np.ndarray, m: np.ndarray) -> float:
         return _corr_value(h, m, level="item", grouping=grouping, **opts)
 
-    return Statistic(method, "generic", fn=fn_item, params={"level": "item", "grouping": grouping, **opts})
+    return Statistic(method, "generic", fn=fn_item, standardize=standardize,
+                     params={"level": "item", "grouping": grouping, **opts})
 
 
 def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
@@ -232,22 +276,15 @@ def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Sta
 
 
 def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
-    from evalign.meta.pairwise import pairwise_preference_accuracy
+    from evalign.meta.pairwise import pairwise_preference_accuracy, preference_units
 
-    attr = "accuracy_with_ties" if with_ties else "accuracy_without_ties"
     name = "preference_accuracy" if with_ties else "preference_accuracy_no_ties"
 
     def bound(eps: float) -> Statistic:
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            n = m.shape[-1]
-            num = np.zeros(n)
-            den = np.zeros(n)
-            for c in range(n):
-                r = pairwise_preference_accuracy(h[:, c : c + 1].T, m[0, c : c + 1], m[1, c : c + 1], epsilon=eps)
-                v = float(getattr(r, attr))
-                if math.isfinite(v):
-                    num[c], den[c] = v, 1.0
-            return num, den
+            # per pair: 1/0 = the metric's call is right/wrong, den 0 = the pair does not count
+            # (vectorised; equal to pairwise_preference_accuracy on each pair alone)
+            return _memo_units(("preference", eps, with_ties), h, m, lambda: preference_units(h, m, eps, with_ties))
 
         return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties})
 
@@ -263,6 +300,33 @@ def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
                      params={"epsilon": epsilon, "ties": with_ties})
 
 
+#: per-unit vectors of the last few (statistic, human, metric) inputs, keyed by content digests: a
+#: trust table asks for the same metric's vectors in its bootstrap and in each permutation test.
+_UNITS_MEMO_SIZE = 16
+_units_memo: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _digest(a: np.ndarray) -> tuple[Any, ...]:
+    a = np.ascontiguousarray(a)
+    return (a.shape, a.dtype.str, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
+
+
+def _memo_units(
+    key: tuple[Any, ...], h: np.ndarray, m: np.ndarray, compute: Callable[[], tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``compute()`` once per distinct (key, h, m) content; returns read-only arrays."""
+    full = (*key, _digest(np.asarray(h)), _digest(np.asarray(m)))
+    hit = _units_memo.get(full)
+    if hit is None:
+        num, den = compute()
+        num.setflags(write=False)
+        den.setflags(write=False)
+        if len(_units_memo) >= _UNITS_MEMO_SIZE:
+            _units_memo.pop(next(iter(_units_memo)))
+        hit = _units_memo[full] = (num, den)
+    return hit
+
+
 def make_statistic(
     name: str,
     *,
@@ -270,13 +334,18 @@ def make_statistic(
     grouping: str = "item",
     variant: str | None = None,
     epsilon: float | None = None,
+    average: str = "macro",
 ) -> Statistic:
     """A :class:`Statistic` by name.
 
     ``name``: ``kendall`` / ``pearson`` / ``spearman`` (``level`` ``system`` = over per-system mean
     scores; ``item`` = over items with ``grouping`` ``none`` (all cells), ``item`` (across systems
     within each item, then averaged) or ``system``; ``variant`` is passed to the correlation, e.g. a
-    Kendall variant), ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
+    Kendall variant; for ``kendall`` a positive ``epsilon`` is a fixed metric tie threshold in metric
+    units (then permutation swaps exchange raw values: both metrics must share a scale);
+    ``average`` ``macro`` / ``micro`` = unweighted / size-weighted mean over groups), ``tau_b`` /
+    ``tau_c`` / ``tau_23`` / ``acc_23`` (Kendall with that variant, mt-metrics-eval's names),
+    ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
     ``epsilon=None`` calibrates each metric's epsilon once on its full data), ``preference_accuracy``
     / ``preference_accuracy_no_ties`` (pair tables: human ``annotators x pairs`` codes +1/-1/0,
     metric ``2 x pairs``; with ties ``epsilon=None`` calibrates, without ties it means 0: human ties
@@ -287,7 +356,15 @@ def make_statistic(
     if grouping not in ("none", "item", "system"):
         raise InputError(f"unknown grouping '{grouping}' (use none, item or system)", field="grouping")
     if name in CORRELATIONS:
-        return _correlation_statistic(name, level, grouping, variant)
+        if epsilon is not None and name != "kendall" and epsilon > 0:
+            raise InputError(f"a tie threshold epsilon applies to Kendall only, not {name}", field="epsilon")
+        return _correlation_statistic(name, level, grouping, variant, epsilon, average)
+    if name in KENDALL_NAMES:
+        if variant is not None and variant != KENDALL_NAMES[name]:
+            raise InputError(f"statistic '{name}' is Kendall variant {KENDALL_NAMES[name]!r}, not {variant!r}",
+                             field="variant")
+        return replace(_correlation_statistic("kendall", level, grouping, KENDALL_NAMES[name], epsilon, average),
+                       name=name)
     if name == "pairwise_accuracy":
         return _pairwise_statistic(level, grouping, epsilon)
     if name in ("preference_accuracy", "preference_accuracy_no_ties"):
@@ -298,7 +375,10 @@ def make_statistic(
     )
 
 
-STATISTICS = (*CORRELATIONS, "pairwise_accuracy", "preference_accuracy", "preference_accuracy_no_ties")
+#: Kendall variants by mt-metrics-eval's ``KendallVariants`` names (see :func:`evalign.meta.correlation.correlation`)
+KENDALL_NAMES = {"tau_b": "b", "tau_c": "c", "tau_23": "23", "acc_23": "acc23"}
+STATISTICS = (*CORRELATIONS, *KENDALL_NAMES, "pairwise_accuracy", "preference_accuracy",
+              "preference_accuracy_no_ties")
 
 
 def _as_statistic(stat_fn: str | Statistic | StatFn, **options: Any) -> Statistic:
@@ -374,6 +454,126 @@ def _unit_values(stat: Statistic, human: np.ndarray, metric: np.ndarray, weights
         return (weights @ num) / (weights @ den)
 
 
+# --------------------------------------------------------------------------------------------
+# fast resampling of decomposable ("units") statistics
+#
+# A units statistic is sum(w * num) / sum(w * den) over items, w = an item's multiplicity in a
+# bootstrap resample (or 0/1 keep/swap masks in a permutation). When num and den are small integers
+# (0/1 correctness of pairs: preference accuracy at a fixed epsilon), every such sum is an integer and
+# is computed exactly in any order, also in float32 as long as it stays below 2**24. The weights are
+# then built once per (seed, n, resamples) as a float32 matrix (the same draws as the reference
+# path) and each statistic costs one matrix-vector product; the results are bit-identical to the
+# float64 products of the reference path. Non-integer units (per-item accuracies or correlations)
+# keep the reference path.
+
+#: largest float32 matrix of draws kept between calls (bytes); larger ones are rebuilt per call.
+_DRAW_CACHE_BYTES = 1 << 30
+#: rows of draws made at a time (keeps the int32 index chunk small)
+_DRAW_CHUNK_ELEMS = 4_000_000
+_draw_cache: dict[str, tuple[tuple[int, int, int], np.ndarray]] = {}
+
+
+def _exact_small_integers(*vectors: np.ndarray) -> bool:
+    """Whether the weighted sums of these vectors and of their differences are exact in float32 for
+    any 0/1 or count weights that sum to at most the vectors' length (all partial sums are integers
+    below 2**24)."""
+    for v in vectors:
+        if v.size and not (np.all(np.isfinite(v)) and np.all(v == np.round(v))):
+            return False
+        if 2 * v.size * (float(np.max(np.abs(v))) if v.size else 0.0) >= 2**24:
+            return False
+    return True
+
+
+def _cached(kind: str, key: tuple[int, int, int], build: Callable[[], np.ndarray]) -> np.ndarray:
+    hit = _draw_cache.get(kind)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    out = build()
+    out.setflags(write=False)  # shared between calls: read-only
+    if out.nbytes <= _DRAW_CACHE_BYTES:
+        _draw_cache[kind] = (key, out)
+    else:
+        _draw_cache.pop(kind, None)
+    return out
+
+
+def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Multiplicity of each item in each bootstrap resample, ``(n_resamples, n)`` float32.
+
+    Row ``b`` counts the draws of ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``
+    (the index draws of :func:`bootstrap_ci`), made in chunks of rows as int32 (the same stream).
+    Counts are at most ``n``; the rows sum to ``n``. The array is read-only (kept for the next call
+    with the same arguments when it is at most ``_DRAW_CACHE_BYTES``).
+    """
+    def build() -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        out = np.empty((n_resamples, n), dtype=np.float32)
+        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
+        for r0 in range(0, n_resamples, rows):
+            r1 = min(n_resamples, r0 + rows)
+            idx = rng.integers(0, n, (r1 - r0, n), dtype=np.int32)
+            for k, row in enumerate(idx, start=r0):
+                out[k] = np.bincount(row, minlength=n)
+        return out
+
+    return _cached("bootstrap", (n, n_resamples, seed), build)
+
+
+def permutation_swaps(n: int, n_permutations: int, seed: int) -> tuple[np.ndarray, bool]:
+    """The swap masks of :func:`paired_permutation_test` as a float32 ``(P, n)`` 0/1 matrix and
+    whether they are the exact enumeration (all ``2**n`` patterns, when ``2**n <= n_permutations``).
+    Otherwise row ``p`` is ``numpy.random.default_rng(seed).random((n_permutations, n))[p] < 0.5``."""
+    if n <= 20 and 2**n <= n_permutations:
+        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+        return masks.astype(np.float32), exact
+
+    def build() -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        out = np.empty((n_permutations, n), dtype=np.float32)
+        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
+        for r0 in range(0, n_permutations, rows):
+            r1 = min(n_permutations, r0 + rows)
+            out[r0:r1] = rng.random((r1 - r0, n)) < 0.5
+        return out
+
+    return _cached("permutation", (n, n_permutations, seed), build), False
+
+
+def _fast_bootstrap_units(num: np.ndarray, den: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """``(W @ num) / (W @ den)`` for the bootstrap count matrix W, exact (integer units only)."""
+    w = bootstrap_counts(num.size, n_resamples, seed)
+    sums = (w @ np.stack([num, den], axis=1).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, 0] / sums[:, 1]
+
+
+def _fast_permutation_units(
+    na: np.ndarray, da: np.ndarray, nb: np.ndarray, db: np.ndarray, n_permutations: int, seed: int
+) -> tuple[np.ndarray, bool]:
+    """Permutation deltas of two units statistics (integer units only), exact; and the exact flag.
+
+    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ (nb - na)``, b's ``sum(nb) - s @ (nb - na)``,
+    likewise for the denominators: integers, equal to the reference ``keep @ na + swap @ nb``."""
+    s, exact = permutation_swaps(na.size, n_permutations, seed)
+    diff = np.stack([nb - na, db - da], axis=1).astype(np.float32)
+    moved = (s @ diff).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = (na.sum() + moved[:, 0]) / (da.sum() + moved[:, 1])
+        pb = (nb.sum() - moved[:, 0]) / (db.sum() - moved[:, 1])
+    return pa - pb, exact
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> float:
+    """A units statistic on the full data (all weights 1), computed as the reference path does
+    (integer units: any order of summation is exact)."""
+    if _exact_small_integers(num, den):
+        return float(num.sum()) / float(den.sum()) if den.sum() else float("nan")
+    ones = np.ones((1, num.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(((ones @ num) / (ones @ den))[0])
+
+
 def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")
@@ -421,14 +621,23 @@ def bootstrap_ci(
     h, m = _as_arrays(human, metric)
     stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon).bind(h, m)
     n = _n_items(m)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, (n_resamples, n))
-    value = _observed(stat, h, m)
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
     if stat.kind == "units":
-        dist = _unit_values(stat, h, m, _counts(idx, n))
-    elif stat.kind == "system":
+        assert stat.units is not None
+        num, den = stat.units(h, m)
+        value = _ratio(num, den)
+        if _exact_small_integers(num, den):
+            dist = _fast_bootstrap_units(num, den, n_resamples, seed)
+        else:
+            idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                w = _counts(idx, n)
+                dist = (w @ num) / (w @ den)
+        return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
+    value = _observed(stat, h, m)
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    if stat.kind == "system":
         # resampled items are averaged per system before the statistic (BOOT-INPUTS)
         assert stat.fn is not None
         fn = stat.fn
@@ -503,18 +712,31 @@ def paired_permutation_test(
     variant: str | None = None,
     epsilon: float | None = None,
     stat_b: str | Statistic | StatFn | None = None,
+    scheme: str = "item",
+    alternative: str = "two-sided",
 ) -> PermutationResult:
     """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
 
-    Per item (column) the two metrics' values are swapped with probability 1/2 (see the module
-    doc for standardisation and fixed epsilons). Returns the two-sided p-value with the +1
-    correction, ``(1 + #{|d_perm| >= |d_obs|}) / (n_permutations + 1)``, or the exact p-value when
-    ``2**n_items <= n_permutations`` (all swap patterns enumerated). ``stat_b``: the statistic of
-    ``metric_b`` when its fixed parameters differ from ``metric_a``'s (e.g. each metric's own
-    pool-calibrated epsilon); by default ``stat_fn`` serves both.
+    ``scheme="item"`` (default, evalign's scheme, PERM-INPUTS): per item (column) the two metrics'
+    values are swapped for all systems at once with probability 1/2. ``scheme="cell"`` (PERM-BOTH,
+    mt-metrics-eval ``PermutationSigDiff``'s scheme): every (system, item) cell is swapped
+    independently. See the module doc for standardisation and fixed epsilons. Returns the
+    **two-sided** p-value **with the +1 correction**, ``(1 + #{|d_perm| >= |d_obs|}) /
+    (n_permutations + 1)``, or the exact p-value ``#{|d_perm| >= |d_obs|} / 2**n`` when the ``2**n``
+    swap patterns (n items, or n cells) number at most ``n_permutations`` (all enumerated). This
+    differs from mt-metrics-eval, which reports one-sided ``#{d_perm >= d_obs} / k`` without +1.
+    ``alternative="greater"`` (is metric_a better?) counts ``d_perm >= d_obs`` instead, ``"less"``
+    ``d_perm <= d_obs``, one-sided with the same +1 correction (as :func:`scipy.stats.permutation_test`).
+    ``stat_b``: the statistic of ``metric_b`` when its fixed parameters differ from ``metric_a``'s
+    (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both.
     """
     if n_permutations < 1:
         raise InputError(f"n_permutations must be at least 1, got {n_permutations}", field="n_permutations")
+    if scheme not in SCHEMES:
+        raise InputError(f"unknown permutation scheme '{scheme}' (use item or cell)", field="scheme")
+    if alternative not in ALTERNATIVES:
+        raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
+                         field="alternative")
     h, a = _as_arrays(human, metric_a)
     _, b = _as_arrays(human, metric_b)
     if a.shape != b.shape:
@@ -524,20 +746,27 @@ def paired_permutation_test(
                                                        epsilon=epsilon)
     sa, sb = stat.bind(h, a), other.bind(h, b)
     n = _n_items(a)
-    rng = np.random.default_rng(seed)
-    masks, exact = _swap_masks(n, n_permutations, rng)
-    va, vb = _observed(sa, h, a), _observed(sb, h, b)
-    delta = va - vb
+    if scheme == "cell" and a.ndim == 2:
+        return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed, alternative)
     if sa.kind == "units" and sb.kind == "units":
         assert sa.units is not None and sb.units is not None
         na, da = sa.units(h, a)
         nb, db = sb.units(h, b)
-        keep, swap = (~masks).astype(float), masks.astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
-            pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
-        deltas = pa - pb
+        va, vb = _ratio(na, da), _ratio(nb, db)
+        delta = va - vb
+        if _exact_small_integers(na, da, nb, db):
+            deltas, exact = _fast_permutation_units(na, da, nb, db, n_permutations, seed)
+        else:
+            masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+            keep, swap = (~masks).astype(float), masks.astype(float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
+                pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
+            deltas = pa - pb
     else:
+        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
+        va, vb = _observed(sa, h, a), _observed(sb, h, b)
+        delta = va - vb
         if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
             raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
         if sa.params.get("epsilon") != sb.params.get("epsilon"):
@@ -560,24 +789,69 @@ def paired_permutation_test(
                 xa = np.where(mk, zb, za)
                 xb = np.where(mk, za, zb)
                 deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
-    p_value = _p_value(delta, deltas, exact)
+    p_value = _p_value(delta, deltas, exact, alternative)
     return PermutationResult(
         value_a=float(va),
         value_b=float(vb),
         delta=float(delta),
         p_value=p_value,
-        n_permutations=int(masks.shape[0]),
+        n_permutations=int(deltas.shape[0]),
         seed=seed,
         exact=exact,
+        alternative=alternative,
     )
 
 
-def _p_value(delta: float, deltas: np.ndarray, exact: bool) -> float:
+def _cell_permutation_test(
+    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
+    n_permutations: int, seed: int, alternative: str = "two-sided",
+) -> PermutationResult:
+    """Cell-level swaps (PERM-BOTH, mt-metrics-eval ``PermutationSigDiff``): every (system, item) cell
+    of the two (z-scored) metrics is swapped independently with probability 1/2, and the statistic is
+    recomputed on the swapped arrays (no per-item decomposition)."""
+    if "epsilon" in sa.params and stat.name not in ("kendall", *KENDALL_NAMES):
+        raise InputError(f"statistic '{stat.name}' holds a tie threshold per metric: cell-level swaps would mix "
+                         "them; use scheme='item'", field="scheme")
+    if sa.params.get("epsilon") != sb.params.get("epsilon"):
+        raise InputError("cell-level swaps need the same epsilon for both metrics", field="scheme")
+    za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
+    cells = a.size
+    rng = np.random.default_rng(seed)
+    if cells <= 20 and 2**cells <= n_permutations:
+        flat = ((np.arange(2**cells)[:, None] >> np.arange(cells)[None, :]) & 1).astype(bool)
+        exact = True
+    else:
+        flat, exact = rng.random((n_permutations, cells)) < 0.5, False
+    masks = flat.reshape((flat.shape[0], *a.shape))
+    va, vb = _observed(sa, h, a), _observed(sb, h, b)
+    deltas = np.empty(masks.shape[0])
+    for p, mk in enumerate(masks):
+        xa, xb = np.where(mk, zb, za), np.where(mk, za, zb)
+        deltas[p] = _observed(sa, h, xa) - _observed(sb, h, xb)
+    delta = va - vb
+    return PermutationResult(
+        value_a=float(va),
+        value_b=float(vb),
+        delta=float(delta),
+        p_value=_p_value(delta, deltas, exact, alternative),
+        n_permutations=int(deltas.shape[0]),
+        seed=seed,
+        exact=exact,
+        alternative=alternative,
+    )
+
+
+def _p_value(delta: float, deltas: np.ndarray, exact: bool, alternative: str = "two-sided") -> float:
     if not math.isfinite(delta):
         return float("nan")
-    d = np.where(np.isfinite(deltas), np.abs(deltas), 0.0)
     tol = 1e-12 * max(1.0, abs(delta))
-    hits = int(np.sum(d >= abs(delta) - tol))
+    d = np.where(np.isfinite(deltas), deltas, 0.0)  # an undefined resample counts as no difference
+    if alternative == "greater":
+        hits = int(np.sum(d >= delta - tol))
+    elif alternative == "less":
+        hits = int(np.sum(d <= delta + tol))
+    else:
+        hits = int(np.sum(np.abs(d) >= abs(delta) - tol))
     if exact:
         return hits / len(deltas)
     return (1 + hits) / (len(deltas) + 1)
@@ -594,6 +868,7 @@ def compare_metrics(
     """The statistic of every metric and the paired permutation p-value of every pair of metrics
     (each pair tested with the same ``seed``). ``options`` as for :func:`make_statistic`."""
     names = tuple(metrics)
+    scheme = options.pop("scheme", "item")
     stat = _as_statistic(stat_fn, **options)
     h = np.asarray(human, dtype=float)
     values = []
@@ -603,7 +878,8 @@ def compare_metrics(
     k = len(names)
     pv = np.ones((k, k))
     for i, j in itertools.combinations(range(k), 2):
-        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed)
+        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed,
+                                    scheme=scheme)
         pv[i, j] = pv[j, i] = r.p_value
     return MetricComparison(stat.name, names, tuple(values), pv, n_permutations, seed)
 
@@ -660,15 +936,20 @@ def significance_clusters(
 
 
 __all__ = [
+    "ALTERNATIVES",
+    "KENDALL_NAMES",
+    "SCHEMES",
     "STATISTICS",
     "BootstrapResult",
     "MetricComparison",
     "PermutationResult",
     "Statistic",
     "bootstrap_ci",
+    "bootstrap_counts",
     "compare_metrics",
     "make_statistic",
     "paired_permutation_test",
+    "permutation_swaps",
     "significance_clusters",
 ]
 

@@ -1,4 +1,4 @@
-"""Lexical (string-overlap) metrics: ``bleu``, ``chrf``, ``rouge_l`` and ``exact_match``.
+"""Lexical (string-overlap) metrics: ``bleu``, ``chrf``, the ROUGE family and ``exact_match``.
 
 * ``bleu`` and ``chrf`` are sacrebleu's own implementations: sentence scores per item, corpus
   scores per system. Values are on sacrebleu's 0-100 scale. The n-gram statistics are counted in
@@ -8,6 +8,10 @@
   ``rouge_score.rouge_scorer.RougeScorer(["rougeL"], use_stemmer=...)`` (same tokenizer, same
   Porter-stemming rule, same arithmetic), but the longest common subsequence is computed by
   rapidfuzz's bit-parallel ``LCSseq`` instead of rouge-score's pure-Python table. Range 0-1.
+* ``rouge_1``, ``rouge_2`` (n-gram overlap) and ``rouge_lsum`` (summary-level LCS over the
+  newline-separated lines) are value for value identical to rouge-score's ``rouge1``, ``rouge2``
+  and ``rougeLsum``, with the tokenizer options, tokenization cache and multi-reference rule of
+  ``rouge_l``.
 * ``exact_match`` is SQuAD-style normalised exact match, 1.0 or 0.0.
 
 With several references an item's value is the best value over its references (the project
@@ -21,6 +25,7 @@ import itertools
 import re
 import string
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -340,20 +345,13 @@ def rouge_l_prf(
     return p, r, f
 
 
-@register_metric
-class RougeL(Metric):
-    """ROUGE-L F-measure (0-1), identical to rouge-score's ``rougeL``.
+class _Rouge(Metric):
+    """Shared part of the ROUGE metrics: tokenizer and stemmer options (as rouge-score's
+    ``RougeScorer``), and the multi-reference rule (the reference with the best F-measure, first
+    one on ties, as ``RougeScorer.score_multi``; extras ``precision`` and ``recall`` belong to it).
+    Subclasses give :meth:`score_pairs`."""
 
-    Options: ``tokenizer`` = ``"rouge"`` (rouge-score's tokenizer; drops non-ASCII text) or
-    ``"unicode"`` (see :func:`unicode_tokens`); ``use_stemmer``: Porter stemming of tokens
-    longer than 3 characters. Several references: the reference with the best F-measure (first
-    one on ties, as ``RougeScorer.score_multi``). Extras ``precision`` and ``recall`` belong to
-    that reference.
-    """
-
-    name: ClassVar[str] = "rouge_l"
     higher_is_better: ClassVar[bool] = True
-    description: ClassVar[str] = "ROUGE-L F-measure (rouge-score tokenizer or Unicode, fast LCS), 0-1"
     dists: ClassVar[tuple[str, ...]] = ("rouge-score", "nltk")
     column_options: ClassVar[tuple[str, ...]] = ("tok", "stem")
     defaults: ClassVar[dict[str, Any]] = {"tok": "rouge", "stem": False}
@@ -368,7 +366,7 @@ class RougeL(Metric):
     def __init__(self, tokenizer: str = "rouge", use_stemmer: bool = False) -> None:
         if tokenizer not in ROUGE_TOKENIZERS:
             known = ", ".join(sorted(ROUGE_TOKENIZERS))
-            raise EvalignError(f"rouge_l: unknown tokenizer '{tokenizer}' (known: {known})")
+            raise EvalignError(f"{self.name}: unknown tokenizer '{tokenizer}' (known: {known})")
         self.tokenizer = tokenizer
         self.use_stemmer = bool(use_stemmer)
         keep = _ROUGE_VALID_RE.match if tokenizer == "rouge" else bool
@@ -381,17 +379,14 @@ class RougeL(Metric):
         """The tokens this metric compares (after stemming, when on)."""
         return ROUGE_TOKENIZERS[self.tokenizer](text, self._stemmer)
 
+    def _encode(self, texts: Sequence[str]) -> tuple[list[Any], np.ndarray]:
+        return encode_token_sequences(texts, self.tokenize, self.max_char_vocab)
+
     def score_pairs(
         self, hyps: Sequence[str], refs: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Precision, recall and F-measure of each (hypothesis, reference) pair."""
-        if len(hyps) != len(refs):
-            raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-        n = len(hyps)
-        seqs, lengths = encode_token_sequences(
-            [str(h) for h in hyps] + [str(r) for r in refs], self.tokenize, self.max_char_vocab
-        )
-        return rouge_l_prf(lcs_lengths(seqs[n:], seqs[:n]), lengths[n:], lengths[:n])
+        raise NotImplementedError
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
         hyp, ref, owner = flatten_references(responses, references)
@@ -400,13 +395,228 @@ class RougeL(Metric):
         precision = np.full(n, np.nan)
         recall = np.full(n, np.nan)
         if hyp:
-            p, r, f = self.score_pairs(hyp, ref)
+            if len(hyp) != len(ref):
+                raise ValueError(f"{len(hyp)} hypotheses but {len(ref)} references")
+            p, r, f = self.score_pairs([str(h) for h in hyp], [str(x) for x in ref])
             best = argmax_by_owner(f, owner, n)
             has = best >= 0
             values[has] = f[best[has]]
             precision[has] = p[best[has]]
             recall[has] = r[best[has]]
         return MetricResult(values=values, extras={"precision": precision, "recall": recall})
+
+
+def _fmeasure(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """rouge-score's ``scoring.fmeasure``: 2PR/(P+R), 0 when P+R = 0 (same operation order)."""
+    f = np.zeros(len(p))
+    denom = p + r
+    np.divide(2 * p * r, denom, out=f, where=denom > 0)
+    return f
+
+
+@register_metric
+class RougeL(_Rouge):
+    """ROUGE-L F-measure (0-1), identical to rouge-score's ``rougeL``.
+
+    Options: ``tokenizer`` = ``"rouge"`` (rouge-score's tokenizer; drops non-ASCII text) or
+    ``"unicode"`` (see :func:`unicode_tokens`); ``use_stemmer``: Porter stemming of tokens
+    longer than 3 characters. Several references: the reference with the best F-measure (first
+    one on ties, as ``RougeScorer.score_multi``). Extras ``precision`` and ``recall`` belong to
+    that reference.
+    """
+
+    name: ClassVar[str] = "rouge_l"
+    description: ClassVar[str] = "ROUGE-L F-measure (rouge-score tokenizer or Unicode, fast LCS), 0-1"
+
+    def score_pairs(
+        self, hyps: Sequence[str], refs: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Precision, recall and F-measure of each (hypothesis, reference) pair."""
+        if len(hyps) != len(refs):
+            raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+        n = len(hyps)
+        seqs, lengths = self._encode([str(h) for h in hyps] + [str(r) for r in refs])
+        return rouge_l_prf(lcs_lengths(seqs[n:], seqs[:n]), lengths[n:], lengths[:n])
+
+
+def _ngram_counts(seq: Any, n: int) -> Counter[Any]:
+    """n-gram counts of an encoded token sequence (a string, one character per token: an n-gram
+    is a substring; or a list of ints: an n-gram is a tuple)."""
+    if isinstance(seq, str):
+        return Counter(seq) if n == 1 else Counter(seq[i : i + n] for i in range(len(seq) - n + 1))
+    return Counter(tuple(seq[i : i + n]) for i in range(len(seq) - n + 1))
+
+
+class _RougeN(_Rouge):
+    """ROUGE-N F-measure (0-1), identical to rouge-score's ``rouge<N>``: clipped n-gram overlap,
+    P = overlap / max(hypothesis n-grams, 1), R = overlap / max(reference n-grams, 1)."""
+
+    n: ClassVar[int] = 1
+
+    def score_pairs(
+        self, hyps: Sequence[str], refs: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Precision, recall and F-measure of each (hypothesis, reference) pair."""
+        if len(hyps) != len(refs):
+            raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+        k = len(hyps)
+        seqs, _ = self._encode([*hyps, *refs])
+        memo: dict[Any, Counter[Any]] = {}
+
+        def counts(seq: Any) -> Counter[Any]:
+            key = seq if isinstance(seq, str) else tuple(seq)
+            c = memo.get(key)
+            if c is None:
+                c = memo[key] = _ngram_counts(seq, self.n)
+            return c
+
+        overlap = np.empty(k)
+        n_hyp = np.empty(k)
+        n_ref = np.empty(k)
+        for i in range(k):
+            ch, cr = counts(seqs[i]), counts(seqs[k + i])
+            small, big = (ch, cr) if len(ch) < len(cr) else (cr, ch)
+            overlap[i] = sum(min(v, big[g]) for g, v in small.items() if g in big)
+            n_hyp[i] = max(len(seqs[i]) - self.n + 1, 0)
+            n_ref[i] = max(len(seqs[k + i]) - self.n + 1, 0)
+        p = overlap / np.maximum(n_hyp, 1)
+        r = overlap / np.maximum(n_ref, 1)
+        return p, r, _fmeasure(p, r)
+
+
+@register_metric
+class Rouge1(_RougeN):
+    """ROUGE-1 F-measure (unigram overlap), 0-1, identical to rouge-score's ``rouge1``; options and
+    multi-reference rule as ``rouge_l``."""
+
+    name: ClassVar[str] = "rouge_1"
+    description: ClassVar[str] = "ROUGE-1 F-measure (unigram overlap, rouge-score identical), 0-1"
+    n: ClassVar[int] = 1
+
+
+@register_metric
+class Rouge2(_RougeN):
+    """ROUGE-2 F-measure (bigram overlap), 0-1, identical to rouge-score's ``rouge2``; options and
+    multi-reference rule as ``rouge_l``."""
+
+    name: ClassVar[str] = "rouge_2"
+    description: ClassVar[str] = "ROUGE-2 F-measure (bigram overlap, rouge-score identical), 0-1"
+    n: ClassVar[int] = 2
+
+
+def _lcs_indices(ref: Any, can: Any) -> list[int]:
+    """Indices into ``ref`` of the longest common subsequence that rouge-score's ``lcs_ind``
+    returns: its dynamic-programming table ``t`` and its backtracking rule (take a match; else step
+    left when ``t[i][j-1] > t[i-1][j]``, otherwise up), so ties between several longest subsequences
+    are broken the same way.
+
+    The table is not built cell by cell: row ``i`` is kept as one bit-vector ``V_i`` of the
+    bit-parallel LCS recurrence (Allison & Dix 1986; Hyyro 2004), ``U = V & match(ref[i])``,
+    ``V = (V + U) | (V - U)``, in which ``t[i][j]`` is the number of zero bits among the lowest ``j``
+    bits of ``V_i``. The backtrack reads the cells it needs from these rows.
+    """
+    cols = len(can)
+    if not ref or not cols:
+        return []
+    full = (1 << cols) - 1
+    match: dict[Any, int] = {}
+    for j, tok in enumerate(can):
+        match[tok] = match.get(tok, 0) | (1 << j)
+    rows = [full]
+    v = full
+    get = match.get
+    for tok in ref:
+        u = v & get(tok, 0)
+        v = ((v + u) | (v - u)) & full
+        rows.append(v)
+    i, j = len(ref), cols
+    left = cols - v.bit_count()  # t[i][j]: LCS length still to collect
+    out: list[int] = []
+    while left and i > 0 and j > 0:
+        if ref[i - 1] == can[j - 1]:
+            out.append(i - 1)
+            i -= 1
+            j -= 1
+            left -= 1
+        elif (j - 1 - (rows[i] & ((1 << (j - 1)) - 1)).bit_count()
+              > j - (rows[i - 1] & ((1 << j) - 1)).bit_count()):  # t[i][j-1] > t[i-1][j]
+            j -= 1
+        else:
+            i -= 1
+    out.reverse()
+    return out
+
+
+def split_lines(text: str) -> list[str]:
+    """rouge-score's sentence split for ROUGE-Lsum (``split_summaries=False``): the text split on
+    ``"\n"``, empty strings dropped (a line of spaces is kept, as a sentence without tokens)."""
+    return [x for x in text.split("\n") if len(x)]
+
+
+@register_metric
+class RougeLsum(_Rouge):
+    """ROUGE-Lsum F-measure (summary-level LCS, Lin 2004 sec. 3.2), 0-1, identical to rouge-score's
+    ``rougeLsum``: sentences are the newline-separated lines (:func:`split_lines`); for each
+    reference sentence the union of its LCS with every hypothesis sentence counts, each token at
+    most as often as it occurs on both sides (ROUGE 1.5.5). Options and multi-reference rule as
+    ``rouge_l``. Each distinct line is tokenized once and each distinct (reference line,
+    hypothesis line) LCS is computed once."""
+
+    name: ClassVar[str] = "rouge_lsum"
+    description: ClassVar[str] = "ROUGE-Lsum F-measure (summary-level LCS over lines, rouge-score identical), 0-1"
+
+    def score_pairs(
+        self, hyps: Sequence[str], refs: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Precision, recall and F-measure of each (hypothesis, reference) pair."""
+        if len(hyps) != len(refs):
+            raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+        k = len(hyps)
+        lines = {t: split_lines(t) for t in dict.fromkeys([*hyps, *refs])}
+        all_lines = list(dict.fromkeys(itertools.chain.from_iterable(lines.values())))
+        seqs, _ = self._encode(all_lines)
+        enc = {line: (s if isinstance(s, str) else tuple(s)) for line, s in zip(all_lines, seqs, strict=True)}
+        memo: dict[tuple[Any, Any], list[int]] = {}
+        p = np.zeros(k)
+        r = np.zeros(k)
+        for i in range(k):
+            hits, m, n = self._hits([enc[x] for x in lines[refs[i]]], [enc[x] for x in lines[hyps[i]]], memo)
+            if hits >= 0:
+                r[i] = hits / m
+                p[i] = hits / n
+        return p, r, _fmeasure(p, r)
+
+    @staticmethod
+    def _hits(ref_sents: list[Any], can_sents: list[Any], memo: dict[tuple[Any, Any], list[int]]) -> tuple[int, int, int]:
+        """(hits, reference tokens, hypothesis tokens) of rouge-score's ``_summary_level_lcs``;
+        hits = -1 where it returns 0 (a side without sentences or without tokens)."""
+        if not ref_sents or not can_sents:
+            return -1, 0, 0
+        m = sum(map(len, ref_sents))
+        n = sum(map(len, can_sents))
+        if not n or not m:
+            return -1, m, n
+        cnt_r: Counter[Any] = Counter()
+        cnt_c: Counter[Any] = Counter()
+        for s in ref_sents:
+            cnt_r.update(s)
+        for s in can_sents:
+            cnt_c.update(s)
+        hits = 0
+        for ref in ref_sents:
+            union: set[int] = set()
+            for can in can_sents:
+                key = (ref, can)
+                idx = memo.get(key)
+                if idx is None:
+                    idx = memo[key] = _lcs_indices(ref, can)
+                union.update(idx)
+            for t in (ref[j] for j in sorted(union)):
+                if cnt_c[t] > 0 and cnt_r[t] > 0:
+                    hits += 1
+                    cnt_c[t] -= 1
+                    cnt_r[t] -= 1
+        return hits, m, n
 
 
 # --- exact match ------------------------------------------------------------------------------
