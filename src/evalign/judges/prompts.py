@@ -2,7 +2,8 @@
 
 Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version``, ``mode``, ``source``,
 ``system`` (system prompt, may be empty), ``format_hint`` (the answer format, used when re-asking) and
-two prompt texts, ``with_reference`` and ``without_reference``. Placeholders are ``{instruction}``,
+two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
+that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
 (relative); any other brace text (e.g. a JSON example) is left as it is. Substitution is one pass, so
 a response that contains ``{rubric}`` is never expanded.
@@ -57,12 +58,21 @@ class Template:
     source: str
     system: str
     format_hint: str
-    with_reference: str
+    with_reference: str | None
     without_reference: str
+
+    @property
+    def has_reference(self) -> bool:
+        """True when the template has a variant with the reference answer."""
+        return self.with_reference is not None
 
     def text(self, reference: bool) -> str:
         """The user prompt text with or without the reference answer."""
-        return self.with_reference if reference else self.without_reference
+        if reference:
+            if self.with_reference is None:
+                raise EvalignError(f"template '{self.name}' has no reference variant (use it without reference)")
+            return self.with_reference
+        return self.without_reference
 
     def hash(self, reference: bool) -> str:
         """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint."""
@@ -107,6 +117,8 @@ def load_template(spec: str | Path) -> Template:
         if key not in data:
             raise InputError("missing field", file=str(path), field=key)
     for key in ("with_reference", "without_reference", "system", "format_hint", "source"):
+        if key == "with_reference" and data[key] is None:
+            continue
         if key in data and not isinstance(data[key], str):
             raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)
     return Template(
