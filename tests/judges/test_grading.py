@@ -98,7 +98,7 @@ def test_relative_template_is_prometheus2() -> None:
     t = load_template("prometheus_relative")
     text = t.text(True)
     assert "###Response A:\n{response_A}\n\n###Response B:\n{response_B}\n\n###Reference Answer:\n" in text
-    assert '[RESULT] (A or B)"' in text and text.endswith("###Score Rubric:\n{rubric}\n\n###Feedback: ")
+    assert '[RESULT] (Either "A" or "B")"' in text and text.endswith("###Score Rubric:\n{rubric}\n\n###Feedback: ")
     tie = load_template("prometheus_relative_tie").text(False)
     assert '[RESULT] (A, B or TIE)"' in tie
 
@@ -171,7 +171,7 @@ def test_rubric_from_cell() -> None:
 
 def test_registry_and_defaults() -> None:
     names = {c.name for c in list_judges()}
-    assert names == {"prometheus_absolute", "prometheus_relative", "geval", "criteria"}
+    assert names == {"prometheus_absolute", "prometheus_relative", "prometheus_ranking", "geval", "criteria"}
     j = get_judge("absolute")
     assert j.sampling == {"temperature": 1.0, "top_p": 0.9, "max_tokens": 1024, "repetition_penalty": 1.03}
     assert j.column == "prometheus_absolute[helpfulness]"
@@ -223,12 +223,12 @@ def test_numeric_columns_samples() -> None:
 def test_relative_aggregation_maps_swapped_order_back() -> None:
     j = get_judge("pairwise")
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("[RESULT] B", "relative")})
-    assert res[""] == 1.0 and res["verdict"] == "A" and res["consistent"] is True  # B in B/A order is A
+    assert res["code"] == 1.0 and res[""] == "A" and res["consistent"] is True  # B in B/A order is A
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("[RESULT] A", "relative")})
-    assert res[""] == 0.0 and res["verdict"] == "tie" and res["consistent"] is False
+    assert res["code"] == 0.0 and res[""] == "tie" and res["consistent"] is False
     assert (res["ab"], res["ba"]) == ("A", "B")
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("junk", "relative")})
-    assert res["status"] == "unscored" and res["reason"] == "no_score"
+    assert res["status"] == "unscored" and res["reason"] == "no_score" and res[""] == "unparseable"
 
 
 def test_logprob_weighted_score_by_hand() -> None:

@@ -47,6 +47,7 @@ from typing import Any, ClassVar, TypeVar
 from evalign.errors import EvalignError
 from evalign.judges.parsing import CRITERIA, ParseResult, parse_grade, unscored
 from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template
+from evalign.registry import Registry
 from evalign.signature import Signature, make_signature
 
 #: the status values of ``J.status``
@@ -271,7 +272,6 @@ class Judge(ABC):
 
 # --- registry ---------------------------------------------------------------------------------
 
-_JUDGES: dict[str, type[Judge]] = {}
 #: mode names (as used by the CLI's --mode) -> judge names
 MODE_ALIASES: dict[str, str] = {
     "absolute": "prometheus_absolute",
@@ -283,22 +283,21 @@ MODE_ALIASES: dict[str, str] = {
     "ranking": "prometheus_ranking",
 }
 
+#: the judge registry (plugins from the ``evalign.judges`` entry points; modes are aliases)
+JUDGES: Registry[type[Judge]] = Registry("judge or mode", entry_point_group="evalign.judges", aliases=MODE_ALIASES)
+
 J = TypeVar("J", bound=type[Judge])
 
 
 def register_judge(cls: J) -> J:
     """Class decorator: make a judge available by its ``name``."""
-    _JUDGES[cls.name] = cls
+    JUDGES.add(cls.name, cls)
     return cls
 
 
 def judge_class(name: str) -> type[Judge]:
     """The judge class registered as ``name`` or a mode alias (``absolute``, ``pairwise`` ...)."""
-    key = MODE_ALIASES.get(name, name)
-    if key not in _JUDGES:
-        known = ", ".join(sorted(set(_JUDGES) | set(MODE_ALIASES)))
-        raise EvalignError(f"unknown judge or mode '{name}' (known: {known})")
-    return _JUDGES[key]
+    return JUDGES.get(name)
 
 
 def get_judge(name: str, **options: Any) -> Judge:
@@ -311,8 +310,8 @@ def get_judge(name: str, **options: Any) -> Judge:
 
 
 def list_judges() -> list[type[Judge]]:
-    """All registered judge classes, sorted by name."""
-    return [_JUDGES[k] for k in sorted(_JUDGES)]
+    """All registered judge classes (built-in and plugins), sorted by name."""
+    return [cls for _, cls in JUDGES.items()]
 
 
 # --- shared aggregation -------------------------------------------------------------------------
@@ -812,7 +811,7 @@ class PrometheusRanking(_SingleJudge):
 
 def judge_names() -> list[str]:
     """Registered judge names."""
-    return sorted(_JUDGES)
+    return JUDGES.names()
 
 
 __all__ = [

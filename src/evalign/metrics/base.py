@@ -9,7 +9,6 @@ reproducibility :class:`~evalign.signature.Signature`. Metrics register themselv
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from evalign.errors import EvalignError
+from evalign.registry import Registry
 from evalign.signature import Signature
 
 
@@ -108,29 +108,22 @@ BUILTIN_METRIC_MODULES: dict[str, str] = {
     "bartscore": "evalign.metrics.learned",
 }
 
-_REGISTRY: dict[str, type[Metric]] = {}
+#: the metric registry (built-ins imported lazily; plugins from the ``evalign.metrics`` entry points)
+METRICS: Registry[type[Metric]] = Registry("metric", builtin_modules=BUILTIN_METRIC_MODULES,
+                                           entry_point_group="evalign.metrics")
 
 M = TypeVar("M", bound=type[Metric])
 
 
 def register_metric(cls: M) -> M:
     """Class decorator: make a metric available by its ``name``."""
-    _REGISTRY[cls.name] = cls
+    METRICS.add(cls.name, cls)
     return cls
-
-
-def _load(name: str) -> type[Metric]:
-    if name not in _REGISTRY and name in BUILTIN_METRIC_MODULES:
-        importlib.import_module(BUILTIN_METRIC_MODULES[name])
-    if name not in _REGISTRY:
-        known = ", ".join(sorted(set(_REGISTRY) | set(BUILTIN_METRIC_MODULES)))
-        raise EvalignError(f"unknown metric '{name}' (known: {known})")
-    return _REGISTRY[name]
 
 
 def get_metric(name: str, **options: Any) -> Metric:
     """An instance of metric ``name`` with ``options`` (e.g. ``get_metric("semscore", model=...)``)."""
-    cls = _load(name)
+    cls = METRICS.get(name)
     try:
         return cls(**options)
     except TypeError as e:
@@ -139,17 +132,12 @@ def get_metric(name: str, **options: Any) -> Metric:
 
 def metric_class(name: str) -> type[Metric]:
     """The class registered as ``name``."""
-    return _load(name)
+    return METRICS.get(name)
 
 
 def list_metrics() -> list[type[Metric]]:
-    """All known metric classes (built-in and registered), sorted by name."""
-    for name in BUILTIN_METRIC_MODULES:
-        try:
-            _load(name)
-        except ImportError:  # optional dependency missing
-            continue
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    """All known metric classes (built-in and plugins), sorted by name."""
+    return [cls for _, cls in METRICS.items()]
 
 
 # --- helpers shared by metrics -----------------------------------------------------------------
