@@ -101,7 +101,8 @@ def test_registry_and_identity_without_key(monkeypatch: pytest.MonkeyPatch) -> N
     assert list_backends() == ["hf", "openai"]
     b = make_backend("openai", base_url="http://127.0.0.1:9/v1/", model="m", api_key_env=KEY_ENV)
     assert isinstance(b, OpenAICompatibleBackend)
-    assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat"}
+    assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat",
+                            "system_prompt": "role"}
     assert SECRET not in repr(b) and SECRET not in json.dumps(b.identity()) and SECRET not in str(vars(b))
     with pytest.raises(EvalignError, match="unknown judge backend .nope."):
         make_backend("nope")

@@ -267,8 +267,15 @@ def _make_call(judge: Judge, plan: _Plan, row: int, sample: int, order: str) -> 
     return c
 
 
-def plan(table: pd.DataFrame, judge: Judge, identity: Mapping[str, Any], skip_self: bool | Sequence[str]) -> _Plan:
-    """Check the table and build the first call of every (row, sample, order)."""
+def plan(
+    table: pd.DataFrame,
+    judge: Judge,
+    identity: Mapping[str, Any],
+    skip_self: bool | Sequence[str],
+    model: str | None = None,
+) -> _Plan:
+    """Check the table and build the first call of every (row, sample, order). ``model``: the judge
+    model's name (for ``skip_self``)."""
     if judge.pairwise:
         missing = [c for c in PAIR_REQUIRED if c not in table.columns]
         if missing:
@@ -279,7 +286,7 @@ def plan(table: pd.DataFrame, judge: Judge, identity: Mapping[str, Any], skip_se
                          field="response")
     reference = decide_reference(judge, table)
     rubrics = row_rubrics(judge, table)
-    skipped = self_judged(judge, table, skip_patterns(skip_self, identity.get("model")))
+    skipped = self_judged(judge, table, skip_patterns(skip_self, model or identity.get("model")))
     p = _Plan(dict(identity), reference, rubrics, skipped, table.to_dict("records"), [])
     for i, rec in enumerate(p.records):
         if skipped[i]:
@@ -465,7 +472,7 @@ async def arun_judge(
     identity = backend.identity()
     if human is not None and human not in table.columns:
         raise InputError("no such human rating column", file=_source(table), field=human)
-    p = plan(table, judge, identity, skip_self)
+    p = plan(table, judge, identity, skip_self, getattr(backend, "display_model", None) or identity.get("model"))
     progress = _Progress(on_progress)
     log_fh: IO[str] | None = None
     if partial_path is not None:

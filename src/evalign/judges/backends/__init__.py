@@ -36,12 +36,11 @@ from evalign.judges.backends.registry import (
     make_backend,
     register_backend,
 )
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage
+from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
 
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.judges.backends.openai",
     "HFLocalBackend": "evalign.judges.backends.hf",
-    "fold_system": "evalign.judges.backends.hf",
     "fallback_format": "evalign.judges.backends.hf",
     "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
     "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",

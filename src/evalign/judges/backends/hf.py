@@ -12,7 +12,7 @@ from typing import Any
 from evalign.errors import BackendError, ModelLoadError
 from evalign.judges.backends.base import Backend, BackendRequestError, OnDone
 from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage
+from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
 
 # --------------------------------------------------------------------------------------------
 # Local Hugging Face backend
@@ -21,23 +21,6 @@ from evalign.judges.backends.types import Choice, Generation, GenerationRequest,
 #: ``"### {Role}:\n{content}\n\n"`` (Role capitalised) and the prompt ends with ``"### Assistant:\n"``.
 FALLBACK_ROLE_FORMAT = "### {role}:\n{content}\n\n"
 FALLBACK_GENERATION_PROMPT = "### Assistant:\n"
-
-
-def fold_system(messages: Sequence[Message]) -> list[Message]:
-    """Merge system messages into the first user turn (for chat templates without a system role).
-
-    The system text comes first, separated from the user text by a blank line; with no user turn
-    the system text becomes one.
-    """
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-    rest = [dict(m) for m in messages if m["role"] != "system"]
-    if not system:
-        return rest
-    for m in rest:
-        if m["role"] == "user":
-            m["content"] = f"{system}\n\n{m['content']}"
-            return rest
-    return [{"role": "user", "content": system}, *rest]
 
 
 def fallback_format(messages: Sequence[Message]) -> str:
@@ -110,19 +93,28 @@ class HFLocalBackend(Backend):
                 raise ModelLoadError(f"the tokenizer of {self.model_path!r} has neither a pad nor an eos token")
             tok.pad_token = tok.eos_token
         self._system_mode: str | None = None  # "native" | "fold" | None (not yet probed)
+        self._content_id: str | None = None
+        #: the model's name for --skip-self (the folder name)
+        self.display_model = self.model_path.rstrip("/").rsplit("/", 1)[-1]
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HFLocalBackend(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype!r})"
 
     def identity(self) -> dict[str, Any]:
-        """``{"kind": "hf", "model", "dtype", "chat_template"}`` (template hashed; the device is left out)."""
+        """``{"kind": "hf", "model", "dtype", "chat_template"}``: ``model`` is the content hash of the
+        model's files (weights sampled, configs and tokenizer whole; :func:`evalign.metrics._models.model_identity`,
+        as the model metrics use), so changed weights at the same path never reuse cached grades and the
+        same model at another path does; the template is hashed; the device is left out."""
+        from evalign.metrics._models import model_identity
         from evalign.signature import stable_hash
 
         template = getattr(self.tokenizer, "chat_template", None)
+        if self._content_id is None:
+            self._content_id = model_identity(self.model_path)
         return {
             "kind": self.kind,
-            "model": self.model_path,
+            "model": f"hf:{self._content_id}",
             "dtype": self.dtype,
             "chat_template": stable_hash(template) if template else "fallback",
         }

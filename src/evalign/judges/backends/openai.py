@@ -17,10 +17,17 @@ import random
 import sys
 from typing import Any, Literal
 
-from evalign.judges._http import FATAL_STATUSES, RetryPolicy, is_retryable_status, parse_retry_after, redact
+from evalign.judges._http import (
+    FATAL_STATUSES,
+    RetryPolicy,
+    is_retryable_status,
+    parse_retry_after,
+    redact,
+    snippet,
+)
 from evalign.judges.backends.base import Backend, BackendRequestError
 from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage
+from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage, fold_system
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,13 @@ class OpenAICompatibleBackend(Backend):
       no ``Authorization`` header when it is unset or empty — fine for local servers).
     * ``endpoint``: ``"chat"`` (``/chat/completions``) or ``"completions"`` (``/completions``).
     * ``concurrency``: requests in flight at most. ``timeout``: seconds per attempt (whole request).
+    * ``connect_timeout``: seconds to establish a connection (default 10; a dead host fails fast).
+    * ``deadline``: seconds for all requests of this backend together, from its first request
+      (None = no limit); past it every request fails with a fatal error (the run stops, finished
+      calls stay cached).
+    * ``system_prompt``: ``"role"`` (send a ``system`` message) or ``"fold"`` (prepend the system
+      text to the first user turn, as prometheus-eval's README does for served Prometheus models; for
+      chat templates without a system role). Part of :meth:`identity`.
     * ``max_retries``, ``backoff_base``, ``backoff_max``, ``retry_after_max``: see
       :class:`evalign.judges._http.RetryPolicy`.
     * ``extra_body``: extra JSON fields merged into every request body (part of :meth:`identity`).
@@ -73,6 +87,9 @@ class OpenAICompatibleBackend(Backend):
         concurrency: int = 8,
         max_retries: int = 6,
         timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        deadline: float | None = None,
+        system_prompt: Literal["role", "fold"] = "role",
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         retry_after_max: float = 120.0,
@@ -88,6 +105,12 @@ class OpenAICompatibleBackend(Backend):
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if connect_timeout <= 0:
+            raise ValueError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
+        if deadline is not None and deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+        if system_prompt not in ("role", "fold"):
+            raise ValueError(f"system_prompt must be 'role' or 'fold', got {system_prompt!r}")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
@@ -96,6 +119,10 @@ class OpenAICompatibleBackend(Backend):
         self.endpoint = endpoint
         self.concurrency = concurrency
         self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.deadline = None if deadline is None else float(deadline)
+        self.system_prompt = system_prompt
+        self._deadline_at: float | None = None
         self.policy = RetryPolicy(
             max_retries=max_retries,
             backoff_base=backoff_base,
@@ -129,7 +156,8 @@ class OpenAICompatibleBackend(Backend):
     def identity(self) -> dict[str, Any]:
         """``{"kind": "openai", "base_url", "model", "endpoint"}`` plus ``extra_body`` when set (never the key)."""
         ident: dict[str, Any] = {
-            "kind": self.kind, "base_url": self.base_url, "model": self.model, "endpoint": self.endpoint
+            "kind": self.kind, "base_url": self.base_url, "model": self.model, "endpoint": self.endpoint,
+            "system_prompt": self.system_prompt,
         }
         if self.extra_body:
             ident["extra_body"] = self.extra_body
@@ -140,9 +168,8 @@ class OpenAICompatibleBackend(Backend):
         """The JSON body for ``req`` (``n`` / ``seed`` override the request's)."""
         body: dict[str, Any] = {"model": self.model}
         if self.endpoint == "chat":
-            body["messages"] = (
-                req.messages if req.messages is not None else [{"role": "user", "content": req.prompt or ""}]
-            )
+            messages = req.messages if req.messages is not None else [{"role": "user", "content": req.prompt or ""}]
+            body["messages"] = fold_system(messages) if self.system_prompt == "fold" else messages
         else:
             if req.prompt is None:
                 raise ValueError(
@@ -205,7 +232,8 @@ class OpenAICompatibleBackend(Backend):
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop or self._client.is_closed:
             limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), limits=limits)
+            timeout = httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
+            self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
             self._sem = asyncio.Semaphore(self.concurrency)
             self._loop = loop
             self._pause_until = 0.0
@@ -229,31 +257,45 @@ class OpenAICompatibleBackend(Backend):
     async def _attempt(self, client: Any, body: dict[str, Any], headers: dict[str, str], key: str | None) -> dict:
         import httpx
 
+        limit = self.timeout
+        if self._deadline_at is not None:
+            limit = max(0.001, min(limit, self._deadline_at - asyncio.get_running_loop().time()))
         try:
-            resp = await _within(client.post(self.url, json=body, headers=headers), self.timeout)
+            resp = await _within(client.post(self.url, json=body, headers=headers), limit)
+        except httpx.ConnectTimeout as exc:
+            raise _Retry(f"cannot connect (no connection within {self.connect_timeout:g} s)") from exc
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
-            raise _Retry(f"timed out after {self.timeout:g} s") from exc
+            raise _Retry(f"timed out after {limit:g} s without an answer") from exc
         except httpx.ConnectError as exc:
             raise _Retry(f"cannot connect ({type(exc).__name__}: {redact(str(exc), key)})") from exc
         except httpx.RequestError as exc:  # dropped connection, truncated body, bad encoding ...
             raise _Retry(f"connection failed ({type(exc).__name__}: {redact(str(exc), key)})") from exc
         status = resp.status_code
+        text = _body_text(resp)
         if status != 200:
-            snippet = redact(resp.text[:300].strip(), key)
+            shown = snippet(text, key)
             if is_retryable_status(status):
-                raise _Retry(
-                    f"HTTP {status}: {snippet}", parse_retry_after(resp.headers.get("retry-after")), status
-                )
+                raise _Retry(f"HTTP {status}: {shown}", parse_retry_after(resp.headers.get("retry-after")), status)
             hint = " (check the API key and its variable)" if status in (401, 403) else ""
+            if status == 400 and "system" in text.lower() and self.system_prompt == "role":
+                hint = " (the server may not accept a system message: try --system-prompt fold)"
             raise BackendRequestError(
-                f"POST {self.url}: HTTP {status}{hint}: {snippet}", status=status, fatal=status in FATAL_STATUSES
+                f"POST {self.url}: HTTP {status}{hint}: {shown}", status=status, fatal=status in FATAL_STATUSES
             )
+        ctype = resp.headers.get("content-type", "")
         try:
-            data = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _Retry(f"malformed JSON body ({len(resp.content)} bytes)") from exc
+            data = json.loads(text)
+        except (json.JSONDecodeError, ValueError) as exc:
+            first = snippet(text, key, 200)
+            if "html" in ctype.lower() or first.lstrip().startswith("<"):
+                raise BackendRequestError(
+                    f"POST {self.url}: HTTP 200 with a web page ({ctype or 'no content type'}), not the API's JSON "
+                    f"(is --base-url the API root, e.g. http://host:8000/v1?); body starts: {first!r}",
+                    status=status, fatal=True,
+                ) from exc
+            raise _Retry(f"HTTP 200 but the body is not JSON ({len(resp.content)} bytes); body starts: {first!r}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise _Retry("response JSON has no 'choices'")
+            raise _Retry(f"HTTP 200 but the JSON has no 'choices'; body starts: {snippet(text, key, 200)!r}")
         return data
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -264,11 +306,14 @@ class OpenAICompatibleBackend(Backend):
         """
         client, _ = self._ensure_client()
         loop = asyncio.get_running_loop()
+        if self.deadline is not None and self._deadline_at is None:
+            self._deadline_at = loop.time() + self.deadline
         retry = 0
         while True:
             pause = self._pause_until - loop.time()
             if pause > 0:
                 await asyncio.sleep(pause)
+            self._check_deadline(loop)
             headers, key = self._headers()
             try:
                 return await self._attempt(client, body, headers, key), retry
@@ -290,7 +335,17 @@ class OpenAICompatibleBackend(Backend):
             log.info("retrying %s in %.2f s (retry %d/%d): %s", self.url, wait, retry + 1,
                      self.policy.max_retries, last.reason)
             retry += 1
+            if self._deadline_at is not None:
+                wait = min(wait, max(0.0, self._deadline_at - loop.time()))
             await asyncio.sleep(wait)
+
+    def _check_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._deadline_at is not None and loop.time() >= self._deadline_at:
+            raise BackendRequestError(
+                f"POST {self.url}: the deadline of {self.deadline:g} s for all requests has passed "
+                "(--deadline); finished calls are cached, run the same command again to go on",
+                fatal=True,
+            )
 
     async def generate(self, req: GenerationRequest) -> Generation:
         """Send ``req``; retry on transient failures; raise :class:`BackendError` when it fails for good.
@@ -332,6 +387,14 @@ class OpenAICompatibleBackend(Backend):
         self._count(usage, retries)
         raw = raws[0] if len(raws) == 1 else {"responses": raws}
         return Generation.from_choices(choices, usage, retries=retries, raw=raw)
+
+
+def _body_text(resp: Any) -> str:
+    """The response body as text (undecodable bytes replaced)."""
+    try:
+        return str(resp.text)
+    except (UnicodeDecodeError, LookupError):
+        return resp.content.decode("utf-8", errors="replace")
 
 
 async def _within(coro: Any, seconds: float) -> Any:

@@ -183,3 +183,20 @@ class Generation:
             retries=int(data.get("retries", 0)),
             raw=data.get("raw") or {},
         )
+
+
+def fold_system(messages: Sequence[Message]) -> list[Message]:
+    """Merge system messages into the first user turn (for chat templates without a system role).
+
+    The system text comes first, separated from the user text by a blank line; with no user turn
+    the system text becomes one.
+    """
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if not system:
+        return rest
+    for m in rest:
+        if m["role"] == "user":
+            m["content"] = f"{system}\n\n{m['content']}"
+            return rest
+    return [{"role": "user", "content": system}, *rest]
