@@ -3,6 +3,25 @@
 Every call is cached as soon as it returns, so an interrupted run resumes by running the same command
 again; ``OUT.partial.jsonl`` logs finished calls while the run goes on and the final table is written
 atomically at the end (with ``OUT``'s summary beside it as ``OUT.summary.json``).
+
+Output columns (``J`` = the judge's column, ``--name`` or e.g. ``prometheus_absolute[helpfulness]``):
+``J`` is the score (item judges; direction in the summary's ``higher_is_better``, False for G-Eval) or
+the verdict ``A`` / ``B`` / ``tie`` / ``unparseable`` (pair judges); ``J.status`` (scored / unscored /
+skipped), ``J.reason``, ``J.feedback``, ``J.error`` (the backend's message), plus per mode ``J.method``
+(G-Eval), ``J.code`` (+1 A, -1 B, 0 tie), ``J.naturalness`` / ``J.relatedness`` / ``J.correctness``,
+``J.score_a`` / ``J.score_b`` / ``J.rounds`` (ranking).
+
+Prometheus' ranking protocol on preference data (grade A and B with the absolute prompt, re-grade
+ties at temperature 1.0 up to ``--max-rounds``), with the papers' criteria::
+
+    # HHH alignment (bundled): each subset's rubric of the Prometheus HHH benchmark
+    evalign judge --dataset hhh --mode absolute --ranking --rubric-column task --rubric-map hhh \
+        --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o hhh_ranking.jsonl
+    # MT-Bench human judgments (LLMBar's processed subset, read from $EVALIGN_DATA_DIR/llmbar)
+    evalign judge --dataset llmbar:Processed/MT-Bench --mode absolute --ranking --rubric human_preference \
+        --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o mtbench_ranking.jsonl
+
+The column ``J`` of the output holds the verdicts, read into preference accuracy like a relative judge's.
 """
 
 from __future__ import annotations
@@ -40,9 +59,12 @@ def register(app: typer.Typer) -> None:
         ranking: bool = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
                                      "independently, re-grade ties (Prometheus' ranking protocol)."),
         max_rounds: int = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called."),
-        dataset: str = typer.Option(None, "--dataset", help="A bundled dataset instead of FILE (e.g. pandalm)."),
+        dataset: str = typer.Option(None, "--dataset", help="A dataset instead of FILE (e.g. pandalm; NAME:SUBSET "
+                                    "for one subset, e.g. llmbar:Processed/MT-Bench)."),
         rubric: str = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file."),
-        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row."),
+        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row (JSON or a rubric name)."),
+        rubric_map: list[str] = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
+                                             "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics)."),
         template: str = typer.Option(None, "--template", help="Built-in template name or a template file."),
         backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend."),
         system_prompt: str = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
@@ -144,7 +166,8 @@ def register(app: typer.Typer) -> None:
         if cls.uses_rubric:
             opts["rubric"] = rubric
             opts["rubric_column"] = rubric_column
-        elif rubric or rubric_column:
+            opts["rubric_map"] = list(rubric_map) if rubric_map else None
+        elif rubric or rubric_column or rubric_map:
             raise CliError(f"--mode {mode} does not use a rubric")
         if cls.name == "prometheus_relative":
             opts["tie"] = tie
@@ -225,7 +248,8 @@ def _load_table(
     if dataset is not None:
         from evalign.datasets import load_dataset
 
-        ds = load_dataset(dataset)
+        name, _, subset = dataset.partition(":")
+        ds = load_dataset(name, subsets=[subset]) if subset else load_dataset(name)
         table = ds.pairs if pairwise else ds.items
         if table is None:
             kind = "pair table" if pairwise else "item table"

@@ -46,9 +46,9 @@ from typing import Any, ClassVar, TypeVar
 
 from evalign.errors import EvalignError
 from evalign.judges.parsing import CRITERIA, ParseResult, parse_grade, unscored
-from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template
+from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template, resolve_rubric_map
 from evalign.registry import Registry
-from evalign.signature import Signature, make_signature
+from evalign.signature import Signature, make_signature, stable_hash
 
 #: the status values of ``J.status``
 STATUSES = ("scored", "unscored", "skipped")
@@ -112,7 +112,9 @@ class Judge(ABC):
 
     * ``template``: template name or file (default per judge).
     * ``rubric``: rubric name, file, mapping or :class:`Rubric` (judges with ``uses_rubric``).
-    * ``rubric_column``: a column holding a rubric per row (dict or JSON string), used instead.
+    * ``rubric_column``: a column holding a rubric per row (dict, JSON string or rubric name), used instead.
+    * ``rubric_map``: maps the rubric column's values to rubric names (``"hhh"``, a mapping, or
+      ``VALUE=RUBRIC`` strings; see :func:`evalign.judges.prompts.resolve_rubric_map`).
     * ``reference``: True (use the reference answer; a row without one is an error), False
       (reference-free template), or None = True when every row has a reference, else False.
     * ``samples``: grades drawn per item (the sample index is part of the cache key; with a
@@ -142,6 +144,7 @@ class Judge(ABC):
         template: str | Template | None = None,
         rubric: str | Mapping[str, Any] | Rubric | None = None,
         rubric_column: str | None = None,
+        rubric_map: Any = None,
         reference: bool | None = None,
         samples: int = 1,
         reask: int = 0,
@@ -165,6 +168,9 @@ class Judge(ABC):
                 raise EvalignError(f"judge '{self.name}' does not use a rubric")
             self.rubric = None
         self.rubric_column = rubric_column
+        self.rubric_map = resolve_rubric_map(rubric_map)
+        if self.rubric_map and rubric_column is None:
+            raise EvalignError("rubric_map (--rubric-map) needs rubric_column (--rubric-column)")
         self.reference = reference
         self.samples = samples
         self.reask = reask
@@ -191,7 +197,12 @@ class Judge(ABC):
         """Everything besides the backend that determines the grades."""
         opts: dict[str, Any] = {"mode": self.mode, "template": self.template.tag(reference)}
         if self.uses_rubric:
-            opts["rubric"] = f"column:{self.rubric_column}" if self.rubric_column else self.rubric.tag()  # type: ignore[union-attr]
+            if self.rubric_column:
+                opts["rubric"] = f"column:{self.rubric_column}"
+                if self.rubric_map:
+                    opts["rubric_map"] = stable_hash(self.rubric_map)[:8]
+            else:
+                opts["rubric"] = self.rubric.tag()  # type: ignore[union-attr]
         opts["reference"] = reference
         opts.update(self.sampling)
         opts["samples"] = self.samples

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -247,8 +247,46 @@ def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
     return rubric_from_mapping(_read_mapping(builtin), name=str(spec), file=str(builtin))
 
 
-def rubric_from_cell(value: Any, *, file: str, line: int, field: str) -> Rubric:
-    """A rubric from a table cell: a mapping or a JSON string."""
+#: built-in maps from a table column's values to rubric names (``--rubric-map hhh``): the HHH
+#: subsets to the rubrics of the Prometheus HHH-alignment benchmark prompts
+RUBRIC_MAPS: dict[str, dict[str, str]] = {
+    "hhh": {"helpful": "hhh_helpfulness", "harmless": "hhh_harmlessness", "honest": "hhh_honesty",
+            "other": "hhh_overall"},
+}
+
+
+def resolve_rubric_map(spec: str | Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    """A value -> rubric-name map: a built-in map name (``"hhh"``), a mapping, or ``VALUE=RUBRIC``
+    strings (a built-in map name among them adds that map)."""
+    if spec is None:
+        return {}
+    if isinstance(spec, Mapping):
+        return {str(k): str(v) for k, v in spec.items()}
+    items = [spec] if isinstance(spec, str) else list(spec)
+    out: dict[str, str] = {}
+    for item in items:
+        if item in RUBRIC_MAPS:
+            out.update(RUBRIC_MAPS[item])
+        elif "=" in item:
+            k, v = item.split("=", 1)
+            out[k.strip()] = v.strip()
+        else:
+            raise EvalignError(f"--rubric-map takes VALUE=RUBRIC or a built-in map ({', '.join(RUBRIC_MAPS)}), "
+                               f"got {item!r}")
+    return out
+
+
+def rubric_from_cell(
+    value: Any, *, file: str, line: int, field: str, names: Mapping[str, str] | None = None
+) -> Rubric:
+    """A rubric from a table cell: a mapping, a JSON string, or a rubric name (a key of ``names``
+    mapped to a rubric name, or a built-in rubric name)."""
+    if isinstance(value, str) and not value.lstrip().startswith("{"):
+        name = (names or {}).get(value, value)
+        if name in list_rubrics() or Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
+            return load_rubric(name)
+        raise InputError(f"'{value}' is neither a rubric (a JSON object) nor a rubric name (built-in: "
+                         f"{', '.join(list_rubrics())}; or map it with --rubric-map)", file=file, line=line, field=field)
     if isinstance(value, str):
         try:
             value = json.loads(value)

@@ -184,7 +184,8 @@ def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
     if col not in table.columns:
         raise InputError("no such rubric column", file=_source(table), field=col)
     return [
-        rubric_from_cell(v, file=_source(table), line=i + 1, field=col) for i, v in enumerate(table[col].tolist())
+        rubric_from_cell(v, file=_source(table), line=i + 1, field=col, names=judge.rubric_map)
+        for i, v in enumerate(table[col].tolist())
     ]
 
 
