@@ -91,7 +91,7 @@ def test_gibberish_summary_counts_unscored_by_reason(llama_server, tmp_path: Pat
     s = json.loads(res.stdout)
     assert s["unscored"] == 4 and sum(s["unscored_by_reason"].values()) == 4
     assert set(s["unscored_by_reason"]) <= {"truncated", "invalid_json", "empty"}
-    assert "reference:no" in s["signature"] and "template:criteria@1-noref#" in s["signature"]
+    assert "reference:no" in s["signature"] and "template:criteria@2-noref#" in s["signature"]
 
 
 @pytest.mark.server

@@ -247,3 +247,49 @@ def test_skip_self_takes_glob_patterns(tmp_path: Path) -> None:
     t = run.table
     assert t[f"{run.column}.status"].tolist() == ["skipped", "skipped", "scored", "skipped"]
     assert t[f"{run.column}.reason"][0] == "self_evaluation" and len(be.calls) == 1
+
+
+# --- the ranking protocol on the real llama.cpp server (random weights) ----------------------------------
+
+
+@pytest.mark.server
+def test_ranking_protocol_on_the_server(llama_server, fault_proxy, tmp_path: Path) -> None:
+    """Random weights with a grammar that forces a grade 1-2: ties are frequent, so rounds are used;
+    no pair goes past --max-rounds; ties and verdicts are counted; a rerun makes no call."""
+    from fault_proxy import Forward  # noqa: F401  (the proxy counts requests)
+
+    from evalign.judges.backends import make_backend
+
+    grammar = 'root ::= "Feedback: " [a-z ]{3,12} " [RESULT] " [1-2]'
+    rows = [{"id": str(i), "instruction": f"Pick a fruit ({i}).", "system_a": "x", "system_b": "y",
+             "response_a": f"Apple {i}.", "response_b": f"Pear {'and plum ' * i}."} for i in range(6)]
+    table = read_pairs(pd.DataFrame(rows))
+    cache = Cache(tmp_path / "c.sqlite")
+
+    def run_once() -> Any:
+        judge = get_judge("ranking", grammar=grammar, max_rounds=3, seed=7, max_tokens=48, reference=False)
+        backend = make_backend("openai", base_url=fault_proxy.base_url, model=llama_server.model, concurrency=2)
+        return run_judge(table, judge, backend, cache=cache)
+
+    run = run_once()
+    t, col = run.table, run.column
+    posts = [s for s in fault_proxy.seen if s.path.endswith("/chat/completions")]
+    rounds = t[f"{col}.rounds"].tolist()
+    assert len(posts) == 2 * sum(rounds)  # two calls per round
+    assert max(rounds) <= 3 and min(rounds) >= 1
+    assert sorted({s.body["seed"] for s in posts}) == list(range(7, 7 + max(rounds)))
+    assert {s.body["temperature"] for s in posts} == {1.0}
+    for _, row in t.iterrows():  # a decided pair stops; a tie only after the last round
+        a, b = row[f"{col}.score_a"], row[f"{col}.score_b"]
+        if row[col] in ("A", "B"):
+            assert (a > b) == (row[col] == "A") and a != b
+        elif row[col] == "tie":
+            assert a == b and row[f"{col}.rounds"] == 3
+    s = run.summary
+    assert sum(s.distribution.values()) == 6 and s.rounds == {str(k): v for k, v in sorted(
+        pd.Series(rounds).value_counts().items())}
+    assert sum(rounds) > 6  # rounds were used (grades 1-2 tie often)
+    fault_proxy.reset()
+    again = run_once()
+    assert [x for x in fault_proxy.seen if x.path.endswith("/chat/completions")] == []
+    assert again.table[col].tolist() == t[col].tolist()
