@@ -104,7 +104,7 @@ def test_registry_and_identity_without_key(monkeypatch: pytest.MonkeyPatch) -> N
     assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat",
                             "system_prompt": "role"}
     assert SECRET not in repr(b) and SECRET not in json.dumps(b.identity()) and SECRET not in str(vars(b))
-    with pytest.raises(EvalignError, match="unknown judge backend .nope."):
+    with pytest.raises(EvalignError, match=r"unknown judge backend .nope."):
         make_backend("nope")
     with pytest.raises(ValueError, match="endpoint"):
         OpenAICompatibleBackend("http://x/v1", "m", endpoint="embeddings")  # type: ignore[arg-type]
