@@ -17,6 +17,7 @@ Actions (what to do with one request):
 * :class:`Drop` — close the connection without answering.
 * :class:`Truncate` — forward, but send only half of the response body, then close.
 * :class:`Malformed` — answer 200 with a body that is not JSON.
+* :class:`Rewrite` — forward, then answer with a function of the response JSON.
 
 The schedule is a function ``(Seen) -> Action``; :func:`by_attempt` builds one from a table
 "marker -> actions for attempts 0, 1, 2 ..." (later attempts are forwarded).
@@ -72,7 +73,22 @@ class Malformed:
     """Answer 200 with a body that is not JSON."""
 
 
-Action = Forward | Status | Hang | Drop | Truncate | Malformed
+@dataclass(frozen=True)
+class Rewrite:
+    """Forward, then answer with ``fn(response JSON)`` (e.g. a server that returns no logprobs)."""
+
+    fn: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def strip_logprobs(data: dict[str, Any]) -> dict[str, Any]:
+    """The response without any ``logprobs`` (as servers that do not support them answer)."""
+    for c in data.get("choices") or []:
+        if isinstance(c, dict):
+            c.pop("logprobs", None)
+    return data
+
+
+Action = Forward | Status | Hang | Drop | Truncate | Malformed | Rewrite
 
 
 @dataclass
@@ -272,6 +288,8 @@ class FaultProxy:
             await _write(writer, 200, b'{"choices": [{"message": {"content": "cut', {})
             return True
         status, payload, ctype = await self._forward(method, path, headers, raw, body)
+        if isinstance(action, Rewrite) and status == 200:
+            payload = json.dumps(action.fn(json.loads(payload))).encode()
         if isinstance(action, Truncate):
             head = _head(status, len(payload), {"Content-Type": ctype})
             writer.write(head + payload[: len(payload) // 2])

@@ -14,7 +14,7 @@ import time
 import pytest
 from fault_proxy import Drop, FaultProxy, Forward, Hang, Malformed, Seen, Status, Truncate, by_attempt
 
-from evalign.errors import BackendError
+from evalign.errors import BackendError, EvalignError
 from evalign.judges._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
 from evalign.judges.backends import (
     Choice,
@@ -101,9 +101,10 @@ def test_registry_and_identity_without_key(monkeypatch: pytest.MonkeyPatch) -> N
     assert list_backends() == ["hf", "openai"]
     b = make_backend("openai", base_url="http://127.0.0.1:9/v1/", model="m", api_key_env=KEY_ENV)
     assert isinstance(b, OpenAICompatibleBackend)
-    assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat"}
+    assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat",
+                            "system_prompt": "role"}
     assert SECRET not in repr(b) and SECRET not in json.dumps(b.identity()) and SECRET not in str(vars(b))
-    with pytest.raises(ValueError, match="unknown judge backend 'nope'"):
+    with pytest.raises(EvalignError, match=r"unknown judge backend .nope."):
         make_backend("nope")
     with pytest.raises(ValueError, match="endpoint"):
         OpenAICompatibleBackend("http://x/v1", "m", endpoint="embeddings")  # type: ignore[arg-type]

@@ -98,7 +98,7 @@ def test_relative_template_is_prometheus2() -> None:
     t = load_template("prometheus_relative")
     text = t.text(True)
     assert "###Response A:\n{response_A}\n\n###Response B:\n{response_B}\n\n###Reference Answer:\n" in text
-    assert '[RESULT] (A or B)"' in text and text.endswith("###Score Rubric:\n{rubric}\n\n###Feedback: ")
+    assert '[RESULT] (Either "A" or "B")"' in text and text.endswith("###Score Rubric:\n{rubric}\n\n###Feedback: ")
     tie = load_template("prometheus_relative_tie").text(False)
     assert '[RESULT] (A, B or TIE)"' in tie
 
@@ -171,7 +171,7 @@ def test_rubric_from_cell() -> None:
 
 def test_registry_and_defaults() -> None:
     names = {c.name for c in list_judges()}
-    assert names == {"prometheus_absolute", "prometheus_relative", "geval", "criteria"}
+    assert names == {"prometheus_absolute", "prometheus_relative", "prometheus_ranking", "geval", "criteria"}
     j = get_judge("absolute")
     assert j.sampling == {"temperature": 1.0, "top_p": 0.9, "max_tokens": 1024, "repetition_penalty": 1.03}
     assert j.column == "prometheus_absolute[helpfulness]"
@@ -223,12 +223,12 @@ def test_numeric_columns_samples() -> None:
 def test_relative_aggregation_maps_swapped_order_back() -> None:
     j = get_judge("pairwise")
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("[RESULT] B", "relative")})
-    assert res[""] == 1.0 and res["verdict"] == "A" and res["consistent"] is True  # B in B/A order is A
+    assert res["code"] == 1.0 and res[""] == "A" and res["consistent"] is True  # B in B/A order is A
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("[RESULT] A", "relative")})
-    assert res[""] == 0.0 and res["verdict"] == "tie" and res["consistent"] is False
+    assert res["code"] == 0.0 and res[""] == "tie" and res["consistent"] is False
     assert (res["ab"], res["ba"]) == ("A", "B")
     res = j.aggregate({(0, "ab"): parse_grade("[RESULT] A", "relative"), (0, "ba"): parse_grade("junk", "relative")})
-    assert res["status"] == "unscored" and res["reason"] == "no_score"
+    assert res["status"] == "unscored" and res["reason"] == "no_score" and res[""] == "unparseable"
 
 
 def test_logprob_weighted_score_by_hand() -> None:
@@ -254,12 +254,14 @@ def test_geval_logprobs_on_server(llama_server, tmp_path: Path) -> None:
         "input": [""] * 4, "reference": [None] * 4, "response": ["A line.", "Two words", "x" * 40, "1 2 3 4"],
     })  # fmt: skip
     # a grammar makes the tiny model answer " n" (the score token follows a space token variant)
-    judge = get_judge("geval", grammar='root ::= " "? [1-4]', temperature=0.0)
+    # min_mass 0: the weighting itself (random weights put little mass on the digits)
+    judge = get_judge("geval", grammar='root ::= " "? [1-4]', temperature=0.0, min_mass=0.0)
     assert isinstance(judge, GEval)
     backend = make_backend("openai", base_url=llama_server.base_url, model=llama_server.model, concurrency=2)
     cache = Cache(tmp_path / "c.sqlite")
     run = run_judge(table, judge, backend, cache=cache)
     col = judge.column
+    masses: dict[int, float] = {}
     assert run.summary["scored"] == 4 and (run.table[f"{col}.method"] == "logprobs").all()
     for i in range(4):
         key = run.calls[i]["key"]
@@ -274,4 +276,39 @@ def test_geval_logprobs_on_server(llama_server, tmp_path: Path) -> None:
         row = run.table.iloc[run.calls[i]["row"]]
         assert 1.0 <= row[col] <= 4.0
         assert row[col] == pytest.approx(expected, abs=1e-12)
+        masses[run.calls[i]["row"]] = sum(probs.values())
     assert run.summary["higher_is_better"] is False
+    assert run.summary.methods == {"logprobs": 4} and "method:logprobs|" in run.summary.signature
+    # the default minimum mass 0.5: a row is scored exactly when its digits' probability reaches it
+    strict = run_judge(table, get_judge("geval", grammar='root ::= " "? [1-4]', temperature=0.0), backend,
+                       cache=cache)
+    for i in range(4):
+        status, reason = strict.table.loc[i, f"{col}.status"], strict.table.loc[i, f"{col}.reason"]
+        assert (status, reason) == (("scored", None) if masses[i] >= 0.5 else ("unscored", "low_mass"))
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("fallback", ["samples", "error"])
+def test_geval_server_without_logprobs_falls_back_or_errors(llama_server, fault_proxy, tmp_path: Path,
+                                                           fallback: str) -> None:
+    """A server that returns no logprobs: G-Eval reads the sampled score (method ``samples``, counted
+    and in the signature) or leaves the row unscored ``no_logprobs``, as asked."""
+    from fault_proxy import Rewrite, strip_logprobs
+
+    from evalign.judges.backends import make_backend
+
+    fault_proxy.reset(lambda seen: Rewrite(strip_logprobs))
+    table = pd.DataFrame({"id": ["0", "1", "2"], "system": ["s"] * 3, "instruction": ["Say a.", "Say b.", "Say c."],
+                          "response": ["a", "b", "c"]})
+    judge = get_judge("geval", grammar='root ::= [1-4]', temperature=0.0, fallback=fallback)
+    backend = make_backend("openai", base_url=fault_proxy.base_url, model=llama_server.model, concurrency=2)
+    run = run_judge(table, judge, backend, cache=Cache(tmp_path / "c.sqlite"))
+    assert all(s.body["logprobs"] is True for s in fault_proxy.seen if s.body)  # asked for, not given
+    t = run.table
+    if fallback == "samples":
+        assert (t["geval.method"] == "samples").all() and (t["geval.status"] == "scored").all()
+        assert t["geval"].isin([1.0, 2.0, 3.0, 4.0]).all()
+        assert run.summary.methods == {"samples": 3} and "method:samples|" in run.summary.signature
+    else:
+        assert (t["geval.reason"] == "no_logprobs").all() and run.summary.methods == {}
+        assert run.summary.unscored_by_reason == {"no_logprobs": 3} and "method:none|" in run.summary.signature

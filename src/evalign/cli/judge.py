@@ -3,6 +3,25 @@
 Every call is cached as soon as it returns, so an interrupted run resumes by running the same command
 again; ``OUT.partial.jsonl`` logs finished calls while the run goes on and the final table is written
 atomically at the end (with ``OUT``'s summary beside it as ``OUT.summary.json``).
+
+Output columns (``J`` = the judge's column, ``--name`` or e.g. ``prometheus_absolute[helpfulness]``):
+``J`` is the score (item judges; direction in the summary's ``higher_is_better``, False for G-Eval) or
+the verdict ``A`` / ``B`` / ``tie`` / ``unparseable`` (pair judges); ``J.status`` (scored / unscored /
+skipped), ``J.reason``, ``J.feedback``, ``J.error`` (the backend's message), plus per mode ``J.method``
+(G-Eval), ``J.code`` (+1 A, -1 B, 0 tie), ``J.naturalness`` / ``J.relatedness`` / ``J.correctness``,
+``J.score_a`` / ``J.score_b`` / ``J.rounds`` (ranking).
+
+Prometheus' ranking protocol on preference data (grade A and B with the absolute prompt, re-grade
+ties at temperature 1.0 up to ``--max-rounds``), with the papers' criteria::
+
+    # HHH alignment (bundled): each subset's rubric of the Prometheus HHH benchmark
+    evalign judge --dataset hhh --mode absolute --ranking --rubric-column task --rubric-map hhh \
+        --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o hhh_ranking.jsonl
+    # MT-Bench human judgments (LLMBar's processed subset, read from $EVALIGN_DATA_DIR/llmbar)
+    evalign judge --dataset llmbar:Processed/MT-Bench --mode absolute --ranking --rubric human_preference \
+        --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o mtbench_ranking.jsonl
+
+The column ``J`` of the output holds the verdicts, read into preference accuracy like a relative judge's.
 """
 
 from __future__ import annotations
@@ -36,12 +55,20 @@ def register(app: typer.Typer) -> None:
     @app.command("judge")
     def judge_cmd(
         file: Path = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet."),
-        mode: str = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria."),
-        dataset: str = typer.Option(None, "--dataset", help="A bundled dataset instead of FILE (e.g. pandalm)."),
+        mode: str = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge)."),
+        ranking: bool = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
+                                     "independently, re-grade ties (Prometheus' ranking protocol)."),
+        max_rounds: int = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called."),
+        dataset: str = typer.Option(None, "--dataset", help="A dataset instead of FILE (e.g. pandalm; NAME:SUBSET "
+                                    "for one subset, e.g. llmbar:Processed/MT-Bench)."),
         rubric: str = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file."),
-        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row."),
+        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row (JSON or a rubric name)."),
+        rubric_map: list[str] = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
+                                             "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics)."),
         template: str = typer.Option(None, "--template", help="Built-in template name or a template file."),
-        backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server) or hf."),
+        backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend."),
+        system_prompt: str = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
+                                          "(prepended to the user turn, for chat templates without a system role)."),
         base_url: str = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1."),
         model: str = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf)."),
         api_key_env: str = typer.Option(
@@ -61,13 +88,25 @@ def register(app: typer.Typer) -> None:
         tie: bool = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer."),
         single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
         no_reference: bool = typer.Option(False, "--no-reference", help="Use the reference-free template."),
-        skip_self: bool = typer.Option(False, "--skip-self", help="Skip rows whose system is the judge model."),
+        skip_self: list[str] = typer.Option(None, "--skip-self", help="Skip rows whose system matches this glob "
+                                            "(repeatable, e.g. 'gpt-4*'; 'self' = the judge model's name)."),
+        geval_fallback: str = typer.Option("samples", "--geval-fallback", help="G-Eval when the server returns no "
+                                           "logprobs: 'samples' (read the sampled score) or 'error' (row unscored)."),
+        geval_min_mass: float = typer.Option(0.5, "--geval-min-mass", help="G-Eval: least total probability of the "
+                                             "score tokens at the score position (0-1); below it the row is unscored."),
+        score_criterion: str = typer.Option(None, "--score-criterion", help="criteria: the score column's criterion "
+                                            "(naturalness, relatedness, correctness; default correctness)."),
+        max_failed: float = typer.Option(0.5, "--max-failed", help="Exit 1 when more than this fraction of the calls "
+                                         "failed after retries (0-1)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Make every call anew (new outputs are stored)."),
         human: str = typer.Option(None, "--human", help="Human rating column (length bias within each grade)."),
         length_unit: str = typer.Option("chars", "--length-unit", help="chars or words (length-bias audit)."),
         name: str = typer.Option(None, "--name", help="Column name of the judge's scores."),
         limit: int = typer.Option(None, "--limit", help="Judge only the first N rows."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai)."),
+        connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to connect to the server (openai)."),
+        deadline: float = typer.Option(None, "--deadline", help="Seconds for all requests together; past it the run "
+                                       "stops (finished calls stay cached)."),
         max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
         out: Path = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet)."),
         id_field: str = ID_FIELD,
@@ -82,13 +121,24 @@ def register(app: typer.Typer) -> None:
         """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
         from evalign.cache import Cache
         from evalign.io import write_json_atomic, write_table
-        from evalign.judges.backends import make_backend
         from evalign.judges.bias import LENGTH_UNITS
         from evalign.judges.grading import get_judge, judge_class
-        from evalign.judges.runner import run_judge
+        from evalign.judges.runner import failed_too_often, run_judge
 
+        _validate(
+            backend=backend, base_url=base_url, concurrency=concurrency, batch_size=batch_size, timeout=timeout,
+            connect_timeout=connect_timeout, deadline=deadline, max_retries=max_retries, limit=limit,
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, samples=samples, reask=reask,
+            max_failed=max_failed, max_rounds=max_rounds, geval_min_mass=geval_min_mass,
+            geval_fallback=geval_fallback, system_prompt=system_prompt, length_unit=length_unit,
+            repetition_penalty=repetition_penalty,
+        )  # fmt: skip
         if length_unit not in LENGTH_UNITS:
             raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{length_unit}'")
+        if ranking:
+            if judge_class(mode).name != "prometheus_absolute":
+                _usage("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
+            mode = "ranking"
         cls = judge_class(mode)
         table = _load_table(
             file, dataset, cls.pairwise, human,
@@ -116,16 +166,27 @@ def register(app: typer.Typer) -> None:
         if cls.uses_rubric:
             opts["rubric"] = rubric
             opts["rubric_column"] = rubric_column
-        elif rubric or rubric_column:
+            opts["rubric_map"] = list(rubric_map) if rubric_map else None
+        elif rubric or rubric_column or rubric_map:
             raise CliError(f"--mode {mode} does not use a rubric")
-        if cls.pairwise:
+        if cls.name == "prometheus_relative":
             opts["tie"] = tie
             opts["both_orders"] = not single_order
         elif tie or single_order:
             raise CliError("--tie and --single-order apply to --mode pairwise")
+        if cls.name == "prometheus_ranking":
+            opts["max_rounds"] = max_rounds
+        if cls.name == "geval":
+            opts["fallback"] = geval_fallback
+            opts["min_mass"] = geval_min_mass
+        if score_criterion is not None:
+            if cls.name != "criteria":
+                raise CliError("--score-criterion applies to --mode criteria")
+            opts["score_criterion"] = score_criterion
         judge = get_judge(mode, **opts)
-        be = _make_backend(make_backend, backend, base_url, model, api_key_env, concurrency, batch_size, device,
-                           timeout, max_retries)
+        be = _make_backend(backend, base_url=base_url, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                           batch_size=batch_size, device=device, timeout=timeout, max_retries=max_retries,
+                           connect_timeout=connect_timeout, deadline=deadline, system_prompt=system_prompt)
         cache = Cache(read=not no_cache, write=True)
         partial = Path(f"{out}.partial.jsonl") if out else None
 
@@ -141,9 +202,9 @@ def register(app: typer.Typer) -> None:
                     f" · retried {c['retried']} · failed {c['failed']}[/dim]",
                 )
 
-            run = run_judge(table, judge, be, cache=cache, skip_self=skip_self, human=human,
+            run = run_judge(table, judge, be, cache=cache, skip_self=list(skip_self or []), human=human,
                             length_unit=length_unit, partial_path=partial, on_progress=on_progress)
-        summary = run.summary
+        summary = run.summary.as_dict()
         if out:
             write_table(run.table, out)
             summary_path = Path(f"{out}.summary.json")
@@ -155,12 +216,18 @@ def register(app: typer.Typer) -> None:
                     partial.unlink()
         if as_json:
             emit_json(summary)
-            return
-        print_summary(summary)
-        if out:
-            from rich.markup import escape
+        else:
+            print_summary(summary)
+            if out:
+                from rich.markup import escape
 
-            console.print(f"wrote {escape(str(out))} and {escape(str(out))}.summary.json")
+                console.print(f"wrote {escape(str(out))} and {escape(str(out))}.summary.json")
+        if failed_too_often(run.summary, max_failed):
+            calls = summary["calls"]
+            raise CliError(
+                f"{calls['failed']} of {calls['failed'] + calls['new']} judge calls failed after retries "
+                f"(more than --max-failed {max_failed:g}); last backend error: {summary['last_error']}"
+            )
 
 
 def _load_table(
@@ -181,7 +248,8 @@ def _load_table(
     if dataset is not None:
         from evalign.datasets import load_dataset
 
-        ds = load_dataset(dataset)
+        name, _, subset = dataset.partition(":")
+        ds = load_dataset(name, subsets=[subset]) if subset else load_dataset(name)
         table = ds.pairs if pairwise else ds.items
         if table is None:
             kind = "pair table" if pairwise else "item table"
@@ -197,30 +265,71 @@ def _load_table(
     return read_items(file, fields=fields, human=[human] if human else [], default_system=system)
 
 
-def _make_backend(
-    make_backend: Any,
-    kind: str,
-    base_url: str | None,
-    model: str | None,
-    api_key_env: str | None,
-    concurrency: int,
-    batch_size: int,
-    device: str | None,
-    timeout: float,
-    max_retries: int,
-) -> Any:
-    if not model:
+def _make_backend(kind: str, **kw: Any) -> Any:
+    """The backend by registry name; the CLI options each backend takes."""
+    from evalign.judges.backends import backend_class
+
+    cls = backend_class(kind)  # unknown names: one line with "did you mean"
+    if not kw.get("model"):
         raise CliError("--model is required (the model name, or a local model directory for --backend hf)")
     if kind == "openai":
-        if not base_url:
+        if not kw.get("base_url"):
             raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
-        return make_backend(
-            "openai", base_url=base_url, model=model, api_key_env=api_key_env or None, concurrency=concurrency,
-            timeout=timeout, max_retries=max_retries,
+        return cls(
+            base_url=kw["base_url"], model=kw["model"], api_key_env=kw["api_key_env"] or None,
+            concurrency=kw["concurrency"], timeout=kw["timeout"], max_retries=kw["max_retries"],
+            connect_timeout=kw["connect_timeout"], deadline=kw["deadline"], system_prompt=kw["system_prompt"],
         )  # fmt: skip
     if kind == "hf":
-        return make_backend("hf", model_path=model, device=device, batch_size=batch_size)
-    raise CliError(f"unknown --backend '{kind}' (openai or hf)")
+        return cls(model_path=kw["model"], device=kw["device"], batch_size=kw["batch_size"])
+    return cls(model=kw["model"])  # a plugin backend: configured through its own environment
+
+
+def _usage(message: str) -> None:
+    """A wrong option value: one line and exit code 2."""
+    try:
+        from evalign.errors import UsageError  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - before the shared UsageError exists
+        from rich.markup import escape
+
+        err_console.print(f"[red]error[/red]: {escape(message)}", highlight=False)
+        raise SystemExit(2) from None
+    raise UsageError(message)
+
+
+def _validate(**o: Any) -> None:
+    """Check every option value before any work; the first bad one is a usage error naming it."""
+
+    def check(ok: bool, option: str, need: str) -> None:
+        if not ok:
+            value = o[option.lstrip("-").replace("-", "_")]
+            _usage(f"{option} must be {need}, got {value!r}")
+
+    url = o["base_url"]
+    if o["backend"] == "openai" and url is not None:
+        from urllib.parse import urlparse
+
+        parsed = urlparse(url)
+        check(parsed.scheme in ("http", "https") and bool(parsed.netloc), "--base-url",
+              "an http:// or https:// URL (e.g. http://localhost:8000/v1)")
+    check(o["concurrency"] >= 1, "--concurrency", ">= 1")
+    check(o["batch_size"] >= 1, "--batch-size", ">= 1")
+    check(o["timeout"] > 0, "--timeout", "> 0 seconds")
+    check(o["connect_timeout"] > 0, "--connect-timeout", "> 0 seconds")
+    check(o["deadline"] is None or o["deadline"] > 0, "--deadline", "> 0 seconds")
+    check(o["max_retries"] >= 0, "--max-retries", ">= 0")
+    check(o["limit"] is None or o["limit"] >= 1, "--limit", ">= 1")
+    check(o["temperature"] is None or 0 <= o["temperature"] <= 2, "--temperature", "in [0, 2]")
+    check(o["top_p"] is None or 0 < o["top_p"] <= 1, "--top-p", "in (0, 1]")
+    check(o["max_tokens"] is None or o["max_tokens"] >= 1, "--max-tokens", ">= 1")
+    check(o["repetition_penalty"] is None or o["repetition_penalty"] >= 0, "--repetition-penalty", ">= 0")
+    check(o["samples"] >= 1, "--samples", ">= 1")
+    check(o["reask"] >= 0, "--reask", ">= 0")
+    check(0 <= o["max_failed"] <= 1, "--max-failed", "a fraction in [0, 1]")
+    check(o["max_rounds"] >= 1, "--max-rounds", ">= 1")
+    check(0 <= o["geval_min_mass"] <= 1, "--geval-min-mass", "in [0, 1]")
+    check(o["geval_fallback"] in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
+    check(o["system_prompt"] in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -242,7 +351,23 @@ def print_summary(summary: dict[str, Any]) -> None:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    for method, n in sorted(summary.get("methods", {}).items()):
+        t.add_row(f"G-Eval method {method}", str(n))
     console.print(t)
+    if summary.get("rounds"):
+        r = Table(title="Ranking rounds used (pairs)", title_justify="left", header_style="bold")
+        r.add_column("rounds")
+        r.add_column("pairs", justify="right")
+        for k, v in summary["rounds"].items():
+            r.add_row(k, str(v))
+        console.print(r)
+    if summary.get("errors"):
+        e = Table(title="Backend errors (after retries)", title_justify="left", header_style="bold")
+        e.add_column("calls", justify="right")
+        e.add_column("message")
+        for msg, n in list(summary["errors"].items())[:5]:
+            e.add_row(str(n), escape(msg))
+        console.print(e)
     if summary["unscored_by_reason"] or calls["unscored_by_reason"]:
         r = Table(title="Unscored, by reason", title_justify="left", header_style="bold")
         r.add_column("reason")
@@ -255,13 +380,14 @@ def print_summary(summary: dict[str, Any]) -> None:
                       REASONS.get(k, ""))
         console.print(r)
     if summary["distribution"]:
-        d = Table(title="Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)"),
-                  title_justify="left", header_style="bold")
-        d.add_column("score")
+        pairs = summary.get("kind") == "verdict"
+        title = "Verdicts" if pairs else "Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)")
+        d = Table(title=title, title_justify="left", header_style="bold")
+        d.add_column("verdict" if pairs else "score")
         d.add_column("items", justify="right")
         for k, v in summary["distribution"].items():
             d.add_row(k, str(v))
-        d.add_row("mean", fmt_value(summary.get("mean")))
+        d.add_row("mean code (+1 = A)" if pairs else "mean", fmt_value(summary.get("mean")))
         console.print(d)
     b = Table(title="Bias audit", title_justify="left", header_style="bold")
     b.add_column("check")

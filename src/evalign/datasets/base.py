@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalign.errors import EvalignError
+from evalign.registry import Registry
 
 
 @dataclass
@@ -51,33 +51,27 @@ def bundled_path(*parts: str) -> Path:
     return Path(str(resources.files("evalign").joinpath("data", *parts)))
 
 
-_ADAPTERS: dict[str, Callable[..., HumanDataset]] = {}
+#: the dataset registry (adapter functions; plugins from the ``evalign.datasets`` entry points)
+DATASETS: Registry[Callable[..., HumanDataset]] = Registry("dataset", entry_point_group="evalign.datasets")
 
 
 def register_dataset(name: str) -> Callable[[Callable[..., HumanDataset]], Callable[..., HumanDataset]]:
     """Decorator: register an adapter function under ``name``."""
-
-    def deco(fn: Callable[..., HumanDataset]) -> Callable[..., HumanDataset]:
-        _ADAPTERS[name] = fn
-        return fn
-
-    return deco
+    return DATASETS.register(name)
 
 
 def load_dataset(name: str, **kwargs: object) -> HumanDataset:
     """Load a registered human-judgment dataset by name (e.g. ``"pandalm"``)."""
     from evalign import datasets  # noqa: F401  (registers the built-in adapters)
 
-    if name not in _ADAPTERS:
-        raise EvalignError(f"unknown dataset '{name}' (known: {', '.join(sorted(_ADAPTERS))})")
-    return _ADAPTERS[name](**kwargs)
+    return DATASETS.get(name)(**kwargs)
 
 
 def list_datasets() -> list[str]:
     """Names of the registered datasets."""
     from evalign import datasets  # noqa: F401
 
-    return sorted(_ADAPTERS)
+    return DATASETS.names()
 
 
 def pairs_to_items(pairs: pd.DataFrame) -> pd.DataFrame:

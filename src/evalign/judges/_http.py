@@ -85,6 +85,12 @@ class RetryPolicy:
         return self.rng.uniform(d / 2.0, d)
 
 
+def snippet(text: str, secret: str | None, limit: int = 300) -> str:
+    """The first ``limit`` characters of ``text`` with ``secret`` redacted FIRST (so a secret cut by
+    the limit cannot leak a prefix), whitespace-stripped."""
+    return redact(text, secret).strip()[:limit]
+
+
 def redact(text: str, secret: str | None) -> str:
     """``text`` with every occurrence of ``secret`` replaced by ``***`` (no-op for empty secrets)."""
     if not secret:

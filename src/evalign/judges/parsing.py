@@ -4,12 +4,16 @@ Rules (shared by every mode):
 
 * An output cut off at ``max_tokens`` (``finish_reason == "length"``) is unscored (``truncated``):
   the judge never finished, so whatever number it wrote may not be its final one.
-* Only the END of the output is searched: the last :data:`TAIL_CHARS` characters (widened to
+* Text the judge copied from the prompt never counts. Masking is done on the WHOLE output before
+  anything else (so it does not depend on a character window): every output line of at least
+  :data:`ECHO_MIN_CHARS` characters that occurs in the prompt (when the prompt is given: the
+  runner always gives it), the known phrases of the built-in prompts (``(an integer number between
+  1 and 5)``, ``a score of 5``, ``A score of 1 means``, ...), and rubric lines ``Score 1: ...``.
+  A number followed by ``:`` (a rubric line), by a range (``1-5``, ``1 to 5``) or by more digits or
+  letters never counts.
+* Only the END of the output is then searched: the last :data:`TAIL_CHARS` characters (widened to
   the start of their first line). A score written early and then followed by a long text is not
-  the judge's final word, and text the judge copied from the prompt (e.g. the format line
-  ``[RESULT] (an integer number between 1 and 5)`` or a rubric line ``Score 1: ...``) cannot
-  match: the patterns need a number right after the marker, a number followed by ``:`` (a rubric
-  line) never counts, and known prompt phrases are masked before matching.
+  the judge's final word.
 * The exact format (``[RESULT] 4``) is tried first; the usual variants (``[SCORE 5]``,
   ``Score: 4 out of 5``, ``So the overall score is 3``, ``[RESULT]: 4``, ``[RESULT] (4)``) next.
 * Several different final values, a value off the scale, a fraction, a scale other than the
@@ -30,6 +34,8 @@ from typing import Any
 
 #: how many characters at the end of the output are searched for the final grade
 TAIL_CHARS = 200
+#: an output line at least this long (stripped) that occurs in the prompt is an echo and is masked
+ECHO_MIN_CHARS = 8
 
 #: reason codes of unscored results
 REASONS: dict[str, str] = {
@@ -45,6 +51,10 @@ REASONS: dict[str, str] = {
     "missing_field": "a rating is missing from the JSON object",
     "invalid_value": "a rating in the JSON object is not an integer on the scale",
     "backend_error": "the backend failed after its retries (not cached: the next run tries again)",
+    "parser_error": "the parser failed on this output (a bug: the text is kept in the feedback column)",
+    "low_mass": "G-Eval: the score tokens' total probability at the score position is below --geval-min-mass",
+    "no_logprobs": "G-Eval: the server returned no logprobs and --geval-fallback error was given",
+    "self_evaluation": "the row's system matches --skip-self (a judge does not grade its own model family)",
 }
 
 MODES = ("absolute", "relative", "geval", "criteria")
@@ -102,6 +112,8 @@ _PROMPT_ECHOES = (
     r"\(an integer number between 1 and 5\)",
     r"an integer (?:number )?between 1 and 5",
     r"a score of 5",
+    r"\bscore of \d+ means\b",
+    r"scale of 1-\d+",
     r"\(Score 5\)",
     r"\(A or B\)",
     r"\(A, B or TIE\)",
@@ -128,12 +140,20 @@ def _tail(text: str, n: int = TAIL_CHARS) -> tuple[str, int]:
     return text[start:], start
 
 
-def _mask(text: str) -> str:
-    """Blank out prompt phrases and rubric lines (same length, so offsets stay valid)."""
+def _mask(text: str, prompt: str | None = None) -> str:
+    """Blank out echoed prompt lines, known prompt phrases and rubric lines (same length, so
+    offsets stay valid). ``prompt``: the text the judge was shown (all messages joined)."""
 
     def blank(m: re.Match[str]) -> str:
         return " " * len(m.group(0))
 
+    if prompt:
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            s = line.strip()
+            if len(s) >= ECHO_MIN_CHARS and s in prompt:
+                lines[i] = " " * len(line)
+        text = "\n".join(lines)
     return _RUBRIC_LINE_RE.sub(blank, _ECHO_RE.sub(blank, text))
 
 
@@ -145,13 +165,17 @@ def _clean(text: str) -> str:
 
 _NUM = r"(?P<n>-?\d+(?:\.\d+)?)"
 _DEN = r"(?:\s*(?:/|out\s+of)\s*(?P<d>\d+))?"
-#: a number must not be followed by ":" or by more digits / letters (a rubric line, "4th", "3x")
-_AFTER = r"(?!\s*:)(?![\w.]*\w)"
+#: a number must not be followed by ":", a range ("1-5", "1 to 5") or more digits / letters
+#: (a rubric line, "4th", "3x")
+_AFTER = r"(?!\s*:)(?!\s*(?:-|\u2013|to)\s*\d)(?![\w.]*\w)"
+#: what may stand between [RESULT] and the number: "Score:", "Result:", "score of", "Rating:"
+_LABEL = r"(?:(?:score|result|rating|grade)\s*(?:of|is|:|=)?\s*)?"
 
 #: strong markers: the judge's own "[RESULT]" / "[SCORE]" slots
 _STRONG = [
     # exact format and its bracket / colon variants: [RESULT] 4, [RESULT]: 4, [RESULT] (4), [RESULT] [4]
-    re.compile(r"\[\s*RESULT\s*\]\s*[:=\-]?\s*[\(\[]?\s*" + _NUM + r"\s*[\)\]]?" + _DEN + _AFTER, re.IGNORECASE),
+    re.compile(r"\[\s*RESULT\s*\]\s*[:=\-]?\s*" + _LABEL + r"[\(\[]?\s*" + _NUM + r"\s*[\)\]]?" + _DEN + _AFTER,
+               re.IGNORECASE),
     # [RESULT 4], [RESULT: 4], [SCORE 5], [SCORE: 5], [Score: 4/5]
     re.compile(r"\[\s*(?:RESULT|SCORE)\s*[:=]?\s*" + _NUM + _DEN + r"\s*\]", re.IGNORECASE),
     # MT-Bench style "Rating: [[4]]"
@@ -194,15 +218,16 @@ def _hits(patterns: list[re.Pattern[str]], text: str) -> list[_Hit]:
     return [h for _, _, h in sorted(found, key=lambda t: t[0])]
 
 
-def _numeric(text: str, finish_reason: str | None, lo: int, hi: int, bare_ok: bool) -> ParseResult:
+def _numeric(
+    text: str, finish_reason: str | None, lo: int, hi: int, bare_ok: bool, prompt: str | None = None
+) -> ParseResult:
     """Shared rules of the numeric modes (scale ``lo..hi``)."""
     if finish_reason == "length":
         return unscored("truncated", feedback=text.strip())
     clean = _clean(text)
     if not clean:
         return unscored("empty")
-    tail, offset = _tail(clean)
-    masked = _mask(tail)
+    masked, offset = _tail(_mask(clean, prompt))
     strong = _hits(_STRONG, masked)
     markers = list(_STRONG_MARKER.finditer(masked))
     if strong or markers:
@@ -214,8 +239,10 @@ def _numeric(text: str, finish_reason: str | None, lo: int, hi: int, bare_ok: bo
     else:
         hits = _hits(_WEAK, masked)
         if not hits and bare_ok:
-            m = re.fullmatch(r"\s*[\(\[\*]*\s*" + _NUM + r"\s*[\)\]\*]*" + _DEN + r"\s*\.?\s*", masked)
+            # the whole output (unmasked) is a number
+            m = re.fullmatch(r"\s*[\(\[\*]*\s*" + _NUM + r"\s*[\)\]\*]*" + _DEN + r"\s*\.?\s*", clean)
             if m:
+                offset = 0
                 hits = [_Hit(m.start("n"), m.group("n"), m.group("d"), m.start("n"))]
     if not hits:
         return unscored("no_score", feedback=clean)
@@ -269,14 +296,13 @@ _VERDICT_WEAK = [
 ]
 
 
-def _relative(text: str, finish_reason: str | None, allow_tie: bool) -> ParseResult:
+def _relative(text: str, finish_reason: str | None, allow_tie: bool, prompt: str | None = None) -> ParseResult:
     if finish_reason == "length":
         return unscored("truncated", feedback=text.strip())
     clean = _clean(text)
     if not clean:
         return unscored("empty")
-    tail, offset = _tail(clean)
-    masked = _mask(tail)
+    masked, offset = _tail(_mask(clean, prompt))
 
     def find(patterns: list[re.Pattern[str]]) -> list[tuple[int, str]]:
         found: list[tuple[int, int, str]] = []
@@ -292,7 +318,7 @@ def _relative(text: str, finish_reason: str | None, allow_tie: bool) -> ParseRes
     hits = find(_VERDICT_STRONG)
     markers = list(_VERDICT_MARKER.finditer(masked))
     if hits or markers:
-        if not hits or hits[-1][0] < markers[-1].start() - 1:
+        if not hits or (markers and hits[-1][0] < markers[-1].start() - 1):
             return unscored("no_score", "the last [RESULT] marker has no verdict after it", clean)
     else:
         hits = find(_VERDICT_WEAK)
@@ -369,6 +395,7 @@ def parse_grade(
     scale: tuple[int, int] | None = None,
     allow_tie: bool = False,
     criteria: tuple[str, ...] = CRITERIA,
+    prompt: str | None = None,
 ) -> ParseResult:
     """Read the grade from one judge output.
 
@@ -376,7 +403,8 @@ def parse_grade(
     ``"A"``, ``"B"``, or ``"tie"`` when ``allow_tie``), ``"geval"`` (integer 1-4; a bare number is
     accepted as the whole output) or ``"criteria"`` (the last JSON object, with an integer 1-3 for
     each of ``criteria``; the score is their mean). ``scale`` overrides the (low, high) range.
-    ``finish_reason == "length"`` always gives unscored ``truncated``.
+    ``finish_reason == "length"`` always gives unscored ``truncated``. ``prompt``: the text the judge
+    was shown; output lines copied from it are masked (see the module doc).
     Returns a :class:`ParseResult`; ``value`` is None exactly when ``reason`` is set.
     """
     if mode not in MODES:
@@ -384,11 +412,11 @@ def parse_grade(
     text = text or ""
     if mode == "absolute":
         lo, hi = scale or (1, 5)
-        return _numeric(text, finish_reason, lo, hi, bare_ok=False)
+        return _numeric(text, finish_reason, lo, hi, bare_ok=False, prompt=prompt)
     if mode == "geval":
         lo, hi = scale or (1, 4)
-        return _numeric(text, finish_reason, lo, hi, bare_ok=True)
+        return _numeric(text, finish_reason, lo, hi, bare_ok=True, prompt=prompt)
     if mode == "relative":
-        return _relative(text, finish_reason, allow_tie)
+        return _relative(text, finish_reason, allow_tie, prompt)
     lo, hi = scale or (1, 3)
     return _criteria(text, finish_reason, criteria, lo, hi)

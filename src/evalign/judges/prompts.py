@@ -2,7 +2,8 @@
 
 Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version``, ``mode``, ``source``,
 ``system`` (system prompt, may be empty), ``format_hint`` (the answer format, used when re-asking) and
-two prompt texts, ``with_reference`` and ``without_reference``. Placeholders are ``{instruction}``,
+two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
+that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
 (relative); any other brace text (e.g. a JSON example) is left as it is. Substitution is one pass, so
 a response that contains ``{rubric}`` is never expanded.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,12 +58,21 @@ class Template:
     source: str
     system: str
     format_hint: str
-    with_reference: str
+    with_reference: str | None
     without_reference: str
+
+    @property
+    def has_reference(self) -> bool:
+        """True when the template has a variant with the reference answer."""
+        return self.with_reference is not None
 
     def text(self, reference: bool) -> str:
         """The user prompt text with or without the reference answer."""
-        return self.with_reference if reference else self.without_reference
+        if reference:
+            if self.with_reference is None:
+                raise EvalignError(f"template '{self.name}' has no reference variant (use it without reference)")
+            return self.with_reference
+        return self.without_reference
 
     def hash(self, reference: bool) -> str:
         """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint."""
@@ -107,6 +117,8 @@ def load_template(spec: str | Path) -> Template:
         if key not in data:
             raise InputError("missing field", file=str(path), field=key)
     for key in ("with_reference", "without_reference", "system", "format_hint", "source"):
+        if key == "with_reference" and data[key] is None:
+            continue
         if key in data and not isinstance(data[key], str):
             raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)
     return Template(
@@ -235,8 +247,46 @@ def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
     return rubric_from_mapping(_read_mapping(builtin), name=str(spec), file=str(builtin))
 
 
-def rubric_from_cell(value: Any, *, file: str, line: int, field: str) -> Rubric:
-    """A rubric from a table cell: a mapping or a JSON string."""
+#: built-in maps from a table column's values to rubric names (``--rubric-map hhh``): the HHH
+#: subsets to the rubrics of the Prometheus HHH-alignment benchmark prompts
+RUBRIC_MAPS: dict[str, dict[str, str]] = {
+    "hhh": {"helpful": "hhh_helpfulness", "harmless": "hhh_harmlessness", "honest": "hhh_honesty",
+            "other": "hhh_overall"},
+}
+
+
+def resolve_rubric_map(spec: str | Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    """A value -> rubric-name map: a built-in map name (``"hhh"``), a mapping, or ``VALUE=RUBRIC``
+    strings (a built-in map name among them adds that map)."""
+    if spec is None:
+        return {}
+    if isinstance(spec, Mapping):
+        return {str(k): str(v) for k, v in spec.items()}
+    items = [spec] if isinstance(spec, str) else list(spec)
+    out: dict[str, str] = {}
+    for item in items:
+        if item in RUBRIC_MAPS:
+            out.update(RUBRIC_MAPS[item])
+        elif "=" in item:
+            k, v = item.split("=", 1)
+            out[k.strip()] = v.strip()
+        else:
+            raise EvalignError(f"--rubric-map takes VALUE=RUBRIC or a built-in map ({', '.join(RUBRIC_MAPS)}), "
+                               f"got {item!r}")
+    return out
+
+
+def rubric_from_cell(
+    value: Any, *, file: str, line: int, field: str, names: Mapping[str, str] | None = None
+) -> Rubric:
+    """A rubric from a table cell: a mapping, a JSON string, or a rubric name (a key of ``names``
+    mapped to a rubric name, or a built-in rubric name)."""
+    if isinstance(value, str) and not value.lstrip().startswith("{"):
+        name = (names or {}).get(value, value)
+        if name in list_rubrics() or Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
+            return load_rubric(name)
+        raise InputError(f"'{value}' is neither a rubric (a JSON object) nor a rubric name (built-in: "
+                         f"{', '.join(list_rubrics())}; or map it with --rubric-map)", file=file, line=line, field=field)
     if isinstance(value, str):
         try:
             value = json.loads(value)

@@ -1,16 +1,23 @@
 """Running a judge over a table: cached, resumable, concurrent, with a bias audit.
 
+A run is three steps: :func:`plan` (the first call of every row), :func:`execute` (waves of calls:
+cached outputs are read, the rest sent to the backend; then re-asks of unparseable outputs and the
+follow-up calls a judge asks for, e.g. the next round of the ranking protocol) and
+:func:`aggregate` (one set of columns per row, from that row's results, indexed by row).
+
 Every judge call is stored in :class:`evalign.cache.Cache` (namespace ``"judge"``) as soon as it
 returns, under a key made of the backend identity (kind, base URL, model — never an API key), the
 template name/version/hash, the rubric hash, the request settings (sampling, grammar, seed), the
-sample index, the order (pairs), the re-ask attempt and the messages themselves. Running the same
-command again after Ctrl-C, a crash or a dead server therefore makes no call twice; a cache opened
-with ``read=False`` (``--no-cache``) makes every call anew (and stores the new outputs). Calls with
-equal keys within one run (duplicate rows) are made once.
+sample (or round) index, the order (pairs), the re-ask attempt and the messages themselves. Running
+the same command again after Ctrl-C, a crash or a dead server therefore makes no call twice; a cache
+opened with ``read=False`` (``--no-cache``) makes every call anew (and stores the new outputs). Calls
+with equal keys within one run (duplicate rows) are made once.
 
-A call that still fails after the backend's retries is reported as unscored ``backend_error`` and
-is not cached, so the next run tries it again. A fatal backend error (server unreachable, wrong key
-or model) stops the run; everything finished so far is in the cache.
+A call that still fails after the backend's retries is reported as unscored ``backend_error`` with
+the backend's message in the ``J.error`` column and the summary, and is not cached, so the next run
+tries it again. A fatal backend error (server unreachable, wrong key or model) stops the run;
+everything finished so far is in the cache. A parser failure never stops a run: the row is unscored
+``parser_error`` and the judge's text is kept in ``J.feedback``.
 
 ``partial_path`` receives one JSON line per finished call (a progress log that survives a kill);
 the caller writes the final table atomically when the run completes.
@@ -19,11 +26,14 @@ the caller writes the final table atomically when the run completes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fnmatch
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,24 +41,25 @@ import numpy as np
 import pandas as pd
 
 from evalign.cache import Cache, make_key
-from evalign.errors import BackendError, InputError
+from evalign.errors import InputError
 from evalign.io import PAIR_REQUIRED, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
-from evalign.judges.grading import Judge, first_reference
+from evalign.judges.grading import Judge, first_reference, prompt_text
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
 
 NAMESPACE = "judge"
 #: bump when the cache key layout changes
 KEY_VERSION = 1
-
+#: most characters of a backend error message kept (after redaction)
+ERROR_CHARS = 500
 
 ProgressFn = Callable[[dict[str, int]], None]
 
 
 @dataclass
 class Call:
-    """One judge call: which row, sample, order and re-ask attempt, and what is sent."""
+    """One judge call: which row, sample (or round), order and re-ask attempt, and what is sent."""
 
     row: int
     sample: int
@@ -59,14 +70,76 @@ class Call:
     key: str = ""
 
 
+@dataclass(frozen=True)
+class CallCounts:
+    """Calls of a run: distinct calls, from the cache, made anew, re-asks, failed after retries,
+    HTTP retries (of successful and failed calls), and unscored calls by reason."""
+
+    total: int
+    cached: int
+    new: int
+    reasked: int
+    failed: int
+    http_retries: int
+    unscored_by_reason: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The summary of a judge run (written as ``OUT.summary.json``).
+
+    ``kind``: ``"score"`` (item judges: ``column`` holds a number, direction ``higher_is_better``)
+    or ``"verdict"`` (pair judges: ``column`` holds A / B / tie / unparseable). ``methods``: G-Eval
+    rows by method (``logprobs`` / ``samples``). ``rounds``: ranking protocol pairs by rounds used.
+    ``errors``: backend error messages (redacted) by count; ``last_error`` the last one;
+    ``failed_fraction``: calls that failed after retries / calls sent. Reading it like a mapping
+    (``summary["calls"]["new"]``) reads :meth:`as_dict`.
+    """
+
+    judge: str
+    mode: str
+    column: str
+    kind: str
+    higher_is_better: bool
+    signature: str
+    backend: Mapping[str, Any]
+    reference: bool
+    items: int
+    scored: int
+    unscored: int
+    skipped: int
+    unscored_by_reason: Mapping[str, int]
+    calls: CallCounts
+    distribution: Mapping[str, int]
+    mean: float
+    std: float | None
+    bias: Mapping[str, Any]
+    methods: Mapping[str, int]
+    rounds: Mapping[str, int]
+    errors: Mapping[str, int]
+    last_error: str | None
+    failed_fraction: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        return asdict(self)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Like ``dict.get`` on :meth:`as_dict`."""
+        return self.as_dict().get(key, default)
+
+
 @dataclass
 class JudgeRun:
-    """The result of :func:`run_judge`: the table with the judge's columns and the run summary
-    (counts by status and reason, calls made / cached / re-asked / failed, score distribution,
-    bias audit, signature)."""
+    """The result of :func:`run_judge`: the table with the judge's columns, the run summary, the
+    judge's column name, the signature and one record per call."""
 
     table: pd.DataFrame
-    summary: dict[str, Any]
+    summary: JudgeSummary
     column: str
     signature: str
     calls: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -81,12 +154,14 @@ def _source(table: pd.DataFrame) -> str:
 
 def decide_reference(judge: Judge, table: pd.DataFrame) -> bool:
     """Whether the reference answer goes into the prompts: the judge's ``reference`` option, or
-    (None) True when every row has a reference. True with a row lacking one is an InputError."""
+    (None) True when every row has a reference and the template has a reference variant. True with
+    a row lacking one (or a template without a reference variant) is an error."""
     refs = table["reference"].tolist() if "reference" in table.columns else [None] * len(table)
     has = [first_reference(r) is not None for r in refs]
     if judge.reference is False:
         return False
     if judge.reference is True:
+        judge.template.text(True)  # raises for a template without a reference variant
         if not all(has):
             i = has.index(False)
             raise InputError(
@@ -96,7 +171,7 @@ def decide_reference(judge: Judge, table: pd.DataFrame) -> bool:
                 field="reference",
             )
         return True
-    return bool(has) and all(has)
+    return judge.template.has_reference and bool(has) and all(has)
 
 
 def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
@@ -109,22 +184,38 @@ def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
     if col not in table.columns:
         raise InputError("no such rubric column", file=_source(table), field=col)
     return [
-        rubric_from_cell(v, file=_source(table), line=i + 1, field=col) for i, v in enumerate(table[col].tolist())
+        rubric_from_cell(v, file=_source(table), line=i + 1, field=col, names=judge.rubric_map)
+        for i, v in enumerate(table[col].tolist())
     ]
 
 
-def self_judged(judge: Judge, table: pd.DataFrame, model: str | None) -> list[bool]:
-    """Rows whose system is the judge model itself (compared with the model name and, for paths,
-    its last component)."""
-    if not model:
-        return [False] * len(table)
-    names = {model, model.rstrip("/").rsplit("/", 1)[-1]}
-    cols = ["system_a", "system_b"] if judge.pairwise else ["system"]
+def skip_patterns(skip_self: bool | Sequence[str], model: str | None) -> list[str]:
+    """The system-name patterns to skip: ``True`` = the judge model's name and its last path
+    component; a list of glob patterns (``"gpt-4*"``) as given, where ``"self"`` stands for those two."""
+    own = [model, model.rstrip("/").rsplit("/", 1)[-1]] if model else []
+    if skip_self is True:
+        return own
+    if not skip_self:
+        return []
+    out: list[str] = []
+    for p in skip_self:  # type: ignore[union-attr]
+        out.extend(own if p == "self" else [p])
+    return out
+
+
+def self_judged(judge: Judge, table: pd.DataFrame, patterns: Sequence[str]) -> list[bool]:
+    """Rows whose system (either system of a pair) matches one of the glob ``patterns``
+    (case-insensitive, :func:`fnmatch.fnmatch`)."""
+    pats = [p.lower() for p in patterns if p]
     out = [False] * len(table)
+    if not pats:
+        return out
+    cols = ["system_a", "system_b"] if judge.pairwise else ["system"]
     for c in cols:
         if c in table.columns:
             for i, v in enumerate(table[c].tolist()):
-                out[i] = out[i] or (isinstance(v, str) and v in names)
+                if isinstance(v, str) and any(fnmatch.fnmatchcase(v.lower(), p) for p in pats):
+                    out[i] = True
     return out
 
 
@@ -146,7 +237,72 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
     )
 
 
-# --- running ------------------------------------------------------------------------------------
+def safe_parse(judge: Judge, gen: Mapping[str, Any], prompt: str | None) -> ParseResult:
+    """``judge.parse``, but a parser failure is an unscored ``parser_error`` with the text kept."""
+    try:
+        return judge.parse(gen, prompt)
+    except Exception as exc:  # a parser bug must not abort the run
+        text = ""
+        with contextlib.suppress(Exception):
+            text = str(gen["choices"][0].get("text") or "")
+        return unscored("parser_error", f"{type(exc).__name__}: {exc}", text)
+
+
+# --- plan ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    identity: dict[str, Any]
+    reference: bool
+    rubrics: list[Rubric | None]
+    skipped: list[bool]
+    records: list[dict[str, Any]]
+    calls: list[Call]
+
+
+def _make_call(judge: Judge, plan: _Plan, row: int, sample: int, order: str) -> Call:
+    prompts = dict(judge.prompts(plan.records[row], plan.rubrics[row], plan.reference))
+    c = Call(row, sample, order, 0, prompts[order], judge.request_settings(sample))
+    c.key = call_key(plan.identity, judge, plan.reference, plan.rubrics[row], c)
+    return c
+
+
+def plan(
+    table: pd.DataFrame,
+    judge: Judge,
+    identity: Mapping[str, Any],
+    skip_self: bool | Sequence[str],
+    model: str | None = None,
+) -> _Plan:
+    """Check the table and build the first call of every (row, sample, order). ``model``: the judge
+    model's name (for ``skip_self``)."""
+    if judge.pairwise:
+        missing = [c for c in PAIR_REQUIRED if c not in table.columns]
+        if missing:
+            raise InputError(f"not a pair table: no column '{missing[0]}' (pairwise judging needs "
+                             f"{', '.join(PAIR_REQUIRED)})", file=_source(table), field=missing[0])
+    elif "response" not in table.columns:
+        raise InputError("no 'response' column (a pair table needs --mode pairwise)", file=_source(table),
+                         field="response")
+    reference = decide_reference(judge, table)
+    rubrics = row_rubrics(judge, table)
+    skipped = self_judged(judge, table, skip_patterns(skip_self, model or identity.get("model")))
+    p = _Plan(dict(identity), reference, rubrics, skipped, table.to_dict("records"), [])
+    for i, rec in enumerate(p.records):
+        if skipped[i]:
+            continue
+        prompts = judge.prompts(rec, rubrics[i], reference)
+        for s in range(judge.samples):
+            settings = judge.request_settings(s)
+            for order, messages in prompts:
+                c = Call(i, s, order, 0, messages, settings)
+                c.key = call_key(identity, judge, reference, rubrics[i], c)
+                p.calls.append(c)
+    return p
+
+
+# --- execute ------------------------------------------------------------------------------------
 
 
 class _Progress:
@@ -161,164 +317,180 @@ class _Progress:
             self.fn(dict(self.counts))
 
 
+@dataclass
+class _State:
+    """What execution produced: final results indexed by row, errors by row, counters."""
+
+    results: dict[int, dict[tuple[int, str], ParseResult]] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+    call_log: list[dict[str, Any]] = field(default_factory=list)
+    call_reasons: Counter[str] = field(default_factory=Counter)
+    error_messages: Counter[str] = field(default_factory=Counter)
+    last_error: str | None = None
+    http_retries: int = 0
+    sent: int = 0
+
+
+async def execute(
+    judge: Judge,
+    backend: Any,
+    p: _Plan,
+    cache: Cache,
+    progress: _Progress,
+    log_fh: IO[str] | None,
+) -> _State:
+    """Run the planned calls in waves (cache first, then the backend), re-ask unparseable outputs
+    and add the follow-up calls the judge asks for, until no call is left."""
+    from evalign.judges.backends import Generation, GenerationRequest
+
+    st = _State()
+    pending = list(p.calls)
+    outstanding: Counter[int] = Counter(c.row for c in pending)
+    progress.add(total=len({c.key for c in pending}))
+    while pending:
+        by_key: dict[str, list[Call]] = {}
+        for c in pending:
+            by_key.setdefault(c.key, []).append(c)
+        stored = cache.get_many(NAMESPACE, list(by_key))
+        parsed: dict[str, tuple[ParseResult, str]] = {}
+        bad = 0
+        for k, raw in stored.items():
+            gen = json.loads(raw.decode("utf-8"))["generation"]
+            res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages))
+            parsed[k] = (res, gen["choices"][0].get("text") or "")
+            bad += 0 if res.ok else 1
+        if stored:
+            progress.add(done=len(stored), cached=len(stored), unscored=bad)
+        todo = [k for k in by_key if k not in parsed]
+        reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in todo]
+
+        def on_done(j: int, res: Any, todo: list[str] = todo, by_key: dict[str, list[Call]] = by_key,
+                    parsed: dict[str, tuple[ParseResult, str]] = parsed) -> None:
+            key = todo[j]
+            c = by_key[key][0]
+            st.sent += 1
+            if isinstance(res, Generation):
+                data = res.to_json()
+                cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
+                r = safe_parse(judge, data, prompt_text(c.messages))
+                parsed[key] = (r, data["choices"][0].get("text") or "")
+                st.http_retries += res.retries
+                progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
+                if log_fh is not None:
+                    _log(log_fh, {"key": key, "row": c.row, "sample": c.sample, "order": c.order,
+                                  "attempt": c.attempt, "value": r.value, "reason": r.reason})
+            else:
+                msg = str(res)[:ERROR_CHARS]  # backends redact before this point
+                retries = max(0, int(getattr(res, "attempts", 1)) - 1)
+                st.http_retries += retries
+                st.error_messages[msg] += 1
+                st.last_error = msg
+                parsed[key] = (unscored("backend_error", msg), "")
+                for cc in by_key[key]:
+                    st.errors.setdefault(cc.row, msg)
+                progress.add(done=1, failed=1, unscored=1, retried=retries)
+                if log_fh is not None:
+                    _log(log_fh, {"key": key, "row": c.row, "attempt": c.attempt, "reason": "backend_error",
+                                  "error": msg})
+
+        if reqs:
+            await backend.generate_many(reqs, on_done)
+        nxt: list[Call] = []
+        touched: set[int] = set()
+        for key, calls in by_key.items():
+            res, text = parsed[key]
+            if not res.ok:
+                st.call_reasons[res.reason or "?"] += len(calls)
+            for c in calls:
+                st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
+                                    "key": key, "cached": key in stored, "value": res.value, "reason": res.reason})
+                if not res.ok and res.reason not in ("backend_error", "parser_error") and c.attempt < judge.reask:
+                    messages = judge.reask_messages(calls[0].messages, text, res)
+                    n = Call(c.row, c.sample, c.order, c.attempt + 1, messages, c.settings)
+                    n.key = call_key(p.identity, judge, p.reference, p.rubrics[c.row], n)
+                    nxt.append(n)
+                    continue
+                st.results.setdefault(c.row, {})[(c.sample, c.order)] = res
+                outstanding[c.row] -= 1
+                touched.add(c.row)
+        reasked = len({c.key for c in nxt})
+        for row in sorted(touched):
+            if outstanding[row] == 0:
+                for s, o in judge.next_calls(st.results[row]):
+                    nxt.append(_make_call(judge, p, row, s, o))
+        for c in nxt:  # a re-ask replaces its call: the row's outstanding count is unchanged
+            outstanding[c.row] += 0 if c.attempt else 1
+        if nxt:
+            progress.add(total=len({c.key for c in nxt}), retried=reasked)
+        pending = nxt
+    return st
+
+
+# --- aggregate ----------------------------------------------------------------------------------
+
+
+def aggregate(judge: Judge, table: pd.DataFrame, p: _Plan, st: _State) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The table with the judge's columns (see :mod:`evalign.judges.grading` for the convention)."""
+    per_row: list[dict[str, Any]] = []
+    for i in range(len(p.records)):
+        if p.skipped[i]:
+            cols = judge.empty_columns("skipped", "self_evaluation")
+        else:
+            cols = judge.aggregate(st.results.get(i, {}))
+        cols["error"] = st.errors.get(i)
+        per_row.append(cols)
+    out = table.copy()
+    col = judge.column
+    suffixes: list[str] = ["", "feedback", "status", "reason", "error"]
+    for cols in per_row:
+        suffixes.extend(k for k in cols if k not in suffixes)
+    for suf in suffixes:
+        name = col if suf == "" else f"{col}.{suf}"
+        out[name] = [cols.get(suf) for cols in per_row]
+    if not judge.pairwise:
+        out[col] = out[col].astype(float)
+    return out, per_row
+
+
+# --- the whole run ------------------------------------------------------------------------------
+
+
 async def arun_judge(
     table: pd.DataFrame,
     judge: Judge,
     backend: Any,
     *,
     cache: Cache | None = None,
-    skip_self: bool = False,
+    skip_self: bool | Sequence[str] = False,
     human: str | None = None,
     length_unit: str = "chars",
     partial_path: str | Path | None = None,
     on_progress: ProgressFn | None = None,
 ) -> JudgeRun:
     """Async form of :func:`run_judge`."""
-    from evalign.judges.backends import Generation, GenerationRequest
-
     t0 = time.perf_counter()
     cache = cache if cache is not None else Cache()
     identity = backend.identity()
-    if judge.pairwise:
-        missing = [c for c in PAIR_REQUIRED if c not in table.columns]
-        if missing:
-            raise InputError(f"not a pair table: no column '{missing[0]}' (pairwise judging needs "
-                             f"{', '.join(PAIR_REQUIRED)})", file=_source(table), field=missing[0])
-    elif "response" not in table.columns:
-        raise InputError("no 'response' column (a pair table needs --mode pairwise)", file=_source(table),
-                         field="response")
     if human is not None and human not in table.columns:
         raise InputError("no such human rating column", file=_source(table), field=human)
-    reference = decide_reference(judge, table)
-    rubrics = row_rubrics(judge, table)
-    skipped = self_judged(judge, table, identity.get("model")) if skip_self else [False] * len(table)
-    signature = str(judge.signature(identity, reference))
-    records = table.to_dict("records")
-
-    # the first attempt of every call
-    pending: list[Call] = []
-    for i, rec in enumerate(records):
-        if skipped[i]:
-            continue
-        prompts = judge.prompts(rec, rubrics[i], reference)
-        for s in range(judge.samples):
-            settings = judge.request_settings(s)
-            for order, messages in prompts:
-                c = Call(i, s, order, 0, messages, settings)
-                c.key = call_key(identity, judge, reference, rubrics[i], c)
-                pending.append(c)
-
+    p = plan(table, judge, identity, skip_self, getattr(backend, "display_model", None) or identity.get("model"))
     progress = _Progress(on_progress)
-    progress.add(total=len({c.key for c in pending}))
-    final: dict[tuple[int, int, str], ParseResult] = {}
-    call_log: list[dict[str, Any]] = []
-    call_reasons: Counter[str] = Counter()
-    http_retries = 0
     log_fh: IO[str] | None = None
     if partial_path is not None:
         Path(partial_path).parent.mkdir(parents=True, exist_ok=True)
         log_fh = open(partial_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
-        _log(log_fh, {"event": "start", "signature": signature, "calls": len(pending), "time": time.time()})
+        _log(log_fh, {"event": "start", "signature": str(judge.signature(identity, p.reference)),
+                      "calls": len(p.calls), "time": time.time()})
     try:
-        for attempt in range(judge.reask + 1):
-            if not pending:
-                break
-            by_key: dict[str, list[Call]] = {}
-            for c in pending:
-                by_key.setdefault(c.key, []).append(c)
-            stored = cache.get_many(NAMESPACE, list(by_key))
-            outputs: dict[str, dict[str, Any] | BackendError] = {}
-            bad = 0
-            for k, raw in stored.items():
-                gen = json.loads(raw.decode("utf-8"))["generation"]
-                outputs[k] = gen
-                bad += 0 if judge.parse(gen).ok else 1
-            if stored:
-                progress.add(done=len(stored), cached=len(stored), unscored=bad)
-            todo = [k for k in by_key if k not in outputs]
-            reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in todo]
-
-            def on_done(
-                j: int,
-                res: Any,
-                todo: list[str] = todo,
-                attempt: int = attempt,
-                outputs: dict[str, Any] = outputs,
-                by_key: dict[str, list[Call]] = by_key,
-            ) -> None:
-                nonlocal http_retries
-                key = todo[j]
-                if isinstance(res, Generation):
-                    data = res.to_json()
-                    cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
-                    outputs[key] = data
-                    http_retries += res.retries
-                    r = judge.parse(data)
-                    progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
-                    if log_fh is not None:
-                        c = by_key[key][0]
-                        _log(log_fh, {"key": key, "row": c.row, "sample": c.sample, "order": c.order,
-                                      "attempt": attempt, "value": r.value, "reason": r.reason})
-                else:
-                    outputs[key] = res
-                    progress.add(done=1, failed=1, unscored=1)
-                    if log_fh is not None:
-                        _log(log_fh, {"key": key, "attempt": attempt, "reason": "backend_error",
-                                      "error": str(res)[:300]})
-
-            if reqs:
-                await backend.generate_many(reqs, on_done)
-            nxt: list[Call] = []
-            for key, calls in by_key.items():
-                out = outputs.get(key)
-                if isinstance(out, dict):
-                    res = judge.parse(out)
-                    text = out["choices"][0].get("text") or ""
-                else:
-                    res = unscored("backend_error", str(out)[:300] if out is not None else "")
-                    text = ""
-                if not res.ok:
-                    call_reasons[res.reason or "?"] += len(calls)
-                for c in calls:
-                    final[(c.row, c.sample, c.order)] = res
-                    call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
-                                     "key": key, "cached": key in stored, "value": res.value,
-                                     "reason": res.reason})
-                    if not res.ok and res.reason != "backend_error" and attempt < judge.reask:
-                        messages = judge.reask_messages(calls[0].messages, text, res)
-                        n = Call(c.row, c.sample, c.order, attempt + 1, messages, c.settings)
-                        n.key = call_key(identity, judge, reference, rubrics[c.row], n)
-                        nxt.append(n)
-            if nxt:
-                progress.add(total=len({c.key for c in nxt}), retried=len({c.key for c in nxt}))
-            pending = nxt
+        st = await execute(judge, backend, p, cache, progress, log_fh)
     finally:
         if log_fh is not None:
             log_fh.close()
-
-    # one row of columns per table row
-    col = judge.column
-    per_row: list[dict[str, Any]] = []
-    for i in range(len(records)):
-        if skipped[i]:
-            per_row.append(judge.empty_columns("skipped", "self_evaluation"))
-            continue
-        mine = {(s, o): r for (row, s, o), r in final.items() if row == i}
-        per_row.append(judge.aggregate(mine))
-    out = table.copy()
-    suffixes: list[str] = []
-    for cols in per_row:
-        suffixes.extend(k for k in cols if k not in suffixes)
-    for suf in suffixes:
-        name = col if suf == "" else f"{col}.{suf}"
-        out[name] = [cols.get(suf) for cols in per_row]
-    out[col] = out[col].astype(float)
-
-    summary = _summary(judge, out, col, identity, signature, reference, calls=call_log,
-                       call_reasons=call_reasons, progress=progress.counts, http_retries=http_retries,
-                       human=human, length_unit=length_unit)
-    summary["seconds"] = round(time.perf_counter() - t0, 3)
-    return JudgeRun(out, summary, col, signature, call_log)
+    out, per_row = aggregate(judge, table, p, st)
+    signature = str(judge.signature(identity, p.reference, judge.run_options(per_row)))
+    summary = _summary(judge, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
+                       round(time.perf_counter() - t0, 3))
+    return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 
 def run_judge(
@@ -327,7 +499,7 @@ def run_judge(
     backend: Any,
     *,
     cache: Cache | None = None,
-    skip_self: bool = False,
+    skip_self: bool | Sequence[str] = False,
     human: str | None = None,
     length_unit: str = "chars",
     partial_path: str | Path | None = None,
@@ -337,7 +509,8 @@ def run_judge(
     ``judge`` on ``backend``; returns the table with the judge's columns and the run summary.
 
     ``cache``: where calls are stored and looked up (default: the project cache).
-    ``skip_self``: rows whose system is the judge model get status ``skipped``.
+    ``skip_self``: rows whose system matches are ``skipped`` (reason ``self_evaluation``): True = the
+    judge model's own name; or glob patterns such as ``["gpt-4*"]`` (``"self"`` = the model's name).
     ``human``: a human rating column for the within-grade length-bias audit.
     ``length_unit``: ``"chars"`` or ``"words"`` for the length-bias audit.
     ``partial_path``: a JSONL progress log (one line per finished call).
@@ -367,61 +540,84 @@ def _log(fh: IO[str], obj: Mapping[str, Any]) -> None:
 def _summary(
     judge: Judge,
     out: pd.DataFrame,
-    col: str,
     identity: Mapping[str, Any],
     signature: str,
     reference: bool,
-    *,
-    calls: Sequence[Mapping[str, Any]],
-    call_reasons: Counter[str],
+    st: _State,
     progress: Mapping[str, int],
-    http_retries: int,
     human: str | None,
     length_unit: str,
-) -> dict[str, Any]:
+    seconds: float,
+) -> JudgeSummary:
+    col = judge.column
     status = out[f"{col}.status"]
     unscored_rows = out[status == "unscored"]
-    scores = out[col].to_numpy(dtype=float)
-    summary: dict[str, Any] = {
-        "judge": judge.name,
-        "mode": judge.mode,
-        "column": col,
-        "higher_is_better": judge.higher_is_better,
-        "signature": signature,
-        "backend": dict(identity),
-        "reference": reference,
-        "items": len(out),
-        "scored": int((status == "scored").sum()),
-        "unscored": int((status == "unscored").sum()),
-        "skipped": int((status == "skipped").sum()),
-        "unscored_by_reason": dict(Counter(unscored_rows[f"{col}.reason"].fillna("?").tolist()).most_common()),
-        "calls": {
-            "total": len({c["key"] for c in calls}),
-            "cached": int(progress.get("cached", 0)),
-            "new": int(progress.get("new", 0)),
-            "reasked": len({c["key"] for c in calls if c["attempt"] > 0}),
-            "failed": int(progress.get("failed", 0)),
-            "http_retries": http_retries,
-            "unscored_by_reason": dict(call_reasons.most_common()),
-        },
-    }
-    finite = scores[np.isfinite(scores)]
+    calls = CallCounts(
+        total=len({c["key"] for c in st.call_log}),
+        cached=int(progress.get("cached", 0)),
+        new=int(progress.get("new", 0)),
+        reasked=len({c["key"] for c in st.call_log if c["attempt"] > 0}),
+        failed=int(progress.get("failed", 0)),
+        http_retries=st.http_retries,
+        unscored_by_reason=dict(st.call_reasons.most_common()),
+    )
+    std: float | None = None
+    rounds: dict[str, int] = {}
     if judge.pairwise:
-        verdicts = out[f"{col}.verdict"].dropna().tolist()
-        summary["distribution"] = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
-        summary["mean"] = float(finite.mean()) if finite.size else float("nan")
+        codes = out[f"{col}.code"].to_numpy(dtype=float)
+        verdicts = [v for v in out[col].tolist() if isinstance(v, str)]
+        distribution = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
+        finite = codes[np.isfinite(codes)]
+        mean = float(finite.mean()) if finite.size else float("nan")
         bias: dict[str, Any] = {
-            "length": pairwise_length_bias(scores, out["response_a"].tolist(), out["response_b"].tolist(),
+            "length": pairwise_length_bias(codes, out["response_a"].tolist(), out["response_b"].tolist(),
                                            unit=length_unit)
         }
         if getattr(judge, "both_orders", False):
             bias["order_swap"] = order_swap_agreement(out[f"{col}.ab"].tolist(), out[f"{col}.ba"].tolist())
-        summary["bias"] = bias
+        if f"{col}.rounds" in out.columns:
+            used = [int(r) for r, s in zip(out[f"{col}.rounds"], status, strict=True) if s != "skipped"]
+            rounds = {str(k): int(v) for k, v in sorted(Counter(used).items())}
     else:
+        scores = out[col].to_numpy(dtype=float)
+        finite = scores[np.isfinite(scores)]
         rounded = Counter(float(v) if float(v).is_integer() else round(float(v)) for v in finite)
-        summary["distribution"] = {f"{k:g}": int(v) for k, v in sorted(rounded.items())}
-        summary["mean"] = float(finite.mean()) if finite.size else float("nan")
-        summary["std"] = float(finite.std()) if finite.size else float("nan")
+        distribution = {f"{k:g}": int(v) for k, v in sorted(rounded.items())}
+        mean = float(finite.mean()) if finite.size else float("nan")
+        std = float(finite.std()) if finite.size else float("nan")
         hum = out[human].to_numpy(dtype=float) if human else None
-        summary["bias"] = {"length": length_bias(scores, out["response"].tolist(), unit=length_unit, human=hum)}
-    return summary
+        bias = {"length": length_bias(scores, out["response"].tolist(), unit=length_unit, human=hum)}
+    methods: dict[str, int] = {}
+    if f"{col}.method" in out.columns:
+        methods = {str(k): int(v) for k, v in Counter(m for m in out[f"{col}.method"] if isinstance(m, str)).items()}
+    return JudgeSummary(
+        judge=judge.name,
+        mode=judge.mode,
+        column=col,
+        kind="verdict" if judge.pairwise else "score",
+        higher_is_better=judge.higher_is_better,
+        signature=signature,
+        backend=dict(identity),
+        reference=reference,
+        items=len(out),
+        scored=int((status == "scored").sum()),
+        unscored=int((status == "unscored").sum()),
+        skipped=int((status == "skipped").sum()),
+        unscored_by_reason=dict(Counter(unscored_rows[f"{col}.reason"].fillna("?").tolist()).most_common()),
+        calls=calls,
+        distribution=distribution,
+        mean=mean,
+        std=std,
+        bias=bias,
+        methods=methods,
+        rounds=rounds,
+        errors=dict(st.error_messages.most_common()),
+        last_error=st.last_error,
+        failed_fraction=(calls.failed / st.sent) if st.sent else 0.0,
+        seconds=seconds,
+    )
+
+
+def failed_too_often(summary: JudgeSummary, max_failed: float) -> bool:
+    """True when more than ``max_failed`` (a fraction 0..1) of the calls sent failed after retries."""
+    return summary.calls.failed > 0 and summary.failed_fraction > max_failed and not math.isnan(summary.failed_fraction)

@@ -9,7 +9,6 @@ reproducibility :class:`~evalign.signature.Signature`. Metrics register themselv
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +16,9 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from evalign.errors import EvalignError, unknown_name
+from evalign.errors import EvalignError
 from evalign.metrics.options import OptionSpec, check_options
+from evalign.registry import Registry
 from evalign.signature import Signature
 
 
@@ -115,23 +115,17 @@ BUILTIN_METRIC_MODULES: dict[str, str] = {
     "bartscore": "evalign.metrics.learned",
 }
 
-_REGISTRY: dict[str, type[Metric]] = {}
+#: the metric registry (built-ins imported lazily; plugins from the ``evalign.metrics`` entry points)
+METRICS: Registry[type[Metric]] = Registry("metric", builtin_modules=BUILTIN_METRIC_MODULES,
+                                           entry_point_group="evalign.metrics")
 
 M = TypeVar("M", bound=type[Metric])
 
 
 def register_metric(cls: M) -> M:
     """Class decorator: make a metric available by its ``name``."""
-    _REGISTRY[cls.name] = cls
+    METRICS.add(cls.name, cls)
     return cls
-
-
-def _load(name: str) -> type[Metric]:
-    if name not in _REGISTRY and name in BUILTIN_METRIC_MODULES:
-        importlib.import_module(BUILTIN_METRIC_MODULES[name])
-    if name not in _REGISTRY:
-        raise unknown_name("metric", name, set(_REGISTRY) | set(BUILTIN_METRIC_MODULES))
-    return _REGISTRY[name]
 
 
 def get_metric(name: str, **options: Any) -> Metric:
@@ -139,7 +133,7 @@ def get_metric(name: str, **options: Any) -> Metric:
 
     Options are checked against the metric's ``option_types`` first (:class:`~evalign.errors.UsageError`
     naming the metric and option)."""
-    cls = _load(name)
+    cls = METRICS.get(name)
     options = check_options(name, cls.option_types, options)
     try:
         return cls(**options)
@@ -149,17 +143,12 @@ def get_metric(name: str, **options: Any) -> Metric:
 
 def metric_class(name: str) -> type[Metric]:
     """The class registered as ``name``."""
-    return _load(name)
+    return METRICS.get(name)
 
 
 def list_metrics() -> list[type[Metric]]:
-    """All known metric classes (built-in and registered), sorted by name."""
-    for name in BUILTIN_METRIC_MODULES:
-        try:
-            _load(name)
-        except ImportError:  # optional dependency missing
-            continue
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    """All known metric classes (built-in and plugins), sorted by name."""
+    return [cls for _, cls in METRICS.items()]
 
 
 # --- helpers shared by metrics -----------------------------------------------------------------

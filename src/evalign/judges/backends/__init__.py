@@ -1,0 +1,78 @@
+"""Judge backends (a package: ``types``, ``base``, ``openai``, ``hf``, ``registry``): send prompts to a language model and get text (and token log-probabilities) back.
+
+Two backends share one async interface (:class:`Backend`):
+
+* :class:`OpenAICompatibleBackend` — any server speaking the OpenAI ``/v1/chat/completions`` or
+  ``/v1/completions`` API (OpenAI, vLLM, llama.cpp, Ollama, TGI ...). Bounded concurrency, retries
+  with exponential backoff and jitter on 429 / 5xx / timeouts / dropped connections / malformed
+  bodies, honours ``Retry-After``. llama.cpp extras (GBNF ``grammar``, ``repeat_penalty``) pass through.
+* :class:`HFLocalBackend` — a local Hugging Face ``transformers`` causal LM, batched on CPU or GPU.
+
+Usage::
+
+    backend = make_backend("openai", base_url="http://localhost:8080/v1", model="judge")
+    req = GenerationRequest(messages=[{"role": "user", "content": "Rate this ..."}], max_tokens=64)
+    gens = backend.run([req])                 # sync wrapper; or: await backend.generate_many([...])
+    gens[0].text, gens[0].finish_reason, gens[0].top_logprobs
+
+API keys are read from an environment variable (``api_key_env``) at request time. They are never
+stored on the backend, never part of :meth:`Backend.identity` (used in cache keys and signatures),
+of :attr:`Generation.raw`, of error messages, or of log records.
+
+``import evalign.judges.backends`` is light: httpx is imported when the first request is sent,
+torch / transformers when an :class:`HFLocalBackend` is created.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalign.errors import BackendError
+from evalign.judges.backends.base import Backend, BackendRequestError, OnDone
+from evalign.judges.backends.registry import (
+    BACKENDS,
+    backend_class,
+    list_backends,
+    make_backend,
+    register_backend,
+)
+from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
+
+_LAZY = {
+    "OpenAICompatibleBackend": "evalign.judges.backends.openai",
+    "HFLocalBackend": "evalign.judges.backends.hf",
+    "fallback_format": "evalign.judges.backends.hf",
+    "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
+    "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The backend classes and helpers, imported on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendError",
+    "BackendRequestError",
+    "Choice",
+    "Generation",
+    "GenerationRequest",
+    "HFLocalBackend",
+    "Message",
+    "OnDone",
+    "OpenAICompatibleBackend",
+    "Usage",
+    "backend_class",
+    "fallback_format",
+    "fold_system",
+    "list_backends",
+    "make_backend",
+    "register_backend",
+]

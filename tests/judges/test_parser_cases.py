@@ -1,0 +1,154 @@
+"""Parser cases: issue cases, prometheus-eval's own parser test table (where upstream is right), the
+echo masking independent of the tail window, and the property that no part of a rendered built-in
+prompt is ever scored."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalign.judges import get_judge, list_rubrics, list_templates, load_template, parse_grade
+from evalign.judges.grading import prompt_text
+from evalign.judges.parsing import TAIL_CHARS
+
+# prometheus-eval libs/prometheus-eval/tests/test_parser.py (commit dcfb442): (output, mode, expected)
+UPSTREAM_CASES = [
+    ("Reference (Score 5) two results [RESULT] 3", "absolute", 3),
+    ("Reference (Score 5) not results", "absolute", None),
+    ("Excellent. [RESULT] 5 out of 5", "absolute", 5),
+    ("Poor performance. [RESULT] score of 1", "absolute", 1),
+    ("Good job. [Result] 3", "absolute", 3),
+    ("Needs improvement. [Result] Score: 2", "absolute", 2),
+    ("Well done. [Result] Result: 4", "absolute", 4),
+    ("Average. [Result] 4/5", "absolute", 4),
+    ("Excellent. [Result] 5 out of 5", "absolute", 5),
+    ("Poor performance. [Result] score of 1", "absolute", 1),
+    ("Good job. [Score 4]", "absolute", 4),
+    ("Good job. score: 3", "absolute", 3),
+    ("Good job. Score: 3", "absolute", 3),
+    ("Good job. score of 1", "absolute", 1),
+    ("Good job. [RESULT] (5)", "absolute", 5),
+    ("The score is definitely not 3.", "absolute", None),
+    ("I rate this a perfect 10!", "absolute", None),
+    ("Score: 2.5", "absolute", None),
+    ("Result: A", "absolute", None),
+    ("[Response B is not better. [RESULT] A", "relative", "A"),
+    ("Result A or B, not results", "relative", None),
+    ("Response A is better. [RESULT] A", "relative", "A"),
+    ("Prefer Response B. [RESULT] B", "relative", "B"),
+    ("Feedback: Both responses are similar... [Response B]", "relative", "B"),
+    ("Feedback: Both responses are clear... [Result] Response B", "relative", "B"),
+    ("Feedback: Both responses are clear... Response B Response A", "relative", None),
+    ("Feedback: Both responses are clear... [RESULT: B]", "relative", "B"),
+    ("Feedback: Both responses are clear... [Result: B]", "relative", "B"),
+    ("Feedback: Both responses are clear...Response A. [RESULT] B", "relative", "B"),
+    ("After careful consideration, I select Response B.", "relative", None),
+    ("Both responses have their merits.", "relative", None),
+    ("Response C is clearly superior.", "relative", None),
+    ("The better response is obviously B... or is it A? It's hard to decide.", "relative", None),
+]
+# Where upstream is not right, with why: upstream reads "Good job. (Score 5)" as 5, but "(Score 5)" is the
+# phrase of the absolute prompt ("###Reference Answer (Score 5):"), which an echoing judge copies.
+UPSTREAM_DISAGREE = [("Good job. (Score 5)", "absolute", 5, None)]
+
+
+def value(text: str, mode: str, **kw: object) -> object:
+    r = parse_grade(text, mode, **kw)  # type: ignore[arg-type]
+    if isinstance(r.value, float):
+        return int(r.value)
+    return r.value
+
+
+@pytest.mark.parametrize(("text", "mode", "expected"), UPSTREAM_CASES)
+def test_prometheus_eval_parser_cases(text: str, mode: str, expected: object) -> None:
+    assert value(text, mode) == expected
+
+
+@pytest.mark.parametrize(("text", "mode", "upstream", "ours"), UPSTREAM_DISAGREE)
+def test_where_upstream_is_not_right(text: str, mode: str, upstream: object, ours: object) -> None:
+    assert value(text, mode) == ours != upstream
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "expected"),
+    [
+        ("Fine. [RESULT] Score: 2", "absolute", 2),
+        ("Fine. [RESULT] Result: 4", "absolute", 4),
+        ("Fine. [RESULT] score of 1", "absolute", 1),
+        ("Fine. [RESULT] (1-5)", "absolute", None),
+        ("Fine. [RESULT] 1-5", "absolute", None),
+        ("Fine. Score: 1 to 5", "absolute", None),
+        ("Fine. [RESULT] 1 \u2013 5", "absolute", None),
+        ("[Response B]", "relative", "B"),
+        ("Only a marker [Response A]", "relative", "A"),
+    ],
+)
+def test_issue_cases(text: str, mode: str, expected: object) -> None:
+    assert value(text, mode) == expected
+
+
+def test_echo_straddling_the_tail_window_is_not_scored() -> None:
+    """An echoed task line cut by the tail window inside "a score of 5" is never read as 5
+    (masking is done on the whole output, before the window is taken)."""
+    line = load_template("prometheus_absolute").text(True).split("\n")[1]
+    start = line.index("a score of 5")
+    for cut in range(start, start + len("a score of 5")):
+        filler_len = TAIL_CHARS - (len(line) - cut)
+        assert filler_len > 0
+        text = line + "\n" + ("word " * 200)[: filler_len - 1]
+        assert len(text) - TAIL_CHARS == cut
+        r = parse_grade(text, "absolute")
+        assert not r.ok, (cut, r)
+
+
+# --- property: no part of any rendered built-in prompt is ever scored ----------------------------------
+
+ROW = {
+    "instruction": "Describe the water cycle.", "input": "Keep it short.", "system": "s",
+    "response": "Water evaporates, forms clouds and falls as rain.",
+    "reference": "Water moves between the sea, the air and the land.",
+    "response_a": "Water evaporates and falls again.", "response_b": "Rain comes from clouds made of vapour.",
+}  # fmt: skip
+MODE_JUDGE = {"absolute": "absolute", "relative": "pairwise", "geval": "geval", "criteria": "criteria"}
+
+
+def _cases() -> list[tuple[str, bool, str | None]]:
+    out = []
+    for name in list_templates():
+        t = load_template(name)
+        refs = [True, False] if t.has_reference else [False]
+        uses_rubric = "{rubric}" in t.without_reference
+        for ref in refs:
+            for rubric in list_rubrics() if uses_rubric else [None]:
+                out.append((name, ref, rubric))
+    return out
+
+
+def _windows(text: str, chars: bool) -> set[str]:
+    """Every line window; with ``chars`` also every prefix and suffix."""
+    wins = {text[:k] for k in range(1, len(text) + 1)} | {text[k:] for k in range(len(text))} if chars else set()
+    lines = text.split("\n")
+    for i in range(len(lines)):
+        for j in range(i + 1, len(lines) + 1):
+            wins.add("\n".join(lines[i:j]))
+    return {w for w in wins if w.strip()}
+
+
+@pytest.mark.parametrize(("name", "reference", "rubric"), _cases())
+def test_no_window_of_a_rendered_prompt_is_scored(name: str, reference: bool, rubric: str | None) -> None:
+    """Every line window of each rendered prompt; every prefix and suffix too for one rubric per
+    template (the rubrics differ only in their lines, which the line windows cover)."""
+    t = load_template(name)
+    opts: dict[str, object] = {"template": name, "reference": reference}
+    if rubric is not None:
+        opts["rubric"] = rubric
+    if name.endswith("_tie"):
+        opts["tie"] = True
+    judge = get_judge(MODE_JUDGE[t.mode], **opts)
+    for _, messages in judge.prompts(ROW, judge.rubric, reference):
+        prompt = prompt_text(messages)
+        scored = []
+        for w in _windows(prompt, chars=rubric in (None, "helpfulness")):
+            r = judge.parse({"choices": [{"text": w, "finish_reason": "stop"}]}, prompt)
+            if r.ok:
+                scored.append((w[:60], w[-60:], r.value))
+        assert not scored, scored[:3]
