@@ -106,6 +106,8 @@ BUILTIN_METRIC_MODULES: dict[str, str] = {
     "pooled_similarity": "evalign.metrics.embedding",
     "bertscore": "evalign.metrics.embedding",
     "bartscore": "evalign.metrics.learned",
+    "bleurt": "evalign.metrics.bleurt",
+    "discoscore": "evalign.metrics.discoscore",
 }
 
 _REGISTRY: dict[str, type[Metric]] = {}
