@@ -193,3 +193,19 @@ def test_tagger_is_pluggable_and_spacy_missing_says_how(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy -> ImportError
     with pytest.raises(EvalignError, match=r"spacy download en_core_web_sm"):
         DiscoScore().tagger()
+
+
+def test_metrics_cli_lists_bleurt_and_discoscore_with_defaults() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    res = CliRunner().invoke(app, ["metrics", "--json"])
+    assert res.exit_code == 0, res.output
+    listed = {m["metric"]: m for m in json.loads(res.stdout)}
+    assert listed["discoscore"]["defaults"] == "variant=focus, model=bert-base-uncased"
+    assert listed["discoscore"]["higher_is_better"] is False
+    assert listed["bleurt"]["defaults"] == "model=lucadiliello/BLEURT-20"
+    assert listed["bleurt"]["higher_is_better"] is True

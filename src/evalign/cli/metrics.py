@@ -12,13 +12,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics_cmd(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
-        """List the metrics evalign knows, with their direction and description."""
+        """List the metrics evalign knows, with their direction, default options and description."""
         import pandas as pd
 
         from evalign.metrics.base import list_metrics
 
         rows = [
-            {"metric": m.name, "higher_is_better": m.higher_is_better, "description": m.description}
+            {"metric": m.name, "higher_is_better": m.higher_is_better,
+             "defaults": ", ".join(f"{k}={v}" for k, v in m.defaults.items()), "description": m.description}
             for m in list_metrics()
         ]
         if as_json:
