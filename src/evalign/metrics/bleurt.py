@@ -191,7 +191,7 @@ class BleurtCheckpoint:
             encoder: Any = RemBertModel(RemBertConfig(input_embedding_size=emb, output_embedding_size=emb,
                                                       bos_token_id=None, eos_token_id=None, **common))
         else:
-            encoder = BertModel(BertConfig(position_embedding_type="absolute", **common))
+            encoder = BertModel(BertConfig(**common))
         state = _read_weights(folder)
         enc_state, head_state = _split_state(state)
         missing, unexpected = encoder.load_state_dict(enc_state, strict=False)

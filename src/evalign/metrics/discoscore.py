@@ -137,7 +137,7 @@ def sentence_similarity(hyp: np.ndarray, ref: np.ndarray) -> float:
 
 def _cos(a: np.ndarray, b: np.ndarray, eps: float = 1e-8) -> float:
     """torch's ``cosine_similarity``: ``a.b / (max(|a|, eps) * max(|b|, eps))``."""
-    return float(a @ b / (max(np.linalg.norm(a), eps) * max(np.linalg.norm(b), eps)))
+    return float(a @ b) / (max(float(np.linalg.norm(a)), eps) * max(float(np.linalg.norm(b)), eps))
 
 
 @register_metric
