@@ -165,3 +165,13 @@ def test_missing_checkpoint_names_it_and_where_to_get_it(monkeypatch: pytest.Mon
 def test_not_a_bleurt_checkpoint(tiny_bert: str) -> None:
     with pytest.raises(ModelLoadError, match="not a BLEURT checkpoint"):
         Bleurt(tiny_bert, device="cpu", use_cache=False).score(["a"], [["b"]])
+
+
+def test_cache_partial_hit_fills_only_the_missing_pairs(bleurt_dirs: dict[str, str], tmp_path: Path) -> None:
+    folder = bleurt_dirs["bert"]
+    cache = Cache(tmp_path / "c.sqlite")
+    Bleurt(folder, device="cpu", cache=cache).score(CANDS[:2], [[r] for r in REFS[:2]])
+    mixed = Bleurt(folder, device="cpu", cache=cache).score(CANDS[::-1], [[r] for r in REFS[::-1]])
+    assert mixed.info["computed"] == 2 and mixed.info["cached"] == 2
+    fresh = Bleurt(folder, device="cpu", use_cache=False).score(CANDS[::-1], [[r] for r in REFS[::-1]])
+    np.testing.assert_allclose(mixed.values, fresh.values, atol=1e-6)

@@ -209,3 +209,44 @@ def test_metrics_cli_lists_bleurt_and_discoscore_with_defaults() -> None:
     assert listed["discoscore"]["higher_is_better"] is False
     assert listed["bleurt"]["defaults"] == "model=lucadiliello/BLEURT-20"
     assert listed["bleurt"]["higher_is_better"] is True
+
+
+def test_spacy_tagger_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default tagger keeps the lemmas of NOUN / PROPN tokens and names its pipeline (a stand-in
+    ``spacy`` module replaces the real one, whose English pipeline is not installed here)."""
+    import types
+
+    from evalign.metrics import pos_tagger
+
+    class Tok:
+        def __init__(self, text: str, pos: str, lemma: str) -> None:
+            self.text, self.pos_, self.lemma_ = text, pos, lemma
+
+    class Span:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+    tags = {"cats": ("NOUN", "cat"), "paris": ("PROPN", "paris"), "sat": ("VERB", "sit")}
+
+    class Doc(list):  # type: ignore[type-arg]
+        def __init__(self, text: str) -> None:
+            super().__init__(Tok(w, *tags.get(w, ("X", w))) for w in text.split())
+            self.sents = [Span(s) for s in text.split(" | ")]
+
+    class Nlp:
+        def __init__(self) -> None:
+            self.meta = {"version": "3.8.0"}
+
+        def __call__(self, text: str) -> Doc:
+            return Doc(text)
+
+    loaded: list[str] = []
+    fake = types.ModuleType("spacy")
+    fake.load = lambda name: loaded.append(name) or Nlp()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "spacy", fake)
+    monkeypatch.setattr(pos_tagger, "_punkt_splitter", lambda: None)
+    t = DiscoScore(tagger="spacy:en_core_web_md").tagger()
+    assert loaded == ["en_core_web_md"] and t.name == "spacy:en_core_web_md@3.8.0+spacy-sents"
+    assert t.noun_lemmas("the cats sat in paris") == ["cat", "paris"]
+    assert t.sentences("the cats sat | in paris") == ["the cats sat", "in paris"]
+    assert DiscoScore().tagger().name.startswith("spacy:en_core_web_sm@")
