@@ -143,6 +143,12 @@ def test_no_common_focus_scores_zero_as_the_code(tiny_bert: str) -> None:
     assert make(tiny_bert).score(["it is big"], [["a dog sat on a mat"]]).values[0] == 0.0
 
 
+def test_empty_texts(tiny_bert: str) -> None:
+    refs = [["the cat sat."], ["a dog"], [""]]
+    np.testing.assert_array_equal(make(tiny_bert).score(["", "  ", "the cat"], refs).values, 0.0)  # no focus
+    assert np.isnan(make(tiny_bert, variant="sent").score(["", "  ", "the cat"], refs).values).all()
+
+
 def test_direction_declared() -> None:
     assert metric_class("discoscore").higher_is_better is False
     assert get_metric("discoscore", tagger=WordTagger()).higher_is_better is False

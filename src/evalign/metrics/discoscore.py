@@ -336,8 +336,9 @@ class DiscoScore(Metric):
         sums = np.zeros((n, hidden.shape[1]))
         counts = np.zeros(n)
         for pos, k in enumerate(text.sent_of):
-            sums[k] += hidden[pos]
-            counts[k] += 1
+            if k < n:  # a text without sentences has only [CLS]
+                sums[k] += hidden[pos]
+                counts[k] += 1
         sents = sums / np.maximum(counts, 1.0)[:, None]
         e = text.graph @ sents
         return e / (np.linalg.norm(e, axis=-1, keepdims=True) + 1e-30)
