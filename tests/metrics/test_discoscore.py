@@ -183,8 +183,11 @@ def test_truncation_drops_foci_beyond_the_limit(tiny_bert: str) -> None:
 
 def test_cache(tiny_bert: str, tmp_path: Path) -> None:
     cache = Cache(tmp_path / "c.sqlite")
-    first = make(tiny_bert, cache=cache, use_cache=True).score([HYP, REF], [[REF], [HYP]])
+    calls: list[tuple[int, int]] = []
+    first = make(tiny_bert, cache=cache, use_cache=True, batch_size=1,
+                 progress=lambda d, t: calls.append((d, t))).score([HYP, REF], [[REF], [HYP]])
     assert first.info["computed"] == 2 and first.info["texts"] == 2
+    assert calls == [(1, 2), (2, 2)]
     second = make(tiny_bert, cache=cache, use_cache=True).score([HYP, REF], [[REF], [HYP]])
     assert second.info["computed"] == 0 and second.info["cached"] == 2
     np.testing.assert_array_equal(first.values, second.values)
