@@ -6,7 +6,8 @@ Everything is built here with a fixed seed and a fixed vocabulary: no download. 
 * BERT-style encoder with a WordPiece ``BertTokenizer`` (vocabulary written by this module),
 * MPNet-style encoder with an ``MPNetTokenizer`` over the same words,
 * sentence-transformers models (Transformer + mean Pooling) on top of those two,
-* BART-style seq2seq model with a byte-level ``BartTokenizer`` (one token per byte, no merges).
+* BART-style seq2seq model with a byte-level ``BartTokenizer`` (one token per byte, no merges),
+* BLEURT checkpoints in the layout of the lucadiliello/BLEURT-20 conversions (SentencePiece vocabulary).
 """
 
 from __future__ import annotations
@@ -119,4 +120,86 @@ def build_bart(path: Path, *, seed: int = 2, d_model: int = 32, layers: int = 2,
                      bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2)
     BartForConditionalGeneration(cfg).eval().save_pretrained(path)
     tok.save_pretrained(path)
+    return path
+
+
+def train_sentencepiece(path: Path, *, vocab_size: int = 120) -> Path:
+    """A tiny unigram SentencePiece model over :data:`WORDS` (pieces ``[PAD]`` = 0, ``[UNK]`` = 1 and
+    the control pieces ``[CLS]``, ``[SEP]``, ``[MASK]``, as in BLEURT-20's ``spm.model``)."""
+    import io
+    import random
+
+    import sentencepiece as spm
+
+    rng = random.Random(0)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(8)) + rng.choice([".", "!", "?", ","]) for _ in range(400)]
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab_size, model_type="unigram",
+        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="[PAD]", unk_piece="[UNK]",
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], character_coverage=1.0, hard_vocab_limit=False,
+        minloglevel=2, num_threads=1,
+    )
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+def build_bleurt(path: Path, *, seed: int = 3, embedding_size: int | None = 16, hidden: int = 32, layers: int = 2,
+                 max_len: int = 48, scale: float = 0.3) -> Path:
+    """A tiny random checkpoint in the layout of the lucadiliello/BLEURT-20 PyTorch conversions:
+    ``config.json`` (``model_type: "bleurt"``), ``pytorch_model.bin`` (``bleurt.*`` and ``classifier.*``
+    names; ``bleurt.encoder.embedding_projection`` when ``embedding_size`` is set), ``spm.model`` and
+    ``tokenizer_config.json``. Every weight is drawn from N(0, ``scale``) (LayerNorm weights around 1)."""
+    import torch
+
+    path.mkdir(parents=True, exist_ok=True)
+    train_sentencepiece(path / "spm.model")
+    import sentencepiece as spm
+
+    vocab = spm.SentencePieceProcessor(model_file=str(path / "spm.model")).get_piece_size()
+    cfg = {
+        "architectures": ["BleurtForSequenceClassification"], "model_type": "bleurt", "vocab_size": vocab,
+        "embedding_size": embedding_size, "hidden_size": hidden, "num_hidden_layers": layers,
+        "num_attention_heads": 4, "intermediate_size": 2 * hidden, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "max_position_embeddings": max_len,
+        "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "num_labels": 1, "tie_word_embeddings": False,
+    }
+    (path / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+    (path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False, "tokenizer_class": "BleurtSPTokenizer"}), encoding="utf-8")
+    e = embedding_size or hidden
+    shapes: dict[str, tuple[int, ...]] = {
+        "bleurt.embeddings.word_embeddings.weight": (vocab, e),
+        "bleurt.embeddings.position_embeddings.weight": (max_len, e),
+        "bleurt.embeddings.token_type_embeddings.weight": (2, e),
+        "bleurt.embeddings.LayerNorm.weight": (e,),
+        "bleurt.embeddings.LayerNorm.bias": (e,),
+    }
+    if embedding_size:
+        shapes["bleurt.encoder.embedding_projection.weight"] = (hidden, e)
+        shapes["bleurt.encoder.embedding_projection.bias"] = (hidden,)
+    for i in range(layers):
+        p = f"bleurt.encoder.layer.{i}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            shapes[p + name + ".weight"] = (hidden, hidden)
+            shapes[p + name + ".bias"] = (hidden,)
+        shapes[p + "attention.output.LayerNorm.weight"] = (hidden,)
+        shapes[p + "attention.output.LayerNorm.bias"] = (hidden,)
+        shapes[p + "intermediate.dense.weight"] = (2 * hidden, hidden)
+        shapes[p + "intermediate.dense.bias"] = (2 * hidden,)
+        shapes[p + "output.dense.weight"] = (hidden, 2 * hidden)
+        shapes[p + "output.dense.bias"] = (hidden,)
+        shapes[p + "output.LayerNorm.weight"] = (hidden,)
+        shapes[p + "output.LayerNorm.bias"] = (hidden,)
+    shapes["bleurt.pooler.dense.weight"] = (hidden, hidden)
+    shapes["bleurt.pooler.dense.bias"] = (hidden,)
+    shapes["classifier.weight"] = (1, hidden)
+    shapes["classifier.bias"] = (1,)
+    gen = torch.Generator().manual_seed(seed)
+    state = {}
+    for k, shape in shapes.items():
+        w = torch.randn(shape, generator=gen) * scale
+        state[k] = w + 1.0 if "LayerNorm.weight" in k else w
+    state["bleurt.embeddings.position_ids"] = torch.arange(max_len).unsqueeze(0)  # a buffer the conversion saved
+    torch.save(state, path / "pytorch_model.bin")
     return path

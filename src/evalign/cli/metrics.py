@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
         options: bool = typer.Option(False, "--options", help="List each metric's options (for --option metric.key=value)."),
     ) -> None:
-        """List the metrics evalign knows, with their direction and description (or their options)."""
+        """List the metrics evalign knows, with their direction, default options and description (or their options)."""
         import pandas as pd
 
         from evalign.metrics.base import list_metrics
@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
                 print_table(pd.DataFrame(rows), title="Metric options (--option metric.key=value)")
             return
         rows = [
-            {"metric": m.name, "higher_is_better": m.higher_is_better, "description": m.description}
+            {"metric": m.name, "higher_is_better": m.higher_is_better,
+             "defaults": ", ".join(f"{k}={v}" for k, v in m.defaults.items()), "description": m.description}
             for m in list_metrics()
         ]
         if as_json:

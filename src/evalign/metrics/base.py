@@ -113,6 +113,8 @@ BUILTIN_METRIC_MODULES: dict[str, str] = {
     "pooled_similarity": "evalign.metrics.embedding",
     "bertscore": "evalign.metrics.embedding",
     "bartscore": "evalign.metrics.learned",
+    "bleurt": "evalign.metrics.bleurt",
+    "discoscore": "evalign.metrics.discoscore",
 }
 
 #: the metric registry (built-ins imported lazily; plugins from the ``evalign.metrics`` entry points)
