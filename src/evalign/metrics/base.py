@@ -54,6 +54,10 @@ class Metric(ABC):
     column_options: ClassVar[tuple[str, ...]] = ()
     #: defaults of the options named in ``column_options``
     defaults: ClassVar[dict[str, Any]] = {}
+    #: the system-level score: ``"mean"`` (mean of item scores) or ``"corpus"`` (the metric's corpus
+    #: score from summed per-item sufficient statistics; such a metric has a ``corpus_scorer``, a
+    #: sacrebleu metric object, see :mod:`evalign.evaluate.system`)
+    system_level: ClassVar[str] = "mean"
 
     @abstractmethod
     def options(self) -> dict[str, Any]:

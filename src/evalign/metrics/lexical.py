@@ -98,6 +98,8 @@ class Bleu(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("tok",)
     defaults: ClassVar[dict[str, Any]] = {"tok": "13a"}
+    system_level: ClassVar[str] = "corpus"
+    corpus_scorer = property(lambda self: self._corpus, doc="the sacrebleu BLEU object of the corpus score")
 
     def __init__(
         self,
@@ -149,6 +151,8 @@ class Chrf(Metric):
     dists: ClassVar[tuple[str, ...]] = ("sacrebleu",)
     column_options: ClassVar[tuple[str, ...]] = ("nw",)
     defaults: ClassVar[dict[str, Any]] = {"nw": 0}
+    system_level: ClassVar[str] = "corpus"
+    corpus_scorer = property(lambda self: self._chrf, doc="the sacrebleu CHRF object of the corpus score")
 
     def __init__(
         self,
