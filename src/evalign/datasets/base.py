@@ -50,6 +50,8 @@ class HumanDataset:
     label_source: str = "human"
     #: the labels' name in titles ("humans", "GPT-4 grades")
     label_name: str = "humans"
+    #: judge verdict or score columns shipped with the set (e.g. upstream judges' verdicts)
+    judge_columns: list[str] = field(default_factory=list)
 
 
 def bundled_path(*parts: str) -> Path:

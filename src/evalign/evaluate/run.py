@@ -473,6 +473,8 @@ def _evaluate_pairs(spec: EvalSpec) -> EvalResult:
         row["n_pairs"] = int(common.sum())
         over_rows.append(row)
     overview = pd.DataFrame(over_rows)
+    if "n_unparseable" in overview.columns:
+        overview["n_unparseable"] = overview["n_unparseable"].astype("Int64")
     warns = G.tie_warnings(tie_rates, epsilons)
     verdicts = any(c.verdict for c in cols)
     lengths = B.lengths_pairs(pairs) if spec.baselines else None
@@ -483,7 +485,7 @@ def _evaluate_pairs(spec: EvalSpec) -> EvalResult:
     tables: list[TrustTable] = []
     for req in spec.trust_requests():
         also = _also(req.statistic, True, verdicts)
-        preds = [Predictor(c.name, data[c.name], kind=c.kind, epsilon=0.0 if c.verdict else None,
+        preds = [Predictor(c.name, data[c.name], kind=c.kind, epsilon=None,
                            statistics=vstats if c.verdict else {}, cost=spec.costs.get(c.name, np.nan)) for c in cols]
         if spec.baselines:
             preds += B.trivial_baselines([req.statistic, *also[:1]], (2, n), level="item", grouping="item",
