@@ -21,7 +21,6 @@ from evalign.cli.common import (
     SYSTEM_FIELD,
     TASK_FIELD,
     CliError,
-    console,
     emit_json,
     err_console,
     field_map,
