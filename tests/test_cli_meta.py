@@ -44,11 +44,11 @@ def test_self_instruct_system_ranking(self_instruct_scored: pd.DataFrame) -> Non
     wide = self_instruct_scored.pivot(index="system", columns="id", values="rouge_l").loc[systems].to_numpy()
     human = -np.array([ranks[s] for s in systems])  # rank 1 = best
     ref = correlation(human, system_means(wide), "kendall", "system").value
-    corr = out["correlations"][0]
+    corr = out["overview"][0]
     assert corr["metric"] == "rouge_l"
     assert corr["system_kendall"] == pytest.approx(ref)
-    row = out["trust"]["rows"][0]
-    assert row["metric"] == "rouge_l" and row["value"] == pytest.approx(ref)
+    row = next(r for r in out["trust"][0]["rows"] if r["metric"] == "rouge_l")
+    assert row["kind"] == "metric" and row["rank"] == 1 and row["value"] == pytest.approx(ref)
     assert row["ci_low"] <= row["value"] <= row["ci_high"]
     assert row["s_per_1000"] > 0  # measured in this run
     assert out["systems"][0]["system"] == "text-davinci-003"  # human rank 3 = best of the 8
@@ -57,7 +57,7 @@ def test_self_instruct_system_ranking(self_instruct_scored: pd.DataFrame) -> Non
 def test_pandalm_dataset_works() -> None:
     out = _json(["meta", "--dataset", "pandalm", "-m", "rouge_l", "--bootstrap", "30", "--permutations", "20",
                  "--json"])
-    assert out["mode"] == "pairs" and out["n_pairs"] == 999
+    assert out["mode"] == "pairs" and out["n_items"] == 999
     from evalign.datasets import load_dataset, pairs_to_items
     from evalign.meta.breakdown import pair_scores
     from evalign.scoring import score
@@ -66,9 +66,12 @@ def test_pandalm_dataset_works() -> None:
     scored = score(pairs_to_items(ds.pairs), ["rouge_l"])[0]
     pairs = pair_scores(ds.pairs, scored, ["rouge_l"])
     ref = pairwise_preference_accuracy(pairs[ds.pref_columns].to_numpy(), pairs["rouge_l_a"], pairs["rouge_l_b"])
-    row = out["trust"]["rows"][0]
-    assert row["value"] == pytest.approx(ref.accuracy_with_ties)
-    assert out["correlations"][0]["epsilon"] == pytest.approx(ref.epsilon)
+    rows = {r["metric"]: r for r in out["trust"][0]["rows"]}
+    assert rows["rouge_l"]["value"] == pytest.approx(ref.accuracy_with_ties)
+    assert out["overview"][0]["epsilon"] == pytest.approx(ref.epsilon)
+    assert {"always_tie", "always_a", "always_b", "random", "longer_is_better", "human_ceiling"} <= set(rows)
+    assert rows["always_tie"]["value"] == pytest.approx(105 / 999)  # majority ties of the 999 pairs
+    assert out["signature"]["statistic"] == "preference_accuracy" and out["signature"]["seed"] == 0
 
 
 def _item_file(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
@@ -88,7 +91,7 @@ def test_item_file_with_breakdown(tmp_path: Path) -> None:
     path, h, m = _item_file(tmp_path)
     out = _json(["meta", str(path), "--human", "rating", "--metric", "score", "--by", "kind", "--grouping", "item",
                  "--bootstrap", "40", "--permutations", "20", "--min-group-size", "15", "--json"])
-    corr = out["correlations"][0]
+    corr = out["overview"][0]
     assert corr["pairwise_accuracy"] == pytest.approx(pairwise_accuracy(h, m, grouping="item").accuracy)
     assert corr["item_kendall"] == pytest.approx(correlation(h, m, "kendall", "item", "item").value)
     bd = pd.DataFrame(out["breakdown"]["rows"]).set_index("group")
@@ -96,13 +99,13 @@ def test_item_file_with_breakdown(tmp_path: Path) -> None:
     eps = corr["epsilon"]
     ref = pairwise_accuracy(h[:, 12:], m[:, 12:], grouping="item", epsilon=eps).accuracy
     assert bd.loc["short", "value"] == pytest.approx(ref)
-    assert {g["group"]: g["status"] for g in out["trust"]["groups"]} == {"(all)": "ok", "long": "too small",
+    assert {g["group"]: g["status"] for g in out["trust"][0]["groups"]} == {"(all)": "ok", "long": "too small",
                                                                          "short": "ok"}
     # the terminal output ends with the trust table
     res = runner.invoke(app, ["meta", str(path), "--human", "rating", "--metric", "score", "--bootstrap", "20",
                               "--permutations", "10"])
     assert res.exit_code == 0
-    assert "Which metric to trust" in res.stdout
+    assert "Which metric or judge to trust" in res.stdout
     assert res.stdout.rstrip().endswith("┘")  # it ends with the trust table
 
 
@@ -114,8 +117,8 @@ def test_system_human_file_lower_is_better(tmp_path: Path) -> None:
     out = _json(["meta", str(path), "--system-human", str(sh), "--lower-is-better", "-m", "score",
                  "--bootstrap", "20", "--permutations", "10", "--json"])
     ref = correlation(-np.array([2.0, 1, 4, 3]), system_means(m), "spearman", "system").value
-    assert out["correlations"][0]["system_spearman"] == pytest.approx(ref)
-    assert out["trust"]["level"] == "system"
+    assert out["overview"][0]["system_spearman"] == pytest.approx(ref)
+    assert out["trust"][0]["level"] == "system"
 
 
 def test_errors_are_one_line_and_name_the_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -136,3 +139,24 @@ def test_errors_are_one_line_and_name_the_column(tmp_path: Path, monkeypatch: py
     assert exc.value.code == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "'nope'" in err and len(err.splitlines()) == 1
+
+
+def test_llmbar_without_references_exits_1_with_the_reason() -> None:
+    res = runner.invoke(app, ["meta", "--dataset", "llmbar", "-m", "rouge_l"])
+    assert res.exit_code == 1
+    assert ("LLMBar has no reference answers: reference-based metrics cannot be computed; judge it with "
+            "`evalign judge` first") in " ".join(res.output.split())
+    assert "Traceback" not in res.output and "rank" not in res.stdout
+
+
+def test_tulu_shows_baselines_and_says_which_metrics_do_not_beat_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    monkeypatch.setenv("EVALIGN_DATA_DIR", str(shared))
+    res = runner.invoke(app, ["meta", "--dataset", "tulu1", "--human", "acceptable", "-m", "rouge_l", "--bootstrap",
+                              "50", "--permutations", "50"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    for name in ("always_tie", "random", "longer_is_better", "human_ceiling"):
+        assert name in res.stdout
+    text = " ".join(res.output.split())
+    assert "rouge_l does not beat the best trivial baseline" in text
+    assert "rouge_l calls 99.4% of pairs ties" in text

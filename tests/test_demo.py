@@ -72,5 +72,15 @@ def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str]
     assert corr.loc["rouge_l", "ci_low"] <= tau <= corr.loc["rouge_l", "ci_high"]
     pref = pd.read_csv(out / "pandalm_preference_accuracy.csv").set_index("metric")
     assert 0.5 < pref.loc["rouge_l", "value"] < 1.0 and pref.loc["exact_match", "value"] < 0.5
+    # one trust table: metrics, the two upstream judges and the baselines
+    assert pref.loc["judge:gpt-3.5-turbo", "kind"] == "judge" and pref.loc["judge:pandalm-7b", "kind"] == "judge"
+    assert pref.loc["judge:gpt-3.5-turbo", "n_unparseable"] == 25
+    assert pref.loc["judge:pandalm-7b", "value"] == pytest.approx(0.6677, abs=1e-4)  # PandaLM paper: 66.77
+    for b in ("always_tie", "always_a", "always_b", "random", "longer_is_better", "human_ceiling"):
+        assert pref.loc[b, "kind"] == "baseline"
+    assert pref.loc["always_tie", "value"] == pytest.approx(105 / 999)
+    assert "judge:gpt-3.5-turbo" in proc.stdout and "always_tie" in proc.stdout
+    assert summary["pandalm"]["signature"]["statistic"] == "preference_accuracy"
+    assert "bleu (corpus)" in lb.columns  # the declared system score
     scored = pd.read_json(out / "self_instruct_scored.jsonl", lines=True)
     assert len(scored) == 2016 and scored["semscore[model=all-MiniLM-L6-v2]"].between(-1, 1).all()

@@ -5,7 +5,9 @@
    published human ranking (system-level Kendall / Pearson / Spearman with bootstrap intervals).
 2. PandaLM (999 response pairs on the same instructions, 3 human annotators, ties): each metric
    scores both responses against the Self-Instruct reference and its preference is compared with
-   the humans' majority vote (pairwise preference accuracy with a calibrated tie threshold).
+   the humans' majority vote (pairwise preference accuracy with a calibrated tie threshold), in one
+   trust table with the upstream GPT-3.5-turbo and PandaLM-7B judge verdicts on the same pairs and
+   the baselines (always A / B / tie, random, longer is better, the human ceiling).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def offline_metrics() -> tuple[list[Metric], list[str]]:
 
 @dataclass
 class DemoResult:
-    """Everything the demo computed."""
+    """Everything the demo computed: the scored tables, the two evaluation results (Self-Instruct
+    system ranks; PandaLM pairs with the upstream judges) and the report built from them."""
 
     items: pd.DataFrame
     pairs_items: pd.DataFrame
@@ -59,6 +62,8 @@ class DemoResult:
     leaderboard: pd.DataFrame
     correlations: pd.DataFrame
     preference: pd.DataFrame
+    system_result: Any = None  # evalign.evaluate.EvalResult
+    pair_result: Any = None  # evalign.evaluate.EvalResult
     notes: list[str] = field(default_factory=list)
 
 
@@ -72,14 +77,15 @@ def run_demo(
 ) -> DemoResult:
     """Run the demo's computations (no output written); see the module docstring."""
     from evalign.datasets import load_dataset, pairs_to_items
-    from evalign.report.assemble import report_data
+    from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
+    from evalign.evaluate.prepare import dataset_human
+    from evalign.report.assemble import from_results
 
     step = on_step or (lambda _s: None)
     notes: list[str] = []
     if metrics is None:
         metrics, notes = offline_metrics()
     cols = [m.column for m in metrics]
-    lower = [m.column for m in metrics if not m.higher_is_better]
 
     si = load_dataset("self_instruct")
     assert si.items is not None and si.system_human is not None
@@ -97,41 +103,31 @@ def run_demo(
     )
 
     step(f"meta-evaluating (bootstrap: {n_resamples} resamples, seed {seed})")
-    rd = report_data(
-        items,
-        cols,
-        system_human=si.system_human,
-        system_human_higher_is_better=si.system_human_higher_is_better,
-        by=None,
-        costs=runs,
-        title="evalign demo: which metric agrees with people?",
+    resampling = Resampling(n_resamples=n_resamples, n_permutations=n_resamples, seed=seed)
+    si_cols = tuple(Column(m.column, "metric", m.higher_is_better, system_level=m.system_level, metric=m)
+                    for m in metrics)
+    si_result = evaluate(EvalSpec(human=dataset_human(si), columns=si_cols, items=items, resampling=resampling,
+                                  source="Self-Instruct", dataset="Self-Instruct",
+                                  costs={r.column: r.seconds_per_1000 for r in runs}))
+    pair_cols = (*(Column(m.column, "metric", m.higher_is_better, metric=m) for m in metrics),
+                 *(Column(j, "judge", verdict=True) for j in pl.judge_columns))
+    pair_result = evaluate(EvalSpec(human=dataset_human(pl), columns=pair_cols, items=pair_items, pairs=pl.pairs,
+                                    by="task", resampling=resampling, source="PandaLM", dataset="PandaLM",
+                                    costs={r.column: r.seconds_per_1000 for r in pair_runs}, curves=True))
+    signatures = [f"{r.column}: {r.signature}" for r in runs]
+    rd = from_results(
+        [si_result, pair_result],
+        title="evalign demo: which metric or judge agrees with people?",
         subtitle=(
             f"Self-Instruct: {len(items)} items, {items['system'].nunique()} systems, human system ranks. "
-            f"PandaLM: {len(pl.pairs)} pairs, 3 annotators. Sources: {si.citation} {pl.citation}"
+            f"PandaLM: {len(pl.pairs)} pairs, 3 annotators, with the upstream GPT-3.5-turbo and PandaLM-7B "
+            f"verdicts. Sources: {si.citation} {pl.citation}"
         ),
-        lower_is_better=lower,
-        n_resamples=n_resamples,
-        seed=seed,
+        notes=[*notes, *signatures],
+        by_task_label="PandaLM: preference accuracy (with ties)",
     )
-    rd_pairs = report_data(
-        pair_items,
-        cols,
-        pairs=pl.pairs,
-        pref_columns=pl.pref_columns,
-        by="task",
-        lower_is_better=lower,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-    rd.pair_accuracy = rd_pairs.pair_accuracy
-    rd.epsilon_curves = rd_pairs.epsilon_curves
-    rd.by_task = rd_pairs.by_task
-    rd.by_task_label = f"PandaLM: {rd_pairs.by_task_label}"
-    signatures = [f"{r.column}: {r.signature}" for r in runs]
-    rd.notes = list(dict.fromkeys([*rd.notes, *rd_pairs.notes, *notes, *signatures]))
-
-    assert rd.leaderboard is not None and rd.correlations is not None and rd.pair_accuracy is not None
-    leaderboard = rd.leaderboard.rename(columns={"human": "human_rank"}).sort_values("human_rank")
+    assert si_result.systems is not None
+    leaderboard = si_result.systems.rename(columns={"human": "human_rank"}).sort_values("human_rank")
     return DemoResult(
         items=items,
         pairs_items=pair_items,
@@ -141,9 +137,11 @@ def run_demo(
         pair_runs=pair_runs,
         report=rd,
         leaderboard=leaderboard.reset_index(drop=True),
-        correlations=rd.correlations,
-        preference=rd.pair_accuracy,
-        notes=notes,
+        correlations=si_result.trust[0].for_group().drop(columns=["group"]),
+        preference=pair_result.trust[0].for_group().drop(columns=["group"]),
+        system_result=si_result,
+        pair_result=pair_result,
+        notes=[*notes, *si_result.warnings, *pair_result.warnings],
     )
 
 
@@ -178,6 +176,8 @@ def write_demo(result: DemoResult, out: Path) -> dict[str, Path]:
         "leaderboard": result.leaderboard.to_dict("records"),
         "system_level_correlation": result.correlations.to_dict("records"),
         "pandalm_preference_accuracy": result.preference.to_dict("records"),
+        "self_instruct": result.system_result.to_json() if result.system_result is not None else None,
+        "pandalm": result.pair_result.to_json() if result.pair_result is not None else None,
         "notes": result.notes,
         "files": sorted(str(p.relative_to(out)) for p in paths.values() if p.is_relative_to(out)),
     }

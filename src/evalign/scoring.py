@@ -91,8 +91,9 @@ def score(
 
 
 def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.DataFrame:
-    """One row per system, one column per metric: the metric's system-level score
-    (corpus-level where the metric defines one, e.g. BLEU; otherwise the mean item score)."""
+    """One row per system, one column per metric: the metric's declared system-level score
+    (``Metric.system_level``: ``corpus`` for BLEU and chrF, sacrebleu's corpus score; ``mean``
+    otherwise, the mean item score) - the same score ``meta``, ``report`` and the demo use."""
     ms = resolve_metrics(metrics)
     check_systems(table)  # a row without a system is an error, never silently left out
     rows = []
@@ -101,7 +102,7 @@ def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.Data
         refs = references_of(group)
         row: dict[str, Any] = {"system": system, "n_items": len(group)}
         for m in ms:
-            if m.column in group.columns and type(m).system_score is Metric.system_score:
+            if m.column in group.columns and getattr(m, "system_level", "mean") == "mean":
                 vals = group[m.column].to_numpy(dtype=float)
                 row[m.column] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
             else:

@@ -77,8 +77,13 @@ def test_item_human_from_dataset(tmp_path: Path, shared_data_dir: Path) -> None:
     wide_m = items.pivot(index="id", columns="system", values="length")
     taus = [stats.kendalltau(wide_h.loc[i], wide_m.loc[i]).statistic for i in wide_h.index]
     taus = [t for t in taus if np.isfinite(t)]
-    line = next(ln for ln in corr.splitlines() if ln.startswith("| item |"))
+    line = next(ln for ln in corr.splitlines() if ln.startswith("| item |") and "| length |" in ln)
     assert f"| {np.mean(taus):.3f} [" in line
+    # the baselines stand beside the metric in every table: random (0) and longer_is_better for correlations,
+    # always_tie for pairwise accuracy, and the human ceiling from the single annotations
+    assert "| random | 0.000 [0.000, 0.000] |" in corr and "| longer_is_better |" in corr
+    acc = (files / "tables" / "pair_accuracy.md").read_text()
+    assert "| always_tie |" in acc and "| human_ceiling |" in acc and "beats_baselines" in acc
     bt = (files / "tables" / "by_task.md").read_text()
     assert bt.splitlines()[0] == "| task | length |" and "| vicuna |" in bt
     assert "Tulu-1 human evaluation" in out.read_text()
@@ -112,7 +117,7 @@ def test_pairs_from_dataset(tmp_path: Path) -> None:
     ("args", "message"),
     [
         ([], "give at least one --metric"),
-        (["-m", "nope", "--human", "h"], "no metric column 'nope'"),
+        (["-m", "nope", "--human", "h"], "no metric or judge column 'nope'"),
         (["-m", "length"], "no human judgments"),
         (["-m", "length", "--human", "h", "--system-human", "x.json"], "either --human or --system-human"),
     ],

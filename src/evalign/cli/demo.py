@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import typer
@@ -43,25 +44,37 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
             return
+        from evalign.cli.meta import trust_display
+
         short = _short_names(result.metric_cols)
-        board = result.leaderboard.rename(columns=short)
+        board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
         board["human_rank"] = board["human_rank"].astype(int)
-        print_table(board, title="Self-Instruct leaderboard: system scores beside the human rank (1 = best)", digits=3)
+        print_table(board, title="Self-Instruct leaderboard: system scores beside the human rank (1 = best); "
+                                 "bleu and chrf are corpus scores, the others means of item scores", digits=3)
+        si = result.system_result.trust[0]
         print_table(
-            _show(result.correlations, short, {"value": "kendall"}),
-            title="System-level agreement with the human ranking (Kendall tau; 95% bootstrap CI over items)",
+            _show(trust_display(si.rows, si.signature["confidence"], "kendall"), short),
+            title="System-level agreement with the human ranking (Kendall tau; 95% bootstrap CI over items; "
+                  "baselines beside the metrics)",
             digits=3,
         )
+        pt = result.pair_result.trust[0]
         print_table(
-            _show(result.preference, short, {"value": "acc_ties", "preference_accuracy_no_ties": "acc_no_ties"}),
-            title="PandaLM: pairwise preference accuracy vs 3-annotator majority (ties calibrated; 95% CI)",
+            _show(trust_display(pt.for_group(), pt.signature["confidence"], "acc_ties"), short,
+                  {"preference_accuracy_no_ties": "acc_no_ties"}),
+            title="PandaLM: pairwise preference accuracy vs 3-annotator majority: metrics (ties calibrated), the "
+                  "upstream judges and the baselines in one table (95% CI; cluster 1 = not significantly worse "
+                  "than the best)",
             digits=3,
         )
+        for w in [*result.system_result.warnings, *result.pair_result.warnings]:
+            err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
         for col, name in short.items():
             if col != name:
                 err_console.print(f"[dim]{escape(name)} = {escape(col)}[/dim]", highlight=False)
         for note in result.notes:
-            err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+            if note not in result.system_result.warnings and note not in result.pair_result.warnings:
+                err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
         console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
 
@@ -71,9 +84,19 @@ def _short_names(columns: list[str]) -> dict[str, str]:
     return {c: (n if names.count(n) == 1 else c) for c, n in zip(columns, names, strict=True)}
 
 
-def _show(df: pd.DataFrame, short: dict[str, str], rename: dict[str, str]) -> pd.DataFrame:
+def _short_labels(columns: Any, short: dict[str, str]) -> dict[str, str]:
+    """Leaderboard headers with short metric names (``semscore[model=...]`` -> ``semscore``)."""
+    out = {}
+    for c in columns:
+        for col, name in short.items():
+            if str(c) == col or str(c).startswith(col + " "):
+                out[c] = name + str(c)[len(col):]
+    return out
+
+
+def _show(df: pd.DataFrame, short: dict[str, str], rename: dict[str, str] | None = None) -> pd.DataFrame:
     """Columns worth a terminal table, with short labels."""
-    keep = [c for c in df.columns if c not in ("table", "statistic", "level", "group")]
-    out = df[keep].rename(columns=rename)
+    keep = [c for c in df.columns if c not in ("table", "statistic", "level", "group", "n")]
+    out = df[keep].rename(columns=rename or {})
     out["metric"] = out["metric"].map(lambda m: short.get(m, m))
     return out

@@ -1,8 +1,12 @@
-"""``evalign meta``: how well metrics agree with human judgments, and which metric to trust."""
+"""``evalign meta``: how well metrics and judges agree with human judgments, and which to trust.
+
+The command only parses its options into an :class:`~evalign.evaluate.EvalSpec` and renders the
+:class:`~evalign.evaluate.EvalResult` of :func:`~evalign.evaluate.evaluate`."""
 
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,6 @@ from evalign.cli.common import (
     SYSTEM_FIELD,
     TASK_FIELD,
     CliError,
-    console,
     emit_json,
     err_console,
     field_map,
@@ -34,11 +37,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("meta")
     def meta_cmd(
-        file: Path = typer.Argument(None, help="Scored items (JSONL, JSON list, CSV, Parquet); optional with --dataset."),
+        file: Path = typer.Argument(None, help="Scored items or a judged pair table (JSONL, JSON list, CSV, Parquet); "
+                                               "optional with --dataset."),
         dataset: str = typer.Option(None, "--dataset", "-d", help="A registered human-judgment dataset, e.g. pandalm."),
         human: str = typer.Option(None, "--human", help="Human rating column (item-level ratings)."),
         metric: list[str] = typer.Option(
-            [], "--metric", "-m", help="Metric column, or a metric name to compute on the fly (repeatable)."
+            [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
         ),
         system_human: Path = typer.Option(
             None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
@@ -54,11 +58,12 @@ def register(app: typer.Typer) -> None:
         bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for confidence intervals."),
         permutations: int = typer.Option(1000, "--permutations", help="Permutations per paired significance test."),
         seed: int = typer.Option(0, "--seed", help="Seed of resampling and permutations."),
-        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the clusters."),
+        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of clusters and baseline tests."),
         confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
         min_group_size: int = typer.Option(
             None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
         ),
+        no_baselines: bool = typer.Option(False, "--no-baselines", help="Leave the baseline rows out."),
         option: list[str] = typer.Option([], "--option", help="Metric option metric.key=value (repeatable)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring."),
         id_field: str = ID_FIELD,
@@ -69,7 +74,10 @@ def register(app: typer.Typer) -> None:
         language_field: str = LANGUAGE_FIELD,
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
-        """Correlations, pairwise accuracy with tie calibration, breakdowns and the trust table."""
+        """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
+        from evalign.errors import EvalignError
+        from evalign.evaluate import EvalSpec, Resampling, evaluate
+
         if level is not None and level not in LEVELS:
             raise CliError(f"--level must be one of {', '.join(LEVELS)}, got '{level}'")
         if grouping not in GROUPINGS:
@@ -78,369 +86,245 @@ def register(app: typer.Typer) -> None:
             raise CliError("--bootstrap and --permutations must be at least 1")
         if not 0 < confidence < 1 or not 0 < alpha < 1:
             raise CliError("--confidence and --alpha must be between 0 and 1")
+        if min_group_size is not None and min_group_size < 1:
+            raise CliError("--min-group-size must be at least 1")
         if file is None and dataset is None:
             raise CliError("give a FILE of scored items or --dataset NAME")
+        metrics = split_multi(metric)
+        if not metrics:
+            raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
         fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
                            language_field)
-        settings = {
-            "n_resamples": bootstrap,
-            "n_permutations": permutations,
-            "seed": seed,
-            "alpha": alpha,
-            "confidence": confidence,
-        }
-        ds = _load_dataset(dataset) if dataset else None
-        if (ds is not None and ds.items is None and ds.pairs is not None) or (ds is None and pref):
-            out = _run_pairs(file, ds, split_multi(pref), split_multi(metric), metric_lower, option, no_cache, fields,
-                             by, min_group_size or 30, settings)
-        else:
-            out = _run_items(file, ds, human, system_human, lower_is_better, split_multi(metric), metric_lower,
-                             option, no_cache, fields, level, grouping, by, min_group_size or 10, settings)
+        resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
+                                alpha=alpha, seed=seed)
+        inputs = _inputs(file, dataset, human, system_human, lower_is_better, split_multi(pref), fields)
+        options = {n: _options(option, n, no_cache) for n in metrics}
+        table, cols, runs = _columns(inputs, metrics, split_multi(metric_lower), options)
+        try:
+            spec = EvalSpec(human=inputs["human"], columns=tuple(cols), items=table, pairs=inputs["pairs"], level=level,
+                            grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
+                            source=inputs["source"], dataset=inputs["dataset"], baselines=not no_baselines,
+                            costs={r.column: r.seconds_per_1000 for r in runs})
+        except EvalignError as e:
+            raise CliError(str(e)) from None
+        result = evaluate(spec)
         if as_json:
-            emit_json(out)
+            emit_json(result.to_json())
+            if result.refused:
+                raise SystemExit(1)
             return
-        _print(out)
+        render(result)
+        if result.refused:
+            raise CliError(result.refused)
 
 
 # ------------------------------------------------------------------------------------------------
-# loading
+# inputs
 
 
-def _load_dataset(name: str) -> Any:
-    from evalign.datasets import load_dataset
-
-    return load_dataset(name)
-
-
-def _metric_columns(
-    table: Any, names: list[str], option: list[str], no_cache: bool, source: str
-) -> tuple[Any, list[str], list[Any], set[str]]:
-    """Metric columns of ``table``: existing columns are used as they are; registered metric names
-    missing from the table are computed (with their cost measured). Returns (table, columns, runs,
-    lower-is-better columns)."""
+def _options(option: list[str], name: str, no_cache: bool) -> dict[str, object]:
     from evalign.cli.score import parse_options
     from evalign.errors import EvalignError
-    from evalign.metrics.base import get_metric, metric_class
-    from evalign.scoring import score
+    from evalign.metrics.base import metric_class
 
-    if not names:
-        raise CliError("name the metric columns (or metrics to compute) with --metric")
-
-    def is_metric(name: str) -> bool:
-        try:
-            metric_class(name)
-        except (EvalignError, ImportError):
-            return False
-        return True
-
-    to_compute = []
-    cols: list[str] = []
-    lower: set[str] = set()
-    for n in names:
-        if n in table.columns:
-            cols.append(n)
-            if is_metric(n) and not metric_class(n).higher_is_better:
-                lower.add(n)
-        elif is_metric(n):
-            m = get_metric(n, **parse_options(option, n, no_cache))
-            to_compute.append(m)
-            cols.append(m.column)
-            if not m.higher_is_better:
-                lower.add(m.column)
-        else:
-            raise CliError(f"{source}: no metric column '{n}' and no metric of that name")
-    runs: list[Any] = []
-    if to_compute:
-        if "response" not in table.columns:
-            raise CliError(f"{source}: cannot compute {', '.join(m.name for m in to_compute)} without responses")
-        with err_console.status("scoring " + ", ".join(m.name for m in to_compute)):
-            table, runs = score(table, to_compute)
-    return table, cols, runs, lower
+    try:
+        metric_class(name)
+    except (EvalignError, ImportError):
+        return {}
+    return parse_options(option, name, no_cache)
 
 
-# ------------------------------------------------------------------------------------------------
-# item tables
+def _first_record(path: Path) -> dict[str, Any]:
+    from evalign.io import _iter_records, detect_format
+
+    for _, rec in _iter_records(path, detect_format(path)):
+        return dict(rec)
+    return {}
 
 
-def _run_items(
+def _inputs(
     file: Path | None,
-    ds: Any,
+    dataset: str | None,
     human: str | None,
     system_human: Path | None,
     lower_is_better: bool,
-    metrics: list[str],
-    metric_lower: list[str],
-    option: list[str],
-    no_cache: bool,
-    fields: dict[str, str],
-    level: str | None,
-    grouping: str,
-    by: str | None,
-    min_group_size: int,
-    settings: dict[str, Any],
-) -> dict[str, Any]:
-    from evalign.io import read_items, read_system_human
-    from evalign.meta.breakdown import breakdown, item_arrays
-    from evalign.meta.trust import trust_table_items
-
-    if file is not None:
-        table = read_items(file, fields=fields, human=[human] if human else [])
-        source = str(file)
-    else:
-        if ds.items is None:
-            raise CliError(f"dataset '{ds.name}' has no item table")
-        table = ds.items.copy()
-        source = f"dataset {ds.name}"
-    human_hib = not lower_is_better
-    h_spec: str | dict[str, float]
-    if system_human is not None:
-        h_spec = read_system_human(system_human)
-    elif human:
-        h_spec = human
-        if human not in table.columns:
-            raise CliError(f"{source}: no human rating column '{human}'")
-    elif ds is not None and ds.human_columns:
-        h_spec = ds.human_columns[0]
-        human_hib = ds.human_higher_is_better
-    elif ds is not None and ds.system_human:
-        h_spec = dict(ds.system_human)
-        human_hib = ds.system_human_higher_is_better
-    else:
-        raise CliError("give the human rating column with --human COL or system-level values with --system-human FILE")
-    if isinstance(h_spec, dict):
-        table = table[table["system"].astype(str).isin(h_spec)].reset_index(drop=True)
-        if table.empty:
-            raise CliError(f"{source}: no system of the table has a system-level human value")
-    table, cols, runs, lower = _metric_columns(table, metrics, option, no_cache, source)
-    lower |= set(split_multi(metric_lower))
-    system_only = isinstance(h_spec, dict)
-    if system_only and level == "item":
-        raise CliError("--level item needs item-level human ratings (--human COL)")
-    arrays = item_arrays(table, h_spec, cols, human_higher_is_better=human_hib, lower_is_better=sorted(lower))
-    out: dict[str, Any] = {
-        "mode": "items",
-        "source": source,
-        "n_items": len(arrays.items),
-        "n_systems": len(arrays.systems),
-        "human": "system-level" if system_only else h_spec,
-        "human_higher_is_better": human_hib,
-        "metrics": cols,
-        "costs": {r.column: r.seconds_per_1000 for r in runs},
-    }
-    out["correlations"] = _item_correlations(arrays, grouping, system_only)
-    out["systems"] = _system_table(arrays, human_hib, lower)
-    trust_level = level or ("system" if system_only else "item")
-    statistic = "kendall" if trust_level == "system" else "pairwise_accuracy"
-    if by:
-        bd = breakdown(table, human=h_spec, metrics=cols, by=by, statistic=statistic, level=trust_level,
-                       grouping=grouping, min_group_size=min_group_size, human_higher_is_better=human_hib,
-                       lower_is_better=sorted(lower), wide=False)
-        out["breakdown"] = {"by": by, "statistic": statistic, "rows": bd.to_dict("records")}
-    rep = trust_table_items(table, h_spec, cols, level=trust_level, grouping=grouping,
-                            by=None if by == "system" else by,
-                            min_group_size=min_group_size, costs=runs, human_higher_is_better=human_hib,
-                            lower_is_better=sorted(lower), **settings)
-    out["trust"] = _trust_json(rep)
-    return out
-
-
-def _item_correlations(arrays: Any, grouping: str, system_only: bool) -> list[dict[str, Any]]:
-    import numpy as np
-
-    from evalign.meta.correlation import correlation, system_means
-    from evalign.meta.pairwise import pairwise_accuracy
-
-    rows = []
-    h = arrays.human
-    h_sys = h if h.ndim == 1 else system_means(h)
-    for name, m in arrays.metrics.items():
-        row: dict[str, Any] = {"metric": name}
-        m_sys = system_means(m)
-        for method in ("kendall", "pearson", "spearman"):
-            row[f"system_{method}"] = correlation(h_sys, m_sys, method, "system").value
-        if system_only:
-            pa = pairwise_accuracy(h_sys, m_sys, grouping="none", epsilon=0.0)
-            row["system_pairwise_accuracy"] = pa.accuracy
-        else:
-            for method in ("kendall", "pearson", "spearman"):
-                row[f"item_{method}"] = correlation(h, m, method, "item", grouping).value  # type: ignore[arg-type]
-            pa = pairwise_accuracy(h, m, grouping=grouping)  # type: ignore[arg-type]
-            row["pairwise_accuracy"] = pa.accuracy
-            row["epsilon"] = pa.epsilon
-            row["metric_tie_rate"] = pa.metric_tie_rate
-            row["human_tie_rate"] = pa.human_tie_rate
-        row["n_items"] = int(np.isfinite(m).any(axis=0).sum())
-        rows.append(row)
-    return rows
-
-
-def _system_table(arrays: Any, human_hib: bool, lower: set[str]) -> list[dict[str, Any]]:
-    from evalign.meta.correlation import system_means
-
-    h = arrays.human if arrays.human.ndim == 1 else system_means(arrays.human)
-    sign_h = 1.0 if human_hib else -1.0
-    rows = []
-    for i, s in enumerate(arrays.systems):
-        row: dict[str, Any] = {"system": s, "human": float(sign_h * h[i])}
-        for name, m in arrays.metrics.items():
-            row[name] = float((-1.0 if name in lower else 1.0) * system_means(m)[i])
-        rows.append(row)
-    rows.sort(key=lambda r: (-r["human"] if human_hib else r["human"]) if math.isfinite(r["human"]) else math.inf)
-    return rows
-
-
-# ------------------------------------------------------------------------------------------------
-# pair tables
-
-
-def _run_pairs(
-    file: Path | None,
-    ds: Any,
     pref: list[str],
-    metrics: list[str],
-    metric_lower: list[str],
-    option: list[str],
-    no_cache: bool,
     fields: dict[str, str],
-    by: str | None,
-    min_group_size: int,
-    settings: dict[str, Any],
 ) -> dict[str, Any]:
-    from evalign.datasets import pairs_to_items
-    from evalign.io import read_items, read_pairs
-    from evalign.meta.breakdown import breakdown, pair_arrays, pair_scores
-    from evalign.meta.trust import trust_table_pairs
+    """The labels and tables of the command: ``human`` (a Human), ``items``, ``pairs``, ``source``,
+    ``dataset``, ``sides`` (the item table is the scored sides of the pairs)."""
+    from evalign.evaluate import Human
+    from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
+    from evalign.io import read_items, read_pairs, read_system_human
 
-    pref_cols = list(pref) or (list(ds.pref_columns) if ds is not None else [])
-    if not pref_cols:
-        raise CliError("name the annotator preference columns with --pref")
-    runs: list[Any] = []
-    lower: set[str] = set(split_multi(metric_lower))
-    if ds is not None:
-        pairs = ds.pairs
-        source = f"dataset {ds.name}"
-        if file is not None:  # scored items of pairs_to_items(pairs)
+    ds = None
+    if dataset:
+        from evalign.datasets import load_dataset
+
+        ds = load_dataset(dataset)
+    is_pair_file = file is not None and "response_a" in _first_record(file)
+    pairs_mode = bool(pref) or is_pair_file or (ds is not None and human is None and system_human is None and (
+        ds.items is None or (not ds.human_columns and not ds.system_human)))
+    out: dict[str, Any] = {"dataset": dataset_title(ds) if ds is not None else None, "items": None, "pairs": None}
+    if pairs_mode:
+        pairs = read_pairs(file) if is_pair_file else (ds.pairs if ds is not None else None)
+        if pairs is None:
+            raise CliError(f"{file}: not a pair table (needs response_a / response_b) and no --dataset with pairs")
+        if ds is not None:
+            hum = dataset_human(ds, pref=pref or list(ds.pref_columns))
+        elif pref:
+            hum = Human(pref_columns=tuple(pref))
+        else:
+            cands = sorted((c for c in pairs.columns if str(c).startswith("pref_")), key=lambda c: (len(c), c))
+            if not cands:
+                raise CliError("name the annotator preference columns with --pref")
+            hum = Human(pref_columns=tuple(cands))
+        out["pairs"] = pairs
+        if file is not None and not is_pair_file:
             items = read_items(file, fields=fields)
-            source = str(file)
             if "side" not in items.columns:
                 raise CliError(f"{file}: expected the scored items of the pairs (a 'side' column a/b)")
+            out["items"] = items
         else:
-            items = pairs_to_items(pairs)
-        items, cols, runs, low = _metric_columns(items, metrics, option, no_cache, source)
-        lower |= low
-        table = pair_scores(pairs, items, cols)
+            from evalign.datasets import pairs_to_items
+
+            out["items"] = pairs_to_items(pairs)
+        out["source"] = str(file) if file is not None else f"dataset {ds.name}"  # type: ignore[union-attr]
+        out["human"] = hum
+        return out
+    if system_human is not None:
+        hum = Human(system=read_system_human(system_human), higher_is_better=not lower_is_better)
+    elif human:
+        hum = dataset_human(ds, column=human) if ds is not None and file is None else Human(
+            column=human, higher_is_better=not lower_is_better)
+        if ds is not None and file is not None and ds.items is not None and human in ds.items.columns:
+            hum = dataset_human(ds, column=human)
+    elif ds is not None:
+        hum = dataset_human(ds)
     else:
-        assert file is not None
-        table = read_pairs(file)
-        source = str(file)
-        cols = []
-        for n in metrics:
-            if f"{n}_a" not in table.columns or f"{n}_b" not in table.columns:
-                raise CliError(f"{file}: no pair score columns '{n}_a' and '{n}_b'")
-            cols.append(n)
-    arrays = pair_arrays(table, pref_cols, cols, lower_is_better=sorted(lower))
-    out: dict[str, Any] = {
-        "mode": "pairs",
-        "source": source,
-        "n_pairs": len(arrays.items),
-        "annotators": pref_cols,
-        "metrics": cols,
-        "costs": {r.column: r.seconds_per_1000 for r in runs},
-        "correlations": _pair_summary(arrays),
-    }
-    if by:
-        bd = breakdown(table, human=pref_cols, metrics=cols, by=by, statistic="preference_accuracy",
-                       min_group_size=min_group_size, lower_is_better=sorted(lower), wide=False)
-        out["breakdown"] = {"by": by, "statistic": "preference_accuracy", "rows": bd.to_dict("records")}
-    rep = trust_table_pairs(table, pref_cols, cols, by=None if by == "system" else by, min_group_size=min_group_size, costs=runs,
-                            lower_is_better=sorted(lower), **settings)
-    out["trust"] = _trust_json(rep)
+        raise CliError("give the human rating column with --human COL or system-level values with --system-human FILE")
+    if file is not None:
+        items = read_items(file, fields=fields, human=[hum.column] if hum.column and ds is None else [])
+        if ds is not None:
+            items = attach_labels(items, ds, hum)
+        out["source"] = str(file)
+    else:
+        assert ds is not None
+        if ds.items is None:
+            raise CliError(f"dataset '{ds.name}' has no item table")
+        items = ds.items.copy()
+        out["source"] = f"dataset {ds.name}"
+    out["items"] = items
+    out["human"] = hum
     return out
 
 
-def _pair_summary(arrays: Any) -> list[dict[str, Any]]:
-    from evalign.meta.pairwise import pairwise_preference_accuracy
+def _columns(inputs: dict[str, Any], metrics: list[str], lower: list[str],
+             options: dict[str, dict[str, object]]) -> tuple[Any, list[Any], list[Any]]:
+    from evalign.evaluate.prepare import resolve_columns
 
-    rows = []
-    for name, m in arrays.metrics.items():
-        r = pairwise_preference_accuracy(arrays.human.T, m[0], m[1])
-        r0 = pairwise_preference_accuracy(arrays.human.T, m[0], m[1], epsilon=0.0)
-        rows.append({
-            "metric": name,
-            "accuracy_with_ties": r.accuracy_with_ties,
-            "accuracy_without_ties": r0.accuracy_without_ties,
-            "epsilon": r.epsilon,
-            "metric_tie_rate": r.metric_tie_rate,
-            "human_tie_rate": r.n_human_ties / r.n if r.n else float("nan"),
-            "n_pairs": r.n,
-        })
-    return rows
+    def spinner(names: list[str]) -> AbstractContextManager[Any]:
+        return err_console.status("scoring " + ", ".join(names))
+
+    return resolve_columns(inputs["items"], metrics, source=inputs["source"], pairs=inputs["pairs"],
+                           lower_is_better=lower, options=options, on_scoring=spinner)
 
 
 # ------------------------------------------------------------------------------------------------
 # output
 
 
-def _trust_json(rep: Any) -> dict[str, Any]:
-    return {
-        "statistic": rep.statistic,
-        "level": rep.level,
-        "confidence": rep.confidence,
-        "alpha": rep.alpha,
-        "n_resamples": rep.n_resamples,
-        "n_permutations": rep.n_permutations,
-        "seed": rep.seed,
-        "notes": list(rep.notes),
-        "groups": rep.groups.to_dict("records"),
-        "rows": rep.table.to_dict("records"),
-    }
-
-
-def _print(out: dict[str, Any]) -> None:
+def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
+    """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
+    as yes / no, empty columns left out."""
     import pandas as pd
 
-    if out["mode"] == "items":
-        head = f"{out['n_items']} items x {out['n_systems']} systems, human: {out['human']}"
-        print_table(pd.DataFrame(out["correlations"]), title=f"Agreement with humans ({head})")
-        if out["human"] == "system-level":
-            print_table(pd.DataFrame(out["systems"]), title="System ranking (human; metric = mean item score)")
+    rows = pd.DataFrame(rows).copy()
+    if rows.empty:
+        return rows
+    pct = round(100 * confidence)
+    rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
+        f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
+        for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)
+    ])
+    rows = rows.drop(columns=["ci_low", "ci_high"]).rename(columns={"value": statistic})
+    rows["beats_baselines"] = ["yes" if b is True else "no" if b is False else "-" for b in rows["beats_baselines"]]
+    for c in ("rank", "cluster"):
+        rows[c] = ["-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v)) for v in rows[c]]
+    if set(rows["group"]) == {"(all)"}:
+        rows = rows.drop(columns=["group", "n"])
+    for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
+        if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
+            rows = rows.drop(columns=[c])
+    if "epsilon" in rows.columns:
+        rows["epsilon"] = [f"{e:.3g}" if isinstance(e, float) and math.isfinite(e) else "-" for e in rows["epsilon"]]
+    if "n_unparseable" in rows.columns:
+        rows["n_unparseable"] = ["-" if not (isinstance(v, float) and math.isfinite(v)) else str(int(v))
+                                 for v in rows["n_unparseable"]]
+    front = ["rank", "cluster", "metric", "kind"]
+    rows = rows[[c for c in rows.columns if c in front and c not in ("group", "n")][:0] + [
+        c for c in ("group", "n") if c in rows.columns] + front + [c for c in rows.columns if c not in front
+                                                                   and c not in ("group", "n")]]
+    return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
+                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+
+
+def trust_title(t: Any, r: Any) -> str:
+    """The title of a trust table: what is ranked, and how."""
+    sig = t.signature
+    level = "pairs" if r.mode == "pairs" else f"{t.level} level" + (
+        f", grouping {t.grouping}" if t.level == "item" else "")
+    test = sig["test"] + (f", {sig['permutations']} permutations" if "permutation" in sig["test"] else "")
+    return (f"Which metric or judge to trust ({r.title.lower()}): ranked by {t.statistic} ({level}); cluster 1 = "
+            f"not significantly worse than the best; baselines beside them (significance level {sig['alpha']}; "
+            f"{test}; {sig['resamples']} bootstrap resamples, seed {sig['seed']})")
+
+
+def render(r: Any) -> None:
+    """Print an :class:`~evalign.evaluate.EvalResult` to the terminal."""
+    import pandas as pd
+
+    if r.mode == "items":
+        head = f"{r.n_items} items x {r.n_systems} systems, labels: {r.human}"
     else:
-        head = f"{out['n_pairs']} pairs, annotators {', '.join(out['annotators'])}"
-        print_table(pd.DataFrame(out["correlations"]), title=f"Preference accuracy ({head})")
-    if "breakdown" in out:
-        bd = pd.DataFrame(out["breakdown"]["rows"])
-        ok = bd[bd["status"] != "too small"]
-        wide = ok.pivot(index="metric", columns="group", values="value").reindex(
-            index=list(dict.fromkeys(ok["metric"])), columns=list(dict.fromkeys(ok["group"]))).reset_index()
+        head = f"{r.n_items} pairs, annotators {r.human}"
+    if not r.overview.empty:
+        title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
+        print_table(r.overview, title=f"{title} ({head})")
+    if r.systems is not None and r.human == "system-level":
+        print_table(r.systems, title="System ranking (human; each metric's declared system score)")
+    if not r.missing.empty and (r.missing["missing"] > 0).any():
+        wide = r.missing.pivot(index="system", columns="metric", values="missing").reset_index()
         wide.columns.name = None
-        print_table(wide, title=f"{out['breakdown']['statistic']} by {out['breakdown']['by']}")
+        wide.insert(1, "cells", r.missing.drop_duplicates("system").set_index("system")["n"].reindex(wide["system"]).to_numpy())
+        print_table(wide, title="Missing values: cells without a value, per system and column")
+    if r.breakdown is not None:
+        bd = r.breakdown
+        ok = bd[bd["status"] != "too small"]
+        if len(ok):
+            wide = ok.pivot(index="metric", columns="group", values="value").reindex(
+                index=list(dict.fromkeys(ok["metric"])), columns=list(dict.fromkeys(ok["group"]))).reset_index()
+            wide.columns.name = None
+            print_table(wide, title=f"{r.breakdown_statistic} by {r.breakdown_by}")
         small = bd[bd["status"] == "too small"].drop_duplicates("group")
         if len(small):
             listing = ", ".join(f"{g} ({n})" for g, n in zip(small["group"], small["n"], strict=True))
-            console.print(f"[dim]too small to report: {escape(listing)}[/dim]", highlight=False)
-    tr = out["trust"]
-    rows = pd.DataFrame(tr["rows"])
-    if not rows.empty:
-        pct = round(100 * tr["confidence"])
-        rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
-            f"[{lo:.3f}, {hi:.3f}]" if math.isfinite(lo) and math.isfinite(hi) else "-"
-            for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)
-        ])
-        rows = rows.drop(columns=["ci_low", "ci_high"]).rename(columns={"value": tr["statistic"]})
-        if rows["epsilon"].isna().all():
-            rows = rows.drop(columns=["epsilon"])
-        if set(rows["group"]) == {"(all)"}:
-            rows = rows.drop(columns=["group", "n"])
-        rows = rows.rename(columns={"s_per_1000": "s/1k items"})
-        if "epsilon" in rows.columns:
-            rows["epsilon"] = [f"{e:.3g}" if isinstance(e, float) and math.isfinite(e) else "-" for e in rows["epsilon"]]
-    title = (f"Which metric to trust: ranked by {tr['statistic']} ({tr['level']} level), cluster 1 = not "
-             f"significantly worse than the best (significance level {tr['alpha']}; paired permutation test, {tr['n_permutations']} permutations; "
-             f"{tr['n_resamples']} bootstrap resamples, seed {tr['seed']})")
-    print_table(rows, title=title, digits=3)
-    for note in tr["notes"]:
-        console.print(f"[dim]{escape(note)}[/dim]", highlight=False)
-    skipped = [g for g in tr["groups"] if g["status"] != "ok"]
-    if skipped:
-        console.print("[dim]groups too small for the trust table: "
-                      + ", ".join(f"{g['group']} ({g['n']})" for g in skipped) + "[/dim]", highlight=False)
+            err_console.print(f"[dim]too small to report: {escape(listing)}[/dim]", highlight=False)
+    for note in r.notes:
+        err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+    for t in r.trust:
+        for note in t.notes:
+            err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+        skipped = t.groups[t.groups["status"] == "too small"]
+        if len(skipped):
+            err_console.print("[dim]groups too small to rank (reported, not ranked): "
+                              + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
+                                                                                  strict=True))) + "[/dim]",
+                              highlight=False)
+    for w in r.warnings:
+        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+    for t in r.trust:
+        print_table(trust_display(t.rows, t.signature["confidence"], t.statistic), title=trust_title(t, r), digits=3)
+    if r.refused is None and r.trust:
+        err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
+    _ = pd

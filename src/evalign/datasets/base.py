@@ -44,6 +44,14 @@ class HumanDataset:
     system_human: dict[str, float] | None = None
     #: whether a higher system-level human value is better (False for ranks)
     system_human_higher_is_better: bool = True
+    #: single-annotator rating columns of ``items`` (the human ceiling of a trust table)
+    annotator_columns: list[str] = field(default_factory=list)
+    #: who made the labels: ``human``, or ``model`` for model grades (e.g. GPT-4 in Prometheus' sets)
+    label_source: str = "human"
+    #: the labels' name in titles ("humans", "GPT-4 grades")
+    label_name: str = "humans"
+    #: judge verdict or score columns shipped with the set (e.g. upstream judges' verdicts)
+    judge_columns: list[str] = field(default_factory=list)
 
 
 def bundled_path(*parts: str) -> Path:

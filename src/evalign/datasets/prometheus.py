@@ -98,6 +98,9 @@ def _load(file_name: str, name: str, description: str, data_dir: str | Path | No
         items=items,
         human_columns=["gpt4_score"],
         human_higher_is_better=True,
+        annotator_columns=[c for c in score_cols if c != "gpt4_score"],
+        label_source="model",
+        label_name="GPT-4 grades",
     )
 
 

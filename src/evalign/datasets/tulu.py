@@ -213,6 +213,7 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
         items=items,
         human_columns=["acceptable"],
         human_higher_is_better=True,
+        annotator_columns=[f"acceptable_{j + 1}" for j in range(k_acc)],
         pairs=pairs,
         pref_columns=[f"pref_{j + 1}" for j in range(k_pref)],
     )

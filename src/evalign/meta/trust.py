@@ -20,8 +20,8 @@ Two entry points, both pure functions:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,12 @@ from evalign.meta.breakdown import (
     ItemArrays,
     PairArrays,
     _group_index,
-    _pool_epsilons,
+    calibrate_pool,
     item_arrays,
     pair_arrays,
 )
 from evalign.meta.significance import (
+    STATISTICS,
     Statistic,
     bootstrap_ci,
     make_statistic,
@@ -45,7 +46,8 @@ from evalign.meta.significance import (
     significance_clusters,
 )
 
-COLUMNS = ("group", "n", "rank", "cluster", "metric", "value", "ci_low", "ci_high", "p_vs_best")
+COLUMNS = ("group", "n", "kind", "rank", "cluster", "metric", "value", "ci_low", "ci_high", "p_vs_best",
+           "beats_baselines")
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,198 @@ def trust_table_pairs(
                   n_permutations, confidence, alpha, seed, min_group_size, _costs(costs), notes)
 
 
+@dataclass(frozen=True)
+class Predictor:
+    """One row of a trust table: a metric, a judge or a baseline, with its data.
+
+    ``data``: ``systems x items`` (item tables) or ``2 x pairs`` (pair tables), higher = better.
+    ``epsilon``: a fixed tie threshold; None calibrates it once on all data (statistics with a
+    threshold). ``statistics``: ``name -> Statistic`` for statistics this predictor computes its own
+    way (a baseline's exact expectation, a judge's verdicts, a corpus system score); other names
+    are made by :func:`~evalign.meta.significance.make_statistic`. ``ranked``: False for rows shown
+    beside the ranking without a rank (the human ceiling). ``cost``: seconds per 1,000 items.
+    """
+
+    name: str
+    data: np.ndarray
+    kind: str = "metric"
+    epsilon: float | None = None
+    statistics: Mapping[str, Statistic] = field(default_factory=dict)
+    ranked: bool = True
+    cost: float = float("nan")
+
+
+#: the significance tests a trust table can use
+TESTS = ("permutation", "bootstrap")
+
+
+def paired_bootstrap_p(dist_a: np.ndarray, dist_b: np.ndarray) -> float:
+    """Two-sided paired bootstrap p-value of ``a - b`` from the two statistics' bootstrap
+    distributions over the *same* resamples (the same seed and items): ``min(1, 2 * min(P(d <= 0),
+    P(d >= 0)))`` with ``P(d <= 0) = (1 + #{d_b <= 0}) / (B + 1)`` over the B resamples where both
+    are defined (Koehn 2004's paired bootstrap, two-sided with the +1 correction)."""
+    d = np.asarray(dist_a, dtype=float) - np.asarray(dist_b, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan")
+    lo = (1 + int(np.sum(d <= 0))) / (d.size + 1)
+    hi = (1 + int(np.sum(d >= 0))) / (d.size + 1)
+    return float(min(1.0, 2 * min(lo, hi)))
+
+
+def rank_predictors(
+    human: np.ndarray,
+    predictors: Sequence[Predictor],
+    groups: Mapping[str, np.ndarray],
+    *,
+    statistic: str,
+    also: Sequence[str] = (),
+    level: str = "item",
+    grouping: str = "item",
+    variant: str | None = None,
+    is_pairs: bool = False,
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    min_group_size: int = 10,
+    test: str = "permutation",
+    undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
+    """The rows of a trust table: per group, every predictor's value with a bootstrap interval; the
+    ranked predictors (metrics, judges, baselines with ``ranked``) sorted by value; metrics and
+    judges get ranks and significance clusters among themselves, and ``beats_baselines``: whether
+    each is significantly better (``test`` at ``alpha``) than the best *trivial* baseline of its
+    group (every baseline row with ``ranked``). ``test``: ``permutation``
+    (:func:`~evalign.meta.significance.paired_permutation_test`) or ``bootstrap``
+    (:func:`paired_bootstrap_p` on the interval's resamples). ``undefined(human, data)`` returns why
+    the statistic is undefined in a group (then no rank, cluster or test; the reason is the group's
+    status), or None.
+
+    Returns (rows, groups, notes). Row columns: ``group, n, kind, rank, cluster, metric, value,
+    ci_low, ci_high, p_vs_best, beats_baselines``, one per ``also``, ``epsilon``, ``s_per_1000``.
+    """
+    if test not in TESTS:
+        raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
+    preds = {p.name: p for p in predictors}
+    eps: dict[str, float | None] = {}
+    for p in predictors:
+        eps[p.name] = p.epsilon if p.epsilon is not None or statistic in p.statistics else calibrate_pool(
+            human, p.data, statistic, grouping, is_pairs)
+    also_eps = {
+        s: {p.name: (p.epsilon if p.epsilon is not None or s in p.statistics else
+                     calibrate_pool(human, p.data, s, grouping, is_pairs)) for p in predictors}
+        for s in also
+    }
+
+    def stat_of(p: Predictor, name: str, e: float | None) -> Statistic | None:
+        if name in p.statistics:
+            return p.statistics[name]
+        if name not in STATISTICS:
+            return None
+        return make_statistic(name, level=level, grouping=grouping, variant=variant, epsilon=e)
+
+    rows: list[dict[str, Any]] = []
+    group_rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for gname, sel in groups.items():
+        n = len(sel)
+        if n < min_group_size:
+            group_rows.append({"group": gname, "n": n, "status": "too small"})
+            continue
+        h = human if (human.ndim == 1 and not is_pairs) else human[..., sel]
+        data = {name: p.data[..., sel] for name, p in preds.items()}
+        reason = undefined(h, data) if undefined is not None else None
+        group_rows.append({"group": gname, "n": n, "status": "ok" if reason is None else f"undefined: {reason}"})
+        stats = {name: stat_of(p, statistic, eps[name]) for name, p in preds.items()}
+        cis = {}
+        for name, st in stats.items():
+            if st is None:
+                continue
+            cis[name] = bootstrap_ci(st, h, data[name], n_resamples=n_resamples, confidence=confidence, seed=seed)
+        values = {name: (cis[name].value if name in cis else float("nan")) for name in preds}
+        cache: dict[tuple[str, str], float] = {}
+
+        def p_value(a: str, b: str, h: np.ndarray = h, data: dict[str, np.ndarray] = data,
+                    stats: dict[str, Statistic | None] = stats, cache: dict[tuple[str, str], float] = cache,
+                    cis: dict[str, Any] = cis) -> float:
+            key = (min(a, b), max(a, b))
+            if key not in cache:
+                sa, sb = stats[key[0]], stats[key[1]]
+                if sa is None or sb is None:
+                    cache[key] = float("nan")
+                elif test == "bootstrap":
+                    cache[key] = paired_bootstrap_p(cis[key[0]].distribution, cis[key[1]].distribution)
+                else:
+                    cache[key] = paired_permutation_test(sa, h, data[key[0]], data[key[1]], n_permutations, seed,
+                                                         stat_b=sb).p_value
+            return cache[key]
+
+        contenders = [name for name, p in preds.items() if p.kind != "baseline"]
+        clusters: dict[str, Any] = dict.fromkeys(preds)
+        p_best = {name: float("nan") for name in preds}
+        beats: dict[str, Any] = dict.fromkeys(preds)
+        if reason is None and contenders:
+            try:
+                clusters.update(significance_clusters(({m: values[m] for m in contenders}, p_value), alpha=alpha))
+            except InputError as e:  # e.g. pairwise accuracy pooled over items with one epsilon per metric
+                note = f"no significance clusters: {e}"
+                if note not in notes:
+                    notes.append(note)
+            order_c = sorted(contenders, key=lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m))
+            if all(isinstance(clusters[m], int) for m in contenders):
+                for m in order_c[1:]:
+                    if math.isfinite(values[m]):
+                        p_best[m] = p_value(order_c[0], m)
+            trivial = [name for name, p in preds.items() if p.kind == "baseline" and p.ranked
+                       and math.isfinite(values[name])]
+            if trivial:
+                best = max(trivial, key=lambda b: (values[b], b))
+                for m in contenders:
+                    if not math.isfinite(values[m]):
+                        continue
+                    if values[m] <= values[best]:
+                        beats[m] = False
+                        continue
+                    try:
+                        beats[m] = bool(p_value(m, best) <= alpha)
+                    except InputError as e:
+                        note = f"no test against the baselines: {e}"
+                        if note not in notes:
+                            notes.append(note)
+        shown = sorted(preds, key=lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m))
+        rank = 0
+        for m in shown:
+            p = preds[m]
+            is_contender = p.kind != "baseline"
+            if is_contender and reason is None:
+                rank += 1
+            row: dict[str, Any] = {
+                "group": gname,
+                "n": n,
+                "kind": p.kind,
+                "rank": rank if is_contender and reason is None else None,
+                "cluster": clusters[m] if is_contender and reason is None else None,
+                "metric": m,
+                "value": values[m],
+                "ci_low": cis[m].low if m in cis and p.ranked else float("nan"),
+                "ci_high": cis[m].high if m in cis and p.ranked else float("nan"),
+                "p_vs_best": p_best[m],
+                "beats_baselines": beats[m],
+            }
+            for s in also:
+                st = stat_of(p, s, also_eps[s][m])
+                row[s] = float(st(h, data[m])) if st is not None else float("nan")
+            e = eps[m]
+            row["epsilon"] = float("nan") if e is None else e
+            row["s_per_1000"] = p.cost
+            rows.append(row)
+    cols = [*COLUMNS, *also, "epsilon", "s_per_1000"]
+    return (pd.DataFrame(rows, columns=cols), pd.DataFrame(group_rows, columns=["group", "n", "status"]),
+            tuple(notes))
+
+
 def _trust(
     table: pd.DataFrame,
     arrays: ItemArrays | PairArrays,
@@ -175,72 +369,16 @@ def _trust(
 ) -> TrustReport:
     if by == "system":
         raise InputError("a trust table cannot be split by system (use breakdown(by='system'))", field="by")
-    eps = _pool_epsilons(arrays, statistic, grouping, None, is_pairs)
-    also_eps = {s: _pool_epsilons(arrays, s, grouping, None, is_pairs) for s in also}
     groups = _group_index(table, arrays, by, is_pairs)
-    rows: list[dict[str, Any]] = []
-    group_rows = []
-    extra_notes: list[str] = []
-    for gname, sel in groups.items():
-        n = len(sel)
-        if n < min_group_size:
-            group_rows.append({"group": gname, "n": n, "status": "too small"})
-            continue
-        group_rows.append({"group": gname, "n": n, "status": "ok"})
-        h = arrays.human if (arrays.human.ndim == 1 and not is_pairs) else arrays.human[..., sel]
-        data = {m: arr[..., sel] for m, arr in arrays.metrics.items()}
-        stats = {m: make_statistic(statistic, level=level, grouping=grouping, variant=variant, epsilon=eps[m])
-                 for m in data}
-        cis = {m: bootstrap_ci(stats[m], h, data[m], n_resamples=n_resamples, confidence=confidence, seed=seed)
-               for m in data}
-        values = {m: cis[m].value for m in data}
-        cache: dict[tuple[str, str], float] = {}
-
-        def p_value(a: str, b: str, h: np.ndarray = h, data: dict[str, np.ndarray] = data,
-                    stats: dict[str, Statistic] = stats, cache: dict[tuple[str, str], float] = cache) -> float:
-            # computed only for the pairs the cluster rule asks for; each metric keeps its pool epsilon
-            key = (min(a, b), max(a, b))
-            if key not in cache:
-                r = paired_permutation_test(stats[key[0]], h, data[key[0]], data[key[1]], n_permutations, seed,
-                                            stat_b=stats[key[1]])
-                cache[key] = r.p_value
-            return cache[key]
-
-        try:
-            clusters: dict[str, Any] = significance_clusters((values, p_value), alpha=alpha)
-        except InputError as e:  # e.g. pairwise accuracy pooled over items with one epsilon per metric
-            clusters = dict.fromkeys(data, float("nan"))
-            note = f"no significance clusters: {e}"
-            if note not in extra_notes:
-                extra_notes.append(note)
-        order = sorted(data, key=lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m))
-        p_best = {m: float("nan") for m in data}
-        if clusters and all(isinstance(c, int) for c in clusters.values()):
-            for m in order[1:]:
-                if math.isfinite(values[m]):
-                    p_best[m] = p_value(order[0], m)
-        for rank, m in enumerate(order, start=1):
-            row: dict[str, Any] = {
-                "group": gname,
-                "n": n,
-                "rank": rank,
-                "cluster": clusters[m],
-                "metric": m,
-                "value": values[m],
-                "ci_low": cis[m].low,
-                "ci_high": cis[m].high,
-                "p_vs_best": p_best[m],
-            }
-            for s in also:
-                st = make_statistic(s, level=level, grouping=grouping, variant=variant, epsilon=also_eps[s][m])
-                row[s] = float(st(h, data[m]))
-            row["epsilon"] = float("nan") if eps[m] is None else eps[m]
-            row["s_per_1000"] = costs.get(m, float("nan"))
-            rows.append(row)
-    cols = [*COLUMNS, *also, "epsilon", "s_per_1000"]
+    preds = [Predictor(m, arr, cost=costs.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
+    rows, group_rows, extra = rank_predictors(
+        arrays.human, preds, groups, statistic=statistic, also=also, level=level, grouping=grouping,
+        variant=variant, is_pairs=is_pairs, n_resamples=n_resamples, n_permutations=n_permutations,
+        confidence=confidence, alpha=alpha, seed=seed, min_group_size=min_group_size)
+    rows = rows.drop(columns=["kind", "beats_baselines"])
     return TrustReport(
-        table=pd.DataFrame(rows, columns=cols),
-        groups=pd.DataFrame(group_rows, columns=["group", "n", "status"]),
+        table=rows,
+        groups=group_rows,
         statistic=statistic,
         level=level,
         confidence=confidence,
@@ -248,9 +386,9 @@ def _trust(
         n_resamples=n_resamples,
         n_permutations=n_permutations,
         seed=seed,
-        notes=(*notes, *extra_notes),
+        notes=(*notes, *extra),
     )
 
 
-__all__ = ["TrustReport", "trust_table_items", "trust_table_pairs"]
+__all__ = ["Predictor", "TrustReport", "paired_bootstrap_p", "rank_predictors", "trust_table_items", "trust_table_pairs"]
 

@@ -58,6 +58,10 @@ class Metric(ABC):
     #: the constructor's options with their types and ranges (see :mod:`evalign.metrics.options`);
     #: checked by :func:`get_metric` and parsed by ``--option``; empty = unchecked
     option_types: ClassVar[dict[str, OptionSpec]] = {}
+    #: the system-level score: ``"mean"`` (mean of item scores) or ``"corpus"`` (the metric's corpus
+    #: score from summed per-item sufficient statistics; such a metric has a ``corpus_scorer``, a
+    #: sacrebleu metric object, see :mod:`evalign.evaluate.system`)
+    system_level: ClassVar[str] = "mean"
 
     @abstractmethod
     def options(self) -> dict[str, Any]:

@@ -122,6 +122,8 @@ class Bleu(Metric):
         "smooth_value": OptionSpec(float, min=0, none_ok=True),
         "lowercase": OptionSpec(bool),
     }
+    system_level: ClassVar[str] = "corpus"
+    corpus_scorer = property(lambda self: self._corpus, doc="the sacrebleu BLEU object of the corpus score")
 
     def __init__(
         self,
@@ -176,6 +178,8 @@ class Chrf(Metric):
         "lowercase": OptionSpec(bool),
         "whitespace": OptionSpec(bool),
     }
+    system_level: ClassVar[str] = "corpus"
+    corpus_scorer = property(lambda self: self._chrf, doc="the sacrebleu CHRF object of the corpus score")
 
     def __init__(
         self,

@@ -52,7 +52,8 @@ def _slug(text: str) -> str:
 
 def _label_cols(df: pd.DataFrame) -> list[str]:
     """Text columns that tell the rows apart (columns with one value for all rows are left out)."""
-    skip = {"value", "low", "high", "ci_low", "ci_high", "lo", "hi", "lower", "upper"}
+    skip = {"value", "low", "high", "ci_low", "ci_high", "lo", "hi", "lower", "upper", "rank", "cluster",
+            "beats_baselines", "epsilon"}
     text = [c for c in df.columns if c not in skip and not pd.api.types.is_numeric_dtype(df[c])]
     varying = [c for c in text if df[c].nunique(dropna=False) > 1]
     return varying or text[:1]

@@ -60,6 +60,8 @@ class ReportData:
     judge_cols: list[str] = field(default_factory=list)
     #: whether each metric is better when higher (default True); ranks in the leaderboard use it
     higher_is_better: Mapping[str, bool] = field(default_factory=dict)
+    #: leaderboard header of each metric's system-level score, e.g. ``bleu (corpus)``
+    system_labels: Mapping[str, str] = field(default_factory=dict)
     #: further tables to show as they are: title -> DataFrame
     extra_tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     #: lines shown at the end (metric signatures, settings, licences)

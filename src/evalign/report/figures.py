@@ -79,13 +79,31 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
     ax = fig.add_subplot()
     v = table["value"].to_numpy(dtype=float)
     if low and high:
-        lo = v - table[low].to_numpy(dtype=float)
-        hi = table[high].to_numpy(dtype=float) - v
+        # a percentile interval may lie beside its estimate: the bar then starts at the dot
+        lo = np.clip(v - table[low].to_numpy(dtype=float), 0, None)
+        hi = np.clip(table[high].to_numpy(dtype=float) - v, 0, None)
         ax.errorbar(v, y, xerr=np.vstack([lo, hi]), fmt="o", color="#1f5f8b", ecolor="#7fa7c6", capsize=3)
     else:
         ax.plot(v, y, "o", color="#1f5f8b")
     ax.set_yticks(y, labels)
     ax.axvline(0, color="#999999", lw=0.8)
+    if "kind" in table.columns:  # the best trivial baseline of each block of rows: a dashed line
+        kinds = table["kind"].astype(str).to_numpy()
+        block_cols = [c for c in label_cols if c not in ("metric", "kind", "rank", "cluster")]
+        blocks = table[block_cols].map(str).agg(" / ".join, axis=1) if block_cols else pd.Series("", index=table.index)
+        names = table["metric"].astype(str).to_numpy() if "metric" in table.columns else np.full(len(table), "")
+        shown = False
+        for b in dict.fromkeys(blocks):
+            sel = (blocks == b).to_numpy()
+            base = sel & (kinds == "baseline") & (names != "human_ceiling") & np.isfinite(v)
+            if not base.any():
+                continue
+            best = float(np.max(v[base]))
+            ax.vlines(best, y[sel].min() - 0.4, y[sel].max() + 0.4, colors="#c44e52", linestyles="--", lw=1,
+                      label=None if shown else "best trivial baseline")
+            shown = True
+        if shown:
+            ax.legend(fontsize=7, loc="best")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)

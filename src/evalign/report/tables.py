@@ -70,7 +70,7 @@ def leaderboard_display(data: ReportData) -> pd.DataFrame:
             continue
         v = lb[m].astype(float)
         r = ranks(v, data.higher_is_better.get(m, True))
-        out[m] = [f"{fmt(x, data.digits)} ({fmt_rank(k)})" for x, k in zip(v, r, strict=True)]
+        out[data.system_labels.get(m, m)] = [f"{fmt(x, data.digits)} ({fmt_rank(k)})" for x, k in zip(v, r, strict=True)]
     if order is not None:
         out = out.iloc[np.argsort(order, kind="stable")]
     return out.reset_index(drop=True)

@@ -1,0 +1,146 @@
+"""Getting an evaluation's inputs ready: a dataset's labels (resolved here and nowhere else), the
+columns to evaluate (existing metric and judge columns, or metrics computed on the fly)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from evalign.errors import EvalignError, InputError
+from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
+from evalign.evaluate.spec import Column, Human
+
+
+def dataset_human(ds: Any, *, column: str | None = None, pref: Sequence[str] = ()) -> Human:
+    """The labels of a :class:`~evalign.datasets.HumanDataset` as a :class:`Human`: the annotator
+    columns ``pref`` of its pair table, an item rating ``column``, or by default its first human
+    rating column, else its system-level values, else its pair table's preference columns. The
+    labels' source (human or model grades) and annotator columns come from the dataset."""
+    common = {"source": getattr(ds, "label_source", "human"), "label": getattr(ds, "label_name", "humans")}
+    if pref:
+        if ds.pairs is None:
+            raise InputError(f"dataset '{ds.name}' has no pair table for preference columns", field="pref")
+        return Human(pref_columns=tuple(pref), **common)
+    if column is not None:
+        if ds.items is None:
+            raise InputError(f"dataset '{ds.name}' has no item table (it has pairs: use its preference columns)",
+                             field="human")
+        if column not in ds.items.columns:
+            hint = difflib.get_close_matches(column, [str(c) for c in ds.items.columns], n=1)
+            raise InputError(f"dataset '{ds.name}' has no human rating column '{column}'"
+                             + (f"; did you mean '{hint[0]}'?" if hint else ""), field="human")
+        hib = ds.human_higher_is_better
+        ann = tuple(ds.annotator_columns) if column in ds.human_columns else ()
+        return Human(column=column, higher_is_better=hib, annotators=ann, **common)
+    if ds.items is not None and ds.human_columns:
+        return Human(column=ds.human_columns[0], higher_is_better=ds.human_higher_is_better,
+                     annotators=tuple(ds.annotator_columns), **common)
+    if ds.items is not None and ds.system_human:
+        return Human(system=dict(ds.system_human), higher_is_better=ds.system_human_higher_is_better, **common)
+    if ds.pairs is not None and ds.pref_columns:
+        return Human(pref_columns=tuple(ds.pref_columns), **common)
+    raise InputError(f"dataset '{ds.name}' has no human labels", field="dataset")
+
+
+def dataset_title(ds: Any) -> str:
+    """A dataset's name as people write it (the start of its description, e.g. ``LLMBar``)."""
+    head = str(getattr(ds, "description", "") or "").split(":", 1)[0].strip()
+    return head or str(ds.name)
+
+
+def attach_labels(items: pd.DataFrame, ds: Any, human: Human) -> pd.DataFrame:
+    """``items`` with the dataset's item-level label and annotator columns joined on (id, system)
+    where ``items`` lacks them (a scored file without its human columns)."""
+    if human.column is None:
+        return items
+    want = [c for c in (human.column, *human.annotators) if c not in items.columns]
+    if not want or ds.items is None:
+        return items
+    keep = ds.items[["id", "system", *want]].astype({"id": str, "system": str})
+    out = items.astype({"id": str, "system": str}).merge(keep, on=["id", "system"], how="left", validate="one_to_one")
+    out.attrs.update(items.attrs)
+    return out
+
+
+def _registered(name: str) -> Any:
+    from evalign.metrics.base import metric_class
+
+    try:
+        return metric_class(name)
+    except (EvalignError, ImportError):
+        return None
+
+
+def resolve_columns(
+    table: pd.DataFrame | None,
+    names: Sequence[str],
+    *,
+    source: str,
+    pairs: pd.DataFrame | None = None,
+    lower_is_better: Sequence[str] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    on_scoring: Callable[[list[str]], Any] | None = None,
+) -> tuple[pd.DataFrame | None, list[Column], list[Any]]:
+    """The :class:`Column` of each name, computing registered metrics the table lacks.
+
+    ``table``: the item table (or the scored sides of a pair table); ``pairs``: the pair table,
+    whose judge columns are verdict columns and whose ``<name>_a``/``_b`` columns are pair scores
+    (see :mod:`evalign.evaluate.columns` for the convention). A column that names a registered
+    corpus metric with its default options, in a table with the texts, is recomputed from corpus
+    statistics at system level. ``options``: metric name -> constructor options for metrics computed
+    here. ``on_scoring(names)``: returns a context manager shown while scoring (a spinner).
+    Returns (table with the computed columns, columns, the :class:`~evalign.scoring.MetricRun` list).
+    """
+    from evalign.metrics.base import get_metric
+    from evalign.scoring import score
+
+    lower = set(lower_is_better)
+    options = options or {}
+    cols: list[Column] = []
+    to_compute: list[Any] = []
+    texts = table is not None and "response" in table.columns and "reference" in table.columns
+    for n in names:
+        if pairs is not None and n in pairs.columns and is_judge_column(pairs, n):
+            cols.append(Column(n, "judge", True, verdict=True))
+            continue
+        in_pairs = pairs is not None and f"{n}_a" in pairs.columns and f"{n}_b" in pairs.columns
+        if (table is not None and n in table.columns) or in_pairs:
+            judge = is_judge_column(table, n) if (table is not None and n in table.columns) else False
+            cls = None if judge else _registered(n)
+            hib = judge_higher_is_better(n) if judge else (bool(cls.higher_is_better) if cls is not None else True)
+            metric = None
+            level = "mean"
+            if cls is not None and getattr(cls, "system_level", "mean") == "corpus" and texts and not in_pairs:
+                m = get_metric(n)
+                if m.column == n:
+                    metric, level = m, "corpus"
+            cols.append(Column(n, "judge" if judge else "metric", hib and n not in lower, system_level=level,
+                               metric=metric))
+            continue
+        if _registered(n) is not None:
+            m = get_metric(n, **dict(options.get(n, {})))
+            to_compute.append(m)
+            cols.append(Column(m.column, "metric", m.higher_is_better and m.column not in lower,
+                               system_level=getattr(m, "system_level", "mean") if pairs is None else "mean",
+                               metric=m))
+            continue
+        known = [] if table is None else [str(c) for c in table.columns]
+        if pairs is not None:
+            known += [str(c) for c in pairs.columns]
+        hint = difflib.get_close_matches(n, known, n=1)
+        raise InputError(f"no metric or judge column '{n}' and no metric of that name"
+                         + (f"; did you mean '{hint[0]}'?" if hint else ""), file=source, field=n)
+    runs: list[Any] = []
+    if to_compute:
+        if table is None or "response" not in table.columns:
+            raise InputError(f"cannot compute {', '.join(m.name for m in to_compute)} without responses",
+                             file=source, field="response")
+        if on_scoring is not None:
+            with on_scoring([m.name for m in to_compute]):
+                table, runs = score(table, to_compute)
+        else:
+            table, runs = score(table, to_compute)
+    return table, cols, runs

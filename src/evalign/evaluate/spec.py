@@ -1,0 +1,219 @@
+"""What to evaluate: one frozen, typed spec (data, human labels, metric and judge columns, level,
+grouping, resampling settings) that :func:`evalign.evaluate.evaluate` turns into one result."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from evalign.errors import InputError
+
+Kind = Literal["metric", "judge", "baseline"]
+LabelSource = Literal["human", "model"]
+LEVELS = ("system", "item")
+GROUPINGS = ("none", "item", "system")
+#: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
+SYSTEM_LEVELS = ("corpus", "mean")
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """Settings of every bootstrap interval and significance test of one evaluation.
+
+    ``n_resamples``: bootstrap resamples over items (>= 1); ``n_permutations``: permutations per
+    paired test (>= 1); ``confidence``: level of the intervals, in (0, 1); ``alpha``: significance
+    level of clusters and of ``beats_baselines``, in (0, 1); ``seed``: seed of all of them.
+    """
+
+    n_resamples: int = 1000
+    n_permutations: int = 1000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_resamples", "n_permutations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"must be an integer >= 1, got {v!r}", field=name)
+        for name in ("confidence", "alpha"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) < 1.0:
+                raise InputError(f"must be between 0 and 1, got {v!r}", field=name)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InputError(f"must be an integer, got {self.seed!r}", field="seed")
+
+
+@dataclass(frozen=True)
+class Human:
+    """The labels the metrics are compared with.
+
+    Exactly one of: ``column`` (an item-level rating column of the item table), ``system``
+    (``{system: value}``, e.g. ranks) or ``pref_columns`` (annotator columns of a pair table coded
+    +1 A better, -1 B better, 0 tie). ``annotators``: single-annotator columns of the item table (for
+    the ``human_ceiling`` row; pair tables use ``pref_columns``). ``source``: ``human``, or ``model``
+    when the labels are model grades (then ``label`` says whose, e.g. ``GPT-4 grades``).
+    """
+
+    column: str | None = None
+    system: Mapping[str, float] | None = None
+    pref_columns: tuple[str, ...] = ()
+    higher_is_better: bool = True
+    annotators: tuple[str, ...] = ()
+    source: LabelSource = "human"
+    label: str = "humans"
+
+    def __post_init__(self) -> None:
+        given = [self.column is not None, self.system is not None, bool(self.pref_columns)]
+        if sum(given) != 1:
+            raise InputError("give exactly one kind of human label: a rating column, system-level values or "
+                             "preference columns", field="human")
+        if self.source not in ("human", "model"):
+            raise InputError(f"source must be 'human' or 'model', got {self.source!r}", field="source")
+        if self.system is not None:
+            for k, v in self.system.items():
+                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+                    raise InputError(f"system-level value must be a finite number, got {v!r}", field=str(k))
+
+    @property
+    def kind(self) -> str:
+        """``item`` (rating column), ``system`` (system-level values) or ``pairs`` (preferences)."""
+        return "item" if self.column is not None else "system" if self.system is not None else "pairs"
+
+    @property
+    def title(self) -> str:
+        """``Agreement with humans`` or ``Agreement with GPT-4 grades`` (model labels)."""
+        return f"Agreement with {self.label}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A metric or judge column to evaluate.
+
+    ``name``: the column of the table (pair tables built from scored sides get ``<name>_a`` /
+    ``<name>_b``). ``verdict``: a pairwise judge's verdict column of a pair table (A / B / tie /
+    unparseable, see :mod:`evalign.evaluate.columns`): no tie threshold, unparseable verdicts are
+    wrong. ``system_level``: ``corpus`` (recomputed from sacrebleu corpus statistics; needs
+    ``metric``) or ``mean`` (the mean of item scores). ``metric``: the metric object when the
+    scores were computed here (its texts and corpus statistics are then available).
+    """
+
+    name: str
+    kind: Kind = "metric"
+    higher_is_better: bool = True
+    verdict: bool = False
+    system_level: str = "mean"
+    metric: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("metric", "judge", "baseline"):
+            raise InputError(f"kind must be metric, judge or baseline, got {self.kind!r}", field="kind")
+        if self.system_level not in SYSTEM_LEVELS:
+            raise InputError(f"system_level must be corpus or mean, got {self.system_level!r}", field=self.name)
+
+    @property
+    def system_label(self) -> str:
+        """The header of this column's system-level score: ``bleu (corpus)``; ``bleu (mean of items)``
+        for a metric that declares a corpus score but came as a score column only; else the name."""
+        if self.system_level == "corpus":
+            return f"{self.name} (corpus)"
+        declared = getattr(self.metric, "system_level", None) if self.metric is not None else None
+        if declared == "corpus" or (self.metric is None and self.kind == "metric" and _declared_corpus(self.name)):
+            return f"{self.name} (mean of items)"
+        return self.name
+
+
+def _declared_corpus(name: str) -> bool:
+    """Whether ``name`` is a registered metric that declares a corpus-level system score."""
+    from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
+
+    if name not in BUILTIN_METRIC_MODULES:
+        return False
+    try:
+        return getattr(metric_class(name), "system_level", "mean") == "corpus"
+    except Exception:  # optional dependency missing: not a corpus metric we could recompute
+        return False
+
+
+@dataclass(frozen=True)
+class TrustRequest:
+    """One trust table to compute: a ranking ``statistic`` at ``level`` (``grouping`` for item level)."""
+
+    statistic: str
+    level: str = "item"
+    grouping: str = "item"
+
+
+@dataclass(frozen=True, eq=False)
+class EvalSpec:
+    """One evaluation.
+
+    ``items``: the item table (one row per item x system) with the metric and judge columns, or,
+    for pair labels, the scored sides made by :func:`evalign.datasets.pairs_to_items` (column
+    ``side``) when the metric columns are per side; ``pairs``: the pair table (with verdict columns
+    and/or ``<metric>_a``/``_b`` columns). ``trust``: the trust tables to compute (default: the one
+    ranking table of the labels: pairwise accuracy for item ratings, Kendall for system values,
+    preference accuracy for pairs; ``level`` overrides the level). ``by``: a column for the
+    breakdown. ``min_group_size``: smallest group ranked (default 10 items, 30 pairs).
+    ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
+    registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
+    """
+
+    human: Human
+    columns: tuple[Column, ...]
+    items: pd.DataFrame | None = None
+    pairs: pd.DataFrame | None = None
+    level: str | None = None
+    grouping: str = "item"
+    by: str | None = None
+    trust: tuple[TrustRequest, ...] = ()
+    min_group_size: int | None = None
+    resampling: Resampling = field(default_factory=Resampling)
+    source: str = "<table>"
+    dataset: str | None = None
+    costs: Mapping[str, float] = field(default_factory=dict)
+    baselines: bool = True
+    curves: bool = False
+
+    def __post_init__(self) -> None:
+        if self.level is not None and self.level not in LEVELS:
+            raise InputError(f"must be one of {', '.join(LEVELS)}, got {self.level!r}", field="level")
+        if self.grouping not in GROUPINGS:
+            raise InputError(f"must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}", field="grouping")
+        if self.min_group_size is not None and self.min_group_size < 1:
+            raise InputError(f"must be at least 1, got {self.min_group_size}", field="min_group_size")
+        if not self.columns:
+            raise InputError("no metric or judge columns to evaluate", field="metric")
+        names = [c.name for c in self.columns]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise InputError(f"column given twice: {', '.join(dup)}", field=dup[0])
+        if self.human.kind == "pairs" and self.pairs is None:
+            raise InputError("preference labels need a pair table", field="pairs")
+        if self.human.kind != "pairs" and self.items is None:
+            raise InputError("item-level or system-level labels need an item table", field="items")
+        if self.human.kind == "system" and self.level == "item":
+            raise InputError("level 'item' needs item-level human ratings (a rating column)", field="level")
+
+    @property
+    def mode(self) -> str:
+        """``items`` or ``pairs``."""
+        return "pairs" if self.human.kind == "pairs" else "items"
+
+    def trust_requests(self) -> tuple[TrustRequest, ...]:
+        """The trust tables to compute (``trust``, or the default ranking table)."""
+        if self.trust:
+            return self.trust
+        if self.mode == "pairs":
+            return (TrustRequest("preference_accuracy"),)
+        level = self.level or ("system" if self.human.kind == "system" else "item")
+        stat = "kendall" if level == "system" else "pairwise_accuracy"
+        return (TrustRequest(stat, level, self.grouping),)
+
+    def group_floor(self) -> int:
+        """The smallest group that is ranked."""
+        return self.min_group_size or (30 if self.mode == "pairs" else 10)

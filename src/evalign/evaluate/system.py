@@ -1,0 +1,105 @@
+"""System-level scores as each metric declares them (``Metric.system_level``).
+
+``corpus`` metrics (BLEU, chrF) score a system from its summed per-item sufficient statistics
+(sacrebleu's own segment statistics, the numbers sacrebleu's ``corpus_score`` and its paired
+bootstrap add up); every other metric scores a system by the mean of its item scores. The
+bootstrap of a system-level statistic resamples items and recomputes the declared system score of
+each resample (:func:`corpus_statistic`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalign.io import references_of
+from evalign.meta.significance import Statistic
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """Per-item sufficient statistics of a corpus metric: ``stats`` is ``systems x items x k``
+    (NaN where the cell is missing or has no reference); ``scorer`` the sacrebleu metric object."""
+
+    systems: tuple[str, ...]
+    items: tuple[str, ...]
+    stats: np.ndarray
+    scorer: Any
+
+    def score(self, summed: np.ndarray) -> float:
+        """The corpus score of summed statistics (NaN when nothing was summed)."""
+        if not np.isfinite(summed).all() or summed.size == 0:
+            return float("nan")
+        return float(self.scorer._compute_score_from_stats([round(float(x)) for x in summed]).score)
+
+    def system_scores(self, index: np.ndarray | None = None) -> np.ndarray:
+        """The corpus score of each system over ``index`` (``systems x n`` item positions, NaN =
+        left out; default: every item once)."""
+        n_sys, n_items, _ = self.stats.shape
+        if index is None:
+            index = np.tile(np.arange(n_items, dtype=float), (n_sys, 1))
+        out = np.full(n_sys, np.nan)
+        for s in range(n_sys):
+            idx = index[s]
+            idx = idx[np.isfinite(idx)].astype(int)
+            cells = self.stats[s, idx]
+            cells = cells[np.isfinite(cells).all(axis=1)]
+            if len(cells):
+                out[s] = self.score(cells.sum(axis=0))
+        return out
+
+
+def corpus_stats(table: pd.DataFrame, metric: Any, systems: Sequence[str], items: Sequence[str]) -> CorpusStats:
+    """Per-item sacrebleu statistics of ``metric`` (a metric with ``system_level == "corpus"``)
+    for every (system, item) cell of an item table with ``response`` and ``reference``."""
+    from evalign.metrics.lexical import _corpus_streams
+
+    scorer = metric.corpus_scorer
+    responses = [str(r) for r in table["response"].tolist()]
+    refs = references_of(table)
+    keep = [i for i, r in enumerate(refs) if r]
+    hyps, streams = _corpus_streams([responses[i] for i in keep], [refs[i] for i in keep])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seg = np.asarray(scorer._extract_corpus_statistics(hyps, streams), dtype=float) if hyps else np.empty((0, 0))
+    k = seg.shape[1] if seg.ndim == 2 and seg.size else 1
+    s_index = {s: i for i, s in enumerate(systems)}
+    i_index = {s: i for i, s in enumerate(items)}
+    out = np.full((len(systems), len(items), k), np.nan)
+    sys_col = table["system"].astype(str).tolist()
+    id_col = table["id"].astype(str).tolist()
+    for row, j in enumerate(keep):
+        si, ii = s_index.get(sys_col[j]), i_index.get(id_col[j])
+        if si is not None and ii is not None:
+            out[si, ii] = seg[row]
+    return CorpusStats(tuple(systems), tuple(items), out, scorer)
+
+
+def index_array(n_systems: int, n_items: int, present: np.ndarray | None = None) -> np.ndarray:
+    """The ``systems x items`` matrix of item positions that a corpus statistic is bootstrapped
+    over (NaN where ``present`` is False): resampling its columns resamples items."""
+    idx = np.tile(np.arange(n_items, dtype=float), (n_systems, 1))
+    if present is not None:
+        idx[~present] = np.nan
+    return idx
+
+
+def corpus_statistic(method: str, cs: CorpusStats, sign: float = 1.0) -> Statistic:
+    """A system-level correlation (``kendall`` / ``pearson`` / ``spearman``) between the human
+    system values and the corpus scores of ``cs``, for data made by :func:`index_array` (the
+    resampled item positions): each call recomputes every system's corpus score from the summed
+    statistics of the items drawn. A 2-D human (item ratings) is averaged per system first."""
+    from evalign.meta.correlation import correlation, system_means
+
+    def fn(h: np.ndarray, idx: np.ndarray) -> float:
+        hs = h if h.ndim == 1 else system_means(h)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(correlation(hs, sign * cs.system_scores(idx), method, "system").value)
+
+    return Statistic(method, "generic", fn=fn, standardize=False, params={"level": "system", "system_score": "corpus"})
