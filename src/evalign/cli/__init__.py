@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
-
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from evalign.cli.common import STATE, err_console, handle_errors
 

@@ -16,6 +16,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     TASK_FIELD,
+    CliError,
     console,
     emit_json,
     err_console,
@@ -24,6 +25,8 @@ from evalign.cli.common import (
     progress,
     split_multi,
 )
+from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.system_significance import print_significance, run_significance
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +34,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("score")
     def score_cmd(
-        file: Path = typer.Argument(..., help="Items: JSONL, JSON list, CSV or Parquet."),
+        file: Path = typer.Argument(None, help="Items: JSONL, JSON list, CSV or Parquet (or --dataset)."),
+        dataset: str = DATASET,
+        data_dir: Path = DATA_DIR,
         metric: list[str] = typer.Option(["rouge_l", "bleu"], "--metric", "-m", help="Metric name (repeatable)."),
         out: Path = typer.Option(None, "--out", "-o", help="Scored items (.jsonl/.csv/.parquet)."),
         system_out: Path = typer.Option(None, "--system-out", help="System-level scores (.csv/.jsonl)."),
@@ -48,6 +53,11 @@ def register(app: typer.Typer) -> None:
         task_field: str = TASK_FIELD,
         language_field: str = LANGUAGE_FIELD,
         system: str = typer.Option(None, "--system", help="System name for records without one."),
+        significance: bool = typer.Option(
+            False, "--significance", help="Paired bootstrap and approximate randomization of systems (as sacrebleu)."
+        ),
+        baseline_system: str = typer.Option(None, "--baseline-system", help="Baseline of --significance (default: first)."),
+        all_pairs: bool = typer.Option(False, "--all-pairs", help="--significance between every pair of systems."),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
@@ -58,7 +68,10 @@ def register(app: typer.Typer) -> None:
         fields = field_map(
             id_field, system_field, instruction_field, input_field, reference_field, response_field, task_field, language_field
         )
-        table = read_items(file, fields=fields, require_reference=True, default_system=system)
+        if (file is None) == (dataset is None):
+            raise CliError("give a FILE of items or --dataset NAME (not both)")
+        source = file if file is not None else dataset_table(dataset, data_dir)
+        table = read_items(source, fields=fields, require_reference=True, default_system=system)
         metrics = [get_metric(m, **parse_options(option, m, no_cache)) for m in split_multi(metric)]
         with progress(transient=True, disable=as_json) as bar:
             task = bar.add_task("scoring", total=len(metrics))
@@ -74,6 +87,9 @@ def register(app: typer.Typer) -> None:
             scored, runs = score(table, metrics, on_metric=on_metric, on_progress=on_progress)
             bar.update(task, completed=len(metrics))
         sys_df = system_scores(scored, metrics)
+        sig = None
+        if significance:
+            sig = run_significance(scored, metrics, baseline=baseline_system, all_pairs=all_pairs, show_progress=not as_json)
         if out:
             write_table(scored, out)
         if system_out:
@@ -85,6 +101,7 @@ def register(app: typer.Typer) -> None:
                     "systems": sys_df.to_dict("records"),
                     "metrics": [r.__dict__ for r in runs],
                     "out": str(out) if out else None,
+                    **({"significance": sig} if sig else {}),
                 }
             )
             return
@@ -92,6 +109,8 @@ def register(app: typer.Typer) -> None:
         for r in runs:
             extra = "".join(f" {k}={v}" for k, v in r.info.items())
             err_console.print(f"[dim]{escape(f'{r.column}: {r.signature} ({r.seconds:.2f}s){extra}')}[/dim]", highlight=False)
+        if sig:
+            print_significance(sig)
         if out:
             console.print(escape(f"wrote {out}"))
 
