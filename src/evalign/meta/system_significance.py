@@ -20,8 +20,13 @@ The procedures follow sacrebleu 2.x exactly:
   (n_trials + 1)``.
 * Defaults: 1,000 bootstrap resamples, 10,000 AR trials, seed 12,345 (``SACREBLEU_SEED``'s
   default). As in sacrebleu every comparison starts a fresh generator from the seed, so all
-  systems see the same resamples. Unlike sacrebleu, seed 0 is a seed (sacrebleu treats a falsy
-  seed as "no seed"); ``seed=None`` draws fresh entropy.
+  systems see the same resamples.
+
+Two deliberate departures from sacrebleu, both in degenerate cases only: seed 0 is a seed
+(sacrebleu treats a falsy seed as "no seed"; ``seed=None`` draws fresh entropy here), and two
+systems with identical statistics get ``p = 1`` from both tests (sacrebleu's strict ``>`` gives
+them its smallest p-value, ``1 / (n + 1)``, i.e. calls a system significantly different from a
+copy of itself).
 
 All functions are pure (no I/O); :func:`metric_statistics` extracts the statistics of an evalign
 metric from texts.
@@ -70,7 +75,8 @@ class MetricStatistics:
     stats: Mapping[str, np.ndarray]
     score_fn: ScoreFn
     scale: str = "mean"
-    #: whether the statistics are counts to be summed as float32 in the bootstrap (sacrebleu)
+    #: whether the statistics are integer counts: summed as float32 in the bootstrap and as int64 in
+    #: approximate randomization, as sacrebleu does
     float32: bool = False
 
 
@@ -106,7 +112,7 @@ class PairedResult:
 def estimate_ci(scores: np.ndarray) -> tuple[float, float]:
     """Mean and half-width of the 95% interval of resampled scores (sacrebleu's ``estimate_ci``:
     the sorted scores' entries ``n // 40`` and ``n - n // 40 - 1``)."""
-    s = np.sort(np.asarray(scores, dtype=float))
+    s = np.sort(np.asarray(scores))  # the scores' own dtype (float32 for chrF, as in sacrebleu)
     lo = len(s) // 40
     hi = len(s) - lo - 1
     return float(s.mean()), float(0.5 * (s[hi] - s[lo]))
@@ -134,7 +140,7 @@ def ar_swaps(n_items: int, n_trials: int, seed: int | None) -> np.ndarray:
 def bootstrap_scores(stats: np.ndarray, idx: np.ndarray, score_fn: ScoreFn, *, float32: bool = False) -> np.ndarray:
     """Corpus scores of the resamples ``idx`` of one system's statistics."""
     arr = np.asarray(stats, dtype=np.float32 if float32 else np.float64)
-    return np.asarray(score_fn(arr[idx].sum(axis=1)), dtype=float)
+    return np.asarray(score_fn(arr[idx].sum(axis=1)))
 
 
 def paired_bootstrap_p(base_scores: np.ndarray, sys_scores: np.ndarray, observed: float) -> float:
@@ -144,14 +150,17 @@ def paired_bootstrap_p(base_scores: np.ndarray, sys_scores: np.ndarray, observed
 
 
 def approximate_randomization_p(
-    base_stats: np.ndarray, sys_stats: np.ndarray, swaps: np.ndarray, score_fn: ScoreFn, observed: float
+    base_stats: np.ndarray, sys_stats: np.ndarray, swaps: np.ndarray, score_fn: ScoreFn, observed: float,
+    *, counts: bool = False,
 ) -> float:
-    """The AR p-value: pseudo-systems mixing the two systems' statistics by ``swaps``."""
-    b = np.asarray(base_stats, dtype=np.float64)
-    s = np.asarray(sys_stats, dtype=np.float64)
+    """The AR p-value: pseudo-systems mixing the two systems' statistics by ``swaps``
+    (``counts``: the statistics are integer counts, summed as int64 as sacrebleu does)."""
+    dtype = np.int64 if counts else np.float64
+    b = np.asarray(base_stats, dtype=dtype)
+    s = np.asarray(sys_stats, dtype=dtype)
     shuf_a = swaps @ b + (~swaps) @ s
     shuf_b = (~swaps) @ b + swaps @ s
-    diffs = np.abs(np.asarray(score_fn(shuf_a), dtype=float) - np.asarray(score_fn(shuf_b), dtype=float))
+    diffs = np.abs(np.asarray(score_fn(shuf_a)) - np.asarray(score_fn(shuf_b)))
     return p_value(diffs, abs(observed))
 
 
@@ -195,6 +204,7 @@ def compare_systems(
     out = []
     for k, (b, s) in enumerate(pairs):
         observed = score[s] - score[b]
+        same = np.array_equal(ms.stats[s], ms.stats[b])  # see the module doc: p = 1, not sacrebleu's floor
         out.append(
             PairedResult(
                 metric=ms.metric,
@@ -203,8 +213,9 @@ def compare_systems(
                 n_items=n_items,
                 score=score[s],
                 baseline_score=score[b],
-                bootstrap_p=paired_bootstrap_p(boot[b], boot[s], observed),
-                ar_p=approximate_randomization_p(ms.stats[b], ms.stats[s], swaps, ms.score_fn, observed),
+                bootstrap_p=1.0 if same else paired_bootstrap_p(boot[b], boot[s], observed),
+                ar_p=1.0 if same else approximate_randomization_p(ms.stats[b], ms.stats[s], swaps, ms.score_fn,
+                                                                  observed, counts=ms.float32),
                 mean=ci[s][0],
                 ci=ci[s][1],
                 baseline_mean=ci[b][0],
@@ -231,7 +242,8 @@ def sacrebleu_score_fn(scorer: Any) -> ScoreFn:
 
     def fn(sums: np.ndarray) -> np.ndarray:
         rows = np.atleast_2d(sums)
-        return np.fromiter((scorer._compute_score_from_stats(r).score for r in rows), dtype=float, count=len(rows))
+        # a plain np.array of the scores, as sacrebleu builds it (float32 scores stay float32)
+        return np.array([scorer._compute_score_from_stats(r).score for r in rows])
 
     return fn
 
