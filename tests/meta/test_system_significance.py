@@ -153,7 +153,7 @@ def test_score_cli_significance(items: pd.DataFrame, tmp_path: Path) -> None:
 
     res = runner.invoke(app, ["score", str(path), "-m", "rouge_l", "--significance", "--all-pairs"])
     assert res.exit_code == 0, res.output
-    assert res.stdout.count(" vs ") == 6 and "p_bs" in res.stdout and "p_ar" in res.stdout
+    assert res.stdout.count("p_bs") == 6 and res.stdout.count("p_ar") == 6
 
     res = runner.invoke(app, ["score", str(path), "-m", "bleu", "--significance", "--baseline-system", "nope"])
     assert res.exit_code == 1
