@@ -17,7 +17,7 @@ from evalign.metrics.base import get_metric
 
 
 class _Hub(BaseHTTPRequestHandler):
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.send_response(404)
         self.end_headers()
 
@@ -89,7 +89,7 @@ def test_offline_flag_never_contacts_the_hub(monkeypatch: pytest.MonkeyPatch, li
     monkeypatch.setenv("HF_ENDPOINT", live_hub)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     calls: list[bool] = []
-    with pytest.raises(ModelLoadError, match="semscore.model=minilm"):
+    with pytest.raises(ModelLoadError, match=r"semscore\.model=minilm"):
         M.load_model(("t", "someorg/some-model-3"), "someorg/some-model-3", "sentence-transformers", _loader(calls))
     assert calls == [True]
 
