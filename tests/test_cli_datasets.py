@@ -103,6 +103,19 @@ def test_export_items_round_trips_into_meta(tmp_path: Path) -> None:
     assert from_file["n_items"] == 332 and from_file["correlations"][0]["pairwise_accuracy"] > 0
 
 
+def test_export_items_with_system_human_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "si.jsonl"  # (CSV: io reads a response that is a JSON array as a list; reported)
+    res = runner.invoke(app, ["datasets", "export", "self_instruct", "-o", str(path)])
+    assert res.exit_code == 0, res.output
+    ranks = tmp_path / "si.system_human.json"
+    assert f"--system-human {ranks} --lower-is-better" in " ".join(res.stdout.split())
+    saved = json.loads(ranks.read_text())
+    assert saved["lower_is_better"] is True and saved["values"] == load_dataset("self_instruct").system_human
+    from_file = _meta([str(path), "--system-human", str(ranks), "--lower-is-better", "-m", "rouge_l"])
+    from_dataset = _meta(["--dataset", "self_instruct", "-m", "rouge_l"])
+    assert from_file == from_dataset and from_file["n_systems"] == 8
+
+
 def test_export_pairs_and_pairs_as_items(tmp_path: Path) -> None:
     pairs_path = tmp_path / "pandalm_pairs.csv"
     res = runner.invoke(app, ["datasets", "export", "pandalm", "-o", str(pairs_path)])

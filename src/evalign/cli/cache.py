@@ -73,18 +73,18 @@ def register(app: typer.Typer) -> None:
             emit_json({"deleted": deleted, "kind": kind, "path": after["path"], "size_bytes": after["size_bytes"]})
             return
         console.print(escape(f"deleted {deleted} entries from {after['path']} (now {human_size(after['size_bytes'])})"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
     app.add_typer(group, name="cache")
 
 
 def _print_info(st: dict[str, Any]) -> None:
-    console.print(escape(f"location: {st['path']}"), highlight=False)
+    console.print(escape(f"location: {st['path']}"), highlight=False, soft_wrap=True)
     if not st["exists"]:
         console.print("no cache yet (it is created by the first run that stores embeddings or judge outputs)")
         return
-    console.print(escape(f"size: {human_size(st['size_bytes'])}, {st['entries']} entries"), highlight=False)
+    console.print(escape(f"size: {human_size(st['size_bytes'])}, {st['entries']} entries"), highlight=False, soft_wrap=True)
     for ns, d in st["by_namespace"].items():
         console.print(escape(f"  {ns}: {d['entries']} entries, {human_size(d['value_bytes'])} of values"),
-                      highlight=False)
-    console.print("move it with EVALIGN_CACHE=<file>; clear it with `evalign cache clear`", highlight=False)
+                      highlight=False, soft_wrap=True)
+    console.print("move it with EVALIGN_CACHE=<file>; clear it with `evalign cache clear`", highlight=False, soft_wrap=True)

@@ -65,20 +65,36 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
         else:
             ships = "needs files"
         head = f"[bold]{escape(r['name'])}[/bold]  {escape('+'.join(r['tables']))}  {escape(ships)}  {escape(r['licence'])}"
-        console.print(head, highlight=False)
-        console.print(f"  labels: {escape(r['labels'])}", highlight=False)
+        console.print(head, highlight=False, soft_wrap=True)
+        console.print(f"  labels: {escape(r['labels'])}", highlight=False, soft_wrap=True)
         for v in r["variants"]:
             star = " *" if v["needs_files"] and r["ships_with_evalign"] else ""
-            console.print(f"  variant {escape(v['name'])}: {escape(v['description'])}{star}", highlight=False)
+            console.print(f"  variant {escape(v['name'])}: {escape(v['description'])}{star}", highlight=False, soft_wrap=True)
         if r["where"]:
             state = "found" if r["files_found"] else "MISSING"
-            console.print(f"  files: {state} in {escape(str(r['folder']))}", highlight=False)
-            console.print(f"  get them: {escape(r['where'])}", highlight=False)
+            console.print(f"  files: {state} in {escape(str(r['folder']))}", highlight=False, soft_wrap=True)
+            console.print(f"  get them: {escape(r['where'])}", highlight=False, soft_wrap=True)
     console.print(
         escape(f"Data folder: {root} (--data-dir, else $EVALIGN_DATA_DIR, else ~/.cache/evalign/data). "
                "* = needs files. Use a variant as --dataset NAME:VARIANT."),
         highlight=False,
     )
+
+
+def write_system_human(ds: Any, out: Path) -> Path:
+    """Write a dataset's system-level human values beside the exported item table ``out``, as
+    ``<stem>.system_human.json`` (``{"description", "lower_is_better", "values": {system: value}}``,
+    readable by ``--system-human``). Returns the path."""
+    from evalign.io import write_json_atomic
+
+    path = out.parent / f"{out.stem}.system_human.json"
+    lower = not ds.system_human_higher_is_better
+    write_json_atomic(path, {
+        "description": f"system-level human values of dataset {ds.name} ({'lower' if lower else 'higher'} is better)",
+        "lower_is_better": lower,
+        "values": dict(ds.system_human),
+    })
+    return path
 
 
 def register(app: typer.Typer) -> None:
@@ -129,11 +145,18 @@ def register(app: typer.Typer) -> None:
         kind = as_ or ("items" if ds.items is not None else "pairs")
         table = table_of(ds, as_=kind)
         write_table(table, out)
-        info = {"dataset": name, "as": kind, "rows": len(table), "columns": list(map(str, table.columns)), "out": str(out)}
+        info: dict[str, Any] = {"dataset": name, "as": kind, "rows": len(table),
+                                "columns": list(map(str, table.columns)), "out": str(out)}
+        if kind == "items" and ds.system_human:
+            info["system_human"] = str(write_system_human(ds, out))
         if as_json:
             emit_json(info)
             return
         console.print(escape(f"wrote {out} ({len(table)} rows, {kind}; columns: {', '.join(info['columns'])})"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
+        if "system_human" in info:
+            flag = "" if ds.system_human_higher_is_better else " --lower-is-better"
+            console.print(escape(f"wrote {info['system_human']} (system-level human values: "
+                                 f"meta {out} --system-human {info['system_human']}{flag} -m METRIC)"), highlight=False, soft_wrap=True)
 
     app.add_typer(group, name="datasets")
