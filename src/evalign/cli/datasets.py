@@ -57,6 +57,16 @@ def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
 
 
 def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
+    import textwrap
+
+    from rich.text import Text
+
+    def wrapped(text: str) -> None:
+        # words wrap at the console width with a hanging indent; paths and URLs are never cut
+        lines = textwrap.fill(text, width=max(console.width, 40), subsequent_indent="      ",
+                              break_long_words=False, break_on_hyphens=False)
+        console.print(Text(lines), highlight=False, soft_wrap=True)
+
     for r in rows:
         if r["ships_with_evalign"]:
             ships = "ships with evalign"
@@ -64,21 +74,17 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
                 ships += "; some variants need files"
         else:
             ships = "needs files"
-        head = f"[bold]{escape(r['name'])}[/bold]  {escape('+'.join(r['tables']))}  {escape(ships)}  {escape(r['licence'])}"
-        console.print(head, highlight=False, soft_wrap=True)
-        console.print(f"  labels: {escape(r['labels'])}", highlight=False, soft_wrap=True)
+        wrapped(f"{r['name']}  {'+'.join(r['tables'])}  {ships}  {r['licence']}")
+        wrapped(f"  labels: {r['labels']}")
         for v in r["variants"]:
             star = " *" if v["needs_files"] and r["ships_with_evalign"] else ""
-            console.print(f"  variant {escape(v['name'])}: {escape(v['description'])}{star}", highlight=False, soft_wrap=True)
+            wrapped(f"  variant {v['name']}: {v['description']}{star}")
         if r["where"]:
             state = "found" if r["files_found"] else "MISSING"
-            console.print(f"  files: {state} in {escape(str(r['folder']))}", highlight=False, soft_wrap=True)
-            console.print(f"  get them: {escape(r['where'])}", highlight=False, soft_wrap=True)
-    console.print(
-        escape(f"Data folder: {root} (--data-dir, else $EVALIGN_DATA_DIR, else ~/.cache/evalign/data). "
-               "* = needs files. Use a variant as --dataset NAME:VARIANT."),
-        highlight=False,
-    )
+            wrapped(f"  files: {state} in {r['folder']}")
+            wrapped(f"  get them: {r['where']}")
+    wrapped(f"Data folder: {root} (--data-dir, else $EVALIGN_DATA_DIR, else ~/.cache/evalign/data). "
+            "* = needs files. Use a variant as --dataset NAME:VARIANT.")
 
 
 def write_system_human(ds: Any, out: Path) -> Path:
