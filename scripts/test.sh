@@ -21,4 +21,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# The public datasets that are not bundled (see each SOURCE.md), as an absolute path.
+EVALIGN_DATA_DIR="${EVALIGN_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+export EVALIGN_DATA_DIR
 python3 -m pytest -q "$@"

@@ -12,6 +12,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# the public datasets that are not bundled (the default data folder is never beside the checkout)
+os.environ.setdefault("EVALIGN_DATA_DIR", str(SHARED_DATA))
 
 
 @pytest.fixture(autouse=True)

@@ -179,3 +179,52 @@ def _decode_array(raw: bytes) -> np.ndarray:
     n = int.from_bytes(raw[:4], "little")
     header = json.loads(raw[4 : 4 + n].decode("ascii"))
     return np.frombuffer(raw[4 + n :], dtype=np.dtype(header["dtype"])).reshape(header["shape"]).copy()
+
+
+# -- inspecting and clearing (``evalign cache info|clear``) ------------------------------------
+
+
+def cache_stats(path: str | Path | None = None) -> dict[str, Any]:
+    """What the cache at ``path`` (default: :func:`default_cache_path`) holds, without creating it:
+    ``{"path", "exists", "size_bytes" (database file plus its WAL/SHM files), "entries" (total),
+    "by_namespace": {namespace: {"entries", "value_bytes"}}}``."""
+    p = Path(path) if path is not None else default_cache_path()
+    files = [p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")]
+    out: dict[str, Any] = {
+        "path": str(p),
+        "exists": p.is_file(),
+        "size_bytes": sum(f.stat().st_size for f in files if f.is_file()),
+        "entries": 0,
+        "by_namespace": {},
+    }
+    if not p.is_file():
+        return out
+    conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60.0)
+    try:
+        rows = conn.execute(
+            "SELECT namespace, COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM entries GROUP BY namespace ORDER BY namespace"
+        ).fetchall()
+    except sqlite3.DatabaseError:  # not (yet) an evalign cache: no entries table
+        rows = []
+    finally:
+        conn.close()
+    out["by_namespace"] = {ns: {"entries": int(n), "value_bytes": int(b)} for ns, n, b in rows}
+    out["entries"] = sum(int(n) for _, n, _ in rows)
+    return out
+
+
+def clear_cache(namespace: str | None = None, path: str | Path | None = None) -> int:
+    """Delete the entries of one ``namespace`` (or all) from the cache at ``path`` (default:
+    :func:`default_cache_path`) and give the space back to the file system (VACUUM). Returns the
+    number of entries deleted (0 when there is no cache)."""
+    p = Path(path) if path is not None else default_cache_path()
+    if not p.is_file():
+        return 0
+    with Cache(p) as cache:
+        n = cache.count(namespace)
+        cache.clear(namespace)
+        assert cache._conn is not None
+        with cache._lock:
+            cache._conn.execute("VACUUM")
+            cache._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return n

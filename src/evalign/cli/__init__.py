@@ -5,17 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperGroup
 
-from evalign.cli.common import STATE, exit_on_sigterm, handle_errors
+from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
 
 
 class _Group(TyperGroup):
     """Runs every verb inside :func:`handle_errors` (one clear line, exit 1, no traceback)."""
 
     def invoke(self, ctx: Any) -> Any:
-        with handle_errors():
-            return super().invoke(ctx)
+        from evalign.cache import default_cache_path
+        from evalign.cli.cache import cache_created_notice
+
+        existed = default_cache_path().is_file()
+        try:
+            with handle_errors():
+                return super().invoke(ctx)
+        finally:
+            notice = cache_created_notice(existed)
+            if notice:
+                err_console.print(f"[dim]{escape(notice)}[/dim]", highlight=False)
 
 
 app = typer.Typer(
@@ -34,9 +44,9 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    from evalign.cli import demo, judge, meta, metrics, report, score
+    from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, score
 
-    for mod in (score, metrics, meta, judge, report, demo):
+    for mod in (score, metrics, meta, judge, report, demo, datasets, cache):
         mod.register(app)
 
 

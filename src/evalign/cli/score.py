@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.markup import escape
 
@@ -24,6 +26,8 @@ from evalign.cli.common import (
     split_multi,
     suggest,
 )
+from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.system_significance import print_significance, run_significance
 from evalign.errors import UsageError, did_you_mean
 
 
@@ -32,7 +36,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("score")
     def score_cmd(
-        file: str = typer.Argument(..., help="Items: JSONL, JSON list, CSV, TSV or Parquet; - reads JSONL from stdin."),
+        file: str = typer.Argument(
+            None, help="Items: JSONL, JSON list, CSV, TSV or Parquet; - reads JSONL from stdin (or --dataset)."
+        ),
+        dataset: str = DATASET,
+        data_dir: Path = DATA_DIR,
         metric: list[str] = typer.Option(["rouge_l", "bleu"], "--metric", "-m", help="Metric name (repeatable)."),
         out: str = typer.Option(None, "--out", "-o", help="Scored items (.jsonl/.csv/.tsv/.parquet; - = JSONL to stdout)."),
         system_out: str = typer.Option(None, "--system-out", help="System-level scores (.csv/.tsv/.jsonl/.parquet; - = stdout)."),
@@ -53,6 +61,11 @@ def register(app: typer.Typer) -> None:
         task_field: str = TASK_FIELD,
         language_field: str = LANGUAGE_FIELD,
         system: str = typer.Option(None, "--system", help="System name for records without one."),
+        significance: bool = typer.Option(
+            False, "--significance", help="Paired bootstrap and approximate randomization of systems (as sacrebleu)."
+        ),
+        baseline_system: str = typer.Option(None, "--baseline-system", help="Baseline of --significance (default: first)."),
+        all_pairs: bool = typer.Option(False, "--all-pairs", help="--significance between every pair of systems."),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
@@ -70,11 +83,15 @@ def register(app: typer.Typer) -> None:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise UsageError(f"-m {twice[0]}: given twice")
-        detect_format(file)
+        if (file is None) == (dataset is None):
+            raise UsageError("give a FILE of items or --dataset NAME (not both)")
+        if file is not None:
+            detect_format(file)
         check_outputs(("-o", out, FORMATS), ("--system-out", system_out, FORMATS), stdout_used=as_json)
         options = parse_all_options(option, names, no_cache)
         metrics = [get_metric(m, **options[m]) for m in names]
-        table = read_items(file, fields=fields, require_reference=True, default_system=system,
+        source = file if file is not None else dataset_table(dataset, data_dir)
+        table = read_items(source, fields=fields, require_reference=True, default_system=system,
                            on_invalid="skip" if skip_invalid else "error")
         skipped = list(table.attrs.get("skipped", []))
         quiet = as_json or out == "-" or system_out == "-"
@@ -92,6 +109,9 @@ def register(app: typer.Typer) -> None:
             scored, runs = score(table, metrics, on_metric=on_metric, on_progress=on_progress)
             bar.update(task, completed=len(metrics))
         sys_df = system_scores(scored, metrics)
+        sig = None
+        if significance:
+            sig = run_significance(scored, metrics, baseline=baseline_system, all_pairs=all_pairs, show_progress=not as_json)
         if out:
             write_table(scored, out)
         if system_out:
@@ -109,6 +129,7 @@ def register(app: typer.Typer) -> None:
                     "systems": sys_df.to_dict("records"),
                     "metrics": [r.__dict__ for r in runs],
                     "out": str(out) if out else None,
+                    **({"significance": sig} if sig else {}),
                 }
             )
             return
@@ -118,6 +139,8 @@ def register(app: typer.Typer) -> None:
         for r in runs:
             extra = "".join(f" {k}={v}" for k, v in r.info.items())
             err_console.print(f"[dim]{escape(f'{r.column}: {r.signature} ({r.seconds:.2f}s){extra}')}[/dim]", highlight=False)
+        if sig:
+            print_significance(sig)
         if out:
             console.print(escape(f"wrote {out}"))
 

@@ -1,7 +1,9 @@
 """Finding dataset files that are not bundled with evalign (too large, or licence not checked).
 
-The search order for a set stored in folder ``<folder>`` is: the ``data_dir`` argument, the
-environment variable ``EVALIGN_DATA_DIR``, then ``shared/data`` beside the source checkout.
+The search order for a set stored in folder ``<folder>`` is: the ``data_dir`` argument, else the
+*default data folder* (:func:`default_data_dir`): the environment variable ``EVALIGN_DATA_DIR``,
+else the user cache folder ``$XDG_CACHE_HOME/evalign/data`` (``~/.cache/evalign/data`` when
+``XDG_CACHE_HOME`` is unset). Never a path relative to the source checkout.
 ``data_dir`` may be the root that holds the set folders (``<data_dir>/<folder>/...``) or the set
 folder itself.
 """
@@ -17,9 +19,15 @@ from evalign.errors import EvalignError
 ENV_VAR = "EVALIGN_DATA_DIR"
 
 
-def _checkout_data_root() -> Path:
-    # src/evalign/datasets/_external.py -> parents[3] is the repository root
-    return Path(__file__).resolve().parents[3].parent / "shared" / "data"
+def default_data_dir() -> Path:
+    """The default data folder: ``$EVALIGN_DATA_DIR`` (made absolute against the current folder),
+    else ``$XDG_CACHE_HOME/evalign/data``, else ``~/.cache/evalign/data``. It need not exist."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser().absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return (base / "evalign" / "data").absolute()
 
 
 def find_set_dir(folder: str, required: Sequence[str], data_dir: str | Path | None, *, where: str) -> Path:
@@ -27,20 +35,14 @@ def find_set_dir(folder: str, required: Sequence[str], data_dir: str | Path | No
 
     ``where`` says where to get the files; it is put into the error raised when they are missing.
     """
-    candidates: list[Path] = []
-    if data_dir is not None:
-        candidates += [Path(data_dir) / folder, Path(data_dir)]
-    elif os.environ.get(ENV_VAR):
-        root = Path(os.environ[ENV_VAR])
-        candidates += [root / folder, root]
-    else:
-        candidates.append(_checkout_data_root() / folder)
+    root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    candidates = [root / folder, root]
     for c in candidates:
         if all((c / r).is_file() for r in required):
             return c
     looked = ", ".join(str(c) for c in candidates)
     raise EvalignError(
         f"dataset files not found (looked in {looked}; need {', '.join(required)}). "
-        f"Get them from {where}, put them in <DIR>/{folder}/ and pass data_dir=<DIR> "
-        f"or set {ENV_VAR}=<DIR>."
+        f"Get them from {where}, put them in <DIR>/{folder}/ and pass --data-dir <DIR> "
+        f"(data_dir=<DIR> in Python) or set {ENV_VAR}=<DIR>."
     )

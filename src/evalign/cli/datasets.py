@@ -1,0 +1,168 @@
+"""``evalign datasets``: list the human-judgment datasets, and export one as a table file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from evalign.cli.common import console, emit_json
+from evalign.cli.dataset_options import CATALOGUE, DATA_DIR, TABLE_KINDS, DatasetEntry
+
+
+def _data_root(data_dir: Path | None) -> Path:
+    from evalign.datasets._external import default_data_dir
+
+    return Path(data_dir).expanduser().absolute() if data_dir is not None else default_data_dir()
+
+
+def _files_found(entry: DatasetEntry, root: Path) -> bool | None:
+    """Whether the set folder of a dataset with external files is in ``root`` (None: no such files)."""
+    if not entry.folder:
+        return None
+    return (root / entry.folder).is_dir() or (root.name == entry.folder and root.is_dir())
+
+
+def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
+    """One record per registered dataset (JSON-ready), in the order of :data:`CATALOGUE`; datasets
+    registered by others without a catalogue entry are listed with what is unknown left empty."""
+    from evalign.datasets import list_datasets
+
+    root = _data_root(data_dir)
+    names = [n for n in CATALOGUE if n in list_datasets()] + [n for n in list_datasets() if n not in CATALOGUE]
+    rows = []
+    for name in names:
+        e = CATALOGUE.get(name) or DatasetEntry(name, (), "", "", False)
+        found = _files_found(e, root)
+        rows.append(
+            {
+                "name": name,
+                "tables": list(e.tables),
+                "labels": e.labels,
+                "licence": e.licence,
+                "ships_with_evalign": e.ships,
+                "needs_files": (not e.ships) or any(v.needs_files for v in e.variants.values()),
+                "where": e.where or None,
+                "folder": str(root / e.folder) if e.folder else None,
+                "files_found": found,
+                "variants": [
+                    {"name": f"{name}:{k}", "description": v.description, "needs_files": v.needs_files or not e.ships}
+                    for k, v in e.variants.items()
+                ],
+            }
+        )
+    return rows
+
+
+def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
+    import textwrap
+
+    from rich.text import Text
+
+    def wrapped(text: str) -> None:
+        # words wrap at the console width with a hanging indent; paths and URLs are never cut
+        lines = textwrap.fill(text, width=max(console.width, 40), subsequent_indent="      ",
+                              break_long_words=False, break_on_hyphens=False)
+        console.print(Text(lines), highlight=False, soft_wrap=True)
+
+    for r in rows:
+        if r["ships_with_evalign"]:
+            ships = "ships with evalign"
+            if r["needs_files"]:
+                ships += "; some variants need files"
+        else:
+            ships = "needs files"
+        wrapped(f"{r['name']}  {'+'.join(r['tables'])}  {ships}  {r['licence']}")
+        wrapped(f"  labels: {r['labels']}")
+        for v in r["variants"]:
+            star = " *" if v["needs_files"] and r["ships_with_evalign"] else ""
+            wrapped(f"  variant {v['name']}: {v['description']}{star}")
+        if r["where"]:
+            state = "found" if r["files_found"] else "MISSING"
+            wrapped(f"  files: {state} in {r['folder']}")
+            wrapped(f"  get them: {r['where']}")
+    wrapped(f"Data folder: {root} (--data-dir, else $EVALIGN_DATA_DIR, else ~/.cache/evalign/data). "
+            "* = needs files. Use a variant as --dataset NAME:VARIANT.")
+
+
+def write_system_human(ds: Any, out: Path) -> Path:
+    """Write a dataset's system-level human values beside the exported item table ``out``, as
+    ``<stem>.system_human.json`` (``{"description", "lower_is_better", "values": {system: value}}``,
+    readable by ``--system-human``). Returns the path."""
+    from evalign.io import write_json_atomic
+
+    path = out.parent / f"{out.stem}.system_human.json"
+    lower = not ds.system_human_higher_is_better
+    write_json_atomic(path, {
+        "description": f"system-level human values of dataset {ds.name} ({'lower' if lower else 'higher'} is better)",
+        "lower_is_better": lower,
+        "values": dict(ds.system_human),
+    })
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``datasets`` (list) and ``datasets export`` to ``app``."""
+    group = typer.Typer(
+        help="List the human-judgment datasets, or export one as a table for the other verbs.",
+        no_args_is_help=False,
+        invoke_without_command=True,
+    )
+
+    @group.callback()
+    def datasets_cmd(
+        ctx: typer.Context,
+        data_dir: Path = DATA_DIR,
+        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    ) -> None:
+        """Every dataset: its tables and labels, licence, whether it ships with evalign or needs files
+        (and where to get them), and its variants."""
+        if ctx.invoked_subcommand is not None:
+            return
+        rows = catalogue_rows(data_dir)
+        if as_json:
+            emit_json({"data_dir": str(_data_root(data_dir)), "datasets": rows})
+            return
+        _print_catalogue(rows, _data_root(data_dir))
+
+    @group.command("export")
+    def export_cmd(
+        name: str = typer.Argument(..., help="Dataset NAME or NAME:VARIANT."),
+        out: Path = typer.Option(..., "--out", "-o", help="Table file to write (.jsonl, .csv or .parquet)."),
+        as_: str = typer.Option(
+            None,
+            "--as",
+            help="items (the item table), pairs (the pair table) or pairs-as-items (both sides of each "
+            "pair as item rows, for score/judge). Default: items if the dataset has them, else pairs.",
+        ),
+        data_dir: Path = DATA_DIR,
+        as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    ) -> None:
+        """Write a dataset's item table or pair table, ready for `score`, `judge`, `meta` and `report`."""
+        from evalign.cli.common import CliError
+        from evalign.cli.dataset_options import load_dataset_spec, table_of
+        from evalign.io import write_table
+
+        if as_ is not None and as_ not in TABLE_KINDS:
+            raise CliError(f"--as must be one of {', '.join(TABLE_KINDS)}, got '{as_}'")
+        ds = load_dataset_spec(name, data_dir)
+        kind = as_ or ("items" if ds.items is not None else "pairs")
+        table = table_of(ds, as_=kind)
+        write_table(table, out)
+        info: dict[str, Any] = {"dataset": name, "as": kind, "rows": len(table),
+                                "columns": list(map(str, table.columns)), "out": str(out)}
+        if kind == "items" and ds.system_human:
+            info["system_human"] = str(write_system_human(ds, out))
+        if as_json:
+            emit_json(info)
+            return
+        console.print(escape(f"wrote {out} ({len(table)} rows, {kind}; columns: {', '.join(info['columns'])})"),
+                      highlight=False, soft_wrap=True)
+        if "system_human" in info:
+            flag = "" if ds.system_human_higher_is_better else " --lower-is-better"
+            console.print(escape(f"wrote {info['system_human']} (system-level human values: "
+                                 f"meta {out} --system-human {info['system_human']}{flag} -m METRIC)"), highlight=False, soft_wrap=True)
+
+    app.add_typer(group, name="datasets")
