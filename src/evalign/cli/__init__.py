@@ -34,9 +34,9 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    from evalign.cli import demo, judge, meta, metrics, report, score
+    from evalign.cli import demo, judge, meta, metrics, report, score, synth, train_judge
 
-    for mod in (score, metrics, meta, judge, report, demo):
+    for mod in (score, metrics, meta, judge, report, demo, synth, train_judge):
         mod.register(app)
 
 
