@@ -54,8 +54,9 @@ def rubric_text(seed: Any) -> str:
 class ScriptedTeacher(Backend):
     kind = "scripted"
 
-    def __init__(self, fail_after: int | None = None, length_bias: bool = True) -> None:
+    def __init__(self, fail_after: int | None = None, length_bias: bool = True, feedback_words: int = 6) -> None:
         super().__init__()
+        self.feedback_words = feedback_words
         self.concurrency = 4
         self.fail_after = fail_after
         self.length_bias = length_bias
@@ -103,7 +104,8 @@ class ScriptedTeacher(Backend):
             if kind == 0:
                 return "response", "unparseable", f"Response: {response}\n[END]"
             stated = k % 5 + 1 if kind == 1 else k
-            feedback = f"The response covers {words((_h(prompt), 'f'), 6)}. So the overall score is {stated}"
+            topic = f" {words((_h(prompt), 'f'), self.feedback_words)}" if self.feedback_words else ""
+            feedback = f"The response covers{topic}. So the overall score is {stated}"
             return ("response", "mismatch" if kind == 1 else "ok",
                     f"Response: {response}\n[NEXT]\nFeedback: {feedback}\n[END]")
         return "other", "unparseable", "?"
