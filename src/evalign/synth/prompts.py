@@ -187,12 +187,17 @@ def response_prompt(instruction: str, rubric: Rubric, reference: str, score: int
     })
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*(?:\s+|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 
 
 def count_sentences(text: str) -> int:
-    """Number of sentences of ``text`` (>= 1 for non-empty text): pieces ending in ``.``, ``!`` or ``?``
-    followed by white space, paragraphs, and list items (lines starting with ``-``, ``*``, ``•`` or
-    ``1.``/``1)``) each count; empty pieces do not. A rule-based splitter (no model download)."""
-    pieces = [p for p in _SENTENCE_END.split(text) if p and p.strip(" \t\n\"')]")]
-    return max(1, len(pieces)) if text.strip() else 0
+    """Number of sentences of ``text``: each non-empty line (after a list marker ``-``, ``*``, ``•``,
+    ``1.`` or ``1)``) is split after ``.``, ``!`` or ``?`` followed by white space, and every non-empty
+    piece counts. A rule-based splitter (no model download); 0 for empty text."""
+    n = 0
+    for line in text.splitlines():
+        line = _LIST_MARK.sub("", line).strip()
+        if line:
+            n += sum(1 for p in _SENTENCE_SPLIT.split(line) if p.strip(" \t\"')]"))
+    return n
