@@ -117,12 +117,12 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
         seed=settings.seed,
         data_seed=settings.seed,
         bf16=bf16,
-        gradient_checkpointing=settings.gradient_checkpointing,
         use_cpu=cpu,
         report_to="none",
         disable_tqdm=True,
         include_num_input_tokens_seen="non_padding",
         dataset_num_proc=None,
+        **({"gradient_checkpointing": True} if settings.gradient_checkpointing else {}),
     )
     peft_config = None
     if settings.lora:
