@@ -63,6 +63,7 @@ def register(app: typer.Typer) -> None:
         eval_dataset: str = typer.Option(None, "--eval-dataset", help="After training, verify on this labelled set (e.g. pandalm, prometheus_vicuna)."),
         eval_limit: int = typer.Option(None, "--eval-limit", help="Verify on the first N rows only."),
         eval_max_tokens: int = typer.Option(1024, "--eval-max-tokens", help="Most tokens per judge output when verifying."),
+        eval_single_order: bool = typer.Option(False, "--eval-single-order", help="Pairwise sets: judge only the A/B order."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only)."""
@@ -91,7 +92,7 @@ def register(app: typer.Typer) -> None:
         report = None
         if eval_dataset:
             report = _verify(eval_dataset, {"base": str(base_model), "trained": str(out)}, eval_limit,
-                             eval_max_tokens, 0.0, False, device, 8, 1000, seed)
+                             eval_max_tokens, 0.0, eval_single_order, device, 8, 1000, seed)
             payload["verify"] = report.as_dict()
         if as_json:
             emit_json(payload)

@@ -133,6 +133,9 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
                                  target_modules=target, task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tok,
                          peft_config=peft_config)
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # logs go to on_log, never to stdout (keeps --json clean)
     trainer.evalign_examples = examples  # type: ignore[attr-defined]
     return trainer
 
