@@ -26,13 +26,7 @@ from typing import Any
 
 from evalign.judges.backends import Backend, BackendRequestError, Generation, GenerationRequest, Usage
 
-WORDS = (
-    "apple river cloud stone garden mirror candle forest engine harbor violin desert planet ladder "
-    "copper signal marble thunder pencil window bridge castle falcon lantern meadow ocean pepper "
-    "quartz rocket saddle timber umbrella valley wagon yarn zebra anchor basket cactus dragon ember "
-    "feather glacier hammer island jacket kettle lemon magnet needle orchard parrot quiver ribbon "
-    "spider tunnel velvet walnut oyster prism comet dune fjord geyser hollow igloo jungle kelp lagoon"
-).split()
+WORDS = ["apple", "river", "cloud", "stone", "garden", "mirror", "candle", "forest", "engine", "harbor", "violin", "desert", "planet", "ladder", "copper", "signal", "marble", "thunder", "pencil", "window", "bridge", "castle", "falcon", "lantern", "meadow", "ocean", "pepper", "quartz", "rocket", "saddle", "timber", "umbrella", "valley", "wagon", "yarn", "zebra", "anchor", "basket", "cactus", "dragon", "ember", "feather", "glacier", "hammer", "island", "jacket", "kettle", "lemon", "magnet", "needle", "orchard", "parrot", "quiver", "ribbon", "spider", "tunnel", "velvet", "walnut", "oyster", "prism", "comet", "dune", "fjord", "geyser", "hollow", "igloo", "jungle", "kelp", "lagoon"]
 
 
 def words(seed: Any, n: int) -> str:

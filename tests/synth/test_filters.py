@@ -23,7 +23,7 @@ def _brute(cands: list[str], existing: list[str], threshold: float) -> list[bool
 
 def test_novel_matches_rouge_score_on_random_texts() -> None:
     rng = random.Random(7)
-    vocab = "a b c d e f g h i j".split()
+    vocab = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
     for trial in range(20):
         base = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 12))) for _ in range(12)]
         texts = base + [t + " " + rng.choice(vocab) for t in base[:4]]  # some near-duplicates

@@ -8,11 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
 
 from evalign.errors import InputError
 from evalign.train import SIGNATURE_FILE, TrainSettings, build_trainer, latest_checkpoint, train_judge
 from evalign.train.data import file_sha256, prompt_messages, read_examples
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
 
 FAST = {"batch_size": 4, "gradient_accumulation_steps": 1, "device": "cpu", "logging_steps": 1}
 

@@ -78,9 +78,10 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
     """The configured ``trl.SFTTrainer`` (data read, tokenized, labels built; nothing trained yet)."""
     try:
         import torch
-        from datasets import Dataset
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl import SFTConfig, SFTTrainer
+
+        from datasets import Dataset
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise EvalignError("train-judge needs torch, transformers, trl, peft and datasets: "
                            "pip install 'evalign[models,train]'") from exc
