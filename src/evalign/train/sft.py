@@ -1,0 +1,203 @@
+"""Supervised fine-tuning of a judge with TRL's ``SFTTrainer`` (and PEFT LoRA adapters by default).
+
+Layout of the output folder ``OUT``:
+
+* ``OUT/`` — the standalone model (LoRA adapters merged into the base weights) and its tokenizer
+  (with the chat template it was trained with): ``evalign judge --backend hf --model OUT`` loads it;
+* ``OUT/evalign_train.json`` — the signature: data file (path, SHA-256, rows), base model (path, model
+  type, SHA-256 of its files), settings, library versions, steps and losses;
+* ``OUT/checkpoints/checkpoint-N`` — Trainer checkpoints; ``resume=True`` continues from the latest
+  (the step count goes on from N).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalign.errors import EvalignError, ModelLoadError
+from evalign.signature import package_version
+from evalign.train.data import conversations, ensure_chat_template, file_sha256, read_examples
+from evalign.train.settings import TrainSettings
+
+SIGNATURE_FILE = "evalign_train.json"
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run did: ``model_dir`` (the merged model), ``global_step`` (counting steps of
+    earlier runs when resumed), ``resumed_from`` (checkpoint folder or None), ``losses`` ((step, loss)
+    as logged), ``n_examples``, ``tokens_seen`` (input tokens of this run, padding excluded),
+    ``seconds`` (training time of this run) and the ``signature`` written beside the model."""
+
+    model_dir: Path
+    global_step: int
+    resumed_from: str | None
+    losses: tuple[tuple[int, float], ...]
+    n_examples: int
+    tokens_seen: int
+    seconds: float
+    signature: dict[str, Any] = field(repr=False)
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Training throughput of this run (input tokens per second)."""
+        return self.tokens_seen / self.seconds if self.seconds > 0 else float("nan")
+
+
+def model_identity(path: str | Path) -> dict[str, Any]:
+    """Identity of a local model folder: its path, ``model_type``, ``_name_or_path`` and the SHA-256 of
+    every file directly in it (names sorted; the hash of all of them as ``sha256``)."""
+    p = Path(path)
+    if not p.is_dir():
+        raise ModelLoadError(f"base model {str(path)!r} is not a local folder (config.json, weights, tokenizer)")
+    files = {f.name: file_sha256(f) for f in sorted(p.iterdir()) if f.is_file()}
+    cfg: dict[str, Any] = {}
+    if (p / "config.json").exists():
+        cfg = json.loads((p / "config.json").read_text(encoding="utf-8"))
+    import hashlib
+
+    total = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return {"path": str(p.resolve()), "model_type": cfg.get("model_type"), "name_or_path": cfg.get("_name_or_path"),
+            "sha256": total, "files": files}
+
+
+def latest_checkpoint(out: str | Path) -> Path | None:
+    """The checkpoint with the highest step under ``OUT/checkpoints``, or None."""
+    root = Path(out) / CHECKPOINTS
+    cks = [c for c in root.glob("checkpoint-*") if c.is_dir() and c.name.split("-")[-1].isdigit()]
+    return max(cks, key=lambda c: int(c.name.split("-")[-1])) if cks else None
+
+
+def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, settings: TrainSettings) -> Any:
+    """The configured ``trl.SFTTrainer`` (data read, tokenized, labels built; nothing trained yet)."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from trl import SFTConfig, SFTTrainer
+
+        from datasets import Dataset
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise EvalignError("train-judge needs torch, transformers, trl, peft and datasets: "
+                           "pip install 'evalign[models,train]'") from exc
+    examples = read_examples(data, system_prompt=settings.system_prompt)
+    try:
+        tok: Any = AutoTokenizer.from_pretrained(str(base_model))
+        model: Any = AutoModelForCausalLM.from_pretrained(str(base_model), dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot load the base model {str(base_model)!r}: {exc}") from exc
+    ensure_chat_template(tok)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    records = conversations(examples, tok)
+    cpu = settings.device == "cpu" or not torch.cuda.is_available()
+    bf16 = settings.bf16 if settings.bf16 is not None else (not cpu and torch.cuda.is_bf16_supported())
+    args = SFTConfig(
+        output_dir=str(Path(out) / CHECKPOINTS),
+        learning_rate=settings.learning_rate,
+        optim=settings.optimizer,
+        lr_scheduler_type=settings.lr_scheduler,
+        warmup_steps=settings.warmup_steps,
+        weight_decay=settings.weight_decay,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps if settings.max_steps is not None else -1,
+        max_length=settings.max_length,
+        completion_only_loss=settings.mask_prompt,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=settings.save_total_limit,
+        logging_steps=settings.logging_steps,
+        logging_first_step=True,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        bf16=bf16,
+        use_cpu=cpu,
+        report_to="none",
+        disable_tqdm=True,
+        include_num_input_tokens_seen="non_padding",
+        dataset_num_proc=None,
+        **({"gradient_checkpointing": True} if settings.gradient_checkpointing else {}),
+    )
+    peft_config = None
+    if settings.lora:
+        from peft import LoraConfig
+
+        target: Any = list(settings.lora_target_modules) if settings.lora_target_modules else "all-linear"
+        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
+                                 target_modules=target, task_type="CAUSAL_LM")
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tok,
+                         peft_config=peft_config)
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # logs go to on_log, never to stdout (keeps --json clean)
+    trainer.evalign_examples = examples  # type: ignore[attr-defined]
+    return trainer
+
+
+def train_judge(
+    data: str | Path,
+    base_model: str | Path,
+    out: str | Path,
+    settings: TrainSettings | None = None,
+    *,
+    resume: bool = False,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainResult:
+    """Fine-tune ``base_model`` (a local folder) on ``data`` and write the merged judge to ``out``.
+
+    ``resume``: continue from the latest checkpoint in ``out/checkpoints`` (an error when there is none).
+    ``on_log(logs)``: called with each Trainer log dict (``loss``, ``step``, ...).
+    """
+    from transformers import TrainerCallback
+
+    settings = settings or TrainSettings()
+    out = Path(out)
+    resume_from = None
+    if resume:
+        ck = latest_checkpoint(out)
+        if ck is None:
+            raise EvalignError(f"--resume: no checkpoint under {out / CHECKPOINTS}")
+        resume_from = str(ck)
+    trainer = build_trainer(data, base_model, out, settings)
+    losses: list[tuple[int, float]] = []
+
+    class _Log(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append((int(state.global_step), float(logs["loss"])))
+            if logs and on_log is not None:
+                on_log({"step": int(state.global_step), **logs})
+
+    trainer.add_callback(_Log())
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume_from)
+    seconds = time.perf_counter() - t0
+    state = trainer.state
+    tokens = int(getattr(state, "num_input_tokens_seen", 0) or 0)
+    trainer.save_model()  # a last checkpoint-free save of adapters under checkpoints/ is not needed
+    model = trainer.model
+    if settings.lora:
+        model = model.merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out), safe_serialization=True)
+    trainer.processing_class.save_pretrained(str(out))
+    signature = {
+        "data": {"path": str(Path(data).resolve()), "sha256": file_sha256(data),
+                 "rows": len(trainer.evalign_examples)},
+        "base_model": model_identity(base_model),
+        "settings": settings.as_dict(),
+        "versions": {d: package_version(d) for d in ("evalign", "torch", "transformers", "trl", "peft", "datasets")},
+        "global_step": int(state.global_step),
+        "resumed_from": resume_from,
+        "losses": losses,
+    }
+    (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
+    return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
+                       tokens, seconds, signature)

@@ -1,0 +1,218 @@
+"""Verify before trusting: grade a labelled set with a trained judge and with its base model, and
+compare both with the labels.
+
+* Sets with 1-5 grades (the Prometheus-format MT-Bench / Vicuna sets): absolute grading with each row's
+  rubric and reference; agreement = Pearson (the Prometheus paper's statistic), Spearman, Kendall and
+  exact agreement with the labels. Their labels are GPT-4 grades, not human ratings, and the table says so.
+* Pairwise human sets (PandaLM, LLMBar, HHH): relative grading (``[RESULT] A|B``); agreement =
+  preference accuracy against the human labels (without ties: human ties left out, and with ties).
+
+:func:`verify_judges` is the one place that turns graded columns into the trust table (on the public
+functions of :mod:`evalign.meta`); :func:`grade_dataset` does the grading. A judge with no parseable
+grade gets a row with ``n = 0`` and a note, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalign.errors import EvalignError
+
+#: columns of :attr:`VerifyReport.table`
+COLUMNS = ("judge", "n", "statistic", "value", "ci_low", "ci_high", "extra", "note")
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The trust table of the judges against the labels: one row per judge (columns :data:`COLUMNS`;
+    ``extra`` holds the secondary statistics as ``name=value`` text), what the labels are, and notes."""
+
+    table: pd.DataFrame
+    kind: str
+    labels: str
+    dataset: str
+    items: int
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {"kind": self.kind, "labels": self.labels, "dataset": self.dataset, "items": self.items,
+                "notes": list(self.notes), "table": self.table.to_dict("records")}
+
+
+def _fmt(v: float) -> str:
+    return "nan" if not math.isfinite(v) else f"{v:.3f}"
+
+
+def verify_judges(
+    table: pd.DataFrame,
+    judge_columns: Mapping[str, str],
+    *,
+    kind: str,
+    labels: Sequence[str],
+    label_note: str,
+    dataset: str = "<table>",
+    reasons: Mapping[str, str] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> VerifyReport:
+    """Trust table of graded columns against labels.
+
+    ``judge_columns``: ``{judge name: column}``; absolute (``kind="absolute"``): 1-5 grades, NaN =
+    unscored, ``labels`` = one numeric label column (or several: their mean); pairwise
+    (``kind="pairwise"``): verdicts coded +1 = A better, -1 = B better, 0 = tie, ``labels`` = annotator
+    columns with the same coding. ``reasons``: per judge, why its grades were missing (shown when n = 0).
+    Each judge is measured on the items it graded (``n``); the interval is a bootstrap over those items.
+    """
+    from evalign.meta import bootstrap_ci, correlation, pairwise_preference_accuracy
+
+    if kind not in ("absolute", "pairwise"):
+        raise EvalignError(f"kind must be 'absolute' or 'pairwise', got {kind!r}")
+    rows: list[dict[str, Any]] = []
+    for name, col in judge_columns.items():
+        m = table[col].to_numpy(dtype=float)
+        if kind == "absolute":
+            h = table[list(labels)].to_numpy(dtype=float).mean(axis=1)
+            ok = np.isfinite(m) & np.isfinite(h)
+            n = int(ok.sum())
+            stat = "pearson"
+        else:
+            h2 = table[list(labels)].to_numpy(dtype=float)
+            ok = np.isfinite(m) & np.isfinite(h2).any(axis=1)
+            n = int(ok.sum())
+            stat = "preference_accuracy_no_ties"
+        if n == 0:
+            why = (reasons or {}).get(name, "")
+            rows.append({"judge": name, "n": 0, "statistic": stat, "value": float("nan"), "ci_low": float("nan"),
+                         "ci_high": float("nan"), "extra": "",
+                         "note": f"n = 0: no parseable grade{f' ({why})' if why else ''}; nothing to compare"})
+            continue
+        if kind == "absolute":
+            hv, mv = h[ok], m[ok]
+            ci = bootstrap_ci("pearson", hv, mv, n_resamples=n_resamples, confidence=confidence, seed=seed,
+                              level="item", grouping="none")
+            extra = {meth: correlation(hv, mv, method=meth, level="item", grouping="none").value
+                     for meth in ("spearman", "kendall")}
+            extra["exact"] = float(np.mean(np.round(mv) == np.round(hv)))
+        else:
+            hp, mv = h2[ok], m[ok]
+            res = pairwise_preference_accuracy(hp, mv, np.zeros_like(mv), epsilon=0.0)
+            ci = bootstrap_ci("preference_accuracy_no_ties", hp.T, np.vstack([mv, np.zeros_like(mv)]),
+                              n_resamples=n_resamples, confidence=confidence, seed=seed, epsilon=0.0)
+            extra = {"with_ties": res.accuracy_with_ties, "judge_ties": res.metric_tie_rate}
+        note = "" if n == len(table) else f"{len(table) - n} of {len(table)} items unscored or unlabelled"
+        rows.append({"judge": name, "n": n, "statistic": stat, "value": float(ci.value), "ci_low": float(ci.low),
+                     "ci_high": float(ci.high), "extra": " ".join(f"{k}={_fmt(v)}" for k, v in extra.items()),
+                     "note": note})
+    notes = [f"{int(confidence * 100)}% bootstrap interval over items ({n_resamples} resamples, seed {seed})"]
+    if kind == "pairwise":
+        notes.append("accuracy without ties: human ties left out, a judge tie counts as wrong")
+    return VerifyReport(pd.DataFrame(rows, columns=list(COLUMNS)), kind, label_note, dataset, len(table),
+                        tuple(notes))
+
+
+# --- grading a dataset --------------------------------------------------------------------------------
+
+_SCORE_LINE = re.compile(r"^Score ([1-5]):\s*(.*)$")
+
+
+def rubric_from_rendered(text: str) -> dict[str, str]:
+    """A rubric mapping from its rendered form (``[criteria]`` then ``Score n: ...`` lines, as in the
+    Prometheus-format sets' prompts)."""
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    if not lines or not (lines[0].startswith("[") and lines[0].endswith("]")):
+        raise EvalignError(f"not a rendered rubric (first line must be '[criteria]'): {str(text)[:60]!r}")
+    out = {"criteria": lines[0][1:-1].strip()}
+    for ln in lines[1:]:
+        m = _SCORE_LINE.match(ln)
+        if m is None:
+            key = f"score{len(out) - 1}_description"
+            if key in out:
+                out[key] += " " + ln
+            continue
+        out[f"score{m.group(1)}_description"] = m.group(2)
+    return out
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How the labelled set is graded: ``limit`` (first N rows), judge sampling (``temperature`` 0 =
+    greedy; ``max_tokens``; ``seed``), ``both_orders`` (pairwise: judge A/B and B/A), HF backend
+    ``device`` and ``batch_size``, bootstrap ``n_resamples``."""
+
+    limit: int | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int = 0
+    both_orders: bool = True
+    device: str | None = None
+    batch_size: int = 8
+    n_resamples: int = 1000
+
+
+def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str]:
+    """A labelled set by name: (table, kind, label columns, what the labels are)."""
+    from evalign.datasets import load_dataset
+
+    ds = load_dataset(name)
+    if ds.pairs is not None and ds.pref_columns:
+        return ds.pairs.copy(), "pairwise", list(ds.pref_columns), "human preference labels"
+    if ds.items is not None and ds.human_columns and "rubric" in ds.items.columns:
+        labels = list(ds.human_columns)
+        gpt4 = any("gpt4" in c for c in labels)
+        note = "GPT-4 grades (1-5), NOT human ratings" if gpt4 else "human ratings (1-5)"
+        return ds.items.copy(), "absolute", labels, note
+    raise EvalignError(f"dataset '{name}' has neither human pairwise labels nor 1-5 grades with a rubric per item")
+
+
+def grade_dataset(
+    table: pd.DataFrame, kind: str, models: Mapping[str, str | Path], options: VerifyOptions, *, cache: Any = None
+) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
+    """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend;
+    returns the table with one column per judge, ``{judge: column}`` and ``{judge: unscored reasons}``."""
+    from evalign.judges import get_judge, run_judge
+    from evalign.judges.backends import HFLocalBackend
+
+    table = table.head(options.limit).reset_index(drop=True) if options.limit else table.reset_index(drop=True)
+    sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens, "seed": options.seed,
+                "repetition_penalty": 0}
+    if kind == "absolute":
+        table["rubric_json"] = [json.dumps(rubric_from_rendered(r)) for r in table["rubric"]]
+    cols: dict[str, str] = {}
+    reasons: dict[str, str] = {}
+    for name, path in models.items():
+        col = f"judge:{name}"
+        if kind == "absolute":
+            judge = get_judge("absolute", rubric_column="rubric_json", column=col, **sampling)
+        else:
+            judge = get_judge("pairwise", both_orders=options.both_orders, column=col, **sampling)
+        backend = HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size)
+        run = run_judge(table, judge, backend, cache=cache)
+        table[col] = run.table[col].to_numpy(dtype=float)
+        cols[name] = col
+        by = run.summary.get("unscored_by_reason") or {}
+        reasons[name] = ", ".join(f"{k}: {v}" for k, v in by.items())
+    return table, cols, reasons
+
+
+def verify_models(
+    dataset: str, models: Mapping[str, str | Path], options: VerifyOptions | None = None, *,
+    table: pd.DataFrame | None = None, cache: Any = None,
+) -> VerifyReport:
+    """Grade the labelled set ``dataset`` (or ``table``, a pair or item table of that dataset's kind) with
+    each model and return the trust table (:func:`verify_judges`)."""
+    options = options or VerifyOptions()
+    base, kind, labels, note = dataset_table(dataset)
+    graded, cols, reasons = grade_dataset(base if table is None else table, kind, models, options, cache=cache)
+    return verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, dataset=dataset, reasons=reasons,
+                         n_resamples=options.n_resamples, seed=options.seed)

@@ -1,0 +1,49 @@
+"""The trust table of ``verify_judges``: values equal scipy / evalign.meta on the same data; n = 0 never crashes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from evalign.judges.prompts import rubric_from_mapping
+from evalign.meta import pairwise_preference_accuracy
+from evalign.train.verify import rubric_from_rendered, verify_judges
+
+
+def test_absolute_table_matches_scipy() -> None:
+    rng = np.random.default_rng(0)
+    h = rng.integers(1, 6, 50).astype(float)
+    m = np.clip(h + rng.integers(-1, 2, 50), 1, 5)
+    m[:5] = np.nan  # unscored
+    df = pd.DataFrame({"gpt4": h, "trained": m, "base": np.nan})
+    rep = verify_judges(df, {"trained": "trained", "base": "base"}, kind="absolute", labels=["gpt4"],
+                        label_note="GPT-4 grades (1-5), NOT human ratings", n_resamples=200)
+    t = rep.table.set_index("judge")
+    ok = ~np.isnan(m)
+    assert t.loc["trained", "n"] == 45 and t.loc["trained", "note"] == "5 of 50 items unscored or unlabelled"
+    assert np.isclose(t.loc["trained", "value"], stats.pearsonr(h[ok], m[ok]).statistic)
+    assert t.loc["trained", "ci_low"] < t.loc["trained", "value"] < t.loc["trained", "ci_high"]
+    assert f"spearman={stats.spearmanr(h[ok], m[ok]).statistic:.3f}" in t.loc["trained", "extra"]
+    assert t.loc["base", "n"] == 0 and np.isnan(t.loc["base", "value"])
+    assert t.loc["base", "note"].startswith("n = 0: no parseable grade")
+    assert rep.labels.startswith("GPT-4 grades")
+
+
+def test_pairwise_table_matches_meta() -> None:
+    rng = np.random.default_rng(1)
+    prefs = rng.choice([-1.0, 1.0, 0.0], (60, 3), p=[0.45, 0.45, 0.1])
+    verdict = rng.choice([-1.0, 1.0, 0.0, np.nan], 60, p=[0.4, 0.4, 0.1, 0.1])
+    df = pd.DataFrame({"p1": prefs[:, 0], "p2": prefs[:, 1], "p3": prefs[:, 2], "v": verdict})
+    rep = verify_judges(df, {"trained": "v"}, kind="pairwise", labels=["p1", "p2", "p3"], label_note="human",
+                        n_resamples=200)
+    ok = ~np.isnan(verdict)
+    ref = pairwise_preference_accuracy(prefs[ok], verdict[ok], np.zeros(ok.sum()), epsilon=0.0)
+    row = rep.table.iloc[0]
+    assert row["n"] == ok.sum() and np.isclose(row["value"], ref.accuracy_without_ties)
+    assert f"with_ties={ref.accuracy_with_ties:.3f}" in row["extra"]
+
+
+def test_rubric_from_rendered_roundtrip() -> None:
+    r = rubric_from_mapping({"criteria": "Is it kind?", **{f"score{i}_description": f"level {i}" for i in range(1, 6)}})
+    assert rubric_from_mapping(rubric_from_rendered(r.render())).hash() == r.hash()
