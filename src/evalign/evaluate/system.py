@@ -57,16 +57,12 @@ class CorpusStats:
 def corpus_stats(table: pd.DataFrame, metric: Any, systems: Sequence[str], items: Sequence[str]) -> CorpusStats:
     """Per-item sacrebleu statistics of ``metric`` (a metric with ``system_level == "corpus"``)
     for every (system, item) cell of an item table with ``response`` and ``reference``."""
-    from evalign.metrics.lexical import _corpus_streams
-
     scorer = metric.corpus_scorer
     responses = [str(r) for r in table["response"].tolist()]
     refs = references_of(table)
-    keep = [i for i, r in enumerate(refs) if r]
-    hyps, streams = _corpus_streams([responses[i] for i in keep], [refs[i] for i in keep])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        seg = np.asarray(scorer._extract_corpus_statistics(hyps, streams), dtype=float) if hyps else np.empty((0, 0))
+    per_item = metric.item_stats(responses, refs)
+    keep = [i for i, st in enumerate(per_item) if st is not None]
+    seg = np.asarray([per_item[i] for i in keep], dtype=float) if keep else np.empty((0, 0))
     k = seg.shape[1] if seg.ndim == 2 and seg.size else 1
     s_index = {s: i for i, s in enumerate(systems)}
     i_index = {s: i for i, s in enumerate(items)}

@@ -87,16 +87,29 @@ def _corpus_from_stats(
 
     if len(responses) != len(references):
         raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
-    memo: dict[tuple[str, str], list[int]] = getattr(metric, "_pair_stats", {})
-    stats = []
-    for h, refs in zip(responses, references, strict=True):
-        if not refs:
-            continue
-        known = memo.get((h, refs[0])) if len(refs) == 1 else None
-        stats.append(known if known is not None else stats_fn(scorer, str(h), list(refs)))
+    stats = [st for st in _item_stats(metric, scorer, stats_fn, responses, references) if st is not None]
     if not stats:
         return float("nan")
     return float(scorer._compute_score_from_stats(sum_of_lists(stats)).score)
+
+
+def _item_stats(
+    metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
+    responses: Sequence[str], references: Sequence[Sequence[str]],
+) -> list[list[int] | None]:
+    """Each item's corpus sufficient statistics against all its references (None without a
+    reference), reusing those of the last :func:`_score_from_stats` run."""
+    if len(responses) != len(references):
+        raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
+    memo: dict[tuple[str, str], list[int]] = getattr(metric, "_pair_stats", {})
+    out: list[list[int] | None] = []
+    for h, refs in zip(responses, references, strict=True):
+        if not refs:
+            out.append(None)
+            continue
+        known = memo.get((h, refs[0])) if len(refs) == 1 else None
+        out.append(known if known is not None else stats_fn(scorer, str(h), list(refs)))
+    return out
 
 
 @register_metric
@@ -156,6 +169,10 @@ class Bleu(Metric):
     def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         return _corpus_from_stats(self, self._corpus, bleu_stats, responses, references)
 
+    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
+        """Each item's corpus BLEU sufficient statistics (None for an item without a reference)."""
+        return _item_stats(self, self._corpus, bleu_stats, responses, references)
+
 
 @register_metric
 class Chrf(Metric):
@@ -212,6 +229,10 @@ class Chrf(Metric):
 
     def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         return _corpus_from_stats(self, self._chrf, chrf_stats, responses, references)
+
+    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
+        """Each item's corpus chrF sufficient statistics (None for an item without a reference)."""
+        return _item_stats(self, self._chrf, chrf_stats, responses, references)
 
 
 # --- ROUGE-L ----------------------------------------------------------------------------------
