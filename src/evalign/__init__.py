@@ -15,7 +15,7 @@ from evalign.io import read_items, read_pairs, write_table
 from evalign.metrics.base import get_metric, list_metrics
 from evalign.scoring import score, system_scores
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: names loaded on first use: name -> module
 _LAZY = {

@@ -1,7 +1,7 @@
 """Reproducibility signatures: a stable string naming everything that determines a score.
 
 Modelled on sacrebleu's signatures, e.g.
-``rouge_l|tok:rouge|stem:no|evalign:0.1.0|rouge-score:0.1.2``.
+``rouge_l|tok:rouge|stem:no|evalign:0.2.0|rouge-score:0.1.2``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ no renaming):
   Every other column named is a **metric** column.
 * In a pair table, a judge column is a **verdict** column: its verdict per pair is ``J.verdict``
   when that column exists, else ``J`` itself; a verdict is ``A`` / ``B`` / ``tie`` (any case) or a
-  code ``+1`` (A better) / ``-1`` (B better) / ``0`` (tie) (the sign of a mean code over samples).
+  code ``+1`` (A better) / ``-1`` (B better) / ``0`` (tie) (the sign of a mean code over samples);
+  ``unparseable`` (what ``evalign judge`` writes) or an empty cell is no verdict.
   A pair without a verdict is **unparseable** (the judge answered, nothing could be read; it
   counts as wrong) unless ``J.status`` is ``skipped`` (then the pair is missing for that judge).
 * An absolute judge's score column is used like a metric column; its direction is declared by the
@@ -36,6 +37,8 @@ JUDGE_PREFIX = "judge:"
 STATUS = ".status"
 VERDICT = ".verdict"
 _WORDS = {"a": 1.0, "b": -1.0, "tie": 0.0}
+#: verdict texts meaning "no verdict" (``evalign judge`` writes ``unparseable``)
+_NO_VERDICT = {"unparseable", ""}
 
 
 def is_judge_column(table: pd.DataFrame, name: str) -> bool:
@@ -67,6 +70,8 @@ def verdict_codes(table: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarra
             continue
         if isinstance(v, str):
             key = v.strip().lower()
+            if key in _NO_VERDICT:  # the judge answered but no verdict could be read
+                continue
             if key not in _WORDS:
                 raise InputError(f"verdict must be A, B or tie, got {v!r:.40}", file=table.attrs.get("source"),
                                  line=i + 1, field=src)
