@@ -602,7 +602,8 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
         for f in PAIR_REQUIRED:
             v = out.get(f)
             if f != "instruction" and (_is_missing(v) or (f == "id" and v == "")):
-                raise err(f"missing{did_you_mean(f, rec) if f not in rec else ''}", f)
+                unused = [k for k in rec if k not in PAIR_REQUIRED]  # never suggest a field that is itself used
+                raise err(f"missing{did_you_mean(f, unused) if f not in rec else ''}", f)
         if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
             raise err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
         out["id"] = str(out["id"])

@@ -102,7 +102,7 @@ def test_registry_lookup_aliases_and_did_you_mean() -> None:
 
     assert reg.get("w") == 1 and reg.get("widget_two") is two and "widget_one" in reg
     assert reg.names() == ["widget_one", "widget_two"]
-    with pytest.raises(EvalignError, match="unknown widget 'widget_on'; did you mean 'widget_one'"):
+    with pytest.raises(EvalignError, match=r"unknown widget 'widget_on' \(did you mean 'widget_one'\?\)"):
         reg.get("widget_on")
 
 

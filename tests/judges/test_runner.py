@@ -392,7 +392,7 @@ def test_read_pairs_errors(tmp_path: Path) -> None:
     path = tmp_path / "pairs.jsonl"
     path.write_text(json.dumps({"id": 1, "instruction": "i", "response_a": "a", "response_b": "b"}) + "\n"
                     + json.dumps({"id": 2, "instruction": "i", "response_a": "a"}) + "\n")
-    with pytest.raises(InputError, match="missing field") as info:
+    with pytest.raises(InputError, match=r"field 'response_b': missing$") as info:
         read_pairs(path)
     assert (info.value.file, info.value.line, info.value.field) == (str(path), 2, "response_b")
     ok = tmp_path / "ok.jsonl"

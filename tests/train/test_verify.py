@@ -19,7 +19,7 @@ def test_absolute_table_matches_scipy() -> None:
     df = pd.DataFrame({"gpt4": h, "trained": m, "base": np.nan})
     rep = verify_judges(df, {"trained": "trained", "base": "base"}, kind="absolute", labels=["gpt4"],
                         label_note="GPT-4 grades (1-5), NOT human ratings", n_resamples=200)
-    t = rep.table.set_index("judge")
+    t = rep.table[rep.table["kind"] == "judge"].set_index("judge")
     ok = ~np.isnan(m)
     assert t.loc["trained", "n"] == 45 and t.loc["trained", "note"] == "5 of 50 items unscored or unlabelled"
     assert np.isclose(t.loc["trained", "value"], stats.pearsonr(h[ok], m[ok]).statistic)
@@ -28,6 +28,9 @@ def test_absolute_table_matches_scipy() -> None:
     assert t.loc["base", "n"] == 0 and np.isnan(t.loc["base", "value"])
     assert t.loc["base", "note"].startswith("n = 0: no parseable grade")
     assert rep.labels.startswith("GPT-4 grades")
+    baselines = rep.table[rep.table["kind"] == "baseline"].set_index("judge")
+    assert baselines.loc["random", "value"] == 0.0  # the trivial predictor is shown beside the judges
+    assert rep.result.label_source == "model" and rep.result.title == "Agreement with GPT-4 grades (1-5), NOT human ratings"
 
 
 def test_pairwise_table_matches_meta() -> None:
@@ -39,9 +42,13 @@ def test_pairwise_table_matches_meta() -> None:
                         n_resamples=200)
     ok = ~np.isnan(verdict)
     ref = pairwise_preference_accuracy(prefs[ok], verdict[ok], np.zeros(ok.sum()), epsilon=0.0)
-    row = rep.table.iloc[0]
-    assert row["n"] == ok.sum() and np.isclose(row["value"], ref.accuracy_without_ties)
-    assert f"with_ties={ref.accuracy_with_ties:.3f}" in row["extra"]
+    row = rep.table[rep.table["kind"] == "judge"].iloc[0]
+    # every labelled pair counts; a pair without a verdict is wrong
+    assert row["n"] == 60 and np.isclose(row["value"], ref.accuracy_with_ties * ok.sum() / 60)
+    assert f"parsed={ref.accuracy_with_ties:.3f}" in row["extra"] and f"unparseable={60 - ok.sum()}" in row["extra"]
+    base = rep.table[rep.table["kind"] == "baseline"].set_index("judge")
+    assert {"always_a", "always_b", "always_tie", "random"} <= set(base.index)
+    assert np.isclose(base.loc["random", "value"], 1 / 3)
 
 
 def test_rubric_from_rendered_roundtrip() -> None:

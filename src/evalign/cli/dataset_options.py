@@ -213,12 +213,13 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> Any:
     default data folder, see :func:`evalign.datasets._external.default_data_dir`). A variant with
     ``tasks`` keeps only the rows of those ``task`` values; its name is ``NAME:VARIANT``.
     """
+    from evalign import datasets  # noqa: F401  (registers the built-in adapters)
     from evalign.datasets import base
 
     name, variant = parse_spec(spec)
     v = CATALOGUE[name].variants[variant] if variant else None
     kwargs: dict[str, Any] = dict(v.kwargs) if v else {}
-    fn = base._ADAPTERS[name]
+    fn = base.DATASETS.get(name)
     if data_dir is not None and _accepts_data_dir(fn):
         kwargs["data_dir"] = data_dir
     ds = fn(**kwargs)

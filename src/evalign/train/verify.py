@@ -28,13 +28,15 @@ import pandas as pd
 from evalign.errors import EvalignError
 
 #: columns of :attr:`VerifyReport.table`
-COLUMNS = ("judge", "n", "statistic", "value", "ci_low", "ci_high", "extra", "note")
+COLUMNS = ("judge", "kind", "n", "statistic", "value", "ci_low", "ci_high", "beats_baselines", "extra", "note")
 
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """The trust table of the judges against the labels: one row per judge (columns :data:`COLUMNS`;
-    ``extra`` holds the secondary statistics as ``name=value`` text), what the labels are, and notes."""
+    """The trust table of the judges against the labels: one row per judge and per trivial
+    baseline (columns :data:`COLUMNS`; ``kind`` is ``judge`` or ``baseline``; ``extra`` holds the
+    secondary statistics as ``name=value`` text), what the labels are, notes, and the
+    :class:`~evalign.evaluate.EvalResult` it was read from (``None`` when no judge graded anything)."""
 
     table: pd.DataFrame
     kind: str
@@ -42,11 +44,15 @@ class VerifyReport:
     dataset: str
     items: int
     notes: tuple[str, ...] = ()
+    result: Any = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
-        return {"kind": self.kind, "labels": self.labels, "dataset": self.dataset, "items": self.items,
-                "notes": list(self.notes), "table": self.table.to_dict("records")}
+        out = {"kind": self.kind, "labels": self.labels, "dataset": self.dataset, "items": self.items,
+               "notes": list(self.notes), "table": self.table.to_dict("records")}
+        if self.result is not None:
+            out["signature"] = dict(self.result.signature)
+        return out
 
 
 def _fmt(v: float) -> str:
@@ -66,59 +72,93 @@ def verify_judges(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> VerifyReport:
-    """Trust table of graded columns against labels.
+    """Trust table of graded columns against labels, computed by the evaluation layer
+    (:func:`evalign.evaluate.evaluate`) with its trivial baselines beside the judges.
 
     ``judge_columns``: ``{judge name: column}``; absolute (``kind="absolute"``): 1-5 grades, NaN =
-    unscored, ``labels`` = one numeric label column (or several: their mean); pairwise
-    (``kind="pairwise"``): verdicts coded +1 = A better, -1 = B better, 0 = tie, ``labels`` = annotator
-    columns with the same coding. ``reasons``: per judge, why its grades were missing (shown when n = 0).
-    Each judge is measured on the items it graded (``n``); the interval is a bootstrap over those items.
+    unscored, ``labels`` = one numeric label column (or several: their mean), statistic: item-level
+    Pearson over the graded items (Spearman, Kendall and exact agreement in ``extra``); pairwise
+    (``kind="pairwise"``): verdicts coded +1 = A better, -1 = B better, 0 = tie, NaN = no verdict,
+    ``labels`` = annotator columns with the same coding, statistic: preference accuracy over the
+    labelled pairs with a missing verdict counted wrong (accuracy over parsed verdicts, without
+    human ties, and the number unparseable in ``extra``). ``reasons``: per judge, why its grades
+    were missing (shown when n = 0). ``label_note``: what the labels are (a text containing
+    "human" marks human labels, anything else model grades).
     """
-    from evalign.meta import bootstrap_ci, correlation, pairwise_preference_accuracy
+    from evalign.evaluate import evaluate
+    from evalign.evaluate.spec import Column, EvalSpec, Human, Resampling, TrustRequest
 
     if kind not in ("absolute", "pairwise"):
         raise EvalignError(f"kind must be 'absolute' or 'pairwise', got {kind!r}")
-    rows: list[dict[str, Any]] = []
+    source = "human" if "human" in label_note.lower() else "model"
+    resampling = Resampling(n_resamples=n_resamples, n_permutations=n_resamples, confidence=confidence, seed=seed)
+    data = pd.DataFrame(index=range(len(table)))
     for name, col in judge_columns.items():
-        m = table[col].to_numpy(dtype=float)
+        data[name] = table[col].to_numpy(dtype=float)
+    empty = [name for name in judge_columns if not np.isfinite(data[name].to_numpy()).any()]
+    graded = [name for name in judge_columns if name not in empty]
+    if kind == "absolute":
+        label = table[list(labels)].to_numpy(dtype=float).mean(axis=1)
+        data.insert(0, "id", [f"item{i}" for i in range(len(table))])
+        data.insert(1, "system", "judged")
+        data["__label"] = label
+        stat = "pearson"
+    else:
+        data.insert(0, "pair_id", [f"pair{i}" for i in range(len(table))])
+        for c in labels:
+            data[f"__{c}"] = table[c].to_numpy(dtype=float)
+        stat = "preference_accuracy"
+    rows: list[dict[str, Any]] = []
+    result = None
+    notes: list[str] = []
+    if graded:
         if kind == "absolute":
-            h = table[list(labels)].to_numpy(dtype=float).mean(axis=1)
-            ok = np.isfinite(m) & np.isfinite(h)
-            n = int(ok.sum())
-            stat = "pearson"
+            spec = EvalSpec(human=Human(column="__label", source=source, label=label_note),
+                            columns=tuple(Column(n, kind="judge") for n in graded), items=data,
+                            trust=(TrustRequest("pearson", "item", "none"),), resampling=resampling, source=dataset)
         else:
-            h2 = table[list(labels)].to_numpy(dtype=float)
-            ok = np.isfinite(m) & np.isfinite(h2).any(axis=1)
-            n = int(ok.sum())
-            stat = "preference_accuracy_no_ties"
-        if n == 0:
-            why = (reasons or {}).get(name, "")
-            rows.append({"judge": name, "n": 0, "statistic": stat, "value": float("nan"), "ci_low": float("nan"),
-                         "ci_high": float("nan"), "extra": "",
-                         "note": f"n = 0: no parseable grade{f' ({why})' if why else ''}; nothing to compare"})
-            continue
-        if kind == "absolute":
-            hv, mv = h[ok], m[ok]
-            ci = bootstrap_ci("pearson", hv, mv, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                              level="item", grouping="none")
-            extra = {meth: correlation(hv, mv, method=meth, level="item", grouping="none").value
-                     for meth in ("spearman", "kendall")}
-            extra["exact"] = float(np.mean(np.round(mv) == np.round(hv)))
-        else:
-            hp, mv = h2[ok], m[ok]
-            res = pairwise_preference_accuracy(hp, mv, np.zeros_like(mv), epsilon=0.0)
-            ci = bootstrap_ci("preference_accuracy_no_ties", hp.T, np.vstack([mv, np.zeros_like(mv)]),
-                              n_resamples=n_resamples, confidence=confidence, seed=seed, epsilon=0.0)
-            extra = {"with_ties": res.accuracy_with_ties, "judge_ties": res.metric_tie_rate}
-        note = "" if n == len(table) else f"{len(table) - n} of {len(table)} items unscored or unlabelled"
-        rows.append({"judge": name, "n": n, "statistic": stat, "value": float(ci.value), "ci_low": float(ci.low),
-                     "ci_high": float(ci.high), "extra": " ".join(f"{k}={_fmt(v)}" for k, v in extra.items()),
-                     "note": note})
-    notes = [f"{int(confidence * 100)}% bootstrap interval over items ({n_resamples} resamples, seed {seed})"]
+            spec = EvalSpec(human=Human(pref_columns=tuple(f"__{c}" for c in labels), source=source, label=label_note),
+                            columns=tuple(Column(n, kind="judge", verdict=True) for n in graded), pairs=data,
+                            resampling=resampling, source=dataset)
+        result = evaluate(spec)
+        if result.refused:
+            raise EvalignError(f"{dataset}: {result.refused}")
+        trust = result.trust[0].for_group()
+        notes.extend(result.trust[0].notes)
+        for r in trust.to_dict("records"):
+            name = str(r["metric"])
+            if kind == "absolute":
+                extra = {"spearman": r.get("spearman", np.nan), "kendall": r.get("kendall", np.nan)}
+                if r["kind"] == "judge":
+                    m, h = data[name].to_numpy(), data["__label"].to_numpy()
+                    ok = np.isfinite(m) & np.isfinite(h)
+                    extra["exact"] = float(np.mean(np.round(m[ok]) == np.round(h[ok])))
+            else:
+                extra = {"no_ties": r.get("preference_accuracy_no_ties", np.nan)}
+                if r["kind"] == "judge":
+                    extra["parsed"] = r.get("accuracy_parsed", np.nan)
+                    extra["unparseable"] = r.get("n_unparseable", np.nan)
+            n = int(r["n"])
+            note = ""
+            if r["kind"] == "judge" and kind == "absolute" and n < len(table):
+                note = f"{len(table) - n} of {len(table)} items unscored or unlabelled"
+            elif r["kind"] == "judge" and kind == "pairwise" and extra.get("unparseable", 0):
+                note = f"{int(extra['unparseable'])} of {n} labelled pairs without a verdict (counted wrong)"
+            rows.append({"judge": name, "kind": r["kind"], "n": n, "statistic": stat, "value": float(r["value"]),
+                         "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+                         "beats_baselines": r.get("beats_baselines"),
+                         "extra": " ".join(f"{k}={_fmt(float(v))}" for k, v in extra.items() if v is not None),
+                         "note": note})
+    for name in empty:
+        why = (reasons or {}).get(name, "")
+        rows.append({"judge": name, "kind": "judge", "n": 0, "statistic": stat, "value": float("nan"),
+                     "ci_low": float("nan"), "ci_high": float("nan"), "beats_baselines": None, "extra": "",
+                     "note": f"n = 0: no parseable grade{f' ({why})' if why else ''}; nothing to compare"})
+    notes.insert(0, f"{int(confidence * 100)}% bootstrap interval over items ({n_resamples} resamples, seed {seed})")
     if kind == "pairwise":
-        notes.append("accuracy without ties: human ties left out, a judge tie counts as wrong")
+        notes.append("preference accuracy: a pair without a verdict counts as wrong; 'no_ties' leaves human ties out")
     return VerifyReport(pd.DataFrame(rows, columns=list(COLUMNS)), kind, label_note, dataset, len(table),
-                        tuple(notes))
+                        tuple(notes), result)
 
 
 # --- grading a dataset --------------------------------------------------------------------------------
@@ -198,7 +238,8 @@ def grade_dataset(
             judge = get_judge("pairwise", both_orders=options.both_orders, column=col, **sampling)
         backend = HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size)
         run = run_judge(table, judge, backend, cache=cache)
-        table[col] = run.table[col].to_numpy(dtype=float)
+        # item judges: the 1-5 grade; pair judges: the verdict code (+1 A, -1 B, 0 tie; NaN none)
+        table[col] = run.table[col if kind == "absolute" else f"{col}.code"].to_numpy(dtype=float)
         cols[name] = col
         by = run.summary.get("unscored_by_reason") or {}
         reasons[name] = ", ".join(f"{k}: {v}" for k, v in by.items())
