@@ -105,7 +105,7 @@ def test_export_items_round_trips_into_meta(tmp_path: Path) -> None:
     from_dataset["trust"][0]["rows"].remove(ceiling[0])
     assert from_file == from_dataset
     # 262 of the 332 items have a reference (rouge_l has no value on the other 70)
-    assert from_file["n_items"] == 262 and from_file["overview"][0]["item_pairwise_accuracy"] > 0
+    assert from_file["n_items"] == 262 and from_file["overview"][0]["pairwise_accuracy"] > 0
 
 
 def test_export_items_with_system_human_round_trips(tmp_path: Path) -> None:

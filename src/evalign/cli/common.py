@@ -198,7 +198,7 @@ def handle_errors() -> Any:
 def _click_exceptions() -> tuple[type[BaseException], ...]:
     """The option parser's own exits and usage errors (click's, and typer's vendored copy)."""
     out: list[type[BaseException]] = [SystemExit]
-    for mod in ("click.exceptions", "typer._click.exceptions"):
+    for mod in ("click.exceptions", "typer._click.exceptions", "typer.exceptions"):
         with suppress(ImportError):
             m = __import__(mod, fromlist=["ClickException"])
             out += [getattr(m, n) for n in ("ClickException", "Exit", "Abort") if hasattr(m, n)]

@@ -115,11 +115,12 @@ def verify_judges(
         if kind == "absolute":
             spec = EvalSpec(human=Human(column="__label", source=source, label=label_note),
                             columns=tuple(Column(n, kind="judge") for n in graded), items=data,
-                            trust=(TrustRequest("pearson", "item", "none"),), resampling=resampling, source=dataset)
+                            trust=(TrustRequest("pearson", "item", "none"),), resampling=resampling, source=dataset,
+                            min_group_size=1)
         else:
             spec = EvalSpec(human=Human(pref_columns=tuple(f"__{c}" for c in labels), source=source, label=label_note),
                             columns=tuple(Column(n, kind="judge", verdict=True) for n in graded), pairs=data,
-                            resampling=resampling, source=dataset)
+                            resampling=resampling, source=dataset, min_group_size=1)
         result = evaluate(spec)
         if result.refused:
             raise EvalignError(f"{dataset}: {result.refused}")
@@ -155,6 +156,8 @@ def verify_judges(
                      "ci_low": float("nan"), "ci_high": float("nan"), "beats_baselines": None, "extra": "",
                      "note": f"n = 0: no parseable grade{f' ({why})' if why else ''}; nothing to compare"})
     notes.insert(0, f"{int(confidence * 100)}% bootstrap interval over items ({n_resamples} resamples, seed {seed})")
+    if len(table) < 30:
+        notes.append(f"only {len(table)} labelled items: read the intervals, not the point values")
     if kind == "pairwise":
         notes.append("preference accuracy: a pair without a verdict counts as wrong; 'no_ties' leaves human ties out")
     return VerifyReport(pd.DataFrame(rows, columns=list(COLUMNS)), kind, label_note, dataset, len(table),
