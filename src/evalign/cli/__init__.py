@@ -44,9 +44,9 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, score, synth, train_judge
+    from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, run, score, synth, train_judge
 
-    for mod in (score, metrics, meta, judge, report, demo, datasets, synth, train_judge, cache):
+    for mod in (score, metrics, meta, judge, report, demo, datasets, synth, train_judge, cache, run):
         mod.register(app)
 
 

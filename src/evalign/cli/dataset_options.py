@@ -218,7 +218,7 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> Any:
     name, variant = parse_spec(spec)
     v = CATALOGUE[name].variants[variant] if variant else None
     kwargs: dict[str, Any] = dict(v.kwargs) if v else {}
-    fn = base._ADAPTERS[name]
+    fn = base.DATASETS.get(name)
     if data_dir is not None and _accepts_data_dir(fn):
         kwargs["data_dir"] = data_dir
     ds = fn(**kwargs)
