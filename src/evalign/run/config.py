@@ -240,10 +240,7 @@ def _typed(m: Mapping[str, Any], key: str, types: tuple[type, ...], where: _Wher
     v = m[key]
     if v is None and none_ok:
         return None
-    if isinstance(v, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(v, types)
+    ok = False if isinstance(v, bool) and bool not in types else isinstance(v, types)
     if not ok:
         want = " or ".join({str: "a text", int: "an integer", float: "a number", bool: "true or false",
                             dict: "a mapping", list: "a list"}.get(t, t.__name__) for t in types)
@@ -264,7 +261,7 @@ def _path(v: str | None, base: Path) -> Path | None:
     if v is None:
         return None
     p = Path(os.path.expanduser(v))
-    return p if p.is_absolute() else base / p
+    return (p if p.is_absolute() else base / p).resolve()
 
 
 def _metric(v: Any, where: _Where, parent: Any, key: Any) -> MetricConfig:
@@ -477,7 +474,44 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
             reqs.append({f.name: _scalar_field(tm, f.name, _default_of(f), tw.child(i))
                          for f in dataclasses.fields(TrustRequest) if f.name in tm})
         out["trust"] = reqs
+    _validate_meta(out, m, where)
     return out
+
+
+def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) -> None:
+    """Build the spec's small dataclasses now, so that a bad value names the config's line."""
+    from evalign.errors import InputError
+    from evalign.evaluate import Human, Resampling, TrustRequest
+    from evalign.evaluate.spec import GROUPINGS, LEVELS
+
+    for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
+        if out.get(key) is not None and out[key] not in choices:
+            raise where.error(m, key, f"must be one of {', '.join(choices)}, got {out[key]!r}")
+    if out.get("min_group_size") is not None and (not isinstance(out["min_group_size"], int)
+                                                  or out["min_group_size"] < 1):
+        raise where.error(m, "min_group_size", f"must be an integer >= 1, got {out['min_group_size']!r}")
+    checks: list[tuple[str, Any, Any]] = []
+    if "resampling" in out:
+        checks.append(("resampling", m["resampling"], lambda: Resampling(**out["resampling"])))
+    if "human" in out:
+        h = out["human"]
+        checks.append(("human", m["human"], lambda: Human(**{k: tuple(v) if isinstance(v, list) else v
+                                                             for k, v in h.items()})))
+    for i, t in enumerate(out.get("trust", [])):
+        for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
+            if key in t and t[key] not in choices:
+                tm = m["trust"][i]
+                raise where.child("trust").child(i).error(tm, key, f"must be one of {', '.join(choices)}, got "
+                                                                   f"{t[key]!r}")
+        checks.append(("trust", m["trust"], lambda t=t: TrustRequest(**t)))
+    for key, container, build in checks:
+        try:
+            build()
+        except InputError as e:
+            inner = container if isinstance(container, Mapping) and e.field in container else m
+            k = e.field if inner is container else key
+            raise (where.child(key).error(inner, k, e.reason) if inner is container
+                   else where.error(m, key, e.reason)) from None
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

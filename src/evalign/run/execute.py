@@ -202,8 +202,9 @@ def _attach(table: pd.DataFrame, cols: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _step_columns(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    return after[[c for c in after.columns if c not in before.columns or c in ()]].reset_index(drop=True)
+def _step_columns(after: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The columns a metric or judge step made: ``column`` and ``column.<extra>``."""
+    return after[[c for c in after.columns if c == column or str(c).startswith(column + ".")]].reset_index(drop=True)
 
 
 def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
@@ -302,12 +303,11 @@ def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any 
             step(f"{ev.name}: {m.column} (done before)")
         else:
             step(f"{ev.name}: scoring {len(items)} responses with {m.column}")
-            before = items
             items, runs = score(items, [m], on_progress=on_progress)
             r = runs[0]
             metric_runs[m.column] = {"signature": r.signature, "seconds": r.seconds, "n_items": r.n_items,
                                      "seconds_per_1000": r.seconds_per_1000, "info": r.info}
-            steps.put(key, {"columns": _step_columns(before, items), "run": metric_runs[m.column]})
+            steps.put(key, {"columns": _step_columns(items, m.column), "run": metric_runs[m.column]})
             write_table(items, scored_path)
         cols.append(Column(m.column, "metric", m.higher_is_better,
                            system_level="mean" if pair_mode else getattr(m, "system_level", "mean"), metric=m))
@@ -336,12 +336,11 @@ def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any 
             step(f"{ev.name}: judge {judge.column} (done before)")
         else:
             step(f"{ev.name}: judging {len(table)} {'pairs' if on_pairs else 'responses'} with {judge.column}")
-            before = table
             run = run_judge(table, judge, be, cache=cache, partial_path=folder / f"{_safe(judge.column)}.partial.jsonl")
             table = run.table
             summary = run.summary.as_dict()
             judge_runs[judge.column] = {"signature": run.signature, "summary": summary}
-            steps.put(key, {"columns": _step_columns(before, table), "run": judge_runs[judge.column]})
+            steps.put(key, {"columns": _step_columns(table, judge.column), "run": judge_runs[judge.column]})
             (folder / f"{_safe(judge.column)}.partial.jsonl").unlink(missing_ok=True)
             write_json_atomic(folder / f"{_safe(judge.column)}.summary.json", summary)
         if on_pairs:
