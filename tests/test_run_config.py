@@ -100,7 +100,8 @@ def test_run_on_the_demo_config_equals_evalign_demo(tmp_path: Path) -> None:
     write_table(demo.leaderboard, tmp_path / "lb.csv")
     pd.testing.assert_frame_equal(board, pd.read_csv(tmp_path / "lb.csv"))
     # the upstream judges are ranked beside the metrics, as in the demo
-    pref = pd.read_csv(out / "pandalm" / "trust_preference_accuracy_item.csv").set_index("metric")
+    pref = pd.read_csv(out / "pandalm" / "trust_preference_accuracy_item.csv")
+    pref = pref[pref["group"] == "(all)"].set_index("metric")
     assert pref.loc["judge:pandalm-7b", "kind"] == "judge"
     assert pref.loc["judge:pandalm-7b", "value"] == pytest.approx(0.6677, abs=1e-4)
 
