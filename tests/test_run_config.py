@@ -317,3 +317,18 @@ def test_bad_yaml_and_missing_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "broken.yaml, line" in res.output and "not valid YAML" in res.output
     res = _run(["run", "nope.yaml"], code=2)
     assert "nope.yaml: no such config file" in res.output and "demo" in res.output
+
+
+def test_readme_config_example_is_a_valid_config() -> None:
+    import re
+
+    from evalign.run.config import parse_config
+    from evalign.run.marks import load_marked
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.findall(r"## Config files\n.*?```yaml\n(.*?)```", readme, re.S)[0]
+    cfg = parse_config(load_marked(block, "README.md"), file="README.md")
+    ev = cfg.evaluations[0]
+    assert cfg.name == "pandalm-study" and [m.name for m in cfg.metrics] == ["rouge_l", "chrf"]
+    assert ev.judges[0].api_key_env == "MY_JUDGE_KEY" and ev.judges[0].options == {"tie": True}
+    assert ev.meta["resampling"]["n_resamples"] == 1000 and ev.columns[0].name == "judge:pandalm-7b"
