@@ -221,6 +221,11 @@ class _Scripted:
             async def generate(self, req: Any) -> Any:
                 _Scripted.calls += 1
                 text = req.messages[-1]["content"]
+                if "###Response A:" in text:  # a pair: the response that names the apples is better
+                    a = text.split("###Response A:")[1].split("###Response B:")[0]
+                    verdict = "A" if "apples" in a else "B"
+                    return Generation.from_choices([Choice(f"Feedback: compared. [RESULT] {verdict}", "stop")],
+                                                   Usage(1, 1))
                 response = text.split("###Response to evaluate:")[-1].split("###")[0]
                 grade = 5 if "apples" in response else 3 if "answer" in response else 1
                 return Generation.from_choices([Choice(f"Feedback: graded. [RESULT] {grade}", "stop")], Usage(1, 1))
@@ -262,6 +267,35 @@ def test_judges_to_run_are_ranked_beside_metrics_and_not_rerun(tmp_path: Path, s
             assert "secret-value-never-written" not in p.read_text(errors="replace"), p
     _run(["run", str(out / "resolved.yaml")])
     assert _Scripted.calls == 36  # the judge step was skipped
+
+
+def test_pairwise_judge_on_a_pair_file(tmp_path: Path, scripted_backend: str) -> None:
+    rows = []
+    for i in range(40):
+        good, bad = f"the answer to question {i} is {i} apples", f"maybe {i}"
+        a_first = i % 2 == 0
+        rows.append({"id": f"p{i}", "instruction": f"question {i}?", "reference": good,
+                     "system_a": "x" if a_first else "y", "system_b": "y" if a_first else "x",
+                     "response_a": good if a_first else bad, "response_b": bad if a_first else good,
+                     "pref_1": 1 if a_first else -1, "pref_2": 1 if a_first else (0 if i % 4 == 1 else -1)})
+    write_table(pd.DataFrame(rows), tmp_path / "pairs.jsonl")
+    cfg = {"version": 1, "name": "pairs", "evaluations": [{
+        "name": "pairs", "data": {"file": "pairs.jsonl"}, "metrics": ["rouge_l"],
+        "judges": [{"mode": "pairwise", "backend": scripted_backend, "model": "len", "name": "cmp"}],
+        "meta": {"resampling": {"n_resamples": 10, "n_permutations": 10}}}], "report": {"formats": ["csv"]}}
+    out = tmp_path / "out"
+    _run(["run", str(_write(tmp_path / "p.yaml", cfg)), "--out", str(out)])
+    assert _Scripted.calls == 80  # both orders of 40 pairs
+    judged = pd.read_json(out / "pairs" / "pairs.jsonl", lines=True)
+    assert (judged["cmp"] == ["A" if i % 2 == 0 else "B" for i in range(40)]).all()
+    trust = pd.read_csv(out / "pairs" / "trust_preference_accuracy_item.csv")
+    trust = trust[trust["group"] == "(all)"].set_index("metric")
+    assert trust.loc["cmp", "kind"] == "judge" and trust.loc["rouge_l", "kind"] == "metric"
+    # the majority of pref_1 and pref_2 is the better response in every pair (a tie where they split: 10 pairs)
+    ties = sum(1 for i in range(40) if i % 4 == 1)
+    assert trust.loc["cmp", "value"] == pytest.approx((40 - ties) / 40)
+    resolved = yaml.safe_load((out / "resolved.yaml").read_text())["evaluations"][0]
+    assert resolved["meta"]["human"]["pref_columns"] == ["pref_1", "pref_2"]
 
 
 # ------------------------------------------------------------------------------------------------
