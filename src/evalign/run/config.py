@@ -268,15 +268,17 @@ def _metric(v: Any, where: _Where, parent: Any, key: Any) -> MetricConfig:
     from evalign.metrics.base import METRICS, metric_class
     from evalign.metrics.options import check_options
 
+    options: Mapping[str, Any] = {}
+    m: Mapping[str, Any] | None = None
     if isinstance(v, str):
-        name, options, m = v, {}, None
+        name = v
     else:
         m = _mapping(v, where, parent, key)
         check_keys(m, METRIC_KEYS, where)
         name = _typed(m, "name", (str,), where, none_ok=False)
         if name is None:
             raise where.error(parent, key, "a metric needs a 'name'")
-        options = dict(_mapping(m.get("options") or {}, where.child("options"), m, "options"))
+        options = _mapping(m.get("options") or {}, where.child("options"), m, "options")
     if name not in METRICS:
         raise UsageError(f"{where.prefix(parent if m is None else m, key if m is None else 'name')}: "
                          + str(unknown_name("metric", name, METRICS.names(load=False))))
@@ -288,13 +290,12 @@ def _metric(v: Any, where: _Where, parent: Any, key: Any) -> MetricConfig:
     for k in options:
         spec = cls.option_types.get(k)
         if spec is not None and not spec.cli:
-            raise UsageError(f"{opts_where.prefix(m['options'], k)}: option {name}.{k} can only be set from Python")
+            raise UsageError(f"{opts_where.prefix(options, k)}: option {name}.{k} can only be set from Python")
     try:
         checked = check_options(name, cls.option_types, _plain(options))
     except UsageError as e:
         bad = next((k for k in options if str(e).find(f"'{k}'") >= 0 or str(e).find(f".{k}") >= 0), None)
-        container = m["options"] if m is not None and "options" in m else parent
-        raise UsageError(f"{opts_where.prefix(container, bad)}: {e}") from None
+        raise UsageError(f"{opts_where.prefix(options if options else parent, bad)}: {e}") from None
     return MetricConfig(name, checked)
 
 
@@ -481,7 +482,7 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
 def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) -> None:
     """Build the spec's small dataclasses now, so that a bad value names the config's line."""
     from evalign.errors import InputError
-    from evalign.evaluate import Human, Resampling, TrustRequest
+    from evalign.evaluate import Resampling, TrustRequest
     from evalign.evaluate.spec import GROUPINGS, LEVELS
 
     for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
@@ -495,8 +496,7 @@ def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) 
         checks.append(("resampling", m["resampling"], lambda: Resampling(**out["resampling"])))
     if "human" in out:
         h = out["human"]
-        checks.append(("human", m["human"], lambda: Human(**{k: tuple(v) if isinstance(v, list) else v
-                                                             for k, v in h.items()})))
+        checks.append(("human", m["human"], lambda: human_of(h)))
     for i, t in enumerate(out.get("trust", [])):
         for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
             if key in t and t[key] not in choices:
@@ -512,6 +512,14 @@ def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) 
             k = e.field if inner is container else key
             raise (where.child(key).error(inner, k, e.reason) if inner is container
                    else where.error(m, key, e.reason)) from None
+
+
+def human_of(section: Mapping[str, Any]) -> Any:
+    """The :class:`~evalign.evaluate.Human` of a config's ``meta.human`` section (lists as tuples)."""
+    from evalign.evaluate import Human
+
+    kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
+    return Human(**kw)
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -28,6 +28,7 @@ from evalign.run.config import (
     JudgeConfig,
     MetricConfig,
     RunConfig,
+    human_of,
     init_defaults,
 )
 from evalign.signature import package_version, stable_hash
@@ -115,7 +116,7 @@ def load_data(ev: Any) -> dict[str, Any]:
     pair_file = d.file is not None and _is_pair_file(d.file)
     try:
         if given is not None:
-            human = Human(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in given.items()})
+            human = human_of(given)
         elif ds is not None:
             human = dataset_human(ds, pref=list(ds.pref_columns)) if pair_file and ds.pref_columns else dataset_human(ds)
         elif pair_file:
@@ -238,7 +239,7 @@ def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
 def _make_backend(jc: JudgeConfig) -> Any:
     from evalign.judges.backends import backend_class
 
-    cls = backend_class(jc.backend)
+    cls: Any = backend_class(jc.backend)
     extra = dict(jc.backend_options)
     if jc.backend == "openai":
         return cls(base_url=jc.base_url, model=jc.model, api_key_env=jc.api_key_env, **extra)

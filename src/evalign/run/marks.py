@@ -9,7 +9,7 @@ from typing import Any
 from evalign.errors import InputError
 
 
-class MarkedMap(dict):  # type: ignore[type-arg]
+class MarkedMap(dict[str, Any]):
     """A YAML mapping: a dict whose ``lines[key]`` is the 1-based line of each key and ``line``
     the line where the mapping starts."""
 
@@ -17,7 +17,7 @@ class MarkedMap(dict):  # type: ignore[type-arg]
     lines: dict[str, int]
 
 
-class MarkedList(list):  # type: ignore[type-arg]
+class MarkedList(list[Any]):
     """A YAML sequence: a list whose ``lines[i]`` is the 1-based line of item ``i``."""
 
     line: int = 0
