@@ -102,7 +102,8 @@ def _key(*parts: Any) -> str:
 
 def load_data(ev: Any) -> dict[str, Any]:
     """The tables and labels of one evaluation: ``items`` (the item table, or the pairs' sides),
-    ``pairs`` (or None), ``human`` (an :class:`~evalign.evaluate.Human`), ``source``,
+    ``pairs`` (or None), ``human`` (an :class:`~evalign.evaluate.Human`), ``source`` (for
+    messages), ``label`` (the data's name in titles: the file's name or ``dataset NAME``),
     ``dataset`` (the dataset's display name or None) and ``ds`` (the loaded dataset or None)."""
     from evalign.cli.dataset_options import load_dataset_spec
     from evalign.datasets import pairs_to_items
@@ -155,6 +156,7 @@ def load_data(ev: Any) -> dict[str, Any]:
         items = ds.items.copy()
     source = str(d.file) if d.file is not None else f"dataset {d.dataset}"
     return {"items": items, "pairs": pairs, "human": human, "source": source,
+            "label": d.file.name if d.file is not None else source,
             "dataset": dataset_title(ds) if ds is not None else None, "ds": ds}
 
 
@@ -397,7 +399,7 @@ def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.Data
 
     meta = dict(ev.meta)
     spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust")}
-    spec_kw.setdefault("source", d["source"])
+    spec_kw.setdefault("source", d["label"])
     spec_kw.setdefault("dataset", d["dataset"])
     try:
         spec = EvalSpec(human=d["human"], columns=tuple(cols), items=items, pairs=pairs,
