@@ -194,6 +194,46 @@ def test_changed_settings_redo_only_their_steps_and_changed_signatures_are_repor
     assert "warning" in res.output and "seed:4" in (out / "resolved.yaml").read_text()
 
 
+def test_an_interrupted_run_keeps_finished_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric that fails stops the run; the metric before it is written and recorded, and the
+    next run does not compute it again."""
+    import numpy as np
+
+    from evalign.metrics.base import METRICS, Metric, MetricResult
+    from evalign.run import load_config, run_config
+
+    calls: list[str] = []
+
+    class Flaky(Metric):
+        name = "flaky_run13"
+        fail = True
+
+        def options(self) -> dict[str, Any]:
+            return {}
+
+        def score(self, responses: Any, references: Any) -> MetricResult:
+            calls.append(self.name)
+            if Flaky.fail:
+                raise KeyboardInterrupt
+            return MetricResult(values=np.array([float(len(r)) for r in responses]))
+
+    monkeypatch.setitem(METRICS._entries, "flaky_run13", Flaky)
+    cfg = _file_config(tmp_path)
+    cfg["metrics"] = ["bleu", "flaky_run13"]
+    path = _write(tmp_path / "study.yaml", cfg)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_config(load_config(path), out=out)
+    scored = pd.read_json(out / "toy" / "scored.jsonl", lines=True)
+    assert "bleu" in scored.columns and "flaky_run13" not in scored.columns  # written before the failure
+    Flaky.fail = False
+    done = run_config(load_config(path), out=out)
+    assert done.evaluations[0].skipped == ["metric bleu"]
+    assert calls == ["flaky_run13", "flaky_run13"]
+    scored = pd.read_json(out / "toy" / "scored.jsonl", lines=True)
+    assert scored["flaky_run13"].tolist() == [float(len(r)) for r in scored["response"]]
+
+
 # ------------------------------------------------------------------------------------------------
 # judges run from a config (an in-process backend) and precomputed judge columns
 
