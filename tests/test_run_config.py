@@ -336,6 +336,18 @@ def test_pairwise_judge_on_a_pair_file(tmp_path: Path, scripted_backend: str) ->
     assert trust.loc["cmp", "value"] == pytest.approx((40 - ties) / 40)
     resolved = yaml.safe_load((out / "resolved.yaml").read_text())["evaluations"][0]
     assert resolved["meta"]["human"]["pref_columns"] == ["pref_1", "pref_2"]
+    from evalign.judges.grading import judge_class
+
+    cls = judge_class("pairwise")
+    judge = resolved["judges"][0]
+    assert judge["template"] == cls.default_template and judge["rubric"] == "helpfulness"
+    assert judge["options"]["both_orders"] is True and judge["options"]["tie"] is False
+    assert {k: judge["options"][k] for k in cls.sampling_defaults} == dict(cls.sampling_defaults)
+    # the resolved config names the same judge: its step is skipped, no call is made
+    _run(["run", str(out / "resolved.yaml")])
+    assert _Scripted.calls == 80
+    assert json.loads((out / "run.json").read_text())["evaluations"]["pairs"]["skipped"] == [
+        "metric rouge_l", "judge cmp", "meta-evaluation"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -216,9 +216,11 @@ def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
 
     cls = judge_class(jc.mode)
     opts: dict[str, Any] = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)}
-    opts.update({"template": jc.template, "column": jc.name})
+    opts.update({k: v for k, v in dict(getattr(cls, "sampling_defaults", {})).items() if _plain_value(v)})
+    opts.update({"template": jc.template or cls.default_template, "column": jc.name})
     if cls.uses_rubric:
-        opts.update({"rubric": jc.rubric, "rubric_column": jc.rubric_column})
+        rubric = jc.rubric or (None if jc.rubric_column else cls.default_rubric or "helpfulness")
+        opts.update({"rubric": rubric, "rubric_column": jc.rubric_column})
     else:
         opts.pop("rubric", None)
         opts.pop("rubric_column", None)
@@ -606,9 +608,9 @@ def resolve(cfg: RunConfig, outcomes: list[EvaluationOutcome], folder: Path, *, 
                              "judges": {c: r["signature"] for c, r in o.judge_runs.items()},
                              "evaluation": o.result.signature.get("text")}
         for j in entry["judges"]:
-            j["options"].pop("column", None)
             for k in ("template", "rubric", "rubric_column"):
-                j["options"].pop(k, None)
+                j[k] = j["options"].pop(k, j[k])
+            j["options"].pop("column", None)
         evals.append(entry)
     return {
         "version": cfg.version,
