@@ -194,6 +194,28 @@ def test_changed_settings_redo_only_their_steps_and_changed_signatures_are_repor
     assert "warning" in res.output and "seed:4" in (out / "resolved.yaml").read_text()
 
 
+def test_step_files_are_read_only_when_signed_on_this_machine(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed step file, or an output folder whose signing secret is not in this cache, is
+    recomputed and never unpickled."""
+    path = _write(tmp_path / "study.yaml", _file_config(tmp_path))
+    out = tmp_path / "out"
+    _run(["run", str(path), "--out", str(out)])
+    first = json.loads((out / "toy" / "evaluation.json").read_text())
+    steps = sorted((out / ".steps").glob("*.pkl"))
+    assert len(steps) == 3 and len(list((out / ".steps").glob("*.sig"))) == 3
+    for p in steps:  # replace every step file with a pickle that would run code when loaded
+        p.write_bytes(b"cos\nsystem\n(S'echo pwned > " + str(tmp_path / "pwned").encode() + b"'\ntR.")
+    _run(["run", str(path), "--out", str(out)])
+    assert not (tmp_path / "pwned").exists()
+    assert json.loads((out / "run.json").read_text())["evaluations"]["toy"]["skipped"] == []
+    assert _untimed(json.loads((out / "toy" / "evaluation.json").read_text())["trust"]) == _untimed(first["trust"])
+    # another machine (another cache): nothing is read back
+    monkeypatch.setenv("EVALIGN_CACHE", str(tmp_path / "other-cache.sqlite"))
+    _run(["run", str(path), "--out", str(out)])
+    assert json.loads((out / "run.json").read_text())["evaluations"]["toy"]["skipped"] == []
+
+
 def test_an_interrupted_run_keeps_finished_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A metric that fails stops the run; the metric before it is written and recorded, and the
     next run does not compute it again."""

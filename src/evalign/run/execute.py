@@ -69,27 +69,54 @@ class RunOutcome:
 
 
 class _Steps:
-    """The record of finished steps: ``<out>/.steps/<key>.pkl`` per step (pickled outputs)."""
+    """The record of finished steps: ``<out>/.steps/<key>.pkl`` per step (its pickled outputs) and
+    ``<key>.sig``, an HMAC-SHA256 of the pickle under a secret kept in this machine's evalign cache.
+    A step file is read only when its signature verifies, so an output folder from elsewhere (or
+    one whose cache was cleared) is recomputed, never unpickled."""
 
-    def __init__(self, out: Path, force: bool) -> None:
+    def __init__(self, out: Path, force: bool, cache: Any) -> None:
+        import secrets
+
         self.dir = out / ".steps"
         self.force = force
+        secret = cache.get("run", "steps-secret")
+        if secret is None:
+            secret = secrets.token_bytes(32)
+            cache.put("run", "steps-secret", secret)
+        self._secret = bytes(secret)
+
+    def _mac(self, data: bytes) -> str:
+        import hashlib
+        import hmac
+
+        return hmac.new(self._secret, data, hashlib.sha256).hexdigest()
 
     def get(self, key: str) -> Any:
-        p = self.dir / f"{key}.pkl"
-        if self.force or not p.is_file():
+        import hmac
+        import pickle
+
+        p, sig = self.dir / f"{key}.pkl", self.dir / f"{key}.sig"
+        if self.force or not p.is_file() or not sig.is_file():
+            return None
+        data = p.read_bytes()
+        if not hmac.compare_digest(sig.read_text(encoding="ascii").strip(), self._mac(data)):
             return None
         try:
-            return pd.read_pickle(p)
-        except Exception:  # a step file from another version or cut short: redo the step
+            return pickle.loads(data)
+        except Exception:  # a step file from another version: redo the step
             return None
 
     def put(self, key: str, value: Any) -> None:
-        from evalign.io import atomic_path
+        import pickle
+
+        from evalign.io import atomic_path, write_text_atomic
 
         self.dir.mkdir(parents=True, exist_ok=True)
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        (self.dir / f"{key}.sig").unlink(missing_ok=True)
         with atomic_path(self.dir / f"{key}.pkl") as tmp:
-            pd.to_pickle(value, tmp)
+            Path(tmp).write_bytes(data)
+        write_text_atomic(self.dir / f"{key}.sig", self._mac(data))
 
 
 def _key(*parts: Any) -> str:
@@ -471,8 +498,8 @@ def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = F
     say = step or (lambda _s: None)
     folder = cfg.out_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
-    steps = _Steps(folder, force)
     cache = Cache()
+    steps = _Steps(folder, force, cache)
     t0 = time.perf_counter()
     outcomes: list[EvaluationOutcome] = []
     files: dict[str, Path] = {}
