@@ -194,6 +194,34 @@ def test_changed_settings_redo_only_their_steps_and_changed_signatures_are_repor
     assert "warning" in res.output and "seed:4" in (out / "resolved.yaml").read_text()
 
 
+def test_a_file_with_labels_from_a_dataset_variant(tmp_path: Path) -> None:
+    """Scored responses in a file, the human labels (and annotators) from ``tulu1:vicuna``."""
+    from evalign.cli.dataset_options import load_dataset_spec
+
+    ds = load_dataset_spec("tulu1:vicuna")
+    assert ds.items is not None
+    runs = ds.items[["id", "system", "instruction", "reference", "response"]].rename(columns={"response": "output"})
+    write_table(runs, tmp_path / "runs.jsonl")
+    cfg = {"version": 1, "evaluations": [{
+        "name": "vicuna", "data": {"file": "runs.jsonl", "dataset": "tulu1:vicuna", "fields": {"response": "output"}},
+        "metrics": ["exact_match"], "meta": {"resampling": {"n_resamples": 10, "n_permutations": 10}}}],
+        "report": {"formats": ["json"]}}
+    out = tmp_path / "out"
+    _run(["run", str(_write(tmp_path / "tulu.yaml", cfg)), "--out", str(out)])
+    result = json.loads((out / "vicuna" / "evaluation.json").read_text())
+    # the same numbers as the dataset's own table
+    cfg["evaluations"][0]["data"] = {"dataset": "tulu1:vicuna"}
+    _run(["run", str(_write(tmp_path / "tulu_ds.yaml", cfg)), "--out", str(tmp_path / "ds")])
+    direct = json.loads((tmp_path / "ds" / "vicuna" / "evaluation.json").read_text())
+    assert result["n_systems"] == ds.items["system"].nunique() and result["n_items"] == direct["n_items"] > 0
+    assert _untimed(result["trust"])[0]["rows"] == _untimed(direct["trust"])[0]["rows"]
+    meta = yaml.safe_load((out / "resolved.yaml").read_text())["evaluations"][0]["meta"]
+    assert meta["human"]["column"] == "acceptable" and meta["human"]["annotators"] == list(ds.annotator_columns)
+    assert meta["source"] == "runs.jsonl"
+    assert "human_ceiling" in {r["metric"] for r in result["trust"][0]["rows"]}
+    assert yaml.safe_load((out / "resolved.yaml").read_text())["name"] == "tulu"  # the file's name
+
+
 def test_step_files_are_read_only_when_signed_on_this_machine(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed step file, or an output folder whose signing secret is not in this cache, is
