@@ -45,8 +45,9 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 def _register() -> None:
     from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, score, synth, train_judge
+    from evalign.cli import run as run_verb
 
-    for mod in (score, metrics, meta, judge, report, demo, datasets, synth, train_judge, cache):
+    for mod in (score, metrics, meta, judge, report, demo, datasets, synth, train_judge, cache, run_verb):
         mod.register(app)
 
 

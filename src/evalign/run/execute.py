@@ -1,0 +1,679 @@
+"""Running a :class:`~evalign.run.config.RunConfig`: data -> metrics -> judges -> meta-evaluation ->
+report, each evaluation in its own folder of the output folder.
+
+Every step's result is written as soon as it is done (``<out>/<evaluation>/scored.jsonl`` after
+each metric and judge, ``evaluation.json`` after the meta-evaluation) and recorded in
+``<out>/.steps/`` under a key that hashes everything the step depends on (data, options, evalign
+version); a re-run with the same config skips every step whose key is recorded. Metric scores and
+judge calls are also cached by the project cache (:mod:`evalign.cache`), so an interrupted step
+resumes too. ``<out>/resolved.yaml`` is the config with every default filled in and every
+signature recorded: ``evalign run <out>/resolved.yaml`` reproduces the run (and says if a
+signature changed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalign.errors import EvalignError, UsageError
+from evalign.run.config import (
+    JudgeConfig,
+    MetricConfig,
+    RunConfig,
+    human_of,
+    init_defaults,
+)
+from evalign.signature import package_version, stable_hash
+
+Step = Callable[[str], None]
+
+
+@dataclass
+class EvaluationOutcome:
+    """What one evaluation produced: the tables (``items``: the item table or the scored sides of
+    the pairs; ``pairs`` or None), the evaluation result, metric runs' facts, judge signatures, the
+    resolved meta spec and which steps were skipped."""
+
+    name: str
+    items: pd.DataFrame | None
+    pairs: pd.DataFrame | None
+    result: Any  # evalign.evaluate.EvalResult
+    metric_columns: list[str]
+    metric_runs: dict[str, dict[str, Any]]
+    judge_runs: dict[str, dict[str, Any]]
+    columns: list[Any]  # evalign.evaluate.Column
+    meta: dict[str, Any]
+    data: dict[str, Any]
+    skipped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: each evaluation, the report (ReportData or None), the files written,
+    warnings (changed signatures) and the resolved config (a plain dict)."""
+
+    evaluations: list[EvaluationOutcome]
+    report: Any
+    files: dict[str, Path]
+    warnings: list[str]
+    resolved: dict[str, Any]
+    out: Path
+
+
+class _Steps:
+    """The record of finished steps: ``<out>/.steps/<key>.pkl`` per step (its pickled outputs) and
+    ``<key>.sig``, an HMAC-SHA256 of the pickle under a secret kept in this machine's evalign cache.
+    A step file is read only when its signature verifies, so an output folder from elsewhere (or
+    one whose cache was cleared) is recomputed, never unpickled."""
+
+    def __init__(self, out: Path, force: bool, cache: Any) -> None:
+        import secrets
+
+        self.dir = out / ".steps"
+        self.force = force
+        secret = cache.get("run", "steps-secret")
+        if secret is None:
+            secret = secrets.token_bytes(32)
+            cache.put("run", "steps-secret", secret)
+        self._secret = bytes(secret)
+
+    def _mac(self, data: bytes) -> str:
+        import hashlib
+        import hmac
+
+        return hmac.new(self._secret, data, hashlib.sha256).hexdigest()
+
+    def get(self, key: str) -> Any:
+        import hmac
+        import pickle
+
+        p, sig = self.dir / f"{key}.pkl", self.dir / f"{key}.sig"
+        if self.force or not p.is_file() or not sig.is_file():
+            return None
+        data = p.read_bytes()
+        if not hmac.compare_digest(sig.read_text(encoding="ascii").strip(), self._mac(data)):
+            return None
+        try:
+            return pickle.loads(data)
+        except Exception:  # a step file from another version: redo the step
+            return None
+
+    def put(self, key: str, value: Any) -> None:
+        import pickle
+
+        from evalign.io import atomic_path, write_text_atomic
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        (self.dir / f"{key}.sig").unlink(missing_ok=True)
+        with atomic_path(self.dir / f"{key}.pkl") as tmp:
+            Path(tmp).write_bytes(data)
+        write_text_atomic(self.dir / f"{key}.sig", self._mac(data))
+
+
+def _key(*parts: Any) -> str:
+    return stable_hash([package_version("evalign"), *parts], length=24)
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+
+
+def load_data(ev: Any) -> dict[str, Any]:
+    """The tables and labels of one evaluation: ``items`` (the item table, or the pairs' sides),
+    ``pairs`` (or None), ``human`` (an :class:`~evalign.evaluate.Human`), ``source`` (for
+    messages), ``label`` (the data's name in titles: the file's name or ``dataset NAME``),
+    ``dataset`` (the dataset's display name or None) and ``ds`` (the loaded dataset or None)."""
+    from evalign.cli.dataset_options import load_dataset_spec
+    from evalign.datasets import pairs_to_items
+    from evalign.evaluate import Human
+    from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
+    from evalign.io import read_items, read_pairs
+
+    d = ev.data
+    ds = load_dataset_spec(d.dataset, d.data_dir) if d.dataset else None
+    given = ev.meta.get("human")
+    pair_file = d.file is not None and _is_pair_file(d.file)
+    try:
+        if given is not None:
+            human = human_of(given)
+        elif ds is not None:
+            human = dataset_human(ds, pref=list(ds.pref_columns)) if pair_file and ds.pref_columns else dataset_human(ds)
+        elif pair_file:
+            pref = tuple(sorted((c for c in read_pairs(d.file).columns if str(c).startswith("pref_")),
+                                key=lambda c: (len(c), c)))
+            if not pref:
+                raise UsageError(f"evaluation '{ev.name}': {d.file} has no pref_* columns: give meta.human.pref_columns")
+            human = Human(pref_columns=pref)
+        else:
+            raise UsageError(f"evaluation '{ev.name}': data from a file needs meta.human (a rating column, system "
+                             "values or preference columns)")
+    except EvalignError as e:
+        if isinstance(e, UsageError):
+            raise
+        raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
+    pairs = None
+    if human.kind == "pairs":
+        if d.file is not None:
+            if not pair_file:
+                raise UsageError(f"evaluation '{ev.name}': preference labels need a pair table (response_a, "
+                                 f"response_b), and {d.file} is not one")
+            pairs = read_pairs(d.file)
+        elif ds is not None and ds.pairs is not None:
+            pairs = ds.pairs.copy()
+        else:
+            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no pair table")
+        items = pairs_to_items(pairs)
+    elif d.file is not None:
+        items = read_items(d.file, fields=dict(d.fields), human=[human.column] if human.column and ds is None else [])
+        if ds is not None:
+            items = attach_labels(items, ds, human)
+    else:
+        assert ds is not None
+        if ds.items is None:
+            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no item table")
+        items = ds.items.copy()
+    source = str(d.file) if d.file is not None else f"dataset {d.dataset}"
+    return {"items": items, "pairs": pairs, "human": human, "source": source,
+            "label": d.file.name if d.file is not None else source,
+            "dataset": dataset_title(ds) if ds is not None else None, "ds": ds}
+
+
+def _is_pair_file(path: Path) -> bool:
+    from evalign.io import _iter_records, detect_format
+
+    for _, rec in _iter_records(path, detect_format(path)):
+        return "response_a" in rec
+    return False
+
+
+def _human_dict(h: Any) -> dict[str, Any]:
+    return {"column": h.column, "system": None if h.system is None else dict(h.system),
+            "pref_columns": list(h.pref_columns), "higher_is_better": h.higher_is_better,
+            "annotators": list(h.annotators), "source": h.source, "label": h.label}
+
+
+# ------------------------------------------------------------------------------------------------
+# metrics and judges
+
+
+def _metric_options(mc: MetricConfig) -> dict[str, Any]:
+    """A metric's options with the defaults of its declared command-line options filled in."""
+    from evalign.metrics.base import metric_class
+
+    cls = metric_class(mc.name)
+    defaults = init_defaults(cls)
+    out: dict[str, Any] = {}
+    for k, spec in cls.option_types.items():
+        if k in mc.options:
+            out[k] = mc.options[k]
+        elif spec.cli and k in defaults and defaults[k] is not ... and _plain_value(defaults[k]):
+            out[k] = defaults[k]
+    out.update({k: v for k, v in mc.options.items() if k not in out})
+    return out
+
+
+def _plain_value(v: Any) -> bool:
+    return v is None or isinstance(v, bool | int | float | str)
+
+
+def _attach(table: pd.DataFrame, cols: pd.DataFrame) -> pd.DataFrame:
+    out = table.copy()
+    for c in cols.columns:
+        out[c] = cols[c].to_numpy()
+    return out
+
+
+def _step_columns(after: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The columns a metric or judge step made: ``column`` and ``column.<extra>``."""
+    return after[[c for c in after.columns if c == column or str(c).startswith(column + ".")]].reset_index(drop=True)
+
+
+def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
+    """The judge's constructor options: its own keys, ``options``, and the defaults of the rest."""
+    from evalign.judges.grading import judge_class
+
+    cls = judge_class(jc.mode)
+    opts: dict[str, Any] = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)}
+    opts.update({k: v for k, v in dict(getattr(cls, "sampling_defaults", {})).items() if _plain_value(v)})
+    opts.update({"template": jc.template or cls.default_template, "column": jc.name})
+    if cls.uses_rubric:
+        rubric = jc.rubric or (None if jc.rubric_column else cls.default_rubric or "helpfulness")
+        opts.update({"rubric": rubric, "rubric_column": jc.rubric_column})
+    else:
+        opts.pop("rubric", None)
+        opts.pop("rubric_column", None)
+        if jc.rubric or jc.rubric_column:
+            raise UsageError(f"judge '{jc.mode}' does not use a rubric")
+    opts.update(jc.options)
+    return opts
+
+
+def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
+    from evalign.judges.backends import backend_class
+
+    cls = backend_class(jc.backend)
+    opts = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)
+            and k not in ("base_url", "model", "model_path", "api_key_env")}
+    opts.update(jc.backend_options)
+    return opts
+
+
+def _make_backend(jc: JudgeConfig) -> Any:
+    from evalign.judges.backends import backend_class
+
+    cls: Any = backend_class(jc.backend)
+    extra = dict(jc.backend_options)
+    if jc.backend == "openai":
+        return cls(base_url=jc.base_url, model=jc.model, api_key_env=jc.api_key_env, **extra)
+    if jc.backend == "hf":
+        return cls(model_path=jc.model, **extra)
+    params = init_defaults(cls)
+    kw = {k: v for k, v in (("model", jc.model), ("base_url", jc.base_url), ("api_key_env", jc.api_key_env))
+          if k in params and v is not None}
+    return cls(**kw, **extra)
+
+
+def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:
+    return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model, "base_url": jc.base_url,
+            "api_key_env": jc.api_key_env, "template": jc.template, "rubric": jc.rubric,
+            "rubric_column": jc.rubric_column, "options": dict(jc.options), "backend_options": dict(jc.backend_options)}
+
+
+# ------------------------------------------------------------------------------------------------
+# one evaluation
+
+
+def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any = None,
+                   on_progress: Callable[[Any, int, int], None] | None = None) -> EvaluationOutcome:
+    """Load, score, judge and meta-evaluate one evaluation (see the module doc)."""
+    from evalign.evaluate import Column, evaluate
+    from evalign.evaluate.prepare import resolve_columns
+    from evalign.io import write_json_atomic, write_table
+    from evalign.judges.grading import get_judge
+    from evalign.judges.runner import run_judge
+    from evalign.metrics.base import get_metric
+    from evalign.scoring import score
+
+    folder = out / ev.name
+    folder.mkdir(parents=True, exist_ok=True)
+    step(f"{ev.name}: loading data")
+    d = load_data(ev)
+    items: pd.DataFrame = d["items"]
+    pairs: pd.DataFrame | None = d["pairs"]
+    pair_mode = pairs is not None
+    data_dict = {"dataset": ev.data.dataset, "data_dir": ev.data.data_dir, "file": ev.data.file,
+                 "fields": dict(ev.data.fields)}
+    data_key = _key("data", {k: str(v) for k, v in data_dict.items()}, _frame_key(items),
+                    _frame_key(pairs) if pairs is not None else None)
+    skipped: list[str] = []
+    scored_path = folder / "scored.jsonl"
+    pairs_path = folder / "pairs.jsonl"
+
+    # -- metrics: one step each, written as each finishes
+    metric_runs: dict[str, dict[str, Any]] = {}
+    cols: list[Any] = []
+    metric_keys: list[str] = []
+    for mc in ev.metrics:
+        opts = _metric_options(mc)
+        m = get_metric(mc.name, **opts)
+        key = _key("metric", data_key, mc.name, opts)
+        metric_keys.append(key)
+        done = steps.get(key)
+        if done is not None:
+            items = _attach(items, done["columns"])
+            metric_runs[m.column] = done["run"]
+            skipped.append(f"metric {m.column}")
+            step(f"{ev.name}: {m.column} (done before)")
+        else:
+            step(f"{ev.name}: scoring {len(items)} responses with {m.column}")
+            items, runs = score(items, [m], on_progress=on_progress)
+            r = runs[0]
+            metric_runs[m.column] = {"signature": r.signature, "seconds": r.seconds, "n_items": r.n_items,
+                                     "seconds_per_1000": r.seconds_per_1000, "info": r.info}
+            steps.put(key, {"columns": _step_columns(items, m.column), "run": metric_runs[m.column]})
+            write_table(items, scored_path)
+        cols.append(Column(m.column, "metric", m.higher_is_better,
+                           system_level="mean" if pair_mode else getattr(m, "system_level", "mean"), metric=m))
+
+    # -- judges: one step each (calls are cached as they return; a partial log while running)
+    judge_runs: dict[str, dict[str, Any]] = {}
+    judge_keys: list[str] = []
+    judge_names: list[str] = []
+    for jc in ev.judges:
+        jopts = _judge_options(jc)
+        judge = get_judge(jc.mode, **jopts)
+        on_pairs = judge.pairwise or judge.name == "prometheus_ranking"
+        if on_pairs and not pair_mode:
+            raise UsageError(f"evaluation '{ev.name}': judge '{jc.mode}' grades pairs, and this evaluation's "
+                             "labels are not preferences")
+        table = pairs if on_pairs else items
+        assert table is not None
+        be = _make_backend(jc)
+        key = _key("judge", data_key, jc.mode, jopts, be.identity())
+        judge_keys.append(key)
+        done = steps.get(key)
+        if done is not None:
+            table = _attach(table, done["columns"])
+            judge_runs[judge.column] = done["run"]
+            skipped.append(f"judge {judge.column}")
+            step(f"{ev.name}: judge {judge.column} (done before)")
+        else:
+            step(f"{ev.name}: judging {len(table)} {'pairs' if on_pairs else 'responses'} with {judge.column}")
+            run = run_judge(table, judge, be, cache=cache, partial_path=folder / f"{_safe(judge.column)}.partial.jsonl")
+            table = run.table
+            summary = run.summary.as_dict()
+            judge_runs[judge.column] = {"signature": run.signature, "summary": summary}
+            steps.put(key, {"columns": _step_columns(table, judge.column), "run": judge_runs[judge.column]})
+            (folder / f"{_safe(judge.column)}.partial.jsonl").unlink(missing_ok=True)
+            write_json_atomic(folder / f"{_safe(judge.column)}.summary.json", summary)
+        if on_pairs:
+            pairs = table
+            write_table(pairs, pairs_path)
+        else:
+            items = table
+            write_table(items, scored_path)
+        judge_names.append(judge.column)
+    if not ev.metrics and not ev.judges:
+        write_table(items, scored_path)
+
+    # -- precomputed columns and the judges' columns
+    names = [c.name for c in ev.columns] + judge_names
+    if names:
+        table_out, more, _ = resolve_columns(items, names, source=d["source"], pairs=pairs)
+        assert table_out is not None
+        items = table_out
+        given = {c.name: c for c in ev.columns}
+        for c in more:
+            g = given.get(c.name)
+            if g is not None:
+                c = dataclasses.replace(c, kind=g.kind or c.kind, higher_is_better=c.higher_is_better
+                                        if g.higher_is_better is None else g.higher_is_better)
+            cols.append(c)
+
+    # -- the meta-evaluation: the EvalSpec built from the config's meta section
+    costs = {c: r["seconds_per_1000"] for c, r in metric_runs.items()}
+    spec = build_spec(ev, d, cols, items=items, pairs=pairs, costs=costs)
+    meta_resolved = _meta_dict(spec)
+    col_dicts = [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
+                  "system_level": c.system_level} for c in cols]
+    key = _key("meta", data_key, metric_keys, judge_keys, col_dicts, meta_resolved)
+    result = steps.get(key)
+    if result is not None:
+        skipped.append("meta-evaluation")
+        step(f"{ev.name}: meta-evaluation (done before)")
+    else:
+        rs = spec.resampling
+        step(f"{ev.name}: meta-evaluating ({rs.n_resamples} resamples, {rs.n_permutations} permutations, "
+             f"seed {rs.seed})")
+        result = evaluate(spec)
+        steps.put(key, result)
+    return EvaluationOutcome(ev.name, items, pairs, result, [c.name for c in cols if c.metric is not None],
+                             metric_runs, judge_runs, cols, meta_resolved, data_dict, skipped)
+
+
+def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.DataFrame | None,
+               pairs: pd.DataFrame | None, costs: Mapping[str, float] | None = None) -> Any:
+    """The :class:`~evalign.evaluate.EvalSpec` of an evaluation's ``meta`` section, with the
+    defaults made explicit (the trust tables, the minimum group size, the level)."""
+    from evalign.evaluate import EvalSpec, Resampling, TrustRequest
+
+    meta = dict(ev.meta)
+    spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust")}
+    spec_kw.setdefault("source", d["label"])
+    spec_kw.setdefault("dataset", d["dataset"])
+    try:
+        spec = EvalSpec(human=d["human"], columns=tuple(cols), items=items, pairs=pairs,
+                        resampling=Resampling(**meta.get("resampling", {})),
+                        trust=tuple(TrustRequest(**t) for t in meta.get("trust", [])), costs=dict(costs or {}),
+                        **spec_kw)
+        reqs = spec.trust_requests()
+        return dataclasses.replace(spec, trust=reqs, min_group_size=spec.group_floor(),
+                                   level=spec.level or (None if spec.mode == "pairs" else reqs[0].level))
+    except EvalignError as e:
+        raise UsageError(f"evaluation '{ev.name}', meta: {e}") from None
+
+
+def dry_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
+    """Per evaluation, its ``meta`` section with every default filled in, without scoring or
+    judging (the data is loaded to find the labels)."""
+    from evalign.evaluate import Column
+
+    out: dict[str, dict[str, Any]] = {}
+    for ev in cfg.evaluations:
+        d = load_data(ev)
+        cols = [Column(f"{m.name}#{i}") for i, m in enumerate(ev.metrics)]
+        cols += [Column(c.name) for c in ev.columns] + [Column(f"judge#{i}", "judge") for i in range(len(ev.judges))]
+        out[ev.name] = _meta_dict(build_spec(ev, d, cols, items=d["items"], pairs=d["pairs"]))
+    return out
+
+
+def _frame_key(df: pd.DataFrame | None) -> str | None:
+    if df is None:
+        return None
+    return str(pd.util.hash_pandas_object(df.astype(str), index=False).sum()) + f":{len(df)}:{list(df.columns)}"
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+
+
+def _meta_dict(spec: Any) -> dict[str, Any]:
+    """The EvalSpec as the config's ``meta`` section (every field, defaults filled in)."""
+    return {
+        "human": _human_dict(spec.human),
+        "level": spec.level,
+        "grouping": spec.grouping,
+        "by": spec.by,
+        "trust": [dataclasses.asdict(t) for t in spec.trust],
+        "min_group_size": spec.min_group_size,
+        "resampling": dataclasses.asdict(spec.resampling),
+        "source": spec.source,
+        "dataset": spec.dataset,
+        "baselines": spec.baselines,
+        "curves": spec.curves,
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# the whole run
+
+
+def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = False, step: Step | None = None,
+               on_progress: Callable[[Any, int, int], None] | None = None) -> RunOutcome:
+    """Run every evaluation of ``cfg``, write its outputs, the report, ``resolved.yaml`` and
+    ``run.json`` into the output folder (``out`` overrides the config's); ``force`` redoes every
+    step. Returns what was done."""
+    from evalign.cache import Cache
+    from evalign.io import write_json_atomic
+
+    say = step or (lambda _s: None)
+    folder = cfg.out_dir(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = Cache()
+    steps = _Steps(folder, force, cache)
+    t0 = time.perf_counter()
+    outcomes: list[EvaluationOutcome] = []
+    files: dict[str, Path] = {}
+    try:
+        for ev in cfg.evaluations:
+            oc = run_evaluation(ev, folder, steps, step=say, cache=cache, on_progress=on_progress)
+            outcomes.append(oc)
+            files.update(_write_evaluation(oc, folder, cfg.report.formats))
+            resolved = resolve(cfg, outcomes, folder, partial=True)
+            _write_resolved(folder / "resolved.yaml", resolved)
+    finally:
+        cache.close()
+    resolved = resolve(cfg, outcomes, folder)
+    warnings = compare_signatures(cfg.signatures, resolved["signatures"])
+    report = None
+    if "html" in cfg.report.formats:
+        say("writing the report")
+        report, written = _write_report(cfg, outcomes, folder)
+        files.update(written)
+    _write_resolved(folder / "resolved.yaml", resolved)
+    files["resolved"] = folder / "resolved.yaml"
+    summary = {
+        "config": str(cfg.path) if cfg.path else None,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "evaluations": {o.name: {"skipped": o.skipped, "refused": o.result.refused, "warnings": list(o.result.warnings),
+                                 "signature": o.result.signature.get("text")} for o in outcomes},
+        "signature_changes": warnings,
+        "files": sorted({os.path.relpath(p, folder) for p in files.values()}),
+    }
+    write_json_atomic(folder / "run.json", summary)
+    files["run.json"] = folder / "run.json"
+    return RunOutcome(outcomes, report, files, warnings, resolved, folder)
+
+
+def _write_evaluation(oc: EvaluationOutcome, out: Path, formats: tuple[str, ...]) -> dict[str, Path]:
+    from evalign.io import write_json_atomic, write_table
+
+    folder = out / oc.name
+    files: dict[str, Path] = {}
+    if oc.items is not None:
+        write_table(oc.items, folder / "scored.jsonl")
+        files[f"{oc.name}:scored"] = folder / "scored.jsonl"
+    if oc.pairs is not None and oc.judge_runs and (folder / "pairs.jsonl").exists():
+        write_table(oc.pairs, folder / "pairs.jsonl")
+        files[f"{oc.name}:pairs"] = folder / "pairs.jsonl"
+    r = oc.result
+    if "json" in formats:
+        write_json_atomic(folder / "evaluation.json", {**r.to_json(), "metric_runs": oc.metric_runs,
+                                                        "judge_signatures": {k: v["signature"] for k, v in
+                                                                             oc.judge_runs.items()}})
+        files[f"{oc.name}:json"] = folder / "evaluation.json"
+    if "csv" in formats:
+        tables: dict[str, pd.DataFrame] = {"overview.csv": r.overview, "missing.csv": r.missing}
+        if r.systems is not None:
+            tables["systems.csv"] = r.systems
+        if r.breakdown is not None:
+            tables["breakdown.csv"] = r.breakdown
+        for t in r.trust:
+            tables[f"trust_{t.statistic}_{t.level}" + (f"_{t.grouping}" if t.level == "item" and r.mode != "pairs"
+                                                        else "") + ".csv"] = t.rows
+        for name, df in tables.items():
+            write_table(df, folder / name)
+            files[f"{oc.name}:{name}"] = folder / name
+    return files
+
+
+def _write_report(cfg: RunConfig, outcomes: list[EvaluationOutcome], out: Path) -> tuple[Any, dict[str, Path]]:
+    from evalign.report import write_report
+    from evalign.report.assemble import from_results
+
+    sigs = [f"{c}: {r['signature']}" for o in outcomes for c, r in o.metric_runs.items()]
+    sigs += [f"{c}: {r['signature']}" for o in outcomes for c, r in o.judge_runs.items()]
+    one = outcomes[0] if len(outcomes) == 1 else None
+    item_kw: dict[str, Any] = {}
+    if one is not None and one.result.mode == "items":
+        item_kw = {"item_table": one.items, "human_col": one.meta["human"]["column"],
+                   "judge_cols": [c.name for c in one.columns if c.kind == "judge"]}
+    title = cfg.report.title or f"evalign run: {cfg.name}"
+    subtitle = cfg.report.subtitle or "; ".join(
+        f"{o.name}: {o.result.n_items} {'pairs' if o.result.mode == 'pairs' else 'items'}, labels: {o.result.human}"
+        for o in outcomes)
+    data = from_results([o.result for o in outcomes], title=title, subtitle=subtitle,
+                        notes=[*cfg.report.notes, *sigs], by_task_label=cfg.report.by_task_label, **item_kw)
+    written = write_report(out, data)
+    return data, {k: Path(v) for k, v in written.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# the resolved config
+
+
+def _rel(p: Path | None, folder: Path) -> str | None:
+    if p is None:
+        return None
+    try:
+        return os.path.relpath(Path(p).resolve(), folder.resolve())
+    except ValueError:  # another drive (Windows)
+        return str(Path(p).resolve())
+
+
+def resolve(cfg: RunConfig, outcomes: list[EvaluationOutcome], folder: Path, *, partial: bool = False,
+            metas: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The config with every default filled in (as written to ``<out>/resolved.yaml``: paths
+    relative to ``folder``) and ``signatures``: per evaluation its metrics', judges' and the
+    meta-evaluation's signatures. ``outcomes``: the evaluations run so far (the rest are written
+    as configured when ``partial``, with ``metas[name]`` as their meta section when given)."""
+    by_name = {o.name: o for o in outcomes}
+    evals: list[dict[str, Any]] = []
+    sigs: dict[str, Any] = {}
+    for ev in cfg.evaluations:
+        o = by_name.get(ev.name)
+        if o is None and not partial:
+            continue
+        data = {"dataset": ev.data.dataset, "data_dir": _rel(ev.data.data_dir, folder),
+                "file": _rel(ev.data.file, folder), "fields": dict(ev.data.fields)}
+        entry: dict[str, Any] = {
+            "name": ev.name,
+            "data": data,
+            "metrics": [{"name": m.name, "options": _metric_options(m)} for m in ev.metrics],
+            "columns": [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better}
+                        for c in ev.columns],
+            "judges": [_judge_dict(dataclasses.replace(j, options=_judge_options(j), backend_options=_backend_options(j)))
+                       for j in ev.judges],
+            "meta": dict((metas or {}).get(ev.name, ev.meta)),
+        }
+        if o is not None:
+            kinds = {c.name: c for c in o.columns}
+            entry["columns"] = [{"name": c.name, "kind": kinds[c.name].kind if c.name in kinds else c.kind,
+                                 "higher_is_better": kinds[c.name].higher_is_better if c.name in kinds
+                                 else c.higher_is_better} for c in ev.columns]
+            entry["meta"] = o.meta
+            sigs[ev.name] = {"metrics": {c: r["signature"] for c, r in o.metric_runs.items()},
+                             "judges": {c: r["signature"] for c, r in o.judge_runs.items()},
+                             "evaluation": o.result.signature.get("text")}
+        for j in entry["judges"]:
+            for k in ("template", "rubric", "rubric_column"):
+                j[k] = j["options"].pop(k, j[k])
+            j["options"].pop("column", None)
+        evals.append(entry)
+    return {
+        "version": cfg.version,
+        "name": cfg.name,
+        "evaluations": evals,
+        "report": {"out": ".", "formats": list(cfg.report.formats), "title": cfg.report.title,
+                   "subtitle": cfg.report.subtitle, "notes": list(cfg.report.notes),
+                   "by_task_label": cfg.report.by_task_label},
+        "signatures": sigs,
+    }
+
+
+def _write_resolved(path: Path, resolved: Mapping[str, Any]) -> None:
+    import yaml
+
+    from evalign.io import _json_safe, write_text_atomic
+
+    head = ("# The resolved run config written by `evalign run`: every default filled in, every signature\n"
+            "# recorded. `evalign run` on this file reproduces the run (and warns if a signature changed).\n")
+    write_text_atomic(path, head + yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True,
+                                                  width=100))
+
+
+def compare_signatures(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """One line per signature recorded in ``before`` (a resolved config's) that differs now."""
+    out: list[str] = []
+    for ev, kinds in (before or {}).items():
+        if not isinstance(kinds, Mapping):
+            continue
+        cur = now.get(ev, {})
+        for kind, val in kinds.items():
+            if isinstance(val, Mapping):
+                for name, sig in val.items():
+                    new = cur.get(kind, {}).get(name)
+                    if new != sig:
+                        out.append(f"{ev}: the signature of {name} changed: was {sig}, now {new}")
+            elif cur.get(kind) != val:
+                out.append(f"{ev}: the {kind} signature changed: was {val}, now {cur.get(kind)}")
+    return out
