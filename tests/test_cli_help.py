@@ -9,7 +9,7 @@ import sys
 import pytest
 
 VERBS = ["score", "metrics", "meta", "judge", "report", "demo", "datasets", "synth", "train-judge", "verify-judge",
-         "cache"]
+         "run", "cache"]
 
 
 @pytest.mark.parametrize("verb", VERBS)

@@ -45,7 +45,7 @@ def test_pairwise_table_matches_meta() -> None:
     row = rep.table[rep.table["kind"] == "judge"].iloc[0]
     # every labelled pair counts; a pair without a verdict is wrong
     assert row["n"] == 60 and np.isclose(row["value"], ref.accuracy_with_ties * ok.sum() / 60)
-    assert f"parsed={ref.accuracy_with_ties:.3f}" in row["extra"] and f"unparseable={60 - ok.sum()}" in row["extra"]
+    assert f"parsed={ref.accuracy_with_ties:.3f}" in row["extra"] and f"unparseable={60 - ok.sum()}" in row["extra"].split()
     base = rep.table[rep.table["kind"] == "baseline"].set_index("judge")
     assert {"always_a", "always_b", "always_tie", "random"} <= set(base.index)
     assert np.isclose(base.loc["random", "value"], 1 / 3)

@@ -20,10 +20,32 @@ def _verify(dataset: str, models: dict[str, str], limit: int | None, max_tokens:
 
 
 def print_report(report: Any) -> None:
-    """The before/after trust table."""
+    """The before/after trust table: judges and trivial baselines, one compact row each."""
+    import math
+
+    import pandas as pd
+
     what = "absolute grading (1-5)" if report.kind == "absolute" else "relative grading (A/B)"
-    title = f"Trust: judges vs {report.labels} on {report.dataset} ({report.items} items, {what})"
-    print_table(report.table, title=title, digits=3)
+    stat = "Pearson r" if report.kind == "absolute" else "preference accuracy"
+    t = report.table
+
+    def ci(lo: float, hi: float) -> str:
+        return "-" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.3f}, {hi:.3f}]"
+
+    rows = pd.DataFrame({
+        "judge": [j if k == "judge" else f"({j})" for j, k in zip(t["judge"], t["kind"], strict=True)],
+        "n": t["n"],
+        stat: t["value"],
+        "95% CI": [ci(lo, hi) for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)],
+        "beats": ["-" if b is None or (isinstance(b, float) and math.isnan(b)) else ("yes" if b else "no")
+                  for b in t["beats_baselines"]],
+        "also": t["extra"],
+    })
+    console.print(f"Trust: judges vs {report.labels} on {report.dataset}", highlight=False, soft_wrap=True)
+    print_table(rows, title=f"{report.items} items, {what}; (name) = trivial baseline", digits=3)
+    for judge, note in zip(t["judge"], t["note"], strict=True):
+        if note:
+            console.print(f"{judge}: {note}", highlight=False, markup=False)
     for n in report.notes:
         err_console.print(f"[dim]{n}[/dim]", highlight=False)
 

@@ -148,7 +148,8 @@ def verify_judges(
             rows.append({"judge": name, "kind": r["kind"], "n": n, "statistic": stat, "value": float(r["value"]),
                          "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
                          "beats_baselines": r.get("beats_baselines"),
-                         "extra": " ".join(f"{k}={_fmt(float(v))}" for k, v in extra.items() if v is not None),
+                         "extra": " ".join(f"{k}={int(v) if k == 'unparseable' else _fmt(float(v))}"
+                                           for k, v in extra.items() if v is not None and math.isfinite(float(v))),
                          "note": note})
     for name in empty:
         why = (reasons or {}).get(name, "")
