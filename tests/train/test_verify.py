@@ -18,7 +18,7 @@ def test_absolute_table_matches_scipy() -> None:
     m[:5] = np.nan  # unscored
     df = pd.DataFrame({"gpt4": h, "trained": m, "base": np.nan})
     rep = verify_judges(df, {"trained": "trained", "base": "base"}, kind="absolute", labels=["gpt4"],
-                        label_note="GPT-4 grades (1-5), NOT human ratings", n_resamples=200)
+                        label_note="GPT-4 grades (1-5), NOT human ratings", label_source="model", n_resamples=200)
     t = rep.table[rep.table["kind"] == "judge"].set_index("judge")
     ok = ~np.isnan(m)
     assert t.loc["trained", "n"] == 45 and t.loc["trained", "note"] == "5 of 50 items unscored or unlabelled"

@@ -66,6 +66,7 @@ def verify_judges(
     kind: str,
     labels: Sequence[str],
     label_note: str,
+    label_source: str = "human",
     dataset: str = "<table>",
     reasons: Mapping[str, str] | None = None,
     n_resamples: int = 1000,
@@ -82,15 +83,17 @@ def verify_judges(
     ``labels`` = annotator columns with the same coding, statistic: preference accuracy over the
     labelled pairs with a missing verdict counted wrong (accuracy over parsed verdicts, without
     human ties, and the number unparseable in ``extra``). ``reasons``: per judge, why its grades
-    were missing (shown when n = 0). ``label_note``: what the labels are (a text containing
-    "human" marks human labels, anything else model grades).
+    were missing (shown when n = 0). ``label_note``: what the labels are, shown in titles;
+    ``label_source``: ``human`` or ``model`` (e.g. GPT-4 grades).
     """
     from evalign.evaluate import evaluate
     from evalign.evaluate.spec import Column, EvalSpec, Human, Resampling, TrustRequest
 
     if kind not in ("absolute", "pairwise"):
         raise EvalignError(f"kind must be 'absolute' or 'pairwise', got {kind!r}")
-    source = "human" if "human" in label_note.lower() else "model"
+    if label_source not in ("human", "model"):
+        raise EvalignError(f"label_source must be 'human' or 'model', got {label_source!r}")
+    source = label_source
     resampling = Resampling(n_resamples=n_resamples, n_permutations=n_resamples, confidence=confidence, seed=seed)
     data = pd.DataFrame(index=range(len(table)))
     for name, col in judge_columns.items():
@@ -204,18 +207,18 @@ class VerifyOptions:
     n_resamples: int = 1000
 
 
-def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str]:
-    """A labelled set by name: (table, kind, label columns, what the labels are)."""
+def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str, str]:
+    """A labelled set by name: (table, kind, label columns, what the labels are, ``human`` or ``model``)."""
     from evalign.datasets import load_dataset
 
     ds = load_dataset(name)
     if ds.pairs is not None and ds.pref_columns:
-        return ds.pairs.copy(), "pairwise", list(ds.pref_columns), "human preference labels"
+        return ds.pairs.copy(), "pairwise", list(ds.pref_columns), "human preference labels", "human"
     if ds.items is not None and ds.human_columns and "rubric" in ds.items.columns:
         labels = list(ds.human_columns)
         gpt4 = any("gpt4" in c for c in labels)
         note = "GPT-4 grades (1-5), NOT human ratings" if gpt4 else "human ratings (1-5)"
-        return ds.items.copy(), "absolute", labels, note
+        return ds.items.copy(), "absolute", labels, note, "model" if gpt4 else "human"
     raise EvalignError(f"dataset '{name}' has neither human pairwise labels nor 1-5 grades with a rubric per item")
 
 
@@ -257,7 +260,8 @@ def verify_models(
     """Grade the labelled set ``dataset`` (or ``table``, a pair or item table of that dataset's kind) with
     each model and return the trust table (:func:`verify_judges`)."""
     options = options or VerifyOptions()
-    base, kind, labels, note = dataset_table(dataset)
+    base, kind, labels, note, source = dataset_table(dataset)
     graded, cols, reasons = grade_dataset(base if table is None else table, kind, models, options, cache=cache)
-    return verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, dataset=dataset, reasons=reasons,
+    return verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, label_source=source,
+                         dataset=dataset, reasons=reasons,
                          n_resamples=options.n_resamples, seed=options.seed)
