@@ -17,7 +17,7 @@ from evalign.io import read_pairs, write_table
 from evalign.judges import get_judge, run_judge
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "judges"))
-from test_runner import ScriptedBackend  # noqa: E402
+from test_runner import ScriptedBackend
 
 
 def test_pair_judge_output_is_ranked_by_meta(tmp_path: Path) -> None:
