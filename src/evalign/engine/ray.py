@@ -106,6 +106,7 @@ def _lexical_stage(batch: dict[str, np.ndarray], settings: EngineSettings, final
             payload: Any = ("error", e)
         else:
             scored, record = score_table(table, lexical)
+            record["node"] = _node_id()
             payload = ("done", write_shard(spec, settings, scored, lexical, record)) if final else \
                 ("scored", (spec, scored, record))
         out["shard"].append(int(index))
@@ -130,6 +131,7 @@ class _ModelStage:
                 scored, more = score_table(table, self.models)
                 for k in ("seconds", "info", "corpus"):
                     record[k].update(more[k])
+                record["model_node"] = _node_id()
                 value = write_shard(spec, self.settings, scored, self.metrics, record)
                 kind = "done"
             payloads.append(pickle.dumps((kind, value)))
@@ -188,6 +190,13 @@ def run_ray(
             raise min(errors, key=_error_place)
     summary, sys_df = finish(settings, shards, metrics, shard_seconds() - t0, resumed=len(shards) - len(todo))
     return summary, sys_df
+
+
+def _node_id() -> str:
+    """The Ray node this code runs on (kept in the shard record)."""
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _error_place(e: InputError) -> tuple[str, int]:
