@@ -8,9 +8,9 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+from engine_helpers import FAST, LEXICAL, assert_same_items, in_memory, read_shards
 from typer.testing import CliRunner
 
 from evalign.cli import app
@@ -21,33 +21,6 @@ from evalign.errors import EvalignError, InputError
 from evalign.io import read_items, write_table
 
 runner = CliRunner()
-LEXICAL = ("bleu", "chrf", "rouge_l", "exact_match")
-#: the lexical metrics without chrF (the slowest) for runs over all 2,016 bundled items
-FAST = ("bleu", "rouge_l", "exact_match")
-
-
-def read_shards(out_dir: Path) -> pd.DataFrame:
-    """Every scored row of an output folder, in shard order."""
-    parts = sorted(out_dir.glob("part-*.parquet"))
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-
-
-def in_memory(source: Path | str, metrics: tuple[str, ...] = LEXICAL) -> tuple[pd.DataFrame, dict[str, object]]:
-    """The in-memory engine's scored table and ``--json`` object (one ``evalign score`` run)."""
-    out = Path(str(source) + ".scored.parquet")
-    res = runner.invoke(app, ["score", str(source), "-m", ",".join(metrics), "-o", str(out), "--json"])
-    assert res.exit_code == 0, res.output
-    return pd.read_parquet(out), json.loads(res.stdout)
-
-
-def assert_same_items(shards: pd.DataFrame, scored: pd.DataFrame, columns: tuple[str, ...]) -> None:
-    """Every row once, with exactly the in-memory values (NaN where it has NaN)."""
-    assert len(shards) == len(scored)
-    assert not shards.duplicated(["id", "system"]).any()
-    got = shards.set_index(["id", "system"]).loc[list(zip(scored["id"], scored["system"], strict=True))]
-    for c in columns:
-        np.testing.assert_array_equal(got[c].to_numpy(dtype=float), scored[c].to_numpy(dtype=float))
-    np.testing.assert_array_equal(got["response"].to_numpy(), scored["response"].to_numpy())
 
 
 def settings(source: Path, out: Path, rows: int = 300, metrics: tuple[str, ...] = LEXICAL) -> EngineSettings:
@@ -86,10 +59,11 @@ def test_other_formats_match_in_memory(kind: str, items: pd.DataFrame, tmp_path:
             write_table(df.iloc[k * 150:(k + 1) * 150], src / f"in-{k}.parquet")
     whole = tmp_path / "whole.parquet"
     write_table(df, whole)
-    scored, expected = in_memory(whole if kind == "parquet_folder" else src)
-    summary, _ = run_local(settings(src, tmp_path / "out", rows=70))
+    metrics = LEXICAL if kind == "parquet_folder" else FAST  # chrF (slow) once
+    scored, expected = in_memory(whole if kind == "parquet_folder" else src, metrics)
+    summary, _ = run_local(settings(src, tmp_path / "out", rows=70, metrics=metrics))
     assert summary["systems"] == expected["systems"]
-    assert_same_items(read_shards(tmp_path / "out"), scored, LEXICAL)
+    assert_same_items(read_shards(tmp_path / "out"), scored, metrics)
 
 
 def _bad(items: pd.DataFrame, tmp_path: Path, fmt: str, row: int, change: dict[str, object]) -> Path:

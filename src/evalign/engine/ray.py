@@ -74,12 +74,13 @@ def init_ray(rs: RaySettings) -> None:
     """Connect to the cluster at ``rs.address``, or start Ray here (no dashboard)."""
     import ray
 
+    if rs.address:
+        check_address(rs.address)
     if ray.is_initialized():
         return
     env = {"env_vars": {k: v for k, v in os.environ.items()
                         if k.startswith(("EVALIGN_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")) or k == "PYTHONPATH"}}
     if rs.address:
-        check_address(rs.address)
         try:
             ray.init(address=rs.address, runtime_env=env, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError) as e:
