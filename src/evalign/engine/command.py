@@ -43,6 +43,8 @@ def score_sharded(
         raise UsageError("--significance: not with --out-dir (run it on the scored shards with evalign score)")
     if engine == "local" and (address is not None or gpus_per_actor or workers is not None):
         raise UsageError("--address, --gpus-per-actor and --workers need --engine ray")
+    if address is not None and workers is not None:
+        raise UsageError("--workers: only without --address (a cluster has its own CPUs)")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise UsageError(f"--out-dir {out_dir}: is a file, not a folder")
     names = split_multi(metric)

@@ -5,7 +5,9 @@ and the 1-based line of its first record for JSONL and CSV; a row range for Parq
 range for a JSON document). Planning reads the file once without parsing the records (CSV rows
 are split by the csv module, which knows quoted newlines) and keeps nothing per row.
 :func:`read_shard_records` gives a shard's ``(line, record)`` pairs numbered as in the whole file,
-so :func:`evalign.io.read_items`' validation reports the same file / line / field.
+so :func:`evalign.io.read_items`' validation reports the same file / line / field. A JSON
+document (a list of records, or one object holding them) cannot be cut by lines: each of its
+shards parses the whole document (use JSONL or Parquet for large inputs).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ merges the small per-shard records (:func:`evalign.engine.shard.finish`).
 
 Every shard's output has a fixed name and is written atomically, so a task that Ray retries
 after a worker died writes the same rows again, never twice; a re-run skips finished shards.
+Where both stages need only CPUs, Ray Data may fuse them into the actors (no copy of the scored
+rows between processes); with ``gpus_per_actor`` they stay apart (tasks on CPUs, actors on GPUs).
 The input file and ``--out-dir`` must be visible to every node (one machine, or shared storage).
 Model caches (:mod:`evalign.cache`) stay per node (each node's ``EVALIGN_CACHE``).
 """
@@ -78,14 +80,17 @@ def init_ray(rs: RaySettings) -> None:
         check_address(rs.address)
     if ray.is_initialized():
         return
-    env = {"env_vars": {k: v for k, v in os.environ.items()
-                        if k.startswith(("EVALIGN_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")) or k == "PYTHONPATH"}}
+    # offline flags travel to every worker; paths (PYTHONPATH, EVALIGN_CACHE) only to workers on this machine
+    flags = {k: v for k, v in os.environ.items() if k.startswith(("HF_", "TRANSFORMERS_", "TOKENIZERS_"))}
+    paths = {k: v for k, v in os.environ.items() if k.startswith("EVALIGN_") or k == "PYTHONPATH"}
     if rs.address:
+        env = {"env_vars": flags}
         try:
             ray.init(address=rs.address, runtime_env=env, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError) as e:
             raise EvalignError(f"--address {rs.address}: cannot connect to Ray ({' '.join(str(e).split())[:200]})") from None
         return
+    env = {"env_vars": {**flags, **paths}}
     ray.init(num_cpus=rs.workers or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
              logging_level="ERROR", runtime_env=env,
              object_store_memory=rs.object_store_mb * 2**20 if rs.object_store_mb else None)
@@ -145,7 +150,10 @@ def run_ray(
     """Score ``settings.source`` with Ray Data into ``settings.out_dir``; return the summary (as
     ``evalign score --json``) and the system scores. Finished shards are skipped; an invalid row
     is the reader's error (the earliest one in file order among the shards that failed)."""
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise EvalignError("--engine ray needs Ray: pip install 'evalign[ray]'") from None
 
     t0 = shard_seconds()
     shards = prepare(settings)
