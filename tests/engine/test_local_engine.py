@@ -139,6 +139,7 @@ def test_cli_usage_errors(items_jsonl: Path, tmp_path: Path) -> None:
         (["--engine", "ray"], "give --out-dir"),
         (["--out-dir", str(tmp_path / "o"), "-o", str(tmp_path / "x.jsonl")], "not with --out-dir"),
         (["--out-dir", str(tmp_path / "o"), "--address", "h:1"], "need --engine ray"),
+        (["--workers", "2"], "need --engine ray"),
         (["--engine", "spark", "--out-dir", str(tmp_path / "o")], "expected local or ray"),
     ]:
         res = runner.invoke(app, ["score", str(items_jsonl), "-m", "bleu", *args])

@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
                                     "Ray may use on this machine (default: all)."),
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
-        if engine != "local" or out_dir is not None:
+        if engine != "local" or out_dir is not None or address is not None or gpus_per_actor or workers is not None:
             from evalign.engine.command import score_sharded
 
             score_sharded(file=file, dataset=dataset, metric=metric, option=option, no_cache=no_cache,

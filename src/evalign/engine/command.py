@@ -33,6 +33,8 @@ def score_sharded(
 
     if engine not in ("local", "ray"):
         raise UsageError(f"--engine {engine}: expected local or ray")
+    if engine == "local" and (address is not None or gpus_per_actor or workers is not None):
+        raise UsageError("--address, --gpus-per-actor and --workers need --engine ray")
     if out_dir is None:
         raise UsageError(f"--engine {engine}: give --out-dir DIR (the scored shards are written there)")
     if dataset is not None or file is None or file == "-":
@@ -41,8 +43,6 @@ def score_sharded(
         raise UsageError("-o: not with --out-dir (the scored rows are the Parquet shards in --out-dir)")
     if significance:
         raise UsageError("--significance: not with --out-dir (run it on the scored shards with evalign score)")
-    if engine == "local" and (address is not None or gpus_per_actor or workers is not None):
-        raise UsageError("--address, --gpus-per-actor and --workers need --engine ray")
     if address is not None and workers is not None:
         raise UsageError("--workers: only without --address (a cluster has its own CPUs)")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
