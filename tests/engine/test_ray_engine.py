@@ -90,3 +90,15 @@ def test_unreachable_address_is_one_line(items_jsonl: Path, tmp_path: Path) -> N
     assert res.exit_code == 1
     assert "error: --address 127.0.0.1:1: cannot reach a Ray cluster there" in " ".join(res.output.split())
     assert "Traceback" not in res.output
+
+
+def test_model_that_cannot_load_is_the_same_error(items: pd.DataFrame, tmp_path: Path) -> None:
+    src = tmp_path / "few.jsonl"
+    write_table(items.head(10), src)
+    args = ["score", str(src), "-m", "semscore", "--option", f"semscore.model={tmp_path / 'no-model'}", "--no-cache"]
+    local = runner.invoke(app, args)
+    distributed = runner.invoke(app, [*args, "--engine", "ray", "--out-dir", str(tmp_path / "out")])
+    assert local.exit_code == distributed.exit_code == 1
+    line = " ".join(local.output.split())
+    assert line.startswith("error: ") and "no-model" in line
+    assert " ".join(distributed.output.split()) == line

@@ -16,6 +16,7 @@ Model caches (:mod:`evalign.cache`) stay per node (each node's ``EVALIGN_CACHE``
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import socket
@@ -86,13 +87,13 @@ def init_ray(rs: RaySettings) -> None:
     if rs.address:
         env = {"env_vars": flags}
         try:
-            ray.init(address=rs.address, runtime_env=env, log_to_driver=False, logging_level="ERROR")
+            ray.init(address=rs.address, runtime_env=env, log_to_driver=False, logging_level=logging.ERROR)
         except (ConnectionError, RuntimeError) as e:
             raise EvalignError(f"--address {rs.address}: cannot connect to Ray ({' '.join(str(e).split())[:200]})") from None
         return
     env = {"env_vars": {**flags, **paths}}
     ray.init(num_cpus=rs.workers or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
-             logging_level="ERROR", runtime_env=env,
+             logging_level=logging.ERROR, runtime_env=env,
              object_store_memory=rs.object_store_mb * 2**20 if rs.object_store_mb else None)
 
 
@@ -108,7 +109,7 @@ def _lexical_stage(batch: dict[str, np.ndarray], settings: EngineSettings, final
         spec: ShardSpec = pickle.loads(raw)
         try:
             table = read_shard(spec, settings)
-        except InputError as e:
+        except EvalignError as e:  # bad input (the reader's error) or a metric that cannot run
             payload: Any = ("error", e)
         else:
             scored, record = score_table(table, lexical)
@@ -134,12 +135,16 @@ class _ModelStage:
             kind, value = pickle.loads(raw)
             if kind == "scored":
                 spec, table, record = value
-                scored, more = score_table(table, self.models)
-                for k in ("seconds", "info", "corpus"):
-                    record[k].update(more[k])
-                record["model_node"] = _node_id()
-                value = write_shard(spec, self.settings, scored, self.metrics, record)
-                kind = "done"
+                try:
+                    scored, more = score_table(table, self.models)
+                except EvalignError as e:  # e.g. a model that cannot be loaded: the driver says it
+                    kind, value = "error", e
+                else:
+                    for k in ("seconds", "info", "corpus"):
+                        record[k].update(more[k])
+                    record["model_node"] = _node_id()
+                    value = write_shard(spec, self.settings, scored, self.metrics, record)
+                    kind = "done"
             payloads.append(pickle.dumps((kind, value)))
         return {"shard": np.asarray(batch["shard"], dtype=np.int64), "payload": np.array(payloads, dtype=object)}
 
@@ -164,15 +169,13 @@ def run_ray(
         on_shard(done, len(shards))
     if todo:
         init_ray(rs)
-        import logging
-
         import ray.data
 
         logging.getLogger("ray.data").setLevel(logging.ERROR)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
-        ds = ray.data.from_items([{"shard": s.index, "spec": pickle.dumps(s)} for s in todo],
+        ds: Any = ray.data.from_items([{"shard": s.index, "spec": pickle.dumps(s)} for s in todo],
                                  override_num_blocks=len(todo))
         has_models = any(is_model_metric(m) for m in metrics)
         ds = ds.map_batches(_lexical_stage, batch_size=1, num_cpus=1, fn_kwargs={"settings": settings,
@@ -187,7 +190,7 @@ def run_ray(
                 actors = max(1, int(ray.cluster_resources().get("CPU", 1)) // 2)
             ds = ds.map_batches(_ModelStage, batch_size=1, num_cpus=0 if gpus else 1, num_gpus=gpus or None,
                                 concurrency=actors, fn_constructor_kwargs={"settings": settings})
-        errors: list[InputError] = []
+        errors: list[EvalignError] = []
         for row in ds.iter_rows():
             kind, value = pickle.loads(row["payload"])
             if kind == "error":
@@ -196,7 +199,8 @@ def run_ray(
             if on_shard is not None:
                 on_shard(done, len(shards))
         if errors:
-            raise min(errors, key=_error_place)
+            inputs = [e for e in errors if isinstance(e, InputError)]
+            raise min(inputs, key=_error_place) if inputs else errors[0]
     summary, sys_df = finish(settings, shards, metrics, shard_seconds() - t0, resumed=len(shards) - len(todo))
     return summary, sys_df
 

@@ -145,7 +145,8 @@ def score_table(table: pd.DataFrame, metrics: Sequence[Metric]) -> tuple[pd.Data
         if getattr(m, "system_level", "mean") == "corpus":
             per: dict[str, Any] = {}
             for system, group in scored.groupby("system", sort=True):
-                stats = [s for s in m.item_stats(group["response"].tolist(), references_of(group)) if s is not None]
+                stats = [s for s in m.item_stats(group["response"].tolist(), references_of(group))  # type: ignore[attr-defined]
+                         if s is not None]
                 per[str(system)] = [int(x) for x in np.sum(np.asarray(stats, dtype=np.int64), axis=0)] if stats else None
             record["corpus"][r.column] = per
     return scored, record
