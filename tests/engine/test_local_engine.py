@@ -32,13 +32,14 @@ def test_cli_out_dir_matches_in_memory(items_jsonl: Path, tmp_path: Path) -> Non
     scored, expected = in_memory(items_jsonl, FAST)
     out = tmp_path / "out"
     res = runner.invoke(app, ["score", str(items_jsonl), "-m", ",".join(FAST), "--out-dir", str(out),
-                              "--shard-rows", "300", "--json"])
+                              "--shard-rows", "300", "--system-out", str(tmp_path / "systems.jsonl"), "--json"])
     assert res.exit_code == 0, res.output
     got = json.loads(res.stdout)
     assert got["shards"] == 7 and got["items"] == 2016 and got["resumed_shards"] == 0
     assert got["systems"] == expected["systems"]  # corpus BLEU / chrF and means: exactly equal
     assert [m["signature"] for m in got["metrics"]] == [m["signature"] for m in expected["metrics"]]
     assert json.loads((out / "summary.json").read_text())["systems"] == expected["systems"]
+    assert [json.loads(x) for x in (tmp_path / "systems.jsonl").read_text().splitlines()] == expected["systems"]
     assert_same_items(read_shards(out), scored, FAST)
 
 
