@@ -67,8 +67,28 @@ def register(app: typer.Typer) -> None:
         baseline_system: str = typer.Option(None, "--baseline-system", help="Baseline of --significance (default: first)."),
         all_pairs: bool = typer.Option(False, "--all-pairs", help="--significance between every pair of systems."),
         as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+        engine: str = typer.Option("local", "--engine", help="local (this process) or ray (Ray Data; needs --out-dir)."),
+        out_dir: str = typer.Option(None, "--out-dir", help="Score in shards into this folder (Parquet shards + "
+                                    "summary.json), with bounded memory; a re-run resumes."),
+        address: str = typer.Option(None, "--address", help="--engine ray: a running Ray cluster (HOST:PORT, "
+                                    "ray://HOST:PORT or auto; default: start Ray on this machine)."),
+        shard_rows: int = typer.Option(10_000, "--shard-rows", min=1, help="--out-dir: rows per shard."),
+        gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", min=0, help="--engine ray: GPUs per "
+                                             "model-metric actor (0 = CPU)."),
+        workers: int = typer.Option(None, "--workers", min=1, help="--engine ray without --address: CPUs "
+                                    "Ray may use on this machine (default: all)."),
     ) -> None:
         """Score every response against its reference(s) with the given metrics."""
+        if engine != "local" or out_dir is not None or address is not None or gpus_per_actor or workers is not None:
+            from evalign.engine.command import score_sharded
+
+            score_sharded(file=file, dataset=dataset, metric=metric, option=option, no_cache=no_cache,
+                          skip_invalid=skip_invalid, out=out, system_out=system_out, significance=significance,
+                          fields=field_map(id_field, system_field, instruction_field, input_field, reference_field,
+                                           response_field, task_field, language_field),
+                          system=system, as_json=as_json, engine=engine, out_dir=out_dir, address=address,
+                          shard_rows=shard_rows, gpus_per_actor=gpus_per_actor, workers=workers)
+            return
         from evalign.io import FORMATS, detect_format, read_items, write_table
         from evalign.metrics.base import Metric, get_metric
         from evalign.scoring import score, system_scores
