@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend."),
         system_prompt: str = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
                                           "(prepended to the user turn, for chat templates without a system role)."),
-        base_url: str = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1."),
+        base_url: list[str] = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
+                                           "repeat it to spread calls over several servers of the same model."),
         model: str = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf)."),
         api_key_env: str = typer.Option(
             "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged)."
@@ -205,6 +206,8 @@ def register(app: typer.Typer) -> None:
             run = run_judge(table, judge, be, cache=cache, skip_self=list(skip_self or []), human=human,
                             length_unit=length_unit, partial_path=partial, on_progress=on_progress)
         summary = run.summary.as_dict()
+        if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
+            summary["endpoints"] = be.endpoint_stats()
         if out:
             write_table(run.table, out)
             summary_path = Path(f"{out}.summary.json")
@@ -275,8 +278,14 @@ def _make_backend(kind: str, **kw: Any) -> Any:
     if kind == "openai":
         if not kw.get("base_url"):
             raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
+        urls = list(kw["base_url"])
+        if len(urls) > 1:  # one model on several servers (the cache key does not name them)
+            cls = backend_class("multi")
+            if len(set(urls)) < len(urls):
+                _usage(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
+        where = {"base_urls": urls} if len(urls) > 1 else {"base_url": urls[0]}
         return cls(
-            base_url=kw["base_url"], model=kw["model"], api_key_env=kw["api_key_env"] or None,
+            **where, model=kw["model"], api_key_env=kw["api_key_env"] or None,
             concurrency=kw["concurrency"], timeout=kw["timeout"], max_retries=kw["max_retries"],
             connect_timeout=kw["connect_timeout"], deadline=kw["deadline"], system_prompt=kw["system_prompt"],
         )  # fmt: skip
@@ -305,13 +314,12 @@ def _validate(**o: Any) -> None:
             value = o[option.lstrip("-").replace("-", "_")]
             _usage(f"{option} must be {need}, got {value!r}")
 
-    url = o["base_url"]
-    if o["backend"] == "openai" and url is not None:
+    for url in (o["base_url"] or []) if o["backend"] == "openai" else []:
         from urllib.parse import urlparse
 
         parsed = urlparse(url)
-        check(parsed.scheme in ("http", "https") and bool(parsed.netloc), "--base-url",
-              "an http:// or https:// URL (e.g. http://localhost:8000/v1)")
+        if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
+            _usage(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
     check(o["concurrency"] >= 1, "--concurrency", ">= 1")
     check(o["batch_size"] >= 1, "--batch-size", ">= 1")
     check(o["timeout"] > 0, "--timeout", "> 0 seconds")
@@ -354,6 +362,14 @@ def print_summary(summary: dict[str, Any]) -> None:
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
     console.print(t)
+    if summary.get("endpoints"):
+        ep = Table(title="Endpoints", title_justify="left", header_style="bold")
+        for c in ("base URL", "calls", "failed attempts", "taken out", "healthy at the end"):
+            ep.add_column(c, justify="left" if c == "base URL" else "right")
+        for e in summary["endpoints"]:
+            ep.add_row(escape(e["base_url"]), str(e["calls"]), str(e["failures"]), str(e["taken_out"]),
+                       "yes" if e["healthy"] else "no")
+        console.print(ep)
     if summary.get("rounds"):
         r = Table(title="Ranking rounds used (pairs)", title_justify="left", header_style="bold")
         r.add_column("rounds")

@@ -6,6 +6,9 @@ Two backends share one async interface (:class:`Backend`):
   ``/v1/completions`` API (OpenAI, vLLM, llama.cpp, Ollama, TGI ...). Bounded concurrency, retries
   with exponential backoff and jitter on 429 / 5xx / timeouts / dropped connections / malformed
   bodies, honours ``Retry-After``. llama.cpp extras (GBNF ``grammar``, ``repeat_penalty``) pass through.
+* :class:`MultiEndpointBackend` — one model on several OpenAI-compatible endpoints: per-endpoint
+  concurrency, failing endpoints taken out and health-checked back in, failed requests retried on
+  another endpoint; its identity does not name the endpoints.
 * :class:`HFLocalBackend` — a local Hugging Face ``transformers`` causal LM, batched on CPU or GPU.
 
 Usage::
@@ -41,6 +44,7 @@ from evalign.judges.backends.types import Choice, Generation, GenerationRequest,
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.judges.backends.openai",
     "HFLocalBackend": "evalign.judges.backends.hf",
+    "MultiEndpointBackend": "evalign.judges.backends.multi",
     "fallback_format": "evalign.judges.backends.hf",
     "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
     "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",
@@ -66,6 +70,7 @@ __all__ = [
     "GenerationRequest",
     "HFLocalBackend",
     "Message",
+    "MultiEndpointBackend",
     "OnDone",
     "OpenAICompatibleBackend",
     "Usage",

@@ -1,4 +1,4 @@
-"""The backend registry: :func:`make_backend` by name (``openai``, ``hf``; plugins from the
+"""The backend registry: :func:`make_backend` by name (``openai``, ``hf``, ``multi``; plugins from the
 ``evalign.backends`` entry points). Backends are imported when first asked for."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from evalign.registry import Registry
 #: the backend registry (name -> Backend class)
 BACKENDS: Registry[type[Backend]] = Registry(
     "judge backend",
-    builtin_modules={"openai": "evalign.judges.backends.openai", "hf": "evalign.judges.backends.hf"},
+    builtin_modules={"openai": "evalign.judges.backends.openai", "hf": "evalign.judges.backends.hf",
+                      "multi": "evalign.judges.backends.multi"},
     entry_point_group="evalign.backends",
 )
 
