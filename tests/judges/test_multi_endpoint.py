@@ -166,6 +166,14 @@ def test_no_healthy_endpoint_fails_the_requests_quickly() -> None:
     assert be.stats()["failures"] == 12
 
 
+def test_deadline_stops_the_run() -> None:
+    a, b = Fake("a", delay=0.1), Fake("b", delay=0.1)
+    be = multi(a, b, deadline=0.05)
+    with pytest.raises(BackendRequestError, match=r"deadline of 0\.05 s") as info:
+        be.run(reqs(6))
+    assert info.value.fatal and a.served + b.served == 2  # the two calls started in time finished
+
+
 def test_identity_does_not_name_the_endpoints() -> None:
     one = make_backend("multi", base_urls=["http://h1:8000/v1", "http://h2:8000/v1"], model="judge")
     other = make_backend("multi", base_urls=["http://h3:9000/v1", "http://h1:8000/v1", "http://h4/v1"], model="judge")
@@ -174,6 +182,8 @@ def test_identity_does_not_name_the_endpoints() -> None:
     assert make_backend("multi", base_urls=["http://h1/v1", "http://h2/v1"], model="x").identity() != one.identity()
     with pytest.raises(ValueError, match="same model"):
         multi(Fake("a", model="m1"), Fake("b", model="m2"))
+    with pytest.raises(ValueError, match="non-empty list"):
+        make_backend("multi", base_urls="http://h1/v1", model="judge")
     with pytest.raises(ValueError, match="more than once"):
         make_backend("multi", base_urls=["http://h1/v1", "http://h1/v1"], model="judge")
 

@@ -98,8 +98,8 @@ class MultiEndpointBackend(Backend):
     * ``max_retries``, ``backoff_base``, ``backoff_max``, ``seed``: retries of one request over the
       endpoints (:class:`evalign.judges._http.RetryPolicy`); a retry goes to an endpoint not tried yet
       when one is healthy, without waiting.
-    * ``deadline``: seconds for all requests together (passed to every endpoint too); past it a
-      failure is raised as is (fatal).
+    * ``deadline``: seconds for all requests together, from the first (passed to every endpoint too);
+      past it no attempt is started and a failure is not retried: a fatal error stops the run.
     """
 
     kind = "multi"
@@ -130,8 +130,8 @@ class MultiEndpointBackend(Backend):
         if base_urls is not None:
             from evalign.judges.backends.openai import OpenAICompatibleBackend
 
-            if not base_urls:
-                raise ValueError("base_urls is empty")
+            if isinstance(base_urls, str) or not base_urls:
+                raise ValueError(f"base_urls must be a non-empty list of URLs, got {base_urls!r}")
             if model is None:
                 raise ValueError("model is required with base_urls")
             dup = sorted({u for u in base_urls if list(base_urls).count(u) > 1})
@@ -259,6 +259,12 @@ class MultiEndpointBackend(Backend):
         tried: set[int] = set()
         retry = 0
         while True:
+            if self._past_deadline():
+                self._count(None, retry, failed=True)
+                raise BackendRequestError(
+                    f"the deadline of {self.deadline:g} s for all requests has passed (--deadline); finished "
+                    "calls are cached, run the same command again to go on", fatal=True, attempts=retry + 1,
+                )  # fmt: skip
             try:
                 if self._all_down and not any(ep.healthy for ep in self._eps):
                     raise _NoEndpoint
