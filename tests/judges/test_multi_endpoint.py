@@ -8,6 +8,7 @@ killed mid-run: every item is graded exactly once and the killed endpoint is tak
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_proxy import FaultProxy, Forward, Status
 from llama_server import LlamaServer, free_port
 
 from evalign.cache import Cache
@@ -27,9 +29,11 @@ from evalign.judges.backends import (
     Generation,
     GenerationRequest,
     MultiEndpointBackend,
+    OpenAICompatibleBackend,
     Usage,
     make_backend,
 )
+from evalign.judges.backends.multi import http_probe
 from evalign.judges.runner import NAMESPACE
 
 ABS_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,40} " [RESULT] " [1-5]'
@@ -45,7 +49,8 @@ class Fake(Backend):
         self.base_url, self.concurrency, self.delay, self.model = name, concurrency, delay, model
         self.down = False
         self.status: int | None = None
-        self.inflight = self.max_inflight = self.served = self.attempts = self.probes = 0
+        self.inflight = self.max_inflight = self.served = self.attempts = 0
+        self.probes: list[float] = []  # when health checks came
 
     def identity(self) -> dict[str, Any]:
         return {"kind": "fake", "model": self.model, "base_url": self.base_url}
@@ -68,7 +73,7 @@ class Fake(Backend):
 def multi(*eps: Fake, **kw: Any) -> MultiEndpointBackend:
     async def probe(b: Backend) -> bool:
         assert isinstance(b, Fake)
-        b.probes += 1
+        b.probes.append(time.monotonic())
         return not b.down
 
     kw.setdefault("backoff_base", 0.01)
@@ -81,6 +86,14 @@ def reqs(n: int) -> list[GenerationRequest]:
 
 def by_url(be: MultiEndpointBackend) -> dict[str, dict[str, Any]]:
     return {e["base_url"]: e for e in be.endpoint_stats()}
+
+
+async def until(cond: Any, seconds: float = 5.0) -> None:
+    """Wait until ``cond()`` holds (fails after ``seconds``)."""
+    end = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
 
 
 def test_per_endpoint_limits_are_respected_and_filled() -> None:
@@ -114,13 +127,15 @@ def test_failing_endpoint_is_taken_out_retried_elsewhere_and_put_back_after_cool
         st = by_url(be)["b"]
         assert st["taken_out"] == 1 and not st["healthy"] and st["failures"] == b.attempts
         assert "HTTP" not in (st["last_error"] or "x") and "broken" in st["last_error"]
-        assert b.probes == 0 or time.monotonic() - t0 >= 0.3  # no health check before the cooldown
-        await asyncio.sleep(0.4)  # still down at the first health check: stays out
-        assert b.probes >= 1 and not by_url(be)["b"]["healthy"]
+        while not b.probes:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)
+        assert b.probes[0] - t0 >= 0.29  # no health check before the cooldown
+        assert not by_url(be)["b"]["healthy"]  # still down at the first health check: stays out
         b.down = False
-        await asyncio.sleep(0.35)  # the next health check answers: put back
-        st = by_url(be)["b"]
-        assert st["healthy"] and st["put_back"] == 1
+        await until(lambda: by_url(be)["b"]["healthy"])  # a later health check answers: put back
+        assert by_url(be)["b"]["put_back"] == 1 and len(b.probes) >= 2
+        assert all(y - x >= 0.29 for x, y in itertools.pairwise(b.probes))  # one check per cooldown
         second = await be.generate_many(reqs(20))
         assert all(isinstance(g, Generation) for g in second) and b.served >= 5
         await be.aclose()
@@ -284,3 +299,36 @@ def test_two_llama_servers_one_killed_mid_run(llama_server, tiny_gguf: Path, tmp
     again = json.loads(res.stdout)
     assert again["calls"]["cached"] == n and again["calls"]["new"] == 0 and again["signature"] == summary["signature"]
     assert sum(e["calls"] for e in again["endpoints"]) == 0
+
+
+@pytest.mark.server
+def test_real_endpoint_answering_503_is_taken_out_and_put_back_by_its_health_check(llama_server,
+                                                                                  fault_proxy: FaultProxy) -> None:
+    broken = [True]
+    fault_proxy.reset(lambda seen: Status(503) if broken[0] else Forward())
+    proxied = fault_proxy.base_url
+    be = make_backend("multi", base_urls=[llama_server.base_url, proxied], model=llama_server.model,
+                      concurrency=1, cooldown=0.5, api_key_env=None)  # fmt: skip
+    assert isinstance(be, MultiEndpointBackend)
+    work = [GenerationRequest(messages=[{"role": "user", "content": f"Say {i}."}], max_tokens=4) for i in range(6)]
+
+    async def main() -> None:
+        first = await be.generate_many(work)
+        assert all(isinstance(g, Generation) for g in first)
+        st = by_url(be)[proxied]
+        assert st["taken_out"] == 1 and not st["healthy"] and st["calls"] == 0 and "HTTP 503" in st["last_error"]
+        assert by_url(be)[llama_server.base_url]["calls"] == 6
+        broken[0] = False
+        await until(lambda: by_url(be)[proxied]["healthy"])  # the health check (GET /models) answers: put back
+        assert by_url(be)[proxied]["put_back"] == 1
+        assert any(s.path.endswith("/v1/models") for s in fault_proxy.seen)
+        second = await be.generate_many(work)
+        assert all(isinstance(g, Generation) for g in second) and by_url(be)[proxied]["calls"] >= 1
+        await be.aclose()
+        dead = OpenAICompatibleBackend(f"http://127.0.0.1:{free_port()}/v1", "m", api_key_env=None)
+        alive = OpenAICompatibleBackend(llama_server.base_url, "m", api_key_env=None)
+        assert await http_probe(alive) and not await http_probe(dead, timeout=2)
+        await dead.aclose()
+        await alive.aclose()
+
+    asyncio.run(main())
