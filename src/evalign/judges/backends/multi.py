@@ -7,6 +7,9 @@ seconds it gets a health check (``GET {base_url}/models``) and is put back when 
 request is retried at once on another healthy endpoint (with backoff when every endpoint has been
 tried). When no endpoint is healthy, requests fail as backend errors (non-fatal: the caller's
 ``--max-failed`` decides), quickly once one request has waited through all its retries.
+A busy endpoint (408 / 409 / 425 / 429) stays in; the request is retried elsewhere or after a backoff
+(each endpoint makes one attempt per call, so its ``Retry-After`` pause is not used here). Request
+and configuration errors (other 4xx; 401 / 403 / 404 are fatal) are raised at once, as with one URL.
 
 The cache identity does NOT name the endpoints: ``{"kind": "openai", "model", "endpoint",
 "system_prompt"[, "extra_body"]}``, so runs with different endpoint lists share cached grades (a
