@@ -194,6 +194,9 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     entry = CATALOGUE.get(name)
     variants = entry.variants if entry else {}
     key = variant.lower()
+    if key not in variants:  # a variant may also be named by its one subset, e.g. llmbar:Processed/MT-Bench
+        key = next((k for k, v in variants.items() if [str(x).lower() for x in v.kwargs.get("subsets", [])] == [key]),
+                   key)
     if key not in variants:
         listing = ", ".join(f"{name}:{v}" for v in variants) or "none"
         raise EvalignError(f"dataset '{name}' has no variant '{variant}' (variants: {listing})")
@@ -218,7 +221,7 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> Any:
     name, variant = parse_spec(spec)
     v = CATALOGUE[name].variants[variant] if variant else None
     kwargs: dict[str, Any] = dict(v.kwargs) if v else {}
-    fn = base._ADAPTERS[name]
+    fn = base.DATASETS.get(name)
     if data_dir is not None and _accepts_data_dir(fn):
         kwargs["data_dir"] = data_dir
     ds = fn(**kwargs)
