@@ -125,6 +125,8 @@ def run_demo(
         ),
         notes=[*notes, *signatures],
         by_task_label="PandaLM: preference accuracy (with ties)",
+        item_table=pair_items,
+        pairs=pl.pairs,
     )
     assert si_result.systems is not None
     leaderboard = si_result.systems.rename(columns={"human": "human_rank"}).sort_values("human_rank")

@@ -142,7 +142,8 @@ def register(app: typer.Typer) -> None:
         if result.refused:
             raise CliError(result.refused)
         data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle,
-                            item_table=table, human_col=hum.column, judge_cols=[c.name for c in cols if c.kind == "judge"])
+                            item_table=table, human_col=hum.column, judge_cols=[c.name for c in cols if c.kind == "judge"],
+                            pairs=pairs if hum.kind == "pairs" else None, human_higher_is_better=hum.higher_is_better)
         written = write_report(out.parent, data, html_name=out.name, assets=f"{out.stem}_files")
         if as_json:
             emit_json({**{k: str(v) for k, v in written.items()}, "evaluation": result.to_json()})

@@ -11,6 +11,7 @@ import pandas as pd
 from evalign.evaluate.result import EvalResult
 from evalign.meta.significance import CORRELATIONS
 from evalign.report.data import ReportData
+from evalign.report.explorer import ExplorerSpec, item_explorer, pair_explorer
 
 #: statistics shown in the accuracy section
 ACCURACIES = ("pairwise_accuracy", "preference_accuracy")
@@ -38,12 +39,16 @@ def from_results(
     judge_cols: Sequence[str] = (),
     notes: Sequence[str] = (),
     by_task_label: str | None = None,
+    pairs: pd.DataFrame | None = None,
+    human_higher_is_better: bool = True,
 ) -> ReportData:
     """The report of one or more evaluation results: the leaderboard of the first result with a
     system table, every trust table (correlations and accuracies, baselines included), the
     breakdown by task, the tie-calibration curves, and the results' notes, warnings and signatures.
     ``item_table`` (scored items) feeds the score distributions per ``human_col`` grade and the
-    score-vs-length plots of ``judge_cols``."""
+    score-vs-length plots of ``judge_cols``. The item explorer shows the first result with
+    item-level labels: the rated ``item_table`` (``human_col``), or for a pair result the ``pairs``
+    table with the scored sides in ``item_table``."""
     corr: list[pd.DataFrame] = []
     acc: list[pd.DataFrame] = []
     by_task = None
@@ -85,6 +90,7 @@ def from_results(
             curves.setdefault(k, v)
         all_notes += [f"warning: {w}" for w in r.warnings] + list(r.notes)
     return ReportData(
+        explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
         title=title,
         subtitle=subtitle,
         leaderboard=leaderboard,
@@ -110,3 +116,24 @@ def _human_hib(r: EvalResult) -> bool:
     best first)."""
     h = r.systems["human"].dropna().to_numpy() if r.systems is not None else []
     return not (len(h) > 1 and h[0] < h[-1])
+
+
+def _explorer(results: Sequence[EvalResult], item_table: pd.DataFrame | None, human_col: str | None,
+              pairs: pd.DataFrame | None, human_hib: bool) -> ExplorerSpec | None:
+    """The explorer of the first result with item-level labels (see :func:`from_results`)."""
+    for r in results:
+        if r.refused:
+            continue
+        metrics = [str(c["name"]) for c in r.columns if c["kind"] == "metric"]
+        judges = [str(c["name"]) for c in r.columns if c["kind"] == "judge"]
+        lower = [str(c["name"]) for c in r.columns if not c["higher_is_better"]]
+        label = r.title.removeprefix("Agreement with ")
+        if r.mode == "pairs" and pairs is not None:
+            return pair_explorer(pairs, item_table, pref_columns=[p.strip() for p in r.human.split(",")],
+                                 metrics=metrics, judges=judges, lower_is_better=lower, label=label)
+        if r.mode == "items" and item_table is not None and human_col and human_col in item_table.columns \
+                and r.human == human_col:
+            return item_explorer(item_table, human_col, metrics=metrics, judges=judges, lower_is_better=lower,
+                                 human_higher_is_better=human_hib,
+                                 label=label)
+    return None

@@ -112,6 +112,10 @@ def build_report(data: ReportData) -> Report:
         s = Section("length_bias", "Judge score vs response length")
         s.figures.append(Figure("score_vs_length", "Judge scores against response length in words", F.score_vs_length(data.item_table, judge_cols)))
         sections.append(s)
+    if data.explorer is not None:
+        s = Section("explorer", "Item explorer")
+        s.html = data.explorer.html()
+        sections.append(s)
     if data.extra_tables:
         s = Section("more", "More results")
         for title, df in data.extra_tables.items():

@@ -68,6 +68,8 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     #: digits after the decimal point in tables
     digits: int = 3
+    #: the item (or pair) explorer: an :class:`evalign.report.explorer.ExplorerSpec`, or None
+    explorer: Any = None
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:
