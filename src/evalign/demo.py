@@ -47,6 +47,16 @@ def offline_metrics() -> tuple[list[Metric], list[str]]:
     return metrics, notes
 
 
+def human_rank_scale() -> str:
+    """What the Self-Instruct human ranks are ranks among (the bundled ranking file's ``scale``)."""
+    import json
+
+    from evalign.datasets.base import bundled_path
+
+    info = json.loads(bundled_path("self_instruct", "human_system_ranking.json").read_text(encoding="utf-8"))
+    return str(info.get("scale") or "rank (1 = best)")
+
+
 @dataclass
 class DemoResult:
     """Everything the demo computed: the scored tables, the two evaluation results (Self-Instruct

@@ -21,6 +21,7 @@ from evalign.cli.common import (
     SYSTEM_FIELD,
     TASK_FIELD,
     CliError,
+    Stages,
     emit_json,
     err_console,
     field_map,
@@ -109,7 +110,9 @@ def register(app: typer.Typer) -> None:
                             costs={r.column: r.seconds_per_1000 for r in runs})
         except EvalignError as e:
             raise CliError(str(e)) from None
-        result = evaluate(spec)
+        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+            stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
+            result = evaluate(spec)
         if as_json:
             emit_json(result.to_json())
             if result.refused:

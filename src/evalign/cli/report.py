@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET
 
 
@@ -138,7 +138,9 @@ def register(app: typer.Typer) -> None:
                             min_group_size=10)
         except EvalignError as e:
             raise CliError(str(e)) from None
-        result = evaluate(spec)
+        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+            stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
+            result = evaluate(spec)
         if result.refused:
             raise CliError(result.refused)
         data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle,
