@@ -122,6 +122,18 @@ def register(app: typer.Typer) -> None:
         if by is None:
             by = "task" if group_col is not None and "task" in group_col.columns and \
                 group_col["task"].nunique() > 1 else None
+        merges: list[str] = []
+        if by == "task" and group_col is not None:  # "Yelp" and "yelp" are one task (the merge is listed)
+            from evalign.report.data import MERGED_TASK, merge_labels
+
+            merged, merges = merge_labels(group_col["task"])
+            if merged:
+                group_col = group_col.assign(**{MERGED_TASK: group_col["task"].astype(str).replace(merged)})
+                if hum.kind == "pairs":
+                    pairs = group_col
+                else:
+                    table = group_col
+                by = MERGED_TASK
         if hum.kind == "item":
             requests: tuple[Any, ...] = (TrustRequest("kendall", "item", "item"), TrustRequest("kendall", "system"),
                                          TrustRequest("pairwise_accuracy", "item", "item"))
@@ -143,7 +155,8 @@ def register(app: typer.Typer) -> None:
             result = evaluate(spec)
         if result.refused:
             raise CliError(result.refused)
-        data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle,
+        data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle, notes=merges,
+                            runs={source: runs}, min_group_size=10,
                             item_table=table, human_col=hum.column, judge_cols=[c.name for c in cols if c.kind == "judge"],
                             pairs=pairs if hum.kind == "pairs" else None, human_higher_is_better=hum.higher_is_better)
         written = write_report(out.parent, data, html_name=out.name, assets=f"{out.stem}_files")

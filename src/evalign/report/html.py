@@ -47,6 +47,8 @@ class Section:
     text: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: list[Figure] = field(default_factory=list)
+    #: a bulleted list shown after the text (notes)
+    items: list[str] = field(default_factory=list)
     #: a ready HTML fragment shown after the figures (the item explorer); its texts are escaped by its maker
     html: str = ""
 
@@ -72,6 +74,8 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
         parts.append(f'<section id="{e(s.key)}"><h2>{e(s.title)}</h2>')
         if s.text:
             parts.append(f'<p class="note">{e(s.text)}</p>')
+        if s.items:
+            parts.append('<ul class="note">' + "".join(f"<li>{e(i)}</li>" for i in s.items) + "</ul>")
         for name, df in s.tables.items():
             if len(s.tables) > 1 or name != s.title:
                 parts.append(f"<h3>{e(name)}</h3>")
