@@ -74,7 +74,7 @@ def rank_heatmap(
     fig = _figure(max(5.5, 2.5 + 0.9 * len(cols)), 1.4 + 0.38 * len(r))
     ax = fig.add_subplot()
     im = ax.imshow(mat, cmap="cividis_r", aspect="auto", vmin=1, vmax=max(len(r), 2))
-    ax.set_xticks(range(len(cols)), [("human" if c == human_col else c) for c in cols], rotation=30, ha="right")
+    ax.set_xticks(range(len(cols)), [("human" if c == human_col else c) for c in cols], rotation=90)
     ax.set_yticks(range(len(r)), [str(s) for s in r.index])
     for i in range(mat.shape[0]):
         for j in range(mat.shape[1]):
@@ -172,7 +172,7 @@ def task_heatmap(by_task: pd.DataFrame, label: str, *, n: Mapping[str, int] | No
     ax = fig.add_subplot()
     im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_facecolor("#dddddd")  # cells without a value
-    ax.set_xticks(range(m.shape[1]), list(m.columns), rotation=30, ha="right")
+    ax.set_xticks(range(m.shape[1]), list(m.columns), rotation=90)
     ax.set_yticks(range(m.shape[0]), rows)
     cm = im.get_cmap()
     for i in range(mat.shape[0]):
@@ -241,6 +241,21 @@ def degenerate_curve(curve: Sequence[Any]) -> str | None:
     return None
 
 
+def _symlog_axis(ax: Any, smallest: float, largest: float) -> None:
+    """A symmetric-log x axis (linear below ``smallest``) with at most 5 labelled ticks: 0 and
+    powers of ten from ten times ``smallest`` (so that labels keep apart)."""
+    ax.set_xscale("symlog", linthresh=smallest, linscale=0.5)
+    lo = math.ceil(math.log10(smallest)) + 1
+    hi = math.floor(math.log10(largest)) if largest > 0 else lo
+    decades = list(range(lo, hi + 1))
+    step = max(1, math.ceil(len(decades) / 4))
+    ticks = [0.0, *(10.0**k for k in decades[::step])]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    from matplotlib.ticker import NullLocator
+
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
 def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
     """Pairwise accuracy as a function of the tie threshold epsilon, one panel per metric (metrics
     have their own units; a symmetric-log x axis so that small thresholds are not squashed at the
@@ -258,7 +273,7 @@ def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
         ax.plot(eps, acc, lw=1.5, color=BLUE)
         positive = eps[eps > 0]
         if positive.size:
-            ax.set_xscale("symlog", linthresh=float(positive.min()), linscale=0.5)
+            _symlog_axis(ax, float(positive.min()), float(positive.max()))
         best = None
         if len(curve) > 2 and curve[2] is not None and np.isfinite(float(curve[2])):
             best = float(curve[2])
