@@ -74,9 +74,10 @@ def build_report(data: ReportData) -> Report:
     pct = f"{round(100 * data.confidence)}%"
     if data.leaderboard is not None and len(data.leaderboard):
         s = Section("leaderboard", f"System leaderboard beside the ranking by {who}")
+        order = (f"systems in the order of the ranking by {who}" if data.human_system_col
+                 and data.human_system_col in data.leaderboard.columns else "systems in the table's order")
         s.text = ("Each metric's system-level score with its rank among these systems in brackets (1 = best); "
-                  f"systems in the order of the {who}' ranking" + (f" (human rank = {data.human_scale})."
-                                                                     if data.human_scale else "."))
+                  + order + (f" (human rank = {data.human_scale})." if data.human_scale else "."))
         s.tables["System leaderboard"] = leaderboard_display(data)
         cols = [m for m in data.metric_cols if m in data.leaderboard.columns]
         if cols or data.human_system_col:
