@@ -4,12 +4,10 @@ names what it shows (statistic, level, n, interval) on fixed scales."""
 from __future__ import annotations
 
 import itertools
-import pickle
 import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,7 +22,7 @@ def _texts(fig: Any) -> list[tuple[str, Any]]:
     renderer = fig.canvas.get_renderer()
     out = []
     for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip() or t.axes is not None and not t.axes.get_visible():
+        if not t.get_visible() or not t.get_text().strip() or (t.axes is not None and not t.axes.get_visible()):
             continue
         out.append((t.get_text(), t.get_window_extent(renderer)))
     return out
@@ -125,4 +123,4 @@ def test_coverage_section(report_data: ReportData) -> None:
     cov = pd.DataFrame({"metric": ["semscore"], "cells": [1976], "missing": [3], "truncated texts": ["320 of 1976"]})
     html = build_report(dataclasses.replace(report_data, coverage=cov)).html
     assert "320 of 1976" in html and "Missing values and truncated texts" in html
-    _ = np, pickle
+
