@@ -80,3 +80,9 @@ def test_random_tables_fold_without_splitting(width: int) -> None:
             name += " " + "z" * int(rng.integers(1, 8))
             df[name] = rng.normal(0, 10 ** rng.integers(0, 5), 6)
         _assert_unsplit([("a random table: numbers", df)], width, 3)
+
+
+def test_missing_values_print_as_a_dash() -> None:
+    df = pd.DataFrame({"metric": ["a", "b"], "n": pd.array([3, None], dtype="Int64"), "v": [0.5, float("nan")]})
+    cells = _cells(_render([("t", df)], 80, 3))
+    assert {"3", "-", "0.500"} <= cells and "<NA>" not in cells and "nan" not in cells

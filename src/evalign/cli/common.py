@@ -102,7 +102,7 @@ def field_map(
 
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A cell for a terminal table."""
-    if v is None:
+    if v is None or v is pd.NA or v is pd.NaT:
         return "-"
     if isinstance(v, float):
         return "-" if math.isnan(v) else f"{v:.{digits}f}"
