@@ -105,7 +105,8 @@ def test_export_items_round_trips_into_meta(tmp_path: Path) -> None:
     from_dataset["trust"][0]["rows"].remove(ceiling[0])
     assert from_file == from_dataset
     # 262 of the 332 items have a reference (rouge_l has no value on the other 70)
-    assert from_file["n_items"] == 262 and from_file["overview"][0]["pairwise_accuracy"] > 0
+    assert from_file["n_items"] == 262 and from_file["n_systems"] == 4
+    assert from_file["overview"][0]["pairwise_accuracy"] > 0.5
 
 
 def test_export_items_with_system_human_round_trips(tmp_path: Path) -> None:
@@ -141,7 +142,7 @@ def test_export_pairs_and_pairs_as_items(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["items"] == 1998
     from_file = _meta([str(scored), "--dataset", "pandalm", "-m", "rouge_l"])
     from_dataset = _meta(["--dataset", "pandalm", "-m", "rouge_l"])
-    assert from_file == from_dataset and from_file["n_items"] == 999
+    assert from_file == from_dataset and from_file["n_items"] == 999 and from_file["mode"] == "pairs"
 
 
 def test_score_with_dataset() -> None:

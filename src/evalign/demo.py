@@ -47,6 +47,16 @@ def offline_metrics() -> tuple[list[Metric], list[str]]:
     return metrics, notes
 
 
+def human_rank_scale() -> str:
+    """What the Self-Instruct human ranks are ranks among (the bundled ranking file's ``scale``)."""
+    import json
+
+    from evalign.datasets.base import bundled_path
+
+    info = json.loads(bundled_path("self_instruct", "human_system_ranking.json").read_text(encoding="utf-8"))
+    return str(info.get("scale") or "rank (1 = best)")
+
+
 @dataclass
 class DemoResult:
     """Everything the demo computed: the scored tables, the two evaluation results (Self-Instruct
@@ -80,6 +90,7 @@ def run_demo(
     from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
     from evalign.evaluate.prepare import dataset_human
     from evalign.report.assemble import from_results
+    from evalign.report.data import MERGED_TASK, merge_labels
 
     step = on_step or (lambda _s: None)
     notes: list[str] = []
@@ -111,8 +122,13 @@ def run_demo(
                                   costs={r.column: r.seconds_per_1000 for r in runs}))
     pair_cols = (*(Column(m.column, "metric", m.higher_is_better, metric=m) for m in metrics),
                  *(Column(j, "judge", verdict=True) for j in pl.judge_columns))
-    pair_result = evaluate(EvalSpec(human=dataset_human(pl), columns=pair_cols, items=pair_items, pairs=pl.pairs,
-                                    by="task", resampling=resampling, source="PandaLM", dataset="PandaLM",
+    # task labels that differ only in case or punctuation ("Yelp", "yelp") form one group of the
+    # breakdown (a column beside the dataset's own; the merges are listed in the notes)
+    merged, merges = merge_labels(pl.pairs["task"])
+    eval_pairs = pl.pairs.assign(**{MERGED_TASK: pl.pairs["task"].astype(str).replace(merged)})
+    notes = [*notes, *merges]
+    pair_result = evaluate(EvalSpec(human=dataset_human(pl), columns=pair_cols, items=pair_items, pairs=eval_pairs,
+                                    by=MERGED_TASK, resampling=resampling, source="PandaLM", dataset="PandaLM",
                                     costs={r.column: r.seconds_per_1000 for r in pair_runs}, curves=True))
     signatures = [f"{r.column}: {r.signature}" for r in runs]
     rd = from_results(
@@ -125,6 +141,10 @@ def run_demo(
         ),
         notes=[*notes, *signatures],
         by_task_label="PandaLM: preference accuracy (with ties)",
+        item_table=pair_items,
+        pairs=pl.pairs,
+        runs={"Self-Instruct": runs, "PandaLM": pair_runs},
+        human_scale=human_rank_scale(),
     )
     assert si_result.systems is not None
     leaderboard = si_result.systems.rename(columns={"human": "human_rank"}).sort_values("human_rank")

@@ -4,6 +4,7 @@ no console errors, no request beyond the file itself, every figure decoded and d
 from __future__ import annotations
 
 import io
+import os
 import shutil
 from pathlib import Path
 
@@ -80,4 +81,98 @@ def test_report_opens_in_headless_chromium(written: dict[str, Path]) -> None:
     assert failed == []
     # the page itself, and the inline images at most (Chromium may report data: URLs): nothing else
     assert url in requests
+    assert all(r == url or r.startswith("data:") for r in requests), requests
+
+
+@pytest.fixture(scope="module")
+def pandalm_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``evalign report --dataset pandalm`` with two metrics and the two upstream judges."""
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    out = tmp_path_factory.mktemp("pandalm") / "report.html"
+    res = CliRunner().invoke(app, ["report", "--dataset", "pandalm", "-m", "rouge_l", "-m", "chrf",
+                                   "-j", "judge:gpt-3.5-turbo", "-j", "judge:pandalm-7b", "--bootstrap", "100",
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _shown(page, k: int) -> list[str]:
+    return page.eval_on_selector_all(
+        "#evalign-explorer tbody tr:not(.ex-hidden)", f"rs => rs.map(r => r.cells[{k}].getAttribute('data-v'))")
+
+
+def test_report_explorer_and_figures_in_chromium(pandalm_report: Path, tmp_path: Path) -> None:
+    """The real report: the pair explorer sorts and filters; every figure is screenshot (kept in
+    $EVALIGN_SCREENSHOTS when set) and is not blank."""
+    from playwright.sync_api import sync_playwright
+
+    from evalign.datasets import load_dataset
+
+    pairs = load_dataset("pandalm").pairs
+    shots = Path(os.environ.get("EVALIGN_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    url = pandalm_report.resolve().as_uri()
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium(), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.route(lambda u: not u.startswith(("file:", "data:")), lambda route: route.abort())
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(url, wait_until="load")
+            figures = page.locator("figure.plot")
+            assert figures.count() >= 3
+            for k in range(figures.count()):
+                fig = figures.nth(k)
+                fig.scroll_into_view_if_needed()
+                name = fig.get_attribute("id")
+                png = fig.screenshot(path=str(shots / f"{name}.png"))
+                pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+                assert pixels.var() > 0 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 10, name
+                assert (shots / f"{name}.png").stat().st_size > 1000
+            ex = page.locator("#evalign-explorer")
+            count = ex.locator(".ex-count")
+            assert count.inner_text() == f"{len(pairs)} of {len(pairs)} rows"
+            heads = page.eval_on_selector_all("#evalign-explorer th", "hs => hs.map(h => h.getAttribute('title'))")
+            for c in ("response_a", "response_b", "human (A-B)", "rouge_l (A-B)", "chrf (A-B)",
+                      "judge:gpt-3.5-turbo", "judge:pandalm-7b"):
+                assert c in heads, (c, heads)
+            # default order: largest disagreement first
+            dis = [float(v) for v in _shown(page, 0) if v]
+            assert dis == sorted(dis, reverse=True)
+            from evalign.report.explorer import PAIR_HUMAN, disagreement, pair_explorer
+
+            spec = pair_explorer(pairs, None, pref_columns=["pref_1", "pref_2", "pref_3"], metrics=[],
+                                 judges=["judge:gpt-3.5-turbo", "judge:pandalm-7b"])
+            judges_only = disagreement(spec.items, PAIR_HUMAN, list(spec.judges))["disagreement"].max()
+            assert dis[0] >= judges_only > 0.5  # the metrics only add candidates
+            # sort by rouge_l's difference (numbers, largest first, then the other way)
+            k = heads.index("rouge_l (A-B)")
+            ex.locator("th").nth(k).locator("button").click()
+            got = [float(v) for v in _shown(page, k) if v]
+            assert got == sorted(got, reverse=True) and len(got) > 900
+            ex.locator("th").nth(k).locator("button").click()
+            got = [float(v) for v in _shown(page, k) if v]
+            assert got == sorted(got)
+            # filter by task words: the count matches the pair table
+            task = str(pairs["task"].value_counts().index[0])
+            ex.locator(".ex-filter").fill(task.lower())
+            want = pairs.apply(lambda r: task.lower() in " ".join(map(str, r.to_numpy())).lower(), axis=1).sum()
+            n = int(count.inner_text().split()[0])
+            assert 0 < n <= len(pairs) and n >= int((pairs["task"] == task).sum()), (n, want)
+            shown_tasks = _shown(page, heads.index("task"))
+            assert len(shown_tasks) == n
+            ex.scroll_into_view_if_needed()
+            png = ex.screenshot(path=str(shots / "explorer.png"))
+            pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+            assert pixels.var() > 0
+        finally:
+            browser.close()
+    assert errors == []
     assert all(r == url or r.startswith("data:") for r in requests), requests

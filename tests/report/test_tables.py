@@ -40,10 +40,10 @@ def test_markdown_tables_have_the_numbers(written: dict[str, Path]) -> None:
     pa = written["markdown:pair_accuracy"].read_text()
     assert "| rouge_l | 0.613 [0.550, 0.670] | 0.020 |" in pa
     lb = written["markdown:leaderboard"].read_text().splitlines()
-    assert lb[0] == "| system | human (human_rank) | human rank | rouge_l | bleu | judge |"
+    assert lb[0] == "| system | human rank | rouge_l | bleu | judge |"  # ranks: one human column
     # systems in human order (rank 1 first), each metric's value and its rank (bleu: sys2 best)
-    assert lb[2] == "| sys1 | 1.000 | 1 | 0.440 (1) | 10.250 (3) | 3.400 (1) |"
-    assert lb[5] == "| sys2 | 4.000 | 4 | 0.300 (4) | 20.000 (1) | 2.200 (4) |"
+    assert lb[2] == "| sys1 | 1 | 0.440 (1) | 10.250 (3) | 3.400 (1) |"
+    assert lb[5] == "| sys2 | 4 | 0.300 (4) | 20.000 (1) | 2.200 (4) |"
     bt = written["markdown:by_task"].read_text()
     assert bt.splitlines()[:4] == ["| task | rouge_l | bleu |", "|---|---|---|", "| brainstorm | 0.250 | 0.050 |", "| rewrite | 0.625 | - |"]
     assert "tables_md" in written and "0.457 [0.401, 0.512]" in written["tables_md"].read_text()
@@ -54,7 +54,7 @@ def test_latex_tables_have_the_numbers(written: dict[str, Path]) -> None:
     assert "\\begin{tabular}" in tex and "\\toprule" in tex and "\\label{tab:correlations}" in tex
     assert "rouge\\_l & item & kendall\\_tau\\_b & 0.457 [0.401, 0.512] & 120 \\\\" in tex
     lb = written["latex:leaderboard"].read_text()
-    assert "sys2 & 4.000 & 4 & 0.300 (4) & 20.000 (1) & 2.200 (4) \\\\" in lb
+    assert "sys2 & 4 & 0.300 (4) & 20.000 (1) & 2.200 (4) \\\\" in lb
 
 
 def test_html_is_self_contained(written: dict[str, Path]) -> None:

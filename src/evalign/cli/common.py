@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -38,6 +39,10 @@ from rich.progress import (
 from rich.table import Table
 
 from evalign.errors import EvalignError, UsageError
+
+#: the command line shows its own progress: the Hugging Face libraries' bars (transformers' "Loading
+#: weights", hub downloads) stay off; read by huggingface_hub and transformers when they are imported
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 console = Console(stderr=False)
 err_console = Console(stderr=True)
@@ -97,22 +102,96 @@ def field_map(
 
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A cell for a terminal table."""
-    if v is None:
+    if v is None or v is pd.NA or v is pd.NaT:
         return "-"
     if isinstance(v, float):
         return "-" if math.isnan(v) else f"{v:.{digits}f}"
     return str(v)
 
 
-def print_table(df: pd.DataFrame, title: str | None = None, digits: int = 4) -> None:
-    """Print a DataFrame as a rich table."""
-    table = Table(title=escape(title) if title else None, title_justify="left", header_style="bold")
-    for c in df.columns:
-        numeric = pd.api.types.is_numeric_dtype(df[c])
-        table.add_column(escape(str(c)), justify="right" if numeric else "left", overflow="fold")
-    for rec in df.itertuples(index=False):
-        table.add_row(*[escape(fmt_value(v, digits)) for v in rec])
-    console.print(table)
+#: columns that name a row: repeated in every part of a table folded to fit the terminal
+KEY_COLUMNS = ("group", "system", "metric")
+
+
+def _fit_widths(headers: Sequence[str], cells: Sequence[Sequence[str]], key: Sequence[int],
+                width: int) -> list[tuple[list[int], list[int]]]:
+    """Fold a table into parts that each fit ``width`` terminal columns without breaking a cell:
+    returns per part (column indices, column widths). Every part repeats the ``key`` columns. A
+    column is as wide as its widest cell (cells never wrap) and at least its longest header word
+    (headers wrap between words); spare width goes to headers first, so short tables keep
+    one-line headers. Rich's box layout costs 3 characters per column plus 1."""
+
+    def longest_word(h: str) -> int:
+        return max((len(w) for w in h.split()), default=0)
+
+    base = [max([longest_word(h), *(len(c) for c in col)]) for h, col in zip(headers, cells, strict=True)]
+
+    def need(idx: Sequence[int]) -> int:
+        return sum(base[i] + 3 for i in idx) + 1
+
+    parts: list[list[int]] = []
+    current = list(key)
+    for i in range(len(headers)):
+        if i in key:
+            continue
+        if need([*current, i]) <= width or len(current) == len(key):
+            current.append(i)
+        else:
+            parts.append(current)
+            current = [*key, i]
+    parts.append(current)
+    out = []
+    for idx in parts:
+        widths = [base[i] for i in idx]
+        spare = width - need(idx)
+        for k, i in enumerate(idx):  # one-line headers where the width allows
+            grow = min(max(0, len(headers[i]) - widths[k]), max(spare, 0))
+            widths[k] += grow
+            spare -= grow
+        out.append((sorted(idx), [w for _, w in sorted(zip(idx, widths, strict=True))]))
+    return out
+
+
+def _head(title: str | None) -> str:
+    """A title's head (up to its first ':' or ' ('), to name the later parts of a folded table."""
+    if not title:
+        return ""
+    cut = min([k for k in (title.find(":"), title.find(" (")) if k > 0] or [len(title)])
+    return title[:cut]
+
+
+def render_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *, width: int = 80,
+                 key: Sequence[str] | None = None) -> list[Table]:
+    """A DataFrame as rich tables that fit ``width`` columns without splitting a cell: a table too
+    wide is folded into parts (see :func:`_fit_widths`), each repeating the ``key`` columns
+    (default: those of :data:`KEY_COLUMNS` present, else the first column); later parts are titled
+    with the title's head and ``(continued)``. Numbers are right-aligned."""
+    headers = [str(c) for c in df.columns]
+    cells = [[fmt_value(v, digits) for v in df[c]] for c in df.columns]
+    names = list(key) if key is not None else [c for c in KEY_COLUMNS if c in headers]
+    keys = [headers.index(c) for c in names if c in headers] or ([0] if headers else [])
+    tables = []
+    for n, (idx, widths) in enumerate(_fit_widths(headers, cells, keys, width)):
+        text = title if n == 0 else f"{_head(title)} (continued)".strip()
+        table = Table(title=escape(text) if text else None, title_justify="left", header_style="bold")
+        for i, w in zip(idx, widths, strict=True):
+            numeric = pd.api.types.is_numeric_dtype(df[df.columns[i]])
+            over = sum(w + 3 for w in widths) + 1 > width and i in keys  # only a name too long for any layout folds
+            table.add_column(escape(headers[i]), justify="right" if numeric else "left",
+                             width=None if over else w, overflow="fold", no_wrap=False)
+        for r in range(len(df)):
+            table.add_row(*[escape(cells[i][r]) for i in idx])
+        tables.append(table)
+    return tables
+
+
+def print_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *,
+                key: Sequence[str] | None = None, out: Console | None = None) -> None:
+    """Print a DataFrame as rich tables that fit the terminal without splitting a cell (see
+    :func:`render_table`)."""
+    target = out or console
+    for t in render_table(df, title, digits, width=target.width, key=key):
+        target.print(t)
 
 
 def emit_json(obj: Any) -> None:
@@ -134,6 +213,59 @@ def progress(transient: bool = False, disable: bool = False) -> Progress:
         transient=transient,
         disable=disable,
     )
+
+
+class Stages:
+    """Progress of a command's stages on stderr: each stage (a metric's texts, the resampling) gets
+    its own bar and its own timer; starting a stage finishes the one before at 100%, and so does
+    leaving the block. A stage without a total (work that reports no steps, e.g. the bootstrap
+    inside an evaluation) shows a moving bar and its elapsed time.
+
+    Use::
+
+        with Stages(disable=as_json) as st:
+            st.start("scoring semscore texts", total=1976); st.update(32); ...
+            st.start("meta-evaluating: 1000 bootstrap resamples")  # no total
+    """
+
+    def __init__(self, *, disable: bool = False) -> None:
+        self.bar = progress(transient=True, disable=disable)
+        self._task: Any = None
+        self.description: str | None = None
+
+    def __enter__(self) -> Stages:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+        self.bar.__exit__(*exc)
+
+    def start(self, description: str, total: int | None = None) -> None:
+        """Begin a stage (the current one is finished first); nothing happens when ``description``
+        is the current stage's."""
+        if description == self.description and self._task is not None:
+            if total is not None:
+                self.bar.update(self._task, total=total)
+            return
+        self.finish()
+        self._task = self.bar.add_task(description, total=total)
+        self.description = description
+
+    def update(self, done: int, total: int | None = None) -> None:
+        """Steps done in the current stage (and its total, when it changes)."""
+        if self._task is not None:
+            self.bar.update(self._task, completed=done, **({"total": total} if total is not None else {}))
+
+    def finish(self) -> None:
+        """Finish the current stage at 100% (its timer stops)."""
+        if self._task is None:
+            return
+        task = next(t for t in self.bar.tasks if t.id == self._task)
+        total = task.total if task.total is not None else 1
+        self.bar.update(self._task, total=total, completed=total)
+        self._task = None
+        self.description = None
 
 
 class CliError(EvalignError):

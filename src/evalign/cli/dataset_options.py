@@ -194,6 +194,9 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     entry = CATALOGUE.get(name)
     variants = entry.variants if entry else {}
     key = variant.lower()
+    if key not in variants:  # a variant may also be named by its one subset, e.g. llmbar:Processed/MT-Bench
+        key = next((k for k, v in variants.items() if [str(x).lower() for x in v.kwargs.get("subsets", [])] == [key]),
+                   key)
     if key not in variants:
         listing = ", ".join(f"{name}:{v}" for v in variants) or "none"
         raise EvalignError(f"dataset '{name}' has no variant '{variant}' (variants: {listing})")

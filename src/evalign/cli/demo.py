@@ -9,7 +9,7 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import console, emit_json, err_console, print_table, progress
+from evalign.cli.common import Stages, console, emit_json, err_console, print_table
 
 
 def register(app: typer.Typer) -> None:
@@ -29,53 +29,70 @@ def register(app: typer.Typer) -> None:
         from evalign.demo import run_demo, write_demo
         from evalign.metrics.base import Metric
 
-        def step(msg: str) -> None:
-            if not as_json:
-                err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
+        with Stages(disable=as_json) as stages:
 
-        with progress(transient=True, disable=as_json) as bar:
-            task = bar.add_task("", total=None, visible=False)
+            def step(msg: str) -> None:
+                if as_json:
+                    return
+                stages.finish()  # a new step: the last stage ends at 100%
+                err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
+                if msg.startswith("meta-evaluating"):  # resampling reports no steps: a timer
+                    stages.start("meta-evaluating: bootstrap resamples and permutation tests")
 
             def on_progress(m: Metric, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, description=f"  {m.name} texts", visible=done < total)
+                stages.start(f"  {m.name} texts", total=total)
+                stages.update(done, total)
 
             result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
         paths = write_demo(result, out)
         if as_json:
             emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
             return
-        from evalign.cli.meta import trust_display
-
-        short = _short_names(result.metric_cols)
-        board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
-        board["human_rank"] = board["human_rank"].astype(int)
-        print_table(board, title="Self-Instruct leaderboard: system scores beside the human rank (1 = best); "
-                                 "bleu and chrf are corpus scores, the others means of item scores", digits=3)
-        si = result.system_result.trust[0]
-        print_table(
-            _show(trust_display(si.rows, si.signature["confidence"], "kendall"), short),
-            title="System-level agreement with the human ranking (Kendall tau; 95% bootstrap CI over items; "
-                  "baselines beside the metrics)",
-            digits=3,
-        )
-        pt = result.pair_result.trust[0]
-        print_table(
-            _show(trust_display(pt.for_group(), pt.signature["confidence"], "acc_ties"), short,
-                  {"preference_accuracy_no_ties": "acc_no_ties"}),
-            title="PandaLM: pairwise preference accuracy vs 3-annotator majority: metrics (ties calibrated), the "
-                  "upstream judges and the baselines in one table (95% CI; cluster 1 = not significantly worse "
-                  "than the best)",
-            digits=3,
-        )
+        for title, df in demo_tables(result):
+            print_table(df, title=title, digits=3)
         for w in [*result.system_result.warnings, *result.pair_result.warnings]:
             err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
-        for col, name in short.items():
-            if col != name:
-                err_console.print(f"[dim]{escape(name)} = {escape(col)}[/dim]", highlight=False)
+        for line in demo_legend(result):
+            err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
         for note in result.notes:
             if note not in result.system_result.warnings and note not in result.pair_result.warnings:
                 err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
         console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
+
+
+def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
+    """The demo's terminal tables (title, table): the Self-Instruct leaderboard, the system-level
+    trust table and the PandaLM trust table, with short metric names (see :func:`demo_legend`)."""
+    from evalign.cli.meta import trust_display
+
+    short = _short_names(result.metric_cols)
+    board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
+    board["human_rank"] = board["human_rank"].astype(int)
+    board = board.rename(columns={"human_rank": "human rank"})
+    si = result.system_result.trust[0]
+    pt = result.pair_result.trust[0]
+    n = result.leaderboard["system"].nunique()
+    return [
+        (f"Self-Instruct leaderboard ({n} systems): system scores beside the published human rank (1 = best; "
+         "see the legend); bleu and chrf are corpus scores, the others means of item scores", board),
+        ("System-level agreement with the human ranking (Kendall tau over the "
+         f"{n} systems; 95% bootstrap CI over items; baselines beside the metrics)",
+         _show(trust_display(si.rows, si.signature["confidence"], "kendall"), short)),
+        ("PandaLM: pairwise preference accuracy vs the humans' 3-annotator majority over "
+         f"{result.pair_result.n_items} pairs: metrics (ties calibrated), the upstream judges and the baselines "
+         "in one table (95% bootstrap CI; cluster 1 = not significantly worse than the best)",
+         _show(trust_display(pt.for_group(), pt.signature["confidence"], "acc_ties"), short,
+               {"preference_accuracy_no_ties": "acc_no_ties"})),
+    ]
+
+
+def demo_legend(result: Any) -> list[str]:
+    """What the short names of the demo's tables stand for."""
+    from evalign.demo import human_rank_scale
+
+    lines = [f"{name} = {col}" for col, name in _short_names(result.metric_cols).items() if col != name]
+    lines.append(f"human rank = {human_rank_scale()}")
+    return lines
 
 
 def _short_names(columns: list[str]) -> dict[str, str]:

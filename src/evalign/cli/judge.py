@@ -18,7 +18,7 @@ ties at temperature 1.0 up to ``--max-rounds``), with the papers' criteria::
     evalign judge --dataset hhh --mode absolute --ranking --rubric-column task --rubric-map hhh \
         --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o hhh_ranking.jsonl
     # MT-Bench human judgments (LLMBar's processed subset, read from $EVALIGN_DATA_DIR/llmbar)
-    evalign judge --dataset llmbar:Processed/MT-Bench --mode absolute --ranking --rubric human_preference \
+    evalign judge --dataset llmbar:mt-bench --mode absolute --ranking --rubric human_preference \
         --base-url http://localhost:8000/v1 --model prometheus-7b-v2.0 -o mtbench_ranking.jsonl
 
 The column ``J`` of the output holds the verdicts, read into preference accuracy like a relative judge's.
@@ -47,6 +47,8 @@ from evalign.cli.common import (
     fmt_value,
     progress,
 )
+from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +61,8 @@ def register(app: typer.Typer) -> None:
         ranking: bool = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
                                      "independently, re-grade ties (Prometheus' ranking protocol)."),
         max_rounds: int = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called."),
-        dataset: str = typer.Option(None, "--dataset", help="A dataset instead of FILE (e.g. pandalm; NAME:SUBSET "
-                                    "for one subset, e.g. llmbar:Processed/MT-Bench)."),
+        dataset: str = DATASET,
+        data_dir: Path = DATA_DIR,
         rubric: str = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file."),
         rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row (JSON or a rubric name)."),
         rubric_map: list[str] = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
@@ -138,11 +140,11 @@ def register(app: typer.Typer) -> None:
             raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{length_unit}'")
         if ranking:
             if judge_class(mode).name != "prometheus_absolute":
-                _usage("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
+                raise UsageError("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
             mode = "ranking"
         cls = judge_class(mode)
         table = _load_table(
-            file, dataset, cls.pairwise, human,
+            file, dataset, data_dir, cls.pairwise, human,
             field_map(id_field, system_field, instruction_field, input_field, reference_field, response_field),
             system,
         )  # fmt: skip
@@ -236,6 +238,7 @@ def register(app: typer.Typer) -> None:
 def _load_table(
     file: Path | None,
     dataset: str | None,
+    data_dir: Path | None,
     pairwise: bool,
     human: str | None,
     fields: dict[str, str],
@@ -249,16 +252,10 @@ def _load_table(
     if pairwise and human:
         raise CliError("--human applies to item tables (absolute, geval, criteria)")
     if dataset is not None:
-        from evalign.datasets import load_dataset
+        from evalign.cli.dataset_options import dataset_table
 
-        name, _, subset = dataset.partition(":")
-        ds = load_dataset(name, subsets=[subset]) if subset else load_dataset(name)
-        table = ds.pairs if pairwise else ds.items
-        if table is None:
-            kind = "pair table" if pairwise else "item table"
-            raise CliError(f"dataset '{dataset}' has no {kind}")
-        table = table.copy()
-        table.attrs["source"] = f"dataset:{dataset}"
+        # pair judges read the pair table; item judges the item table, else both sides of each pair
+        table = dataset_table(dataset, data_dir, as_="pairs" if pairwise else "auto-items")
         if pairwise:
             return read_pairs(table)
         return read_items(table, human=[human] if human else [])
@@ -294,25 +291,13 @@ def _make_backend(kind: str, **kw: Any) -> Any:
     return cls(model=kw["model"])  # a plugin backend: configured through its own environment
 
 
-def _usage(message: str) -> None:
-    """A wrong option value: one line and exit code 2."""
-    try:
-        from evalign.errors import UsageError  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - before the shared UsageError exists
-        from rich.markup import escape
-
-        err_console.print(f"[red]error[/red]: {escape(message)}", highlight=False)
-        raise SystemExit(2) from None
-    raise UsageError(message)
-
-
 def _validate(**o: Any) -> None:
     """Check every option value before any work; the first bad one is a usage error naming it."""
 
     def check(ok: bool, option: str, need: str) -> None:
         if not ok:
             value = o[option.lstrip("-").replace("-", "_")]
-            _usage(f"{option} must be {need}, got {value!r}")
+            raise UsageError(f"{option} must be {need}, got {value!r}")
 
     for url in (o["base_url"] or []) if o["backend"] == "openai" else []:
         from urllib.parse import urlparse

@@ -21,12 +21,14 @@ from evalign.cli.common import (
     SYSTEM_FIELD,
     TASK_FIELD,
     CliError,
+    Stages,
     emit_json,
     err_console,
     field_map,
     print_table,
     split_multi,
 )
+from evalign.cli.dataset_options import DATA_DIR, DATASET
 
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
@@ -39,7 +41,8 @@ def register(app: typer.Typer) -> None:
     def meta_cmd(
         file: Path = typer.Argument(None, help="Scored items or a judged pair table (JSONL, JSON list, CSV, Parquet); "
                                                "optional with --dataset."),
-        dataset: str = typer.Option(None, "--dataset", "-d", help="A registered human-judgment dataset, e.g. pandalm."),
+        dataset: str = DATASET,
+        data_dir: Path = DATA_DIR,
         human: str = typer.Option(None, "--human", help="Human rating column (item-level ratings)."),
         metric: list[str] = typer.Option(
             [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
@@ -97,7 +100,7 @@ def register(app: typer.Typer) -> None:
                            language_field)
         resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                                 alpha=alpha, seed=seed)
-        inputs = _inputs(file, dataset, human, system_human, lower_is_better, split_multi(pref), fields)
+        inputs = _inputs(file, dataset, data_dir, human, system_human, lower_is_better, split_multi(pref), fields)
         options = {n: _options(option, n, no_cache) for n in metrics}
         table, cols, runs = _columns(inputs, metrics, split_multi(metric_lower), options)
         try:
@@ -107,7 +110,9 @@ def register(app: typer.Typer) -> None:
                             costs={r.column: r.seconds_per_1000 for r in runs})
         except EvalignError as e:
             raise CliError(str(e)) from None
-        result = evaluate(spec)
+        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+            stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
+            result = evaluate(spec)
         if as_json:
             emit_json(result.to_json())
             if result.refused:
@@ -145,6 +150,7 @@ def _first_record(path: Path) -> dict[str, Any]:
 def _inputs(
     file: Path | None,
     dataset: str | None,
+    data_dir: Path | None,
     human: str | None,
     system_human: Path | None,
     lower_is_better: bool,
@@ -159,9 +165,9 @@ def _inputs(
 
     ds = None
     if dataset:
-        from evalign.datasets import load_dataset
+        from evalign.cli.dataset_options import load_dataset_spec
 
-        ds = load_dataset(dataset)
+        ds = load_dataset_spec(dataset, data_dir)
     is_pair_file = file is not None and "response_a" in _first_record(file)
     pairs_mode = bool(pref) or is_pair_file or (ds is not None and human is None and system_human is None and (
         ds.items is None or (not ds.human_columns and not ds.system_human)))
@@ -226,8 +232,48 @@ def _columns(inputs: dict[str, Any], metrics: list[str], lower: list[str],
     def spinner(names: list[str]) -> AbstractContextManager[Any]:
         return err_console.status("scoring " + ", ".join(names))
 
-    return resolve_columns(inputs["items"], metrics, source=inputs["source"], pairs=inputs["pairs"],
+    names, lower = existing_columns(inputs["items"], metrics, lower, options)
+    return resolve_columns(inputs["items"], names, source=inputs["source"], pairs=inputs["pairs"],
                            lower_is_better=lower, options=options, on_scoring=spinner)
+
+
+def existing_columns(table: Any, metrics: list[str], lower: list[str],
+                     options: dict[str, dict[str, object]]) -> tuple[list[str], list[str]]:
+    """``-m NAME`` -> the table's column that already holds metric NAME, so that it is used and not
+    recomputed: with ``--option NAME.key=value`` the column of the metric with those options when
+    the table has it; else :func:`evalign.columns.resolve_metric_column` (``NAME`` itself, or the one
+    column ``NAME[...]``; several are an error naming them). Names without such a column are kept
+    (a registered metric is then computed). Returns (names, lower-is-better columns), a resolved
+    column of a lower-is-better metric added to the latter."""
+    from evalign.columns import resolve_metric_column
+    from evalign.errors import EvalignError
+    from evalign.metrics.base import get_metric, metric_class
+
+    if table is None:
+        return metrics, lower
+    cols = [str(c) for c in table.columns]
+    out: list[str] = []
+    lower = list(lower)
+    for n in metrics:
+        try:
+            cls = metric_class(n)
+        except (EvalignError, ImportError):
+            cls = None
+        if cls is not None and options.get(n):
+            col = get_metric(n, **options[n]).column
+            found = col if col in cols else None
+        else:
+            try:
+                found = resolve_metric_column(cols, n)
+            except EvalignError as e:
+                raise CliError(f"-m {n}: {e}") from None
+        if found is not None and found != n:
+            err_console.print(f"[dim]-m {escape(n)}: using the existing column {escape(found)}[/dim]",
+                              highlight=False)
+            if ((cls is not None and not cls.higher_is_better) or n in lower) and found not in lower:
+                lower.append(found)
+        out.append(found or n)
+    return out, lower
 
 
 # ------------------------------------------------------------------------------------------------

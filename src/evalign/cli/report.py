@@ -11,7 +11,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
+from evalign.cli.dataset_options import DATA_DIR, DATASET
 
 
 def register(app: typer.Typer) -> None:
@@ -19,8 +20,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(
-        scored_file: Path = typer.Argument(..., help="Scored items (.jsonl/.csv/.parquet); for pairs, the scored "
-                                                     "sides or a judged pair table."),
+        scored_file: Path = typer.Argument(None, help="Scored items (.jsonl/.csv/.parquet); for pairs, the scored "
+                                                      "sides or a judged pair table (optional with --dataset: "
+                                                      "the metrics are then computed)."),
         metric: list[str] = typer.Option([], "--metric", "-m", help="Metric column (repeatable or comma-separated)."),
         judge: list[str] = typer.Option([], "--judge", "-j", help="LLM-judge column (adds score-vs-length plots)."),
         human: str = typer.Option(None, "--human", help="Item-level human rating column of SCORED_FILE."),
@@ -30,8 +32,8 @@ def register(app: typer.Typer) -> None:
         human_lower_is_better: bool = typer.Option(False, "--human-lower-is-better", help="Human values are ranks/errors."),
         pairs_file: Path = typer.Option(None, "--pairs", help="Pair table with human preferences (pref_1, ...)."),
         pref: list[str] = typer.Option([], "--pref", help="Preference columns of the pair table (default: pref_*)."),
-        dataset: str = typer.Option(None, "--dataset", help="Take human labels from a registered dataset (e.g. tulu1)."),
-        data_dir: Path = typer.Option(None, "--data-dir", help="Folder of dataset files that are not bundled."),
+        dataset: str = DATASET,
+        data_dir: Path = DATA_DIR,
         lower_is_better: list[str] = typer.Option([], "--lower-is-better", help="Metric columns where lower is better."),
         by: str = typer.Option(None, "--by", help="Column for the per-task breakdown (default: task, when present)."),
         bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples (and permutations)."),
@@ -42,6 +44,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the written paths and the evaluation as JSON."),
     ) -> None:
         """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
+        from evalign.cli.meta import existing_columns
         from evalign.errors import EvalignError
         from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest, evaluate
         from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title, resolve_columns
@@ -57,22 +60,29 @@ def register(app: typer.Typer) -> None:
             raise CliError("give either --human or --system-human, not both")
         if bootstrap < 1 or not 0 < confidence < 1:
             raise CliError("--bootstrap must be at least 1 and --confidence between 0 and 1")
-        first = _first_record(scored_file)
+        if scored_file is None and not dataset:
+            raise CliError("give a SCORED_FILE or --dataset NAME")
+        first = _first_record(scored_file) if scored_file is not None else {}
         pairs = read_pairs(pairs_file) if pairs_file else None
         items: Any = None
         if "response_a" in first:  # a judged pair table
             pairs = read_pairs(scored_file)
-        else:
+        elif scored_file is not None:
             items = read_items(scored_file)
         pref_cols = split_multi(pref)
         subtitle = None
         ds = None
         if dataset:
-            from evalign.datasets import load_dataset
+            from evalign.cli.dataset_options import load_dataset_spec
 
-            ds = load_dataset(dataset, **({"data_dir": data_dir} if data_dir else {}))
+            ds = load_dataset_spec(dataset, data_dir)
             subtitle = f"{ds.name}: {ds.description}. Licence: {ds.licence}. Source: {ds.citation}"
             title = title or f"evalign report: {ds.name}"
+            if scored_file is None:
+                if ds.items is not None and not pref_cols:
+                    items = ds.items.copy()
+                elif ds.pairs is not None:
+                    pairs = ds.pairs
         side_table = items is not None and "side" in items.columns
         hum: Any
         if human:
@@ -103,15 +113,27 @@ def register(app: typer.Typer) -> None:
             from evalign.datasets import pairs_to_items
 
             items = pairs_to_items(pairs)
-        source = str(scored_file)
-        table, cols, runs = resolve_columns(items, list(dict.fromkeys([*metrics, *judges])), source=source,
-                                            pairs=pairs if hum.kind == "pairs" else None,
-                                            lower_is_better=split_multi(lower_is_better))
+        source = str(scored_file) if scored_file is not None else f"dataset {ds.name}"  # type: ignore[union-attr]
+        names, lower = existing_columns(items, list(dict.fromkeys([*metrics, *judges])), split_multi(lower_is_better), {})
+        table, cols, runs = resolve_columns(items, names, source=source, pairs=pairs if hum.kind == "pairs" else None,
+                                            lower_is_better=lower)
         cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
         group_col = (pairs if hum.kind == "pairs" else table)
         if by is None:
             by = "task" if group_col is not None and "task" in group_col.columns and \
                 group_col["task"].nunique() > 1 else None
+        merges: list[str] = []
+        if by == "task" and group_col is not None:  # "Yelp" and "yelp" are one task (the merge is listed)
+            from evalign.report.data import MERGED_TASK, merge_labels
+
+            merged, merges = merge_labels(group_col["task"])
+            if merged:
+                group_col = group_col.assign(**{MERGED_TASK: group_col["task"].astype(str).replace(merged)})
+                if hum.kind == "pairs":
+                    pairs = group_col
+                else:
+                    table = group_col
+                by = MERGED_TASK
         if hum.kind == "item":
             requests: tuple[Any, ...] = (TrustRequest("kendall", "item", "item"), TrustRequest("kendall", "system"),
                                          TrustRequest("pairwise_accuracy", "item", "item"))
@@ -128,11 +150,15 @@ def register(app: typer.Typer) -> None:
                             min_group_size=10)
         except EvalignError as e:
             raise CliError(str(e)) from None
-        result = evaluate(spec)
+        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+            stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
+            result = evaluate(spec)
         if result.refused:
             raise CliError(result.refused)
-        data = from_results([result], title=title or f"evalign report: {scored_file.name}", subtitle=subtitle,
-                            item_table=table, human_col=hum.column, judge_cols=[c.name for c in cols if c.kind == "judge"])
+        data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle, notes=merges,
+                            runs={source: runs}, min_group_size=10,
+                            item_table=table, human_col=hum.column, judge_cols=[c.name for c in cols if c.kind == "judge"],
+                            pairs=pairs if hum.kind == "pairs" else None, human_higher_is_better=hum.higher_is_better)
         written = write_report(out.parent, data, html_name=out.name, assets=f"{out.stem}_files")
         if as_json:
             emit_json({**{k: str(v) for k, v in written.items()}, "evaluation": result.to_json()})

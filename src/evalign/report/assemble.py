@@ -4,13 +4,14 @@ renders what :func:`evalign.evaluate.evaluate` computed (used by ``evalign repor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from evalign.evaluate.result import EvalResult
 from evalign.meta.significance import CORRELATIONS
-from evalign.report.data import ReportData
+from evalign.report.data import MERGED_TASK, ReportData
+from evalign.report.explorer import ExplorerSpec, item_explorer, pair_explorer
 
 #: statistics shown in the accuracy section
 ACCURACIES = ("pairwise_accuracy", "preference_accuracy")
@@ -38,12 +39,22 @@ def from_results(
     judge_cols: Sequence[str] = (),
     notes: Sequence[str] = (),
     by_task_label: str | None = None,
+    pairs: pd.DataFrame | None = None,
+    human_higher_is_better: bool = True,
+    runs: Mapping[str, Sequence[object]] | None = None,
+    min_group_size: int | None = None,
+    human_scale: str | None = None,
 ) -> ReportData:
     """The report of one or more evaluation results: the leaderboard of the first result with a
     system table, every trust table (correlations and accuracies, baselines included), the
     breakdown by task, the tie-calibration curves, and the results' notes, warnings and signatures.
     ``item_table`` (scored items) feeds the score distributions per ``human_col`` grade and the
-    score-vs-length plots of ``judge_cols``."""
+    score-vs-length plots of ``judge_cols``. The item explorer shows the first result with
+    item-level labels: the rated ``item_table`` (``human_col``), or for a pair result the ``pairs``
+    table with the scored sides in ``item_table``. ``runs`` (result source -> the
+    :class:`~evalign.scoring.MetricRun` of the metrics computed for it) give the truncated-text counts of
+    the coverage table; ``min_group_size`` is the breakdown's (default 30 pairs, 10 items);
+    ``human_scale`` says what a human system rank is a rank among."""
     corr: list[pd.DataFrame] = []
     acc: list[pd.DataFrame] = []
     by_task = None
@@ -56,6 +67,10 @@ def from_results(
     hib: dict[str, bool] = {}
     metric_cols: list[str] = []
     all_notes: list[str] = []
+    confidence = 0.95
+    task_n: dict[str, int] = {}
+    left_out: dict[str, int] = {}
+    min_size: int | None = None
     for r in results:
         for c in r.columns:
             metric_cols.append(str(c["name"]))
@@ -69,22 +84,41 @@ def from_results(
             human_system_col = "human" if r.human == "system-level" else r.human
             leaderboard = lb.rename(columns={"human": human_system_col})
             human_hib = _human_hib(r)
+        unit = "n pairs" if r.mode == "pairs" else "n items"
         for t in r.trust:
             if t.statistic in CORRELATIONS:
-                corr.append(_tidy(t.rows, level=t.level, statistic=t.statistic))
+                rows = _tidy(t.rows, level=t.level, statistic=t.statistic).rename(columns={"n": unit})
+                if t.level == "system":  # the statistic is over the systems; n items is what each mean is over
+                    rows.insert(rows.columns.get_loc(unit), "n systems", r.n_systems)
+                corr.append(rows)
             elif t.statistic in ACCURACIES:
                 what = f"{t.statistic} ({t.grouping} grouping)" if r.mode == "items" else f"{t.statistic} (with ties)"
-                acc.append(_tidy(t.rows, table=r.mode, statistic=what))
+                acc.append(_tidy(t.rows, table=r.mode, statistic=what).rename(columns={"n": unit}))
+            confidence = float(t.signature.get("confidence", confidence))
             all_notes.append(f"signature ({t.statistic}, {t.level} level): {t.signature['text']}")
-        if by_task is None and r.breakdown is not None and r.breakdown_by == "task":
-            bt = r.breakdown[(r.breakdown["group"] != "(all)") & (r.breakdown["status"] == "ok")]
+        if by_task is None and r.breakdown is not None and str(r.breakdown_by) in ("task", MERGED_TASK):
+            groups = r.breakdown[r.breakdown["group"] != "(all)"]
+            bt = groups[groups["status"] == "ok"]
+            small = groups[groups["status"] == "too small"].drop_duplicates("group")
+            task_n = {str(g): int(n) for g, n in zip(bt["group"], bt["n"], strict=True)}
+            left_out = {str(g): int(n) for g, n in zip(small["group"], small["n"], strict=True)}
+            min_size = min_group_size or (30 if r.mode == "pairs" else 10)
             if len(bt):
                 by_task = bt.rename(columns={"group": "task"})[["task", "metric", "value"]]
                 label = by_task_label or str(r.breakdown_statistic)
         for k, v in r.curves.items():
             curves.setdefault(k, v)
         all_notes += [f"warning: {w}" for w in r.warnings] + list(r.notes)
+    ok = [r for r in results if not r.refused]
     return ReportData(
+        labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
+        confidence=confidence,
+        human_scale=human_scale,
+        by_task_n=task_n,
+        by_task_left_out=left_out,
+        min_group_size=min_size,
+        coverage=coverage(results, runs),
+        explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
         title=title,
         subtitle=subtitle,
         leaderboard=leaderboard,
@@ -110,3 +144,49 @@ def _human_hib(r: EvalResult) -> bool:
     best first)."""
     h = r.systems["human"].dropna().to_numpy() if r.systems is not None else []
     return not (len(h) > 1 and h[0] < h[-1])
+
+
+def _explorer(results: Sequence[EvalResult], item_table: pd.DataFrame | None, human_col: str | None,
+              pairs: pd.DataFrame | None, human_hib: bool) -> ExplorerSpec | None:
+    """The explorer of the first result with item-level labels (see :func:`from_results`)."""
+    for r in results:
+        if r.refused:
+            continue
+        metrics = [str(c["name"]) for c in r.columns if c["kind"] == "metric"]
+        judges = [str(c["name"]) for c in r.columns if c["kind"] == "judge"]
+        lower = [str(c["name"]) for c in r.columns if not c["higher_is_better"]]
+        label = r.title.removeprefix("Agreement with ")
+        if r.mode == "pairs" and pairs is not None:
+            return pair_explorer(pairs, item_table, pref_columns=[p.strip() for p in r.human.split(",")],
+                                 metrics=metrics, judges=judges, lower_is_better=lower, label=label)
+        if r.mode == "items" and item_table is not None and human_col and human_col in item_table.columns \
+                and r.human == human_col:
+            return item_explorer(item_table, human_col, metrics=metrics, judges=judges, lower_is_better=lower,
+                                 human_higher_is_better=human_hib,
+                                 label=label)
+    return None
+
+
+def coverage(results: Sequence[EvalResult], runs: Mapping[str, Sequence[object]] | None = None) -> pd.DataFrame | None:
+    """Per metric or judge column: the cells it was evaluated on (``rows``), the cells without a
+    value (``missing``) and, for metrics with a model, the distinct texts truncated to the model's
+    longest input (``truncated`` of ``texts``; from the runs' ``info``). None when no result has a
+    missing-value table."""
+    frames = [r.missing.assign(result=r.source) for r in results if r.missing is not None and len(r.missing)]
+    if not frames:
+        return None
+    m = pd.concat(frames, ignore_index=True)
+    out = m.groupby(["result", "metric"], sort=False)[["n", "missing"]].sum().reset_index()
+    out = out.rename(columns={"result": "data", "n": "cells"})
+    trunc: dict[tuple[str, str], str] = {}
+    for source, rs in (runs or {}).items():
+        for run in rs:
+            info = getattr(run, "info", {}) or {}
+            if "truncated" in info:
+                texts = info.get("texts")
+                trunc[(source, str(getattr(run, "column", "")))] = \
+                    f"{info['truncated']} of {texts}" if texts else str(info["truncated"])
+    out["truncated texts"] = [trunc.get((str(d), str(c)), "-") for d, c in zip(out["data"], out["metric"], strict=True)]
+    if out["data"].nunique() == 1:
+        out = out.drop(columns=["data"])
+    return out

@@ -70,32 +70,57 @@ def build_report(data: ReportData) -> Report:
     from evalign import __version__
 
     sections: list[Section] = []
+    who = data.labels
+    pct = f"{round(100 * data.confidence)}%"
     if data.leaderboard is not None and len(data.leaderboard):
-        s = Section("leaderboard", "System leaderboard and human ranking")
-        s.text = "Each metric's system-level score with its rank in brackets (1 = best); systems in human order."
+        s = Section("leaderboard", f"System leaderboard beside the ranking by {who}")
+        order = (f"systems in the order of the ranking by {who}" if data.human_system_col
+                 and data.human_system_col in data.leaderboard.columns else "systems in the table's order")
+        s.text = ("Each metric's system-level score with its rank among these systems in brackets (1 = best); "
+                  + order + (f" (human rank = {data.human_scale})." if data.human_scale else "."))
         s.tables["System leaderboard"] = leaderboard_display(data)
         cols = [m for m in data.metric_cols if m in data.leaderboard.columns]
         if cols or data.human_system_col:
-            png = F.rank_heatmap(data.leaderboard, data.human_system_col, data.human_system_higher_is_better, cols, data.higher_is_better)
-            s.figures.append(Figure("leaderboard_ranks", "System ranks by human and by each metric (1 = best)", png))
+            png = F.rank_heatmap(data.leaderboard, data.human_system_col, data.human_system_higher_is_better, cols,
+                                 data.higher_is_better)
+            s.figures.append(Figure("leaderboard_ranks", f"System ranks among the {len(data.leaderboard)} systems "
+                                                         f"by {who} and by each metric (1 = best)", png))
         sections.append(s)
-    for key, title, table, xlabel in (
-        ("correlations", "Correlation with human judgments", data.correlations, "correlation"),
-        ("pair_accuracy", "Pairwise accuracy against human preferences", data.pair_accuracy, "accuracy"),
+    for key, title, table in (
+        ("correlations", f"Correlation with {who}", data.correlations),
+        ("pair_accuracy", f"Pairwise accuracy against the preferences of {who}", data.pair_accuracy),
     ):
         if table is None or not len(table):
             continue
         s = Section(key, title)
-        s.text = "value [low, high] = estimate and its bootstrap confidence interval." if "low" in table.columns else ""
+        s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
+                  if "low" in table.columns or "ci_low" in table.columns else "")
         s.tables[title] = format_results(table, data.digits)
         if "value" in table.columns:
-            s.figures.append(Figure(f"{key}_intervals", f"{title} (dot = estimate, bar = interval)", F.interval_plot(table, title, _label_cols(table), xlabel)))
+            for stat, part in _blocks(table):
+                what = _what(part, stat)
+                label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
+                png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
+                                      _axis_label(part, stat), scale=F.scale_for(stat)[:2])
+                s.figures.append(Figure(f"{key}_intervals" + (f"_{_slug(stat)}" if len(_blocks(table)) > 1 else ""),
+                                        f"{what} with {who}: dot = estimate, bar = {pct} percentile bootstrap "
+                                        "interval over items; colours = significance clusters (cluster 1 = not "
+                                        "significantly worse than the best); grey squares = trivial baselines, "
+                                        "dashed line = the best of them, dotted line = the human ceiling", png))
         sections.append(s)
     if data.by_task is not None and len(data.by_task):
         m = by_task_matrix(data.by_task)
-        s = Section("by_task", f"{data.by_task_label} per task")
+        s = Section("by_task", f"{data.by_task_label} per task ({who})")
         s.tables[f"{data.by_task_label} per task"] = by_task_display(m, data.digits)
-        s.figures.append(Figure("by_task_heatmap", f"{data.by_task_label} per task (rows) and metric (columns)", F.task_heatmap(m, data.by_task_label)))
+        notes = []
+        if data.by_task_left_out:
+            notes.append(f"Left out as smaller than {data.min_group_size}: " + ", ".join(
+                f"{t} (n={n})" for t, n in data.by_task_left_out.items()) + ".")
+        s.text = " ".join(notes)
+        if m.shape[0] >= 1 and m.shape[1] >= 1:
+            s.figures.append(Figure("by_task_heatmap", f"{data.by_task_label} per task (rows, with their size n) and "
+                                                       f"metric (columns), against {who}; fixed colour scale",
+                                    F.task_heatmap(m, data.by_task_label, n=data.by_task_n)))
         sections.append(s)
     metric_cols = _present(data.metric_cols, data.item_table)
     if data.item_table is not None and data.human_col and data.human_col in data.item_table.columns and metric_cols:
@@ -104,21 +129,37 @@ def build_report(data: ReportData) -> Report:
         sections.append(s)
     if data.epsilon_curves:
         s = Section("tie_calibration", "Tie calibration")
-        s.text = "Pairwise accuracy (with ties) when metric differences below epsilon count as ties."
-        s.figures.append(Figure("epsilon_curves", "Accuracy vs tie threshold epsilon", F.epsilon_curves(data.epsilon_curves)))
+        flat = {k: why for k, v in data.epsilon_curves.items() if (why := F.degenerate_curve(v)) is not None}
+        lines = ["Pairwise accuracy (with ties) when metric differences below epsilon count as ties."]
+        lines += [f"{k}: no curve: {why}." for k, why in flat.items()]
+        s.text = " ".join(lines)
+        curves = {k: v for k, v in data.epsilon_curves.items() if k not in flat}
+        if curves:
+            s.figures.append(Figure("epsilon_curves", f"Accuracy with ties vs tie threshold epsilon, against {who}",
+                                    F.epsilon_curves(curves)))
         sections.append(s)
     judge_cols = _present(data.judge_cols, data.item_table)
     if data.item_table is not None and judge_cols and "response" in data.item_table.columns:
         s = Section("length_bias", "Judge score vs response length")
         s.figures.append(Figure("score_vs_length", "Judge scores against response length in words", F.score_vs_length(data.item_table, judge_cols)))
         sections.append(s)
+    if data.explorer is not None:
+        s = Section("explorer", "Item explorer")
+        s.html = data.explorer.html()
+        sections.append(s)
     if data.extra_tables:
         s = Section("more", "More results")
         for title, df in data.extra_tables.items():
             s.tables[title] = format_results(df, data.digits)
         sections.append(s)
+    if data.coverage is not None and len(data.coverage):
+        s = Section("coverage", "Missing values and truncated texts per metric")
+        s.text = ("Cells without a value (not counted in any statistic) and texts a model truncated to its "
+                  "longest input, per metric or judge column.")
+        s.tables["Coverage"] = format_results(data.coverage, data.digits)
+        sections.append(s)
     if data.notes:
-        sections.append(Section("notes", "Notes", text="\n".join(data.notes)))
+        sections.append(Section("notes", "Notes", items=[_relative(n) for n in data.notes]))
     page = render_html(data.title, data.subtitle, sections, f"Made with evalign {__version__}.")
     return Report(page, sections)
 
@@ -179,3 +220,53 @@ def write_report(
     write_text_atomic(p, report.html)
     written["html"] = p
     return written
+
+
+def _blocks(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of each statistic (one plot per statistic: they have their own scales)."""
+    if "statistic" not in table.columns:
+        return [("value", table)]
+    return [(str(k), g) for k, g in table.groupby("statistic", sort=False)]
+
+
+_NAMES = {"kendall": "Kendall tau", "pearson": "Pearson r", "spearman": "Spearman rho",
+          "pairwise_accuracy": "pairwise accuracy", "preference_accuracy": "preference accuracy"}
+
+
+def _what(part: pd.DataFrame, stat: str) -> str:
+    """A statistic's name as people write it, e.g. ``Kendall tau`` / ``preference accuracy (with ties)``."""
+    head, _, rest = stat.partition(" ")
+    return (_NAMES.get(head, head) + (f" {rest}" if rest else "")).strip()
+
+
+def _axis_label(part: pd.DataFrame, stat: str) -> str:
+    """The x axis: the statistic, its level and its n, e.g. ``Kendall tau (system level, n = 8 systems;
+    item level, n = 252 items)``."""
+    bits = []
+    levels = part["level"].astype(str).unique() if "level" in part.columns else []
+    for lv in levels:
+        rows = part[part["level"].astype(str) == lv]
+        if lv == "system" and "n systems" in rows.columns:
+            bits.append(f"system level, n = {int(rows['n systems'].max())} systems")
+        elif "n items" in rows.columns or "n" in rows.columns:
+            col = "n items" if "n items" in rows.columns else "n"
+            bits.append(f"{lv} level, n = {int(pd.to_numeric(rows[col], errors='coerce').max())} items")
+    if not len(levels) and "n" in part.columns and part["n"].notna().any():
+        bits.append(f"n = {int(pd.to_numeric(part['n'], errors='coerce').max())}")
+    return _what(part, stat) + (f" ({'; '.join(bits)})" if bits else "")
+
+
+def _relative(note: str) -> str:
+    """A note with absolute paths shortened: the current folder's prefix removed, a path elsewhere
+    reduced to its last two parts (notes carry no user's machine layout)."""
+    import os
+    import re
+
+    cwd = os.getcwd().rstrip("/") + "/"
+    note = note.replace(cwd, "")
+
+    def short(m: re.Match[str]) -> str:
+        parts = [p for p in m.group(0).split("/") if p]
+        return "/".join(parts[-2:]) if len(parts) > 2 else m.group(0)
+
+    return re.sub(r"(?<![\w.:])/(?:[\w.@+-]+/)+[\w.@+-]*", short, note)

@@ -68,6 +68,24 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     #: digits after the decimal point in tables
     digits: int = 3
+    #: the item (or pair) explorer: an :class:`evalign.report.explorer.ExplorerSpec`, or None
+    explorer: Any = None
+    #: whose labels the metrics are compared with, named in every title ("humans", "GPT-4 grades")
+    labels: str = "humans"
+    #: confidence level of the intervals (named in titles: "95% bootstrap")
+    confidence: float = 0.95
+    #: what the human system value is when it is a rank, e.g. "rank among 12 models in the source
+    #: table (1 best)": then the leaderboard shows this one human column
+    human_scale: str | None = None
+    #: per task of ``by_task``: its size (items or pairs)
+    by_task_n: Mapping[str, int] = field(default_factory=dict)
+    #: tasks left out of ``by_task`` as too small: task -> size
+    by_task_left_out: Mapping[str, int] = field(default_factory=dict)
+    #: smallest group reported per task
+    min_group_size: int | None = None
+    #: per metric: rows, cells without a value, texts truncated (columns ``metric``, ``rows``,
+    #: ``missing``, ``truncated``); None: not shown
+    coverage: pd.DataFrame | None = None
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:
@@ -96,3 +114,38 @@ def by_task_matrix(by_task: pd.DataFrame) -> pd.DataFrame:
 def ranks(values: pd.Series, higher_is_better: bool) -> pd.Series:
     """Competition ranks (1 = best, ties share the best rank); NaN stays NaN."""
     return values.rank(ascending=not higher_is_better, method="min")
+
+
+#: the column of task labels merged by :func:`merge_labels` (beside the original ``task``)
+MERGED_TASK = "task (merged)"
+
+
+def label_key(label: str) -> str:
+    """A label compared without case and punctuation: ``"(Wolfram alpha)?"`` and ``"Wolfram Alpha"``
+    -> ``"wolfram alpha"``."""
+    import re
+
+    return " ".join(re.sub(r"[^\w]+", " ", str(label).lower()).split())
+
+
+def merge_labels(values: Sequence[Any]) -> tuple[dict[str, str], list[str]]:
+    """Labels that differ only in case or punctuation (e.g. task ``Yelp`` and ``yelp``) merged into
+    the most frequent spelling (ties: the first seen): returns (original -> merged label, for the
+    labels that change) and one line per merge naming what was merged, to show beside the results."""
+    counts = pd.Series([str(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))])
+    counts = counts.value_counts(sort=False)
+    groups: dict[str, list[str]] = {}
+    for label in counts.index:
+        groups.setdefault(label_key(label), []).append(label)
+    mapping: dict[str, str] = {}
+    lines: list[str] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        keep = max(members, key=lambda m: (counts[m], -members.index(m)))
+        for m in members:
+            if m != keep:
+                mapping[m] = keep
+        lines.append("task labels merged (case and punctuation ignored): "
+                     + ", ".join(f"'{m}' ({counts[m]})" for m in members) + f" -> '{keep}'")
+    return mapping, lines

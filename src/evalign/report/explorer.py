@@ -23,6 +23,7 @@ import html
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -175,7 +176,7 @@ def explorer_html(
     return (
         f'<section class="evalign-explorer" id="{eid}" data-config="{html.escape(config, quote=True)}">'
         f"<style>{_STYLE.replace('#ID', '#' + eid)}</style>"
-        f"<h2>{html.escape(title)}</h2>"
+        f"<h3>{html.escape(title)}</h3>"
         f'<p class="ex-note">{html.escape(note)}</p>'
         f'<div class="ex-controls"><label>filter <input type="search" class="ex-filter" '
         f'placeholder="words that every shown row contains"></label>{select}'
@@ -184,6 +185,112 @@ def explorer_html(
         f'<tbody>{"".join(body)}</tbody></table></div>'
         f"<script>{_SCRIPT}</script></section>"
     )
+
+
+@dataclass(frozen=True)
+class ExplorerSpec:
+    """What the report's item explorer shows: the arguments of :func:`explorer_html` (see there)."""
+
+    items: pd.DataFrame
+    human: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+    judges: tuple[str, ...] = ()
+    feedback: tuple[str, ...] = ()
+    text_columns: tuple[str, ...] | None = None
+    human_higher_is_better: bool = True
+    lower_is_better: tuple[str, ...] = ()
+    title: str = "Item explorer"
+    #: most rows shown (largest disagreement first); None = all
+    max_rows: int | None = 3000
+
+    def html(self, element_id: str = "evalign-explorer") -> str:
+        """The fragment (:func:`explorer_html`)."""
+        return explorer_html(self.items, human=self.human, metrics=self.metrics, judges=self.judges,
+                             feedback=self.feedback, text_columns=self.text_columns,
+                             human_higher_is_better=self.human_higher_is_better,
+                             lower_is_better=self.lower_is_better, max_rows=self.max_rows,
+                             element_id=element_id, title=self.title)
+
+
+#: suffixes of judge feedback text columns (``J.feedback``, ``J.reason``)
+FEEDBACK_SUFFIXES = (".feedback", ".reason")
+
+
+def feedback_columns(table: pd.DataFrame, judges: Sequence[str]) -> tuple[str, ...]:
+    """The feedback text columns of ``judges`` that ``table`` has and that hold some text."""
+    out = []
+    for j in judges:
+        for suf in FEEDBACK_SUFFIXES:
+            c = f"{j}{suf}"
+            if c in table.columns and table[c].notna().any():
+                out.append(c)
+    return tuple(out)
+
+
+def item_explorer(items: pd.DataFrame, human: str, *, metrics: Sequence[str], judges: Sequence[str] = (),
+                  human_higher_is_better: bool = True, lower_is_better: Sequence[str] = (),
+                  label: str = "humans") -> ExplorerSpec:
+    """The explorer of an item table rated per item: its texts, the human rating ``human``, the
+    metric and judge score columns and the judges' feedback."""
+    present = [c for c in metrics if c in items.columns and pd.api.types.is_numeric_dtype(items[c])]
+    js = [c for c in judges if c in items.columns and pd.api.types.is_numeric_dtype(items[c])]
+    return ExplorerSpec(items, (human,), tuple(present), tuple(js), feedback_columns(items, js),
+                        human_higher_is_better=human_higher_is_better, lower_is_better=tuple(lower_is_better),
+                        title=f"Item explorer: every item with its scores and the rating '{human}' ({label})")
+
+
+#: the pair explorer's human column: the annotators' mean preference code
+PAIR_HUMAN = "human (A-B)"
+
+
+def pair_explorer(pairs: pd.DataFrame, sides: pd.DataFrame | None, *, pref_columns: Sequence[str],
+                  metrics: Sequence[str], judges: Sequence[str] = (), lower_is_better: Sequence[str] = (),
+                  label: str = "humans") -> ExplorerSpec:
+    """The explorer of a pair table: one row per pair with both responses; ``human (A-B)`` = the
+    mean of the annotators' codes ``pref_columns`` (+1 = A better, -1 = B better, 0 = tie, in
+    [-1, 1]); each metric as ``NAME (A-B)`` = its score of A minus its score of B (from the scored
+    ``sides``, rows with ``side`` a / b and the pair's ``id``, or the pair table's ``NAME_a`` /
+    ``NAME_b``); each judge's verdict as a code (+1 A, -1 B, 0 tie; see
+    :func:`evalign.evaluate.columns.verdict_codes`) with its feedback. The disagreement then
+    compares each metric's and judge's preference with the annotators'."""
+    from evalign.evaluate.columns import verdict_codes
+
+    keep = [c for c in ("id", "task", "system_a", "system_b", "instruction", "input", "response_a", "response_b",
+                        "reference") if c in pairs.columns]
+    t = pairs[keep].reset_index(drop=True).copy()
+    t[PAIR_HUMAN] = pairs[list(pref_columns)].apply(pd.to_numeric, errors="coerce").mean(axis=1).to_numpy()
+    for c in pref_columns:
+        t[c] = pairs[c].to_numpy()
+    mcols = []
+    for m in metrics:
+        name = f"{m} (A-B)"
+        if f"{m}_a" in pairs.columns and f"{m}_b" in pairs.columns:
+            diff = pd.to_numeric(pairs[f"{m}_a"], errors="coerce") - pd.to_numeric(pairs[f"{m}_b"], errors="coerce")
+            t[name] = diff.to_numpy()
+        elif sides is not None and m in sides.columns and {"id", "side"} <= set(sides.columns):
+            ids = pairs["id"].astype(str)
+            by = {s: sides[sides["side"] == s].assign(id=lambda d: d["id"].astype(str)).drop_duplicates("id")
+                  .set_index("id")[m] for s in ("a", "b")}
+            t[name] = (pd.to_numeric(by["a"].reindex(ids), errors="coerce").to_numpy()
+                       - pd.to_numeric(by["b"].reindex(ids), errors="coerce").to_numpy())
+        else:
+            continue
+        mcols.append(name)
+    jcols = []
+    for j in judges:
+        if j not in pairs.columns and f"{j}.verdict" not in pairs.columns:
+            continue
+        t[j] = verdict_codes(pairs, j)[0]
+        jcols.append(j)
+    fb = feedback_columns(pairs, jcols)
+    for c in fb:
+        t[c] = pairs[c].to_numpy()
+    lower = tuple(f"{m} (A-B)" for m in lower_is_better)
+    text = tuple(c for c in keep)
+    return ExplorerSpec(t, (PAIR_HUMAN, *pref_columns), tuple(mcols), tuple(jcols), fb, text_columns=text,
+                        lower_is_better=lower,
+                        title=f"Pair explorer: every pair with the preferences of {label} (+1 = A better, -1 = B "
+                              "better, 0 = tie), each metric's score difference A-B and each judge's verdict")
 
 
 _STYLE = """

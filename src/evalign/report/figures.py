@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,24 @@ from evalign.report.data import by_task_matrix, interval_columns, ranks
 DPI = 100
 #: at most this many distinct human grades are shown as they are; more are binned into quantiles
 MAX_GRADES = 10
+
+#: Okabe & Ito's colour-blind-safe palette (blue, orange, green, vermillion, sky blue, purple, yellow)
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442")
+BLUE, ORANGE, GREEN, VERMILLION, SKY, PURPLE, _YELLOW = PALETTE
+GREY = "#7f7f7f"
+#: fixed colour and axis scales: accuracies in [0, 1] and correlations in [-1, 1], the same in every
+#: report (a colour means the same value everywhere); sequential / diverging maps that stay readable
+#: with colour-vision deficiencies and in grey
+ACCURACY_SCALE = (0.0, 1.0, "cividis")
+CORRELATION_SCALE = (-1.0, 1.0, "PuOr")
+
+
+def scale_for(statistic: str) -> tuple[float, float, str]:
+    """The fixed (low, high, colour map) of a statistic: correlations (kendall, pearson, spearman
+    and their variants) in [-1, 1], everything else (accuracies) in [0, 1]."""
+    s = statistic.lower()
+    corr = any(k in s for k in ("kendall", "pearson", "spearman", "correlation", "tau"))
+    return CORRELATION_SCALE if corr else ACCURACY_SCALE
 
 
 def _figure(width: float, height: float) -> Any:
@@ -56,8 +73,8 @@ def rank_heatmap(
     mat = r.to_numpy(dtype=float)
     fig = _figure(max(5.5, 2.5 + 0.9 * len(cols)), 1.4 + 0.38 * len(r))
     ax = fig.add_subplot()
-    im = ax.imshow(mat, cmap="viridis_r", aspect="auto", vmin=1, vmax=max(len(r), 2))
-    ax.set_xticks(range(len(cols)), [("human" if c == human_col else c) for c in cols], rotation=30, ha="right")
+    im = ax.imshow(mat, cmap="cividis_r", aspect="auto", vmin=1, vmax=max(len(r), 2))
+    ax.set_xticks(range(len(cols)), [("human" if c == human_col else c) for c in cols], rotation=90)
     ax.set_yticks(range(len(r)), [str(s) for s in r.index])
     for i in range(mat.shape[0]):
         for j in range(mat.shape[1]):
@@ -69,68 +86,106 @@ def rank_heatmap(
     return _png(fig)
 
 
-def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xlabel: str = "value") -> bytes:
-    """Each row's ``value`` as a dot with its ``low``-``high`` interval as a bar (a forest plot)."""
+def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xlabel: str = "value", *,
+                  scale: tuple[float, float] | None = None) -> bytes:
+    """Each row's ``value`` as a dot with its ``low``-``high`` interval as a bar (a forest plot).
+
+    Rows of ``kind`` baseline are grey squares; the best trivial baseline of each block of rows is
+    a dashed line and the ``human_ceiling`` row a dotted line; metrics and judges are coloured by
+    significance ``cluster`` (cluster 1 = not significantly worse than the best). ``scale``: fixed
+    x limits (see :func:`scale_for`), widened only if a value lies outside."""
     low, high = interval_columns(table)
-    labels = [" / ".join(str(v) for v in row) for row in table[list(label_cols)].itertuples(index=False)] if label_cols else [str(i) for i in table.index]
+    labels = [" / ".join(str(v) for v in row) for row in table[list(label_cols)].itertuples(index=False)] \
+        if label_cols else [str(i) for i in table.index]
     y = np.arange(len(table))[::-1]
-    width = 4.0 + 0.07 * max((len(s) for s in labels), default=0)
-    fig = _figure(min(width, 11.0), 1.0 + 0.32 * len(table))
+    width = 5.5 + 0.075 * max((len(s) for s in labels), default=0)
+    fig = _figure(min(width, 12.0), 1.6 + 0.3 * len(table))
     ax = fig.add_subplot()
     v = table["value"].to_numpy(dtype=float)
+    kinds = table["kind"].astype(str).to_numpy() if "kind" in table.columns else np.full(len(table), "metric")
+    names = table["metric"].astype(str).to_numpy() if "metric" in table.columns else np.full(len(table), "")
+    clusters = pd.to_numeric(table["cluster"], errors="coerce").to_numpy() if "cluster" in table.columns \
+        else np.full(len(table), np.nan)
+    lo = hi = None
     if low and high:
         # a percentile interval may lie beside its estimate: the bar then starts at the dot
         lo = np.clip(v - table[low].to_numpy(dtype=float), 0, None)
         hi = np.clip(table[high].to_numpy(dtype=float) - v, 0, None)
-        ax.errorbar(v, y, xerr=np.vstack([lo, hi]), fmt="o", color="#1f5f8b", ecolor="#7fa7c6", capsize=3)
-    else:
-        ax.plot(v, y, "o", color="#1f5f8b")
+    base = kinds == "baseline"
+    shown: set[str] = set()
+    for i in range(len(table)):
+        if not np.isfinite(v[i]) or names[i] == "human_ceiling":
+            continue
+        if base[i]:
+            colour, marker, label = GREY, "s", "baseline"
+        else:
+            c = int(clusters[i]) if np.isfinite(clusters[i]) else 0
+            colour = PALETTE[(c - 1) % len(PALETTE)] if c else BLUE
+            marker, label = "o", f"cluster {c}" if c else "metric / judge"
+        xerr = None if lo is None else [[lo[i]], [hi[i]]]
+        ax.errorbar([v[i]], [y[i]], xerr=xerr, fmt=marker, color=colour, ecolor=colour, elinewidth=1.2, capsize=3,
+                    ms=5, label=None if label in shown else label)
+        shown.add(label)
+    label_set = [c for c in label_cols if c not in ("metric", "kind", "rank", "cluster")]
+    blocks = table[label_set].map(str).agg(" / ".join, axis=1) if label_set else pd.Series("", index=table.index)
+    for b in dict.fromkeys(blocks):
+        sel = (blocks == b).to_numpy()
+        ymin, ymax = y[sel].min() - 0.4, y[sel].max() + 0.4
+        trivial = sel & base & (names != "human_ceiling") & np.isfinite(v)
+        if trivial.any():
+            ax.vlines(float(np.max(v[trivial])), ymin, ymax, colors=VERMILLION, linestyles="--", lw=1.2,
+                      label=None if "best trivial baseline" in shown else "best trivial baseline")
+            shown.add("best trivial baseline")
+        ceiling = sel & (names == "human_ceiling") & np.isfinite(v)
+        if ceiling.any():
+            ax.vlines(float(v[ceiling][0]), ymin, ymax, colors=GREEN, linestyles=":", lw=1.8,
+                      label=None if "human ceiling" in shown else "human ceiling (annotators vs each other)")
+            shown.add("human ceiling")
     ax.set_yticks(y, labels)
-    ax.axvline(0, color="#999999", lw=0.8)
-    if "kind" in table.columns:  # the best trivial baseline of each block of rows: a dashed line
-        kinds = table["kind"].astype(str).to_numpy()
-        block_cols = [c for c in label_cols if c not in ("metric", "kind", "rank", "cluster")]
-        blocks = table[block_cols].map(str).agg(" / ".join, axis=1) if block_cols else pd.Series("", index=table.index)
-        names = table["metric"].astype(str).to_numpy() if "metric" in table.columns else np.full(len(table), "")
-        shown = False
-        for b in dict.fromkeys(blocks):
-            sel = (blocks == b).to_numpy()
-            base = sel & (kinds == "baseline") & (names != "human_ceiling") & np.isfinite(v)
-            if not base.any():
-                continue
-            best = float(np.max(v[base]))
-            ax.vlines(best, y[sel].min() - 0.4, y[sel].max() + 0.4, colors="#c44e52", linestyles="--", lw=1,
-                      label=None if shown else "best trivial baseline")
-            shown = True
-        if shown:
-            ax.legend(fontsize=7, loc="best")
+    if scale is not None:
+        finite = np.concatenate([v[np.isfinite(v)], *([] if lo is None else [(v - lo)[np.isfinite(v - lo)],
+                                                                            (v + hi)[np.isfinite(v + hi)]])])
+        left = min(scale[0], float(finite.min()) if finite.size else scale[0])
+        right = max(scale[1], float(finite.max()) if finite.size else scale[1])
+        ax.set_xlim(left - 0.02 * (right - left), right + 0.02 * (right - left))
+    if scale is not None and scale[0] < 0 < scale[1]:
+        ax.axvline(0, color="#bbbbbb", lw=0.8, zorder=0)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
+    if shown:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
     return _png(fig)
 
 
-def task_heatmap(by_task: pd.DataFrame, label: str) -> bytes:
-    """The task x metric matrix as a heatmap with each value written in its cell."""
+def task_heatmap(by_task: pd.DataFrame, label: str, *, n: Mapping[str, int] | None = None,
+                 scale: tuple[float, float, str] | None = None, title: str | None = None) -> bytes:
+    """The task x metric matrix as a heatmap with each value written in its cell; rows labelled
+    with their size ``n`` (task -> items or pairs); the colour scale is fixed (``scale``: low, high,
+    colour map; default :func:`scale_for` ``label``) so a colour means the same in every report."""
     m = by_task_matrix(by_task)
     mat = m.to_numpy(dtype=float)
-    longest = max((len(str(t)) for t in m.index), default=0)
-    fig = _figure(max(5.5, 2.5 + 0.07 * longest + 0.9 * m.shape[1]), 1.6 + 0.34 * m.shape[0])
+    rows = [f"{t} (n={n[t]})" if n and t in n else str(t) for t in m.index]
+    longest = max((len(r) for r in rows), default=0)
+    vmin, vmax, cmap = scale or scale_for(label)
+    fig = _figure(max(6.0, 3.2 + 0.075 * longest + 0.95 * m.shape[1]), 1.9 + 0.34 * m.shape[0])
     ax = fig.add_subplot()
-    finite = mat[np.isfinite(mat)]
-    vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if vmin == vmax:
-        vmin, vmax = vmin - 0.5, vmax + 0.5
-    with warnings.catch_warnings():  # a 1 x 1 matrix makes matplotlib warn about singular limits
-        warnings.simplefilter("ignore", UserWarning)
-        im = ax.imshow(np.ma.masked_invalid(mat), cmap="RdYlGn", aspect="auto", vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(m.shape[1]), list(m.columns), rotation=30, ha="right")
-    ax.set_yticks(range(m.shape[0]), list(m.index))
+    im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
+    ax.set_facecolor("#dddddd")  # cells without a value
+    ax.set_xticks(range(m.shape[1]), list(m.columns), rotation=90)
+    ax.set_yticks(range(m.shape[0]), rows)
+    cm = im.get_cmap()
     for i in range(mat.shape[0]):
         for j in range(mat.shape[1]):
-            ax.text(j, i, "-" if not np.isfinite(mat[i, j]) else f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=7)
-    ax.set_title(f"{label} per task", fontsize=10, wrap=True)
-    fig.colorbar(im, ax=ax, shrink=0.8)
+            x = mat[i, j]
+            if not np.isfinite(x):
+                ax.text(j, i, "-", ha="center", va="center", fontsize=7, color="black")
+                continue
+            r, g, b, _a = cm(im.norm(x))
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    ax.set_title(title or f"{label} per task", fontsize=10, loc="left")
+    fig.colorbar(im, ax=ax, shrink=0.8, label=f"{label} (fixed scale {vmin:g} to {vmax:g})")
     return _png(fig)
 
 
@@ -161,7 +216,7 @@ def distributions(item_table: pd.DataFrame, human_col: str, metric_cols: Sequenc
         for j, d in enumerate(data):  # the points, jittered, so small groups are visible
             if len(d):
                 x = j + 1 + (np.random.default_rng(j).random(len(d)) - 0.5) * 0.35
-                ax.plot(x, d, ".", ms=2, alpha=0.25, color="#1f5f8b")
+                ax.plot(x, d, ".", ms=2, alpha=0.25, color=BLUE)
         ax.set_xticks(range(1, len(order) + 1), order, rotation=30 if len(order) > 5 else 0)
         ax.set_title(m, fontsize=10)
         ax.set_xlabel(f"human: {human_col}")
@@ -172,20 +227,53 @@ def distributions(item_table: pd.DataFrame, human_col: str, metric_cols: Sequenc
     return _png(fig)
 
 
+def degenerate_curve(curve: Sequence[Any]) -> str | None:
+    """Why a tie-calibration curve is not worth a panel (one threshold, or the same accuracy at
+    every threshold), or None."""
+    eps = np.asarray(curve[0], dtype=float)
+    acc = np.asarray(curve[1], dtype=float)
+    ok = np.isfinite(eps) & np.isfinite(acc)
+    if np.unique(eps[ok]).size < 2:
+        return "one tie threshold only (its scores never differ by a positive amount between a pair's sides)" \
+            if ok.any() else "no threshold with an accuracy"
+    if np.ptp(acc[ok]) == 0:
+        return f"the same accuracy ({acc[ok][0]:.3f}) at every threshold"
+    return None
+
+
+def _symlog_axis(ax: Any, smallest: float, largest: float) -> None:
+    """A symmetric-log x axis (linear below ``smallest``) with at most 5 labelled ticks: 0 and
+    powers of ten from ten times ``smallest`` (so that labels keep apart)."""
+    ax.set_xscale("symlog", linthresh=smallest, linscale=0.5)
+    lo = math.ceil(math.log10(smallest)) + 1
+    hi = math.floor(math.log10(largest)) if largest > 0 else lo
+    decades = list(range(lo, hi + 1))
+    step = max(1, math.ceil(len(decades) / 4))
+    ticks = [0.0, *(10.0**k for k in decades[::step])]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    from matplotlib.ticker import NullLocator
+
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
 def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
     """Pairwise accuracy as a function of the tie threshold epsilon, one panel per metric (metrics
-    have their own units); the chosen epsilon (third element of a curve, else the curve's maximum)
-    is marked."""
+    have their own units; a symmetric-log x axis so that small thresholds are not squashed at the
+    edge); the chosen epsilon (third element of a curve, else the curve's maximum) is marked.
+    Degenerate curves (:func:`degenerate_curve`) get no panel; call with those left out."""
     names = list(curves)
     nrows, ncols = _grid(len(names))
-    fig = _figure(4.0 * ncols, 3.0 * nrows)
+    fig = _figure(4.3 * ncols, 3.2 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for k, name in enumerate(names):
         ax = axes[k // ncols][k % ncols]
         curve = curves[name]
         eps = np.asarray(curve[0], dtype=float)
         acc = np.asarray(curve[1], dtype=float)
-        ax.plot(eps, acc, lw=1.5, color="#1f5f8b")
+        ax.plot(eps, acc, lw=1.5, color=BLUE)
+        positive = eps[eps > 0]
+        if positive.size:
+            _symlog_axis(ax, float(positive.min()), float(positive.max()))
         best = None
         if len(curve) > 2 and curve[2] is not None and np.isfinite(float(curve[2])):
             best = float(curve[2])
@@ -193,15 +281,16 @@ def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
             best = float(eps[int(np.nanargmax(acc))])
         if best is not None:
             y = float(np.interp(best, eps, acc))
-            ax.plot([best], [y], "o", color="#c44e52")
-            ax.annotate(f"eps={best:.3g}, acc={y:.3f}", (best, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
-        ax.set_xlabel("tie threshold epsilon (metric units)")
-        ax.set_ylabel("pairwise accuracy")
-        ax.set_title(name, fontsize=10)
+            ax.plot([best], [y], "o", color=VERMILLION, label=f"chosen: eps={best:.3g}, acc={y:.3f}")
+            ax.legend(fontsize=7, loc="lower left", frameon=False)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("tie threshold epsilon (metric units, symlog)")
+        ax.set_ylabel("accuracy with ties")
+        ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
     for k in range(len(names), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    fig.suptitle("Tie calibration: accuracy vs epsilon (dot = chosen epsilon)", fontsize=11)
+    fig.suptitle("Tie calibration: pairwise accuracy with ties vs the threshold epsilon (dot = chosen)", fontsize=10)
     return _png(fig)
 
 
@@ -217,10 +306,10 @@ def score_vs_length(item_table: pd.DataFrame, judge_cols: Sequence[str]) -> byte
         ax = axes[k // ncols][k % ncols]
         s = item_table[j].astype(float)
         jitter = (np.random.default_rng(k).random(len(s)) - 0.5) * 0.15
-        ax.plot(words, s + jitter, ".", ms=3, alpha=0.35, color="#1f5f8b")
+        ax.plot(words, s + jitter, ".", ms=3, alpha=0.35, color=BLUE)
         means = s.groupby(bins, observed=True).mean()
         mids = words.groupby(bins, observed=True).median()
-        ax.plot(mids.to_numpy(), means.to_numpy(), "-o", color="#c44e52", lw=1.5, ms=4, label="mean per length quintile")
+        ax.plot(mids.to_numpy(), means.to_numpy(), "-o", color=VERMILLION, lw=1.5, ms=4, label="mean per length quintile")
         ax.set_xlabel("response length (words)")
         ax.set_ylabel("score")
         ax.set_title(j, fontsize=10)

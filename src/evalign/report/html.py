@@ -1,5 +1,6 @@
-"""One self-contained HTML page: inline CSS, figures as base64 PNG, no scripts, no external
-resources (opening it makes no network request)."""
+"""One self-contained HTML page: inline CSS, figures as base64 PNG, no external resources (opening
+it makes no network request); the only script is the item explorer's own inline one
+(:mod:`evalign.report.explorer`)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class Section:
     text: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: list[Figure] = field(default_factory=list)
+    #: a bulleted list shown after the text (notes)
+    items: list[str] = field(default_factory=list)
+    #: a ready HTML fragment shown after the figures (the item explorer); its texts are escaped by its maker
+    html: str = ""
 
 
 def _table_html(df: pd.DataFrame) -> str:
@@ -69,6 +74,8 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
         parts.append(f'<section id="{e(s.key)}"><h2>{e(s.title)}</h2>')
         if s.text:
             parts.append(f'<p class="note">{e(s.text)}</p>')
+        if s.items:
+            parts.append('<ul class="note">' + "".join(f"<li>{e(i)}</li>" for i in s.items) + "</ul>")
         for name, df in s.tables.items():
             if len(s.tables) > 1 or name != s.title:
                 parts.append(f"<h3>{e(name)}</h3>")
@@ -79,6 +86,8 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
                 f'<figure class="plot" id="fig-{e(f.name)}"><img src="data:image/png;base64,{data}" '
                 f'alt="{e(f.caption)}"><figcaption>{e(f.caption)}</figcaption></figure>'
             )
+        if s.html:
+            parts.append(s.html)
         parts.append("</section>")
     parts.append(f"<footer>{e(footer)}</footer></body></html>")
     return "\n".join(parts) + "\n"

@@ -54,7 +54,8 @@ def format_results(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 def leaderboard_display(data: ReportData) -> pd.DataFrame:
-    """Systems in human order: the human value and rank, then each metric's score with its rank."""
+    """Systems in human order: the human value and rank (for human ranks, lower = better: the rank
+    alone), then each metric's score with its rank among these systems."""
     assert data.leaderboard is not None
     lb = data.leaderboard.reset_index(drop=True)
     out = pd.DataFrame({"system": lb["system"].astype(str)})
@@ -62,8 +63,12 @@ def leaderboard_display(data: ReportData) -> pd.DataFrame:
     if data.human_system_col and data.human_system_col in lb.columns:
         h = lb[data.human_system_col].astype(float)
         r = ranks(h, data.human_system_higher_is_better)
-        out[f"human ({data.human_system_col})"] = [fmt(v, data.digits) for v in h]
-        out["human rank"] = [fmt_rank(v) for v in r]
+        if data.human_system_higher_is_better:  # scores: the value and the rank among these systems
+            out[f"human ({data.human_system_col})"] = [fmt(v, data.digits) for v in h]
+            out["human rank"] = [fmt_rank(v) for v in r]
+        else:  # ranks (1 = best): one column, the published rank as it is (its scale named in the text)
+            out["human rank" + (" (published)" if data.human_scale else "")] = [
+                fmt_rank(v) if float(v).is_integer() else fmt(v, data.digits) for v in h]
         order = r.to_numpy()
     for m in data.metric_cols:
         if m not in lb.columns:
