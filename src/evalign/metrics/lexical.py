@@ -54,16 +54,23 @@ def _sacrebleu_info(metric: Any) -> dict[str, Any]:
     return {k: v for k, v in info.items() if v is not None and k not in ("nrefs", "version")}
 
 
+#: distinct (response, reference) pairs whose statistics a metric object keeps between calls
+_MEMO_LIMIT = 200_000
+
+
 def _score_from_stats(
     metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
     responses: Sequence[str], references: Sequence[Sequence[str]],
 ) -> np.ndarray:
     """Sentence scores (best single reference) from sacrebleu sufficient statistics computed in
     bounded memory (:mod:`evalign.metrics._ngram_stats`); each distinct (response, reference) pair
-    is counted once and its statistics are kept on ``metric`` for :func:`_corpus_from_stats`, so a
-    text is scored once per run, not again for the system score."""
-    memo: dict[tuple[str, str], list[int]] = {}
-    metric._pair_stats = memo  # type: ignore[attr-defined]
+    is counted once and its statistics are kept on ``metric`` (up to :data:`_MEMO_LIMIT` pairs,
+    across calls) for :func:`_corpus_from_stats` and :func:`_item_stats`, so a text is scored once
+    per run, not again for the system score."""
+    memo: dict[tuple[str, str], list[int]] | None = getattr(metric, "_pair_stats", None)
+    if memo is None or len(memo) > _MEMO_LIMIT:  # kept across calls (e.g. two datasets), bounded
+        memo = {}
+        metric._pair_stats = memo  # type: ignore[attr-defined]
 
     def pair_fn(hyps: list[str], refs: list[str]) -> np.ndarray:
         out = np.empty(len(hyps), dtype=float)
