@@ -20,7 +20,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -256,6 +256,16 @@ class Stages:
         """Steps done in the current stage (and its total, when it changes)."""
         if self._task is not None:
             self.bar.update(self._task, completed=done, **({"total": total} if total is not None else {}))
+
+    def resampling(self, prefix: str = "meta-evaluating") -> Callable[[str, int, int | None], None]:
+        """A progress callback for :func:`evalign.evaluate.evaluate`: each resampling stage
+        (bootstrap intervals, permutation tests) becomes a stage of this display."""
+
+        def on_step(stage: str, done: int, total: int | None) -> None:
+            self.start(f"{prefix}: {stage}", total=total)
+            self.update(done, total)
+
+        return on_step
 
     def finish(self) -> None:
         """Finish the current stage at 100% (its timer stops)."""

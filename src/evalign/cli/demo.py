@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
         import json
 
         from evalign.demo import run_demo, write_demo
+        from evalign.evaluate import evaluation_progress
         from evalign.metrics.base import Metric
 
         with Stages(disable=as_json) as stages:
@@ -36,14 +37,15 @@ def register(app: typer.Typer) -> None:
                     return
                 stages.finish()  # a new step: the last stage ends at 100%
                 err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
-                if msg.startswith("meta-evaluating"):  # resampling reports no steps: a timer
+                if msg.startswith("meta-evaluating"):  # until the first resampling step is reported
                     stages.start("meta-evaluating: bootstrap resamples and permutation tests")
 
             def on_progress(m: Metric, done: int, total: int) -> None:
                 stages.start(f"  {m.name} texts", total=total)
                 stages.update(done, total)
 
-            result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
+            with evaluation_progress(None if as_json else stages.resampling()):
+                result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
         paths = write_demo(result, out)
         if as_json:
             emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))

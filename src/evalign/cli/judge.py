@@ -279,7 +279,7 @@ def _make_backend(kind: str, **kw: Any) -> Any:
         if len(urls) > 1:  # one model on several servers (the cache key does not name them)
             cls = backend_class("multi")
             if len(set(urls)) < len(urls):
-                _usage(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
+                raise UsageError(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
         where = {"base_urls": urls} if len(urls) > 1 else {"base_url": urls[0]}
         return cls(
             **where, model=kw["model"], api_key_env=kw["api_key_env"] or None,
@@ -304,7 +304,7 @@ def _validate(**o: Any) -> None:
 
         parsed = urlparse(url)
         if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
-            _usage(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
+            raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
     check(o["concurrency"] >= 1, "--concurrency", ">= 1")
     check(o["batch_size"] >= 1, "--batch-size", ">= 1")
     check(o["timeout"] > 0, "--timeout", "> 0 seconds")

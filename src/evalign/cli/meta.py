@@ -110,9 +110,9 @@ def register(app: typer.Typer) -> None:
                             costs={r.column: r.seconds_per_1000 for r in runs})
         except EvalignError as e:
             raise CliError(str(e)) from None
-        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+        with Stages(disable=as_json) as stages:
             stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
-            result = evaluate(spec)
+            result = evaluate(spec, progress=stages.resampling())
         if as_json:
             emit_json(result.to_json())
             if result.refused:

@@ -150,9 +150,9 @@ def register(app: typer.Typer) -> None:
                             min_group_size=10)
         except EvalignError as e:
             raise CliError(str(e)) from None
-        with Stages(disable=as_json) as stages:  # resampling reports no steps: a moving bar and a timer
+        with Stages(disable=as_json) as stages:
             stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
-            result = evaluate(spec)
+            result = evaluate(spec, progress=stages.resampling())
         if result.refused:
             raise CliError(result.refused)
         data = from_results([result], title=title or f"evalign report: {source}", subtitle=subtitle, notes=merges,

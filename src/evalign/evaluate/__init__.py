@@ -5,8 +5,8 @@ report and the demo only render its result."""
 from __future__ import annotations
 
 from evalign.evaluate.result import EvalResult, TrustTable
-from evalign.evaluate.run import evaluate, signature
+from evalign.evaluate.run import evaluate, evaluation_progress, signature
 from evalign.evaluate.spec import Column, EvalSpec, Human, Resampling, TrustRequest
 
-__all__ = ["Column", "EvalResult", "EvalSpec", "Human", "Resampling", "TrustRequest", "TrustTable", "evaluate",
+__all__ = ["Column", "EvalResult", "EvalSpec", "Human", "Resampling", "TrustRequest", "TrustTable", "evaluate", "evaluation_progress",
            "signature"]

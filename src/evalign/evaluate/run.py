@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -26,9 +28,33 @@ MAX_CURVE_POINTS = 2000
 PAIR_CURVE_POINTS = 60
 
 
-def evaluate(spec: EvalSpec) -> EvalResult:
-    """Run the meta-evaluation described by ``spec`` (see :class:`EvalSpec`)."""
-    return _evaluate_pairs(spec) if spec.mode == "pairs" else _evaluate_items(spec)
+#: a progress callback: ``(stage, done, total or None)``
+Progress = Callable[[str, int, "int | None"], None]
+
+#: the progress callback of the running :func:`evaluate` (read by the resampling steps)
+_PROGRESS: ContextVar[Progress | None] = ContextVar("evalign_evaluate_progress", default=None)
+
+
+def evaluate(spec: EvalSpec, *, progress: Progress | None = None) -> EvalResult:
+    """Run the meta-evaluation described by ``spec`` (see :class:`EvalSpec`).
+
+    ``progress(stage, done, total)``, if given (else the one of an enclosing
+    :func:`evaluation_progress` block), is called as the resampling advances: ``stage`` is
+    ``"bootstrap intervals"`` (``total`` = intervals of the trust table) or ``"permutation tests"`` /
+    ``"bootstrap tests"`` (``total`` None: tests are run as the ranking needs them)."""
+    with evaluation_progress(progress if progress is not None else _PROGRESS.get()):
+        return _evaluate_pairs(spec) if spec.mode == "pairs" else _evaluate_items(spec)
+
+
+@contextmanager
+def evaluation_progress(progress: Progress | None) -> Iterator[None]:
+    """Within this block, every :func:`evaluate` reports its resampling to ``progress`` (for a
+    command line that calls code which calls :func:`evaluate`)."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,7 +149,8 @@ def _ranked(
     rows, group_rows, notes = rank_predictors(
         human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
         is_pairs=is_pairs, n_resamples=r.n_resamples, n_permutations=r.n_permutations, confidence=r.confidence,
-        alpha=r.alpha, seed=r.seed, min_group_size=spec.group_floor(), test=test, undefined=undefined)
+        alpha=r.alpha, seed=r.seed, min_group_size=spec.group_floor(), test=test, undefined=undefined,
+        progress=_PROGRESS.get())
     if ceiling is not None and not rows.empty:
         extra = []
         for g in group_rows.itertuples():

@@ -214,6 +214,7 @@ def rank_predictors(
     min_group_size: int = 10,
     test: str = "permutation",
     undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
     """The rows of a trust table: per group, every predictor's value with a bootstrap interval; the
     ranked predictors (metrics, judges, baselines with ``ranked``) sorted by value; metrics and
@@ -223,7 +224,9 @@ def rank_predictors(
     (:func:`~evalign.meta.significance.paired_permutation_test`) or ``bootstrap``
     (:func:`paired_bootstrap_p` on the interval's resamples). ``undefined(human, data)`` returns why
     the statistic is undefined in a group (then no rank, cluster or test; the reason is the group's
-    status), or None.
+    status), or None. ``progress(stage, done, total)``: called after each bootstrap interval
+    (``"bootstrap intervals"``, total known) and each paired test (``"permutation tests"`` or
+    ``"bootstrap tests"``, total None).
 
     Returns (rows, groups, notes). Row columns: ``group, n, kind, rank, cluster, metric, value,
     ci_low, ci_high, p_vs_best, beats_baselines``, one per ``also``, ``epsilon``, ``s_per_1000``.
@@ -251,6 +254,9 @@ def rank_predictors(
     rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    n_intervals = sum(len(preds) for sel in groups.values() if len(sel) >= min_group_size)
+    done = {"intervals": 0, "tests": 0}
+    test_stage = "permutation tests" if test == "permutation" else "bootstrap tests"
     for gname, sel in groups.items():
         n = len(sel)
         if n < min_group_size:
@@ -266,6 +272,9 @@ def rank_predictors(
             if st is None:
                 continue
             cis[name] = bootstrap_ci(st, h, data[name], n_resamples=n_resamples, confidence=confidence, seed=seed)
+            done["intervals"] += 1
+            if progress is not None:
+                progress("bootstrap intervals", done["intervals"], n_intervals)
         values = {name: (cis[name].value if name in cis else float("nan")) for name in preds}
         cache: dict[tuple[str, str], float] = {}
 
@@ -282,6 +291,9 @@ def rank_predictors(
                 else:
                     cache[key] = paired_permutation_test(sa, h, data[key[0]], data[key[1]], n_permutations, seed,
                                                          stat_b=sb).p_value
+                if progress is not None and sa is not None and sb is not None:
+                    done["tests"] += 1
+                    progress(test_stage, done["tests"], None)
             return cache[key]
 
         contenders = [name for name, p in preds.items() if p.kind != "baseline"]
