@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from engine_helpers import OBJECT_STORE
 
 from evalign.datasets import load_dataset
 from evalign.io import write_table
-
-OBJECT_STORE = 100 * 2**20
 
 
 @pytest.fixture(scope="session")

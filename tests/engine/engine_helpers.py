@@ -17,6 +17,9 @@ LEXICAL = ("bleu", "chrf", "rouge_l", "exact_match")
 FAST = ("bleu", "rouge_l", "exact_match")
 
 
+#: object store of each node of the test clusters
+OBJECT_STORE = 100 * 2**20
+
 def read_shards(out_dir: Path) -> pd.DataFrame:
     """Every scored row of an output folder, in shard order."""
     parts = sorted(out_dir.glob("part-*.parquet"))

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import in_memory, read_shards
+from engine_helpers import OBJECT_STORE, in_memory, read_shards
 
 from evalign.engine import EngineSettings
 from evalign.engine.ray import RaySettings, run_ray
@@ -20,8 +20,6 @@ pytest.importorskip("ray")
 def test_node_killed_mid_run_every_row_once(items_jsonl: Path, tmp_path: Path) -> None:
     import ray
     from ray.cluster_utils import Cluster
-
-    from conftest import OBJECT_STORE  # the cluster settings of the other engine tests
 
     _, expected = in_memory(items_jsonl, ("bleu",))
     cluster = Cluster(initialize_head=True, connect=False,
