@@ -41,9 +41,11 @@ def test_node_killed_mid_run_every_row_once(items_jsonl: Path, tmp_path: Path) -
         t = threading.Thread(target=run)
         t.start()
         deadline = time.monotonic() + 120
-        while len(list(out.glob("part-*.json"))) < 3 and time.monotonic() < deadline and t.is_alive():
+        # kill the worker node once it has finished a shard of its own (so the kill loses real work)
+        while not _done_by(out, worker.node_id) and time.monotonic() < deadline and t.is_alive():
             time.sleep(0.05)
         done_before = len(list(out.glob("part-*.json")))
+        assert _done_by(out, worker.node_id), "the worker node finished no shard before the kill"
         assert 0 < done_before < 21, "the run must be under way when the node is killed"
         cluster.remove_node(worker, allow_graceful=False)  # the node's processes are killed
         t.join(timeout=240)
@@ -59,3 +61,14 @@ def test_node_killed_mid_run_every_row_once(items_jsonl: Path, tmp_path: Path) -
     nodes = {json.loads(p.read_text())["node"] for p in out.glob("part-*.json")}
     assert worker.node_id in nodes  # the killed node had done work before
     print(f"node killed after {done_before}/21 shards; shards written by {len(nodes)} nodes")
+
+
+def _done_by(out: Path, node_id: str) -> bool:
+    """Whether a finished shard's record names ``node_id`` (records being written are skipped)."""
+    for p in out.glob("part-*.json"):
+        try:
+            if json.loads(p.read_text())["node"] == node_id:
+                return True
+        except (ValueError, KeyError, OSError):
+            continue
+    return False
