@@ -123,6 +123,22 @@ def _align_note(counts: Mapping[str, int], common: int, unit: str) -> str | None
             "each column is evaluated on these only")
 
 
+def _common_cells(cols: Sequence[Column], have: Mapping[str, np.ndarray], notes: list[str], one: str,
+                  same: str, unit: str) -> tuple[np.ndarray, str | None]:
+    """The cells (``one``: ``pair`` / ``(system, item) cell``) where every column has a value, and
+    why nothing can be compared when there is none; an alignment note is added to ``notes``."""
+    common = np.logical_and.reduce([have[c.name] for c in cols])
+    counts = {c.name: int(have[c.name].sum()) for c in cols}
+    if not common.any():
+        listing = ", ".join(f"{k}: {v}" for k, v in counts.items())
+        return common, (f"no {one} has a value of every column ({listing}): nothing to compare on the same {same}; "
+                        "evaluate them separately")
+    note = _align_note(counts, int(common.sum()), unit)
+    if note:
+        notes.append(note)
+    return common, None
+
+
 def _thin(eps: np.ndarray, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(eps) <= MAX_CURVE_POINTS:
         return eps, acc
@@ -234,15 +250,9 @@ def _evaluate_items(spec: EvalSpec) -> EvalResult:
     for e in empty:
         notes.append(f"{e} has no value on any item with a human label: left out")
     cols = [c for c in cols if c.name not in empty]
-    common = np.logical_and.reduce([have[c.name] for c in cols])
-    counts = {c.name: int(have[c.name].sum()) for c in cols}
-    if not common.any():
-        listing = ", ".join(f"{k}: {v}" for k, v in counts.items())
-        return _refused(spec, f"no (system, item) cell has a value of every column ({listing}): nothing to compare "
-                        "on the same items; evaluate them separately", missing, n_it, n_sys, notes)
-    note = _align_note(counts, int(common.sum()), "(system, item) cells")
-    if note:
-        notes.append(note)
+    common, reason = _common_cells(cols, have, notes, "(system, item) cell", "items", "(system, item) cells")
+    if reason:
+        return _refused(spec, reason, missing, n_it, n_sys, notes)
     h = arrays.human.copy()
     if h.ndim == 2:
         h[~common] = np.nan
@@ -459,15 +469,9 @@ def _evaluate_pairs(spec: EvalSpec) -> EvalResult:
     for e in empty:
         notes.append(f"{e} has no value on any labelled pair: left out")
     cols = [c for c in cols if c.name not in empty]
-    common = np.logical_and.reduce([have[c.name] for c in cols])
-    counts = {c.name: int(have[c.name].sum()) for c in cols}
-    if not common.any():
-        listing = ", ".join(f"{k}: {v}" for k, v in counts.items())
-        return _refused(spec, f"no pair has a value of every column ({listing}): nothing to compare on the same "
-                        "pairs; evaluate them separately", missing, n, n_sys_all, notes)
-    note = _align_note(counts, int(common.sum()), "pairs")
-    if note:
-        notes.append(note)
+    common, reason = _common_cells(cols, have, notes, "pair", "pairs", "pairs")
+    if reason:
+        return _refused(spec, reason, missing, n, n_sys_all, notes)
     prefs = prefs.copy()
     prefs[:, ~common] = np.nan
     for c in cols:
