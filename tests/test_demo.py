@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from evalign.datasets import load_dataset
+from golden.compare import check_files, check_text, normalise_stderr, normalise_stdout
 
 
 def _demo(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -84,3 +85,14 @@ def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str]
     assert "bleu (corpus)" in lb.columns  # the declared system score
     scored = pd.read_json(out / "self_instruct_scored.jsonl", lines=True)
     assert len(scored) == 2016 and scored["semscore[model=all-MiniLM-L6-v2]"].between(-1, 1).all()
+
+
+def test_demo_golden_outputs(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """Byte for byte as recorded before the issue-21 restructuring (tests/golden/demo*; normaliser and
+    regeneration in tests/golden/compare.py): stdout at 200 columns, stderr, and every file written
+    (tables, CSVs, summary.json, scored JSONL, report.html and its figures)."""
+    proc, root = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_text("demo.stdout", normalise_stdout(proc.stdout, [root]))
+    check_text("demo.stderr", normalise_stderr(proc.stderr, [root]))
+    check_files("demo_files", root / "out")

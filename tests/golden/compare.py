@@ -1,0 +1,307 @@
+"""Golden outputs: compare what a command prints and writes with files recorded from the code as it was
+before the issue-21 restructuring, byte for byte after a small normaliser.
+
+Imported by the tests as ``golden.compare`` (``tests/`` is on ``sys.path`` under pytest's default import
+mode). Regenerate every golden file with ``EVALIGN_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
+tests/test_demo.py``: the checks then (re)write the files instead of comparing, and pass.
+
+The normaliser masks only what legitimately varies between two runs of the same code on the same data:
+
+* wall-clock timings, as ``<time>``: the ``s/1k items`` column of terminal (rich) tables; the
+  ``s_per_1000`` column of CSV, Markdown, LaTeX and HTML tables; the values of the JSON keys
+  ``s_per_1000`` and ``seconds...`` (``seconds_per_1000_items``, ``seconds_self_instruct``, ...); the
+  ``(1.35s)`` after a metric signature on stderr;
+* paths: the run's temporary folder as ``<TMP>``, the data folder (``$EVALIGN_DATA_DIR``) as ``<DATA>``,
+  the interpreter's site-packages as ``<SITE>``;
+* stderr lines of progress bars (a carriage return, or a tqdm bar ``NN%|``) are dropped; a command run
+  without a terminal prints none today.
+
+Everything else (numbers, table layout, messages, column order, JSON formatting) is compared byte for byte.
+Small outputs are stored whole (``NAME``), so a mismatch shows a readable diff; big ones (scored JSONL, the
+demo's HTML report) as ``NAME.sha256``: the sha256 of the normalised text, then a short hash per line, so a
+mismatch names the first differing line and prints it.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import hashlib
+import io
+import itertools
+import json
+import os
+import re
+import sysconfig
+from collections.abc import Iterable
+from pathlib import Path
+
+GOLDEN_DIR = Path(__file__).resolve().parent
+#: written files above this size (normalised) are stored as hashes, line by line; smaller ones whole
+WHOLE_LIMIT = 200_000
+UPDATE = os.environ.get("EVALIGN_UPDATE_GOLDEN", "") not in ("", "0")
+TIME = "<time>"
+#: column headers that hold wall-clock timings
+TIME_HEADERS = ("s/1k items", "s_per_1000", r"s\_per\_1000")
+#: JSON keys that hold wall-clock timings
+_JSON_TIME = re.compile(r'("(?:s_per_1000|seconds[A-Za-z0-9_]*)"\s*:\s*)(-?[0-9][0-9.eE+-]*)')
+_SIGNATURE_TIME = re.compile(r" \([0-9]+(?:\.[0-9]+)?s\)$", re.MULTILINE)
+_PROGRESS = re.compile(r"\r|[0-9]+%\|")
+
+
+# ------------------------------------------------------------------------------------------------
+# normalisers
+
+
+def mask_paths(text: str, tmp: Iterable[Path | str] = ()) -> str:
+    """The temporary folders (longest first), the data folder and site-packages as placeholders."""
+    for p in sorted((str(t) for t in tmp), key=len, reverse=True):
+        text = text.replace(os.path.realpath(p), "<TMP>").replace(p, "<TMP>")
+    data = os.environ.get("EVALIGN_DATA_DIR")
+    if data:
+        text = text.replace(data.rstrip("/"), "<DATA>")
+    return text.replace(sysconfig.get_paths()["purelib"], "<SITE>")
+
+
+def mask_terminal_tables(text: str, headers: Iterable[str] = ("s/1k items",)) -> str:
+    """Blank the body cells of the columns titled ``headers`` in rich tables (box drawn with ┏ ┃ ┡ │ └)
+    as ``<time>``, right-aligned in the cell. A header may wrap over several header lines."""
+    wanted = {" ".join(h.split()) for h in headers}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if not lines[i].lstrip().startswith("┏"):
+            i += 1
+            continue
+        j = i + 1
+        head: list[str] = []
+        while j < len(lines) and lines[j].lstrip().startswith("┃"):
+            head.append(lines[j])
+            j += 1
+        if not head:
+            i = j
+            continue
+        seps = [k for k, ch in enumerate(head[0]) if ch == "┃"]
+        spans = list(itertools.pairwise(seps))
+        targets = [(a, b) for a, b in spans
+                   if " ".join(" ".join(h[a + 1:b] for h in head).split()) in wanted]
+        k = j
+        while k < len(lines) and not lines[k].lstrip().startswith("└"):
+            row = lines[k]
+            if row.lstrip().startswith("│"):
+                for a, b in targets:
+                    if b < len(row) and row[a] == "│" and row[b] == "│":
+                        cell = row[a + 1:b]
+                        if cell.strip() not in ("", "-"):
+                            width = b - a - 1
+                            row = row[:a + 1] + f"{TIME} ".rjust(width) + row[b:]
+                lines[k] = row
+            k += 1
+        i = k
+    return "\n".join(lines)
+
+
+_RULE = re.compile(r"^(\\(?:midrule|hline|cmidrule\S*)|\|[-:| ]+\|)$")
+
+
+def _mask_cells(rows: list[list[str]], headers: Iterable[str]) -> list[list[str]]:
+    """Rows of cells: from a row holding one of ``headers`` on, the cells below it with a value."""
+    wanted = set(headers)
+    cols: list[int] = []
+    width = 0
+    out = []
+    for row in rows:
+        hit = [c for c, v in enumerate(row) if v.strip() in wanted]
+        if hit:
+            cols, width = hit, len(row)
+        elif cols and len(row) == width:
+            row = [TIME if c in cols and v.strip() not in ("", "-", "nan", "NaN", "None") else v
+                   for c, v in enumerate(row)]
+        elif not (len(row) == 1 and _RULE.match(row[0])):  # a rule under the header keeps the columns
+            cols = []
+        out.append(row)
+    return out
+
+
+def mask_csv(text: str, headers: Iterable[str] = TIME_HEADERS) -> str:
+    """CSV: the timing columns' values as ``<time>`` (re-written by the csv module, both sides alike)."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\n").writerows(_mask_cells(rows, headers))
+    return buf.getvalue()
+
+
+def mask_markdown(text: str, headers: Iterable[str] = TIME_HEADERS) -> str:
+    """Markdown (``| a | b |``) and LaTeX (``a & b \\\\``) tables: the timing columns as ``<time>``."""
+    out = []
+    rows: list[list[str]] = []
+    kinds: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith("| ") and line.endswith(" |"):
+            rows.append(line[2:-2].split(" | "))
+            kinds.append("md")
+        elif " & " in line and line.endswith(" \\\\"):
+            rows.append(line[:-3].split(" & "))
+            kinds.append("tex")
+        else:
+            rows.append([line])
+            kinds.append("text")
+    for row, kind in zip(_mask_cells(rows, headers), kinds, strict=True):
+        if kind == "md":
+            out.append("| " + " | ".join(row) + " |")
+        elif kind == "tex":
+            out.append(" & ".join(row) + " \\\\")
+        else:
+            out.append(row[0])
+    return "\n".join(out)
+
+
+_TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL)
+_ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
+_CELL = re.compile(r"(<t([hd])\b[^>]*>)(.*?)(</t\2>)", re.DOTALL)
+
+
+def mask_html(text: str, headers: Iterable[str] = TIME_HEADERS) -> str:
+    """HTML tables (pandas ``to_html``): the cells under a ``<th>s_per_1000</th>`` as ``<time>``."""
+    wanted = set(headers)
+
+    def table(m: re.Match[str]) -> str:
+        cols: list[int] = []
+
+        def row(r: re.Match[str]) -> str:
+            nonlocal cols
+            cells = list(_CELL.finditer(r.group(0)))
+            hit = [c for c, cm in enumerate(cells) if cm.group(2) == "h" and cm.group(3).strip() in wanted]
+            if hit:
+                cols = hit
+                return r.group(0)
+            if not cols:
+                return r.group(0)
+            n = iter(range(len(cells)))
+
+            def cell(cm: re.Match[str]) -> str:
+                c = next(n)
+                if c in cols and cm.group(3).strip() not in ("", "-", "NaN", "nan", "None"):
+                    return cm.group(1) + TIME + cm.group(4)
+                return cm.group(0)
+
+            return _CELL.sub(cell, r.group(0))
+
+        return _ROW.sub(row, m.group(0))
+
+    return _TABLE.sub(table, text)
+
+
+def mask_json_times(text: str) -> str:
+    """JSON text: the numbers under the keys ``s_per_1000`` and ``seconds...`` as ``"<time>"`` (the rest
+    of the text, formatting included, untouched)."""
+    return _JSON_TIME.sub(lambda m: f'{m.group(1)}"{TIME}"', text)
+
+
+def mask_stderr(text: str) -> str:
+    """stderr: progress-bar lines dropped, the ``(1.35s)`` after a metric signature masked."""
+    lines = [ln for ln in text.split("\n") if not _PROGRESS.search(ln)]
+    return _SIGNATURE_TIME.sub(f" ({TIME})", "\n".join(lines))
+
+
+def normalise_file(path: Path, tmp: Iterable[Path | str] = ()) -> str:
+    """A written file's text, normalised by its kind (extension)."""
+    with path.open(encoding="utf-8", newline="") as f:  # line endings as written
+        text = f.read()
+    suffix = path.suffix
+    if suffix == ".csv":
+        text = mask_csv(text)
+    elif suffix in (".md", ".tex"):
+        text = mask_markdown(text)
+    elif suffix in (".html", ".htm"):
+        text = mask_html(text)
+    elif suffix in (".json", ".jsonl"):
+        text = mask_json_times(text)
+    return mask_paths(text, tmp)
+
+
+def normalise_stdout(text: str, tmp: Iterable[Path | str] = ()) -> str:
+    """A command's stdout: terminal tables' and JSON timings masked, paths as placeholders."""
+    return mask_paths(mask_json_times(mask_terminal_tables(text)), tmp)
+
+
+def normalise_stderr(text: str, tmp: Iterable[Path | str] = ()) -> str:
+    """A command's stderr: progress bars dropped, signature timings masked, paths as placeholders."""
+    return mask_paths(mask_stderr(text), tmp)
+
+
+# ------------------------------------------------------------------------------------------------
+# comparison
+
+
+def _diff(expected: str, actual: str, name: str, limit: int = 80) -> str:
+    lines = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), f"golden/{name}", "now",
+                                      lineterm="", n=2))
+    more = f"\n... ({len(lines) - limit} more diff lines)" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more
+
+
+def check_text(name: str, text: str) -> None:
+    """Compare ``text`` with the golden file ``name`` (or write it under EVALIGN_UPDATE_GOLDEN=1)."""
+    path = GOLDEN_DIR / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="")
+        return
+    assert path.exists(), f"no golden file {path} (record it with EVALIGN_UPDATE_GOLDEN=1)"
+    with path.open(encoding="utf-8", newline="") as f:
+        expected = f.read()
+    if expected != text:
+        raise AssertionError(f"output differs from golden/{name}:\n{_diff(expected, text, name)}")
+
+
+def _line_hash(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]
+
+
+def check_hashed(name: str, text: str) -> None:
+    """Compare a big ``text`` with ``name.sha256`` (its sha256, then a short hash per line): on a mismatch
+    the message names the first differing line and shows it."""
+    path = GOLDEN_DIR / f"{name}.sha256"
+    lines = text.split("\n")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    record = f"sha256 {digest} bytes {len(text.encode('utf-8'))} lines {len(lines)}\n" + "".join(
+        f"{_line_hash(line)}\n" for line in lines)
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(record, encoding="utf-8", newline="")
+        return
+    assert path.exists(), f"no golden file {path} (record it with EVALIGN_UPDATE_GOLDEN=1)"
+    head, *hashes = path.read_text(encoding="utf-8").splitlines()
+    if head.split()[1] == digest:
+        return
+    for i, line in enumerate(lines):
+        if i >= len(hashes) or hashes[i] != _line_hash(line):
+            raise AssertionError(f"golden/{name}: first difference at line {i + 1} "
+                                 f"(golden: {head}; now {len(lines)} lines):\n{line[:3000]}")
+    raise AssertionError(f"golden/{name}: {len(hashes) - len(lines)} line(s) missing at the end (golden: {head})")
+
+
+def check_json_text(name: str, text: str) -> None:
+    """Like :func:`check_text`, for text that must also parse as JSON."""
+    json.loads(text)
+    check_text(name, text)
+
+
+def check_files(name: str, root: Path, skip: tuple[str, ...] = ()) -> None:
+    """Every file written under ``root``: their sorted list (``NAME/FILES``), then each file normalised
+    (``NAME/<path>``): small ones whole, big ones (over :data:`WHOLE_LIMIT`) and images as hashes.
+    ``skip``: path prefixes left out (the caller says why); ``cache.sqlite*`` is always left out."""
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    files = [f for f in files if not f.startswith((*skip, "cache.sqlite"))]
+    check_text(f"{name}/FILES", "\n".join(files) + "\n")
+    for rel in files:
+        path = root / rel
+        if path.suffix == ".png":  # matplotlib writes the same bytes for the same figure
+            check_hashed(f"{name}/{rel}", path.read_bytes().hex())
+            continue
+        text = normalise_file(path, [root])
+        if len(text.encode("utf-8")) > WHOLE_LIMIT:
+            check_hashed(f"{name}/{rel}", text)
+        else:
+            check_text(f"{name}/{rel}", text)
