@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -62,6 +63,23 @@ def check_run(name: str, args: list[str], cwd: Path, code: int = 0, columns: str
     check_text(f"{name}.stderr", err)
     return out
 
+
+# ------------------------------------------------------------------------------------------------
+# help texts
+
+HELP = [[], ["score"], ["metrics"], ["meta"], ["judge"], ["report"], ["demo"], ["synth"], ["train-judge"],
+        ["verify-judge"], ["run"], ["datasets"], ["datasets", "export"], ["cache"], ["cache", "info"],
+        ["cache", "clear"]]
+
+
+def test_help_texts(work: Path) -> None:
+    """``evalign [VERB...] --help`` of every verb (run four at a time)."""
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda verb: evalign([*verb, "--help"], work), HELP))
+    for verb, (out, err) in zip(HELP, outs, strict=True):
+        name = "_".join(["help", *verb]).replace("-", "_")
+        check_text(f"help/{name}.stdout", out)
+        assert err == "", (verb, err)
 
 # ------------------------------------------------------------------------------------------------
 # datasets and metrics listings
