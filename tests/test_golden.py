@@ -122,6 +122,19 @@ def test_score_significance_json(work: Path) -> None:
                                      "--significance", "--json"], work)
 
 
+def test_score_shards_local_engine(work: Path) -> None:
+    """``score FILE --out-dir``: the local engine's Parquet shards, their manifest and summary, and a
+    re-run that resumes every shard. The input's mtime is pinned (the manifest records it)."""
+    evalign(["datasets", "export", "self_instruct", "-o", "items.jsonl"], work)
+    os.utime(work / "items.jsonl", ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    args = ["score", "items.jsonl", "-m", "bleu", "-m", "rouge_l", "--out-dir", "shards", "--shard-rows", "500"]
+    check_run("score_shards", args, work)
+    check_files("score_shards_files", work / "shards", tmp=[work])
+    check_run("score_shards_resumed", args, work)
+    check_run("score_out_dir_needs_a_file", ["score", "--dataset", "self_instruct", "-m", "bleu",
+                                             "--out-dir", "shards2"], work, code=2)
+
+
 # ------------------------------------------------------------------------------------------------
 # meta
 

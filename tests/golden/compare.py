@@ -39,12 +39,16 @@ from pathlib import Path
 GOLDEN_DIR = Path(__file__).resolve().parent
 #: written files above this size (normalised) are stored as hashes, line by line; smaller ones whole
 WHOLE_LIMIT = 200_000
+#: written files compared as bytes (their hash)
+BINARY = (".png", ".parquet", ".npz")
 UPDATE = os.environ.get("EVALIGN_UPDATE_GOLDEN", "") not in ("", "0")
 TIME = "<time>"
 #: column headers that hold wall-clock timings
 TIME_HEADERS = ("s/1k items", "s_per_1000", r"s\_per\_1000")
 #: JSON keys that hold wall-clock timings
 _JSON_TIME = re.compile(r'("(?:s_per_1000|seconds[A-Za-z0-9_]*)"\s*:\s*)(-?[0-9][0-9.eE+-]*)')
+_JSON_TIME_OBJECT = re.compile(r'"(?:s_per_1000|seconds[A-Za-z0-9_]*)"\s*:\s*\{[^{}]*\}')
+_JSON_NUMBER = re.compile(r'("\s*:\s*)(-?[0-9][0-9.eE+-]*)')
 _SIGNATURE_TIME = re.compile(r" \([0-9]+(?:\.[0-9]+)?s\)$", re.MULTILINE)
 _PROGRESS = re.compile(r"\r|[0-9]+%\|")
 
@@ -193,8 +197,10 @@ def mask_html(text: str, headers: Iterable[str] = TIME_HEADERS) -> str:
 
 
 def mask_json_times(text: str) -> str:
-    """JSON text: the numbers under the keys ``s_per_1000`` and ``seconds...`` as ``"<time>"`` (the rest
-    of the text, formatting included, untouched)."""
+    """JSON text: the numbers under the keys ``s_per_1000`` and ``seconds...`` (or in a flat object under
+    such a key, e.g. ``"seconds": {"bleu": 0.31}``) as ``"<time>"``; the rest of the text, formatting
+    included, untouched."""
+    text = _JSON_TIME_OBJECT.sub(lambda m: _JSON_NUMBER.sub(lambda n: f'{n.group(1)}"{TIME}"', m.group(0)), text)
     return _JSON_TIME.sub(lambda m: f'{m.group(1)}"{TIME}"', text)
 
 
@@ -288,19 +294,21 @@ def check_json_text(name: str, text: str) -> None:
     check_text(name, text)
 
 
-def check_files(name: str, root: Path, skip: tuple[str, ...] = ()) -> None:
+def check_files(name: str, root: Path, skip: tuple[str, ...] = (), tmp: Iterable[Path | str] = ()) -> None:
     """Every file written under ``root``: their sorted list (``NAME/FILES``), then each file normalised
-    (``NAME/<path>``): small ones whole, big ones (over :data:`WHOLE_LIMIT`) and images as hashes.
-    ``skip``: path prefixes left out (the caller says why); ``cache.sqlite*`` is always left out."""
+    (``NAME/<path>``): small ones whole, big ones (over :data:`WHOLE_LIMIT`) and binary ones (figures,
+    Parquet, npz) as hashes.
+    ``skip``: path prefixes left out (the caller says why); ``cache.sqlite*`` is always left out.
+    ``tmp``: further temporary folders to mask (``root`` always is)."""
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     files = [f for f in files if not f.startswith((*skip, "cache.sqlite"))]
     check_text(f"{name}/FILES", "\n".join(files) + "\n")
     for rel in files:
         path = root / rel
-        if path.suffix == ".png":  # matplotlib writes the same bytes for the same figure
+        if path.suffix in BINARY:  # the same bytes for the same figure or table (checked: two runs)
             check_hashed(f"{name}/{rel}", path.read_bytes().hex())
             continue
-        text = normalise_file(path, [root])
+        text = normalise_file(path, [root, *tmp])
         if len(text.encode("utf-8")) > WHOLE_LIMIT:
             check_hashed(f"{name}/{rel}", text)
         else:
