@@ -82,6 +82,33 @@ def test_help_texts(work: Path) -> None:
         assert err == "", (verb, err)
 
 # ------------------------------------------------------------------------------------------------
+# error messages
+
+ERRORS = [  # (name, args, exit code)
+    ("missing_file", ["meta", "missing.jsonl", "-m", "bleu"], 1),
+    ("unknown_metric", ["score", "--dataset", "self_instruct", "-m", "nosuch"], 2),
+    ("unknown_option", ["score", "--dataset", "self_instruct", "-m", "bleu", "--option", "bleu.nosuch=1"], 2),
+    ("bad_config", ["run", "bad.yaml"], 2),
+    ("malformed_jsonl", ["score", "broken.jsonl", "-m", "bleu"], 1),
+    ("unknown_dataset", ["meta", "--dataset", "nosuch", "-m", "bleu"], 1),
+    ("unknown_variant", ["datasets", "export", "llmbar:nosuch", "-o", "x.jsonl"], 1),
+]
+
+
+def test_error_messages(work: Path) -> None:
+    """The messages and exit codes of common mistakes (run four at a time)."""
+    (work / "bad.yaml").write_text("version: 1\nname: bad\nmetrics: [bleu]\nevaluations:\n  - name: x\n"
+                                   "    data: {dataset: nosuch}\n    colour: red\n", encoding="utf-8")
+    (work / "broken.jsonl").write_text('{"id": "1", "system": "s", "response": "a"}\n{"id": "2", "system": "s"\n',
+                                       encoding="utf-8")
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda e: evalign(e[1], work, e[2]), ERRORS))
+    for (name, _args, _code), (out, err) in zip(ERRORS, outs, strict=True):
+        check_text(f"errors/{name}.stdout", out)
+        check_text(f"errors/{name}.stderr", err)
+
+
+# ------------------------------------------------------------------------------------------------
 # datasets and metrics listings
 
 
