@@ -164,8 +164,7 @@ def _ranked(
     test = "bootstrap" if req.level == "system" else "permutation"
     rows, group_rows, notes = rank_predictors(
         human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
-        is_pairs=is_pairs, n_resamples=r.n_resamples, n_permutations=r.n_permutations, confidence=r.confidence,
-        alpha=r.alpha, seed=r.seed, min_group_size=spec.group_floor(), test=test, undefined=undefined,
+        is_pairs=is_pairs, resampling=r, min_group_size=spec.group_floor(), test=test, undefined=undefined,
         progress=_PROGRESS.get())
     if ceiling is not None and not rows.empty:
         extra = []
@@ -200,7 +199,7 @@ def _ranked(
 
 
 def _evaluate_items(spec: EvalSpec) -> EvalResult:
-    from evalign.meta.breakdown import _group_index, breakdown, item_arrays
+    from evalign.meta.breakdown import breakdown, group_index, item_arrays
     from evalign.meta.correlation import correlation, system_means
     from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy
 
@@ -325,7 +324,7 @@ def _evaluate_items(spec: EvalSpec) -> EvalResult:
     if spec.by:
         _require(table, [spec.by], "group", source)
     used = common.any(axis=0)
-    groups = {g: sel[used[sel]] for g, sel in _group_index(table, arrays, by, False).items()}
+    groups = {g: sel[used[sel]] for g, sel in group_index(table, arrays, by, False).items()}
     ann = [a for a in hum.annotators if a in table.columns] if item_level else []
     ann_arrays = [np.where(common, item_arrays(table, a, [], human_higher_is_better=hum.higher_is_better).human, np.nan)
                   for a in ann] if len(ann) >= 2 else []
@@ -413,7 +412,7 @@ def _evaluate_items(spec: EvalSpec) -> EvalResult:
 
 def _evaluate_pairs(spec: EvalSpec) -> EvalResult:
     from evalign.meta.agreement import majority_vote
-    from evalign.meta.breakdown import PairArrays, _group_index, breakdown, pair_arrays, pair_scores
+    from evalign.meta.breakdown import PairArrays, breakdown, group_index, pair_arrays, pair_scores
     from evalign.meta.pairwise import pairwise_preference_accuracy
     from evalign.meta.trust import Predictor
 
@@ -512,7 +511,7 @@ def _evaluate_pairs(spec: EvalSpec) -> EvalResult:
     by = spec.by if spec.by and spec.by != "system" else None
     if spec.by:
         _require(pairs, ["system_a", "system_b"] if spec.by == "system" else [spec.by], "group", source)
-    groups = _group_index(pairs, PairArrays(arrays.items, prefs, {}), by, True)
+    groups = group_index(pairs, PairArrays(arrays.items, prefs, {}), by, True)
     tables: list[TrustTable] = []
     for req in spec.trust_requests():
         also = _also(req.statistic, True, verdicts)
