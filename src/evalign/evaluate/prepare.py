@@ -12,6 +12,8 @@ import pandas as pd
 from evalign.errors import EvalignError, InputError
 from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
 from evalign.evaluate.spec import Column, Human
+from evalign.metrics.base import get_metric, metric_class
+from evalign.scoring import score
 
 
 def dataset_human(ds: Any, *, column: str | None = None, pref: Sequence[str] = ()) -> Human:
@@ -66,8 +68,6 @@ def attach_labels(items: pd.DataFrame, ds: Any, human: Human) -> pd.DataFrame:
 
 
 def _registered(name: str) -> Any:
-    from evalign.metrics.base import metric_class
-
     try:
         return metric_class(name)
     except (EvalignError, ImportError):
@@ -94,9 +94,6 @@ def resolve_columns(
     here. ``on_scoring(names)``: returns a context manager shown while scoring (a spinner).
     Returns (table with the computed columns, columns, the :class:`~evalign.scoring.MetricRun` list).
     """
-    from evalign.metrics.base import get_metric
-    from evalign.scoring import score
-
     lower = set(lower_is_better)
     options = options or {}
     cols: list[Column] = []

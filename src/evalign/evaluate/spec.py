@@ -12,6 +12,7 @@ import pandas as pd
 
 from evalign.errors import InputError
 from evalign.meta.resampling import Resampling
+from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
 
 Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
@@ -102,8 +103,6 @@ class Column:
 
 def _declared_corpus(name: str) -> bool:
     """Whether ``name`` is a registered metric that declares a corpus-level system score."""
-    from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
-
     if name not in BUILTIN_METRIC_MODULES:
         return False
     try:
