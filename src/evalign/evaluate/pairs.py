@@ -63,7 +63,7 @@ class PairEvaluation(Evaluation):
         self.lower = [c.name for c in cols if not c.higher_is_better and not c.verdict]
         arrays = self.arrays = pair_arrays(self.scored, self.pref, self.metric_cols, lower_is_better=self.lower)
         self.human = arrays.human
-        n = self.n_items_all = self.human.shape[1]
+        n = self.n_items_all = int(arrays.human.shape[1])
         self.data = dict(arrays.metrics)
         for c in cols:
             if c.verdict:
