@@ -15,6 +15,13 @@ Two entry points, both pure functions:
   item scores);
 * :func:`trust_table_pairs` for pair tables (e.g. PandaLM: preference accuracy with and without
   ties, each metric's tie threshold calibrated once on all pairs).
+
+Both share one path (``_trust``) to :func:`rank_predictors`, the ranking used by
+:func:`evalign.evaluate.evaluate` too. It runs in stages: **calibrate** each predictor's tie
+threshold once on all data; then per group **resample** (a bootstrap interval per predictor),
+**rank** (significance clusters, p-value against the best) and **guard** (``beats_baselines``:
+significantly better than the best trivial baseline?). All resampling settings travel as one
+:class:`~evalign.meta.resampling.Resampling`.
 """
 
 from __future__ import annotations
