@@ -25,6 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from evalign.meta.agreement import majority_vote
+from evalign.meta.correlation import correlation
+from evalign.meta.pairwise import pairwise_accuracy
 from evalign.meta.significance import CORRELATIONS, Statistic
 from evalign.meta.trust import Predictor
 
@@ -59,8 +62,6 @@ def _item_units(value: float) -> Statistic:
 
 
 def _pair_units(value: float, with_ties: bool) -> Statistic:
-    from evalign.meta.agreement import majority_vote
-
     def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         label = majority_vote(np.asarray(h, dtype=float).T, fallback=0.0)
         den = np.isfinite(label) & ((label != 0) if not with_ties else True)
@@ -140,9 +141,6 @@ def human_ceiling_items(annotators: Sequence[np.ndarray], statistic: str, level:
     on ``statistic``: pairwise accuracy (epsilon 0: an annotator's tie is equality) pooled over every
     ordered pair of annotator columns, weighted by their pairs; a correlation averaged over the
     ordered pairs where it is defined. NaN when undefined."""
-    from evalign.meta.correlation import correlation
-    from evalign.meta.pairwise import pairwise_accuracy
-
     vals: list[float] = []
     weights: list[float] = []
     for a, b in itertools.permutations(range(len(annotators)), 2):

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.judges import judge_class
 from evalign.meta.agreement import majority_vote
 from evalign.meta.significance import Statistic
 
@@ -50,8 +51,6 @@ def judge_higher_is_better(name: str) -> bool:
     """The direction a registered judge declares for its score column ``name`` (True if unknown)."""
     base = name.split("[", 1)[0]
     try:
-        from evalign.judges.grading import judge_class
-
         return bool(judge_class(base).higher_is_better)
     except Exception:  # not a registered judge (or judges unavailable): higher is better
         return True

@@ -12,6 +12,8 @@ import pandas as pd
 from evalign.errors import EvalignError, InputError
 from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
 from evalign.evaluate.spec import Column, Human
+from evalign.metrics.base import get_metric, metric_class
+from evalign.scoring import score
 
 
 def dataset_human(ds: Any, *, column: str | None = None, pref: Sequence[str] = ()) -> Human:
@@ -66,8 +68,6 @@ def attach_labels(items: pd.DataFrame, ds: Any, human: Human) -> pd.DataFrame:
 
 
 def _registered(name: str) -> Any:
-    from evalign.metrics.base import metric_class
-
     try:
         return metric_class(name)
     except (EvalignError, ImportError):
@@ -94,31 +94,17 @@ def resolve_columns(
     here. ``on_scoring(names)``: returns a context manager shown while scoring (a spinner).
     Returns (table with the computed columns, columns, the :class:`~evalign.scoring.MetricRun` list).
     """
-    from evalign.metrics.base import get_metric
-    from evalign.scoring import score
-
     lower = set(lower_is_better)
     options = options or {}
     cols: list[Column] = []
     to_compute: list[Any] = []
-    texts = table is not None and "response" in table.columns and "reference" in table.columns
     for n in names:
         if pairs is not None and n in pairs.columns and is_judge_column(pairs, n):
             cols.append(Column(n, "judge", True, verdict=True))
             continue
         in_pairs = pairs is not None and f"{n}_a" in pairs.columns and f"{n}_b" in pairs.columns
         if (table is not None and n in table.columns) or in_pairs:
-            judge = is_judge_column(table, n) if (table is not None and n in table.columns) else False
-            cls = None if judge else _registered(n)
-            hib = judge_higher_is_better(n) if judge else (bool(cls.higher_is_better) if cls is not None else True)
-            metric = None
-            level = "mean"
-            if cls is not None and getattr(cls, "system_level", "mean") == "corpus" and texts and not in_pairs:
-                m = get_metric(n)
-                if m.column == n:
-                    metric, level = m, "corpus"
-            cols.append(Column(n, "judge" if judge else "metric", hib and n not in lower, system_level=level,
-                               metric=metric))
+            cols.append(_existing_column(n, table, in_pairs, lower))
             continue
         if _registered(n) is not None:
             m = get_metric(n, **dict(options.get(n, {})))
@@ -127,20 +113,48 @@ def resolve_columns(
                                system_level=getattr(m, "system_level", "mean") if pairs is None else "mean",
                                metric=m))
             continue
-        known = [] if table is None else [str(c) for c in table.columns]
-        if pairs is not None:
-            known += [str(c) for c in pairs.columns]
-        hint = difflib.get_close_matches(n, known, n=1)
-        raise InputError(f"no metric or judge column '{n}' and no metric of that name"
-                         + (f"; did you mean '{hint[0]}'?" if hint else ""), file=source, field=n)
+        raise _unknown_column(n, table, pairs, source)
     runs: list[Any] = []
     if to_compute:
-        if table is None or "response" not in table.columns:
-            raise InputError(f"cannot compute {', '.join(m.name for m in to_compute)} without responses",
-                             file=source, field="response")
-        if on_scoring is not None:
-            with on_scoring([m.name for m in to_compute]):
-                table, runs = score(table, to_compute)
-        else:
-            table, runs = score(table, to_compute)
+        table, runs = _score_missing(table, to_compute, source, on_scoring)
     return table, cols, runs
+
+
+def _existing_column(name: str, table: pd.DataFrame | None, in_pairs: bool, lower: set[str]) -> Column:
+    """The :class:`Column` of a score column the table (or the pair table, ``in_pairs``) has: a
+    judge's column (its declared direction) or a metric's; a registered corpus metric with its
+    default options, in a table with the texts, is scored at system level from corpus statistics."""
+    judge = is_judge_column(table, name) if table is not None and name in table.columns else False
+    cls = None if judge else _registered(name)
+    hib = judge_higher_is_better(name) if judge else (bool(cls.higher_is_better) if cls is not None else True)
+    metric = None
+    level = "mean"
+    texts = table is not None and "response" in table.columns and "reference" in table.columns
+    if cls is not None and getattr(cls, "system_level", "mean") == "corpus" and texts and not in_pairs:
+        m = get_metric(name)
+        if m.column == name:
+            metric, level = m, "corpus"
+    return Column(name, "judge" if judge else "metric", hib and name not in lower, system_level=level, metric=metric)
+
+
+def _unknown_column(name: str, table: pd.DataFrame | None, pairs: pd.DataFrame | None, source: str) -> InputError:
+    """The error for a name that is neither a column nor a registered metric (with a close match)."""
+    known = [] if table is None else [str(c) for c in table.columns]
+    if pairs is not None:
+        known += [str(c) for c in pairs.columns]
+    hint = difflib.get_close_matches(name, known, n=1)
+    return InputError(f"no metric or judge column '{name}' and no metric of that name"
+                      + (f"; did you mean '{hint[0]}'?" if hint else ""), file=source, field=name)
+
+
+def _score_missing(
+    table: pd.DataFrame | None, metrics: list[Any], source: str, on_scoring: Callable[[list[str]], Any] | None
+) -> tuple[pd.DataFrame, list[Any]]:
+    """``table`` scored with the metrics it lacks (under ``on_scoring``'s context, if given)."""
+    if table is None or "response" not in table.columns:
+        raise InputError(f"cannot compute {', '.join(m.name for m in metrics)} without responses",
+                         file=source, field="response")
+    if on_scoring is None:
+        return score(table, metrics)
+    with on_scoring([m.name for m in metrics]):
+        return score(table, metrics)

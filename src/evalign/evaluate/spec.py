@@ -11,6 +11,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.meta.resampling import Resampling
+from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
 
 Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
@@ -18,34 +20,6 @@ LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 #: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
 SYSTEM_LEVELS = ("corpus", "mean")
-
-
-@dataclass(frozen=True)
-class Resampling:
-    """Settings of every bootstrap interval and significance test of one evaluation.
-
-    ``n_resamples``: bootstrap resamples over items (>= 1); ``n_permutations``: permutations per
-    paired test (>= 1); ``confidence``: level of the intervals, in (0, 1); ``alpha``: significance
-    level of clusters and of ``beats_baselines``, in (0, 1); ``seed``: seed of all of them.
-    """
-
-    n_resamples: int = 1000
-    n_permutations: int = 1000
-    confidence: float = 0.95
-    alpha: float = 0.05
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("n_resamples", "n_permutations"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"must be an integer >= 1, got {v!r}", field=name)
-        for name in ("confidence", "alpha"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) < 1.0:
-                raise InputError(f"must be between 0 and 1, got {v!r}", field=name)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InputError(f"must be an integer, got {self.seed!r}", field="seed")
 
 
 @dataclass(frozen=True)
@@ -129,8 +103,6 @@ class Column:
 
 def _declared_corpus(name: str) -> bool:
     """Whether ``name`` is a registered metric that declares a corpus-level system score."""
-    from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
-
     if name not in BUILTIN_METRIC_MODULES:
         return False
     try:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.io import references_of
+from evalign.meta.correlation import correlation, system_means
 from evalign.meta.significance import Statistic
 
 
@@ -90,8 +91,6 @@ def corpus_statistic(method: str, cs: CorpusStats, sign: float = 1.0) -> Statist
     system values and the corpus scores of ``cs``, for data made by :func:`index_array` (the
     resampled item positions): each call recomputes every system's corpus score from the summed
     statistics of the items drawn. A 2-D human (item ratings) is averaged per system first."""
-    from evalign.meta.correlation import correlation, system_means
-
     def fn(h: np.ndarray, idx: np.ndarray) -> float:
         hs = h if h.ndim == 1 else system_means(h)
         with warnings.catch_warnings():

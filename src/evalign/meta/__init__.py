@@ -30,6 +30,7 @@ from evalign.meta.pairwise import (
     pairwise_preference_accuracy,
     preference_units,
 )
+from evalign.meta.resampling import Resampling
 from evalign.meta.significance import (
     BootstrapResult,
     MetricComparison,
@@ -54,6 +55,7 @@ __all__ = [
     "PairwiseAccuracyResult",
     "PermutationResult",
     "PreferenceAccuracyResult",
+    "Resampling",
     "SoftPairwiseAccuracyResult",
     "Statistic",
     "TrustReport",

@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 from evalign.errors import InputError
+from evalign.meta.correlation import grouped_correlations
 
 #: A/B/C/D grades as used by Self-Instruct's human evaluation (Wang et al., 2023): A best, D worst.
 DEFAULT_LETTER_MAPPING: Mapping[str, float] = {"A": 1.0, "B": 2.0, "C": 3.0, "D": 4.0}
@@ -305,8 +306,6 @@ def mean_pairwise_kendall(ratings: object, variant: Literal["b", "c"] = "b") -> 
     Returns:
         mean tau over annotator pairs with a defined tau (>= 2 shared items, not constant); NaN if none.
     """
-    from evalign.meta.correlation import grouped_correlations
-
     arr = _as_matrix(ratings, "ratings")
     k = arr.shape[1]
     if k < 2:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy, pairwise_preference_accuracy
 from evalign.meta.significance import Statistic, make_statistic
 
 ALL = "(all)"
@@ -167,14 +168,10 @@ def calibrate_pool(
 ) -> float | None:
     """The tie threshold of one metric calibrated on all its data, or None for statistics without one."""
     if statistic in ("pairwise_accuracy", TIE_RATE) and not pairs:
-        from evalign.meta.pairwise import calibrate_epsilon
-
         return float(calibrate_epsilon(human, metric, grouping=grouping).epsilon)  # type: ignore[arg-type]
     if statistic == "preference_accuracy_no_ties" and pairs:
         return 0.0  # without ties the metric must pick a side: only equal scores tie
     if statistic in ("preference_accuracy", TIE_RATE) and pairs:
-        from evalign.meta.pairwise import pairwise_preference_accuracy
-
         return float(pairwise_preference_accuracy(human.T, metric[0], metric[1], epsilon=None).epsilon)
     return None
 
@@ -182,12 +179,8 @@ def calibrate_pool(
 def _tie_rates(human: np.ndarray, metric: np.ndarray, grouping: str, eps: float, pairs: bool) -> tuple[float, float]:
     """(metric tie rate, human tie rate) from the pairwise statistics of the stats module."""
     if pairs:
-        from evalign.meta.pairwise import pairwise_preference_accuracy
-
         rp = pairwise_preference_accuracy(human.T, metric[0], metric[1], epsilon=eps)
         return float(rp.metric_tie_rate), (rp.n_human_ties / rp.n if rp.n else float("nan"))
-    from evalign.meta.pairwise import pairwise_accuracy
-
     r = pairwise_accuracy(human, metric, grouping=grouping, epsilon=eps)  # type: ignore[arg-type]
     return float(r.metric_tie_rate), float(r.human_tie_rate)
 
@@ -235,7 +228,7 @@ def breakdown(
     else:
         arrays = pair_arrays(table, list(human), metrics, lower_is_better=lower_is_better)
     eps = _pool_epsilons(arrays, statistic, grouping, epsilon, is_pairs)
-    groups = _group_index(table, arrays, by, is_pairs)
+    groups = group_index(table, arrays, by, is_pairs)
     rows: list[dict[str, Any]] = []
     for gname, sel in groups.items():
         for mname, (value, n, status) in _group_values(arrays, sel, statistic, level, grouping, variant, eps,
@@ -276,11 +269,12 @@ def _pool_epsilons(
     return out
 
 
-def _group_index(
+def group_index(
     table: pd.DataFrame, arrays: ItemArrays | PairArrays, by: str | None, is_pairs: bool
 ) -> dict[str, np.ndarray]:
-    """Group name -> selection. Item tables: column indices (or ``("system", row)`` for by=system);
-    pair tables: pair indices."""
+    """Group name -> selection, ``(all)`` first: item tables: column (item) indices, or for
+    ``by="system"`` the marker ``[-1 - row]`` of each system's row; pair tables: pair indices
+    (``by="system"``: the pairs where the system is A or B)."""
     n = len(arrays.items)
     groups: dict[str, np.ndarray] = {ALL: np.arange(n)}
     if by is None:
@@ -354,4 +348,5 @@ def _group_values(
     return out
 
 
-__all__ = ["ALL", "ItemArrays", "PairArrays", "breakdown", "item_arrays", "pair_arrays", "pair_scores"]
+__all__ = ["ALL", "ItemArrays", "PairArrays", "breakdown", "calibrate_pool", "group_index", "item_arrays", "pair_arrays",
+           "pair_scores"]

@@ -72,6 +72,14 @@ from typing import Any
 import numpy as np
 
 from evalign.errors import InputError
+from evalign.meta.correlation import correlation, system_means
+from evalign.meta.pairwise import (
+    calibrate_epsilon,
+    pairwise_accuracy,
+    pairwise_preference_accuracy,
+    preference_units,
+)
+from evalign.meta.resampling import Resampling, with_settings
 
 StatFn = Callable[[np.ndarray, np.ndarray], float]
 UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -185,8 +193,6 @@ class MetricComparison:
 
 
 def _corr_value(human: np.ndarray, metric: np.ndarray, **kw: Any) -> float:
-    from evalign.meta.correlation import correlation
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(correlation(human, metric, **kw).value)
@@ -218,8 +224,6 @@ def _correlation_statistic(
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # per item, the correlation across systems; undefined items are left out of the mean;
             # micro averaging weights each item by its number of (human, metric) points
-            from evalign.meta.correlation import correlation
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 vals = np.asarray(correlation(h, m, level="item", grouping="item", **group_opts).group_values,
@@ -239,8 +243,6 @@ def _correlation_statistic(
 
 
 def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
-    from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy
-
     def bound(eps: float) -> Statistic:
         params = {"level": level, "grouping": grouping, "epsilon": eps}
         if level == "system":
@@ -276,8 +278,6 @@ def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Sta
 
 
 def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
-    from evalign.meta.pairwise import pairwise_preference_accuracy, preference_units
-
     name = "preference_accuracy" if with_ties else "preference_accuracy_no_ties"
 
     def bound(eps: float) -> Statistic:
@@ -425,8 +425,6 @@ def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
 def _sys(x: np.ndarray) -> np.ndarray:
     """Per-system means over the items present (the stats module's rule; a 1-D input is a
     per-system vector already)."""
-    from evalign.meta.correlation import system_means
-
     return system_means(x)
 
 
@@ -592,12 +590,13 @@ def bootstrap_ci(
     stat_fn: str | Statistic | StatFn,
     human: Any,
     metric: Any,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    *,
+    resampling: Resampling | None = None,
+    n_resamples: int | None = None,
+    confidence: float | None = None,
+    seed: Any = None,
     level: str = "item",
     method: str = "percentile",
-    *,
     grouping: str = "item",
     variant: str | None = None,
     epsilon: float | None = None,
@@ -606,12 +605,16 @@ def bootstrap_ci(
 
     ``stat_fn``: a statistic name (see :func:`make_statistic`; ``level``, ``grouping``, ``variant`` and
     ``epsilon`` apply to names only), a :class:`Statistic`, or any ``f(human, metric) -> float`` on
-    arrays with items on the last axis. ``confidence`` in (0, 1). ``method``: ``percentile`` (the
-    ``confidence`` central quantiles of the bootstrap distribution, linear interpolation, as
-    :func:`scipy.stats.bootstrap`) or ``basic`` (``2 * value - quantiles``). Per-metric parameters
-    (a calibrated epsilon) are fixed on the full data and held in every resample. Returns a
+    arrays with items on the last axis. ``resampling``: the :class:`~evalign.meta.resampling.Resampling`
+    settings (its ``n_resamples``, ``confidence`` and ``seed``; default 1000, 0.95, 0); ``n_resamples``,
+    ``confidence`` and ``seed`` given one by one replace its values. ``confidence`` in (0, 1). ``method``:
+    ``percentile`` (the ``confidence`` central quantiles of the bootstrap distribution, linear
+    interpolation, as :func:`scipy.stats.bootstrap`) or ``basic`` (``2 * value - quantiles``). Per-metric
+    parameters (a calibrated epsilon) are fixed on the full data and held in every resample. Returns a
     :class:`BootstrapResult`; low/high are NaN when no resample gave a defined value.
     """
+    r = with_settings(resampling, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    n_resamples, confidence, seed = r.n_resamples, r.confidence, r.seed
     if not 0.0 < confidence < 1.0:
         raise InputError(f"confidence must be in (0, 1), got {confidence}", field="confidence")
     if n_resamples < 1:
@@ -624,31 +627,40 @@ def bootstrap_ci(
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
     if stat.kind == "units":
-        assert stat.units is not None
-        num, den = stat.units(h, m)
-        value = _ratio(num, den)
-        if _exact_small_integers(num, den):
-            dist = _fast_bootstrap_units(num, den, n_resamples, seed)
-        else:
-            idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                w = _counts(idx, n)
-                dist = (w @ num) / (w @ den)
-        return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
-    value = _observed(stat, h, m)
+        value, dist = _bootstrap_units(stat, h, m, n, n_resamples, seed)
+    else:
+        value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed)
+    return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
+
+
+def _bootstrap_units(
+    stat: Statistic, h: np.ndarray, m: np.ndarray, n: int, n_resamples: int, seed: Any
+) -> tuple[float, np.ndarray]:
+    """The value and bootstrap distribution of a ``units`` statistic (weighted sums)."""
+    assert stat.units is not None
+    num, den = stat.units(h, m)
+    value = _ratio(num, den)
+    if _exact_small_integers(num, den):
+        return value, _fast_bootstrap_units(num, den, n_resamples, seed)
     idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = _counts(idx, n)
+        return value, (w @ num) / (w @ den)
+
+
+def _bootstrap_direct(
+    stat: Statistic, h: np.ndarray, m: np.ndarray, n: int, n_resamples: int, seed: Any
+) -> np.ndarray:
+    """The bootstrap distribution of a ``system`` or ``generic`` statistic, one call per resample."""
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    assert stat.fn is not None
+    fn = stat.fn
     if stat.kind == "system":
         # resampled items are averaged per system before the statistic (BOOT-INPUTS)
-        assert stat.fn is not None
-        fn = stat.fn
         h_fixed = None if _human_resampled(h, m) else h
-        dist = np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
-    else:
-        assert stat.fn is not None
-        resample_h = _human_resampled(h, m)
-        fn = stat.fn
-        dist = np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
-    return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
+        return np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
+    resample_h = _human_resampled(h, m)
+    return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
 
 
 def _interval(
@@ -704,9 +716,10 @@ def paired_permutation_test(
     human: Any,
     metric_a: Any,
     metric_b: Any,
-    n_permutations: int = 1000,
-    seed: int = 0,
+    n_permutations: int | None = None,
+    seed: Any = None,
     *,
+    resampling: Resampling | None = None,
     level: str = "item",
     grouping: str = "item",
     variant: str | None = None,
@@ -717,6 +730,9 @@ def paired_permutation_test(
 ) -> PermutationResult:
     """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
 
+    ``resampling``: the :class:`~evalign.meta.resampling.Resampling` settings (its ``n_permutations``
+    and ``seed``; default 1000 and 0); ``n_permutations`` and ``seed`` given one by one (also by
+    position, as before) replace its values.
     ``scheme="item"`` (default, evalign's scheme, PERM-INPUTS): per item (column) the two metrics'
     values are swapped for all systems at once with probability 1/2. ``scheme="cell"`` (PERM-BOTH,
     mt-metrics-eval ``PermutationSigDiff``'s scheme): every (system, item) cell is swapped
@@ -730,6 +746,8 @@ def paired_permutation_test(
     ``stat_b``: the statistic of ``metric_b`` when its fixed parameters differ from ``metric_a``'s
     (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both.
     """
+    r = with_settings(resampling, n_permutations=n_permutations, seed=seed)
+    n_permutations, seed = r.n_permutations, r.seed
     if n_permutations < 1:
         raise InputError(f"n_permutations must be at least 1, got {n_permutations}", field="n_permutations")
     if scheme not in SCHEMES:
@@ -741,65 +759,78 @@ def paired_permutation_test(
     _, b = _as_arrays(human, metric_b)
     if a.shape != b.shape:
         raise InputError(f"metric_a has shape {a.shape} but metric_b has {b.shape}")
-    stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon)
-    other = stat if stat_b is None else _as_statistic(stat_b, level=level, grouping=grouping, variant=variant,
-                                                       epsilon=epsilon)
+    options = {"level": level, "grouping": grouping, "variant": variant, "epsilon": epsilon}
+    stat = _as_statistic(stat_fn, **options)
+    other = stat if stat_b is None else _as_statistic(stat_b, **options)
     sa, sb = stat.bind(h, a), other.bind(h, b)
-    n = _n_items(a)
     if scheme == "cell" and a.ndim == 2:
         return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed, alternative)
     if sa.kind == "units" and sb.kind == "units":
-        assert sa.units is not None and sb.units is not None
-        na, da = sa.units(h, a)
-        nb, db = sb.units(h, b)
-        va, vb = _ratio(na, da), _ratio(nb, db)
-        delta = va - vb
-        if _exact_small_integers(na, da, nb, db):
-            deltas, exact = _fast_permutation_units(na, da, nb, db, n_permutations, seed)
-        else:
-            masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
-            keep, swap = (~masks).astype(float), masks.astype(float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
-                pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
-            deltas = pa - pb
+        va, vb, deltas, exact = _permute_units(sa, sb, h, a, b, n_permutations, seed)
     else:
-        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
-        va, vb = _observed(sa, h, a), _observed(sb, h, b)
-        delta = va - vb
-        if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
-            raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
-        if sa.params.get("epsilon") != sb.params.get("epsilon"):
-            raise InputError(f"statistic '{stat.name}' with a different epsilon per metric needs grouping='item' "
-                             "(swaps are per item)")
-        za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
-        if sa.kind == "system":
-            if a.ndim != 2:
-                raise InputError("a system-level statistic needs systems x items metric arrays")
-            hs = _sys(h)
-            fa_, fb_ = sa.fn, sb.fn
-            deltas = np.array([
-                _safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
-                for mk in masks
-            ])
-        else:
-            fa_, fb_ = sa.fn, sb.fn
-            deltas = np.empty(masks.shape[0])
-            for p, mk in enumerate(masks):
-                xa = np.where(mk, zb, za)
-                xb = np.where(mk, za, zb)
-                deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
-    p_value = _p_value(delta, deltas, exact, alternative)
+        va, vb, deltas, exact = _permute_direct(stat, sa, sb, h, a, b, n_permutations, seed)
+    delta = va - vb
     return PermutationResult(
         value_a=float(va),
         value_b=float(vb),
         delta=float(delta),
-        p_value=p_value,
+        p_value=_p_value(delta, deltas, exact, alternative),
         n_permutations=int(deltas.shape[0]),
         seed=seed,
         exact=exact,
         alternative=alternative,
     )
+
+
+def _permute_units(
+    sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray, n_permutations: int, seed: Any
+) -> tuple[float, float, np.ndarray, bool]:
+    """Item swaps of two ``units`` statistics: (value a, value b, permutation deltas, exact)."""
+    assert sa.units is not None and sb.units is not None
+    na, da = sa.units(h, a)
+    nb, db = sb.units(h, b)
+    va, vb = _ratio(na, da), _ratio(nb, db)
+    if _exact_small_integers(na, da, nb, db):
+        deltas, exact = _fast_permutation_units(na, da, nb, db, n_permutations, seed)
+        return va, vb, deltas, exact
+    masks, exact = _swap_masks(_n_items(a), n_permutations, np.random.default_rng(seed))
+    keep, swap = (~masks).astype(float), masks.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
+        pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
+    return va, vb, pa - pb, exact
+
+
+def _permute_direct(
+    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
+    n_permutations: int, seed: Any,
+) -> tuple[float, float, np.ndarray, bool]:
+    """Item swaps recomputing a ``system`` or ``generic`` statistic per permutation on the
+    (z-scored) values: (value a, value b, permutation deltas, exact)."""
+    masks, exact = _swap_masks(_n_items(a), n_permutations, np.random.default_rng(seed))
+    va, vb = _observed(sa, h, a), _observed(sb, h, b)
+    if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
+        raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
+    if sa.params.get("epsilon") != sb.params.get("epsilon"):
+        raise InputError(f"statistic '{stat.name}' with a different epsilon per metric needs grouping='item' "
+                         "(swaps are per item)")
+    za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
+    fa_, fb_ = sa.fn, sb.fn
+    if sa.kind == "system":
+        if a.ndim != 2:
+            raise InputError("a system-level statistic needs systems x items metric arrays")
+        hs = _sys(h)
+        deltas = np.array([
+            _safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
+            for mk in masks
+        ])
+        return va, vb, deltas, exact
+    deltas = np.empty(masks.shape[0])
+    for p, mk in enumerate(masks):
+        xa = np.where(mk, zb, za)
+        xb = np.where(mk, za, zb)
+        deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
+    return va, vb, deltas, exact
 
 
 def _cell_permutation_test(
@@ -861,12 +892,16 @@ def compare_metrics(
     stat_fn: str | Statistic | StatFn,
     human: Any,
     metrics: Mapping[str, Any],
-    n_permutations: int = 1000,
-    seed: int = 0,
+    n_permutations: int | None = None,
+    seed: Any = None,
+    *,
+    resampling: Resampling | None = None,
     **options: Any,
 ) -> MetricComparison:
     """The statistic of every metric and the paired permutation p-value of every pair of metrics
-    (each pair tested with the same ``seed``). ``options`` as for :func:`make_statistic`."""
+    (each pair tested with the same ``seed``). ``resampling``: its ``n_permutations`` and ``seed``
+    (default 1000 and 0), replaced by those given one by one. ``options`` as for :func:`make_statistic`."""
+    r = with_settings(resampling, n_permutations=n_permutations, seed=seed)
     names = tuple(metrics)
     scheme = options.pop("scheme", "item")
     stat = _as_statistic(stat_fn, **options)
@@ -878,10 +913,9 @@ def compare_metrics(
     k = len(names)
     pv = np.ones((k, k))
     for i, j in itertools.combinations(range(k), 2):
-        r = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], n_permutations, seed,
-                                    scheme=scheme)
-        pv[i, j] = pv[j, i] = r.p_value
-    return MetricComparison(stat.name, names, tuple(values), pv, n_permutations, seed)
+        test = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], resampling=r, scheme=scheme)
+        pv[i, j] = pv[j, i] = test.p_value
+    return MetricComparison(stat.name, names, tuple(values), pv, r.n_permutations, r.seed)
 
 
 def significance_clusters(
@@ -943,6 +977,7 @@ __all__ = [
     "BootstrapResult",
     "MetricComparison",
     "PermutationResult",
+    "Resampling",
     "Statistic",
     "bootstrap_ci",
     "bootstrap_counts",

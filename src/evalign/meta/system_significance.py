@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from evalign.io import references_of
+
 #: summed statistics (``k x d``) -> one corpus score per row (``k``)
 ScoreFn = Callable[[np.ndarray], np.ndarray]
 
@@ -251,7 +253,7 @@ def sacrebleu_score_fn(scorer: Any) -> ScoreFn:
 def corpus_scorer(metric: Any) -> Any | None:
     """The sacrebleu corpus scorer behind an evalign ``bleu`` or ``chrf`` metric (None for other
     metrics, whose system score is the mean of item values)."""
-    from evalign.metrics.lexical import Bleu, Chrf
+    from evalign.metrics.lexical import Bleu, Chrf  # imports sacrebleu: not at `import evalign.meta`
 
     if isinstance(metric, Bleu):
         return metric._corpus
@@ -338,8 +340,6 @@ def table_statistics(table: Any, metric: Any, systems: Sequence[str] | None = No
     kept, and of those only ids with a reference (corpus metrics) or with a finite value in every
     system (mean metrics). References are taken from the first system's rows.
     """
-    from evalign.io import references_of
-
     names = sorted(map(str, table["system"].unique())) if systems is None else [str(s) for s in systems]
     missing = [s for s in names if s not in set(map(str, table["system"]))]
     if missing:

@@ -15,6 +15,13 @@ Two entry points, both pure functions:
   item scores);
 * :func:`trust_table_pairs` for pair tables (e.g. PandaLM: preference accuracy with and without
   ties, each metric's tie threshold calibrated once on all pairs).
+
+Both share one path (``_trust``) to :func:`rank_predictors`, the ranking used by
+:func:`evalign.evaluate.evaluate` too. It runs in stages: **calibrate** each predictor's tie
+threshold once on all data; then per group **resample** (a bootstrap interval per predictor),
+**rank** (significance clusters, p-value against the best) and **guard** (``beats_baselines``:
+significantly better than the best trivial baseline?). All resampling settings travel as one
+:class:`~evalign.meta.resampling.Resampling`.
 """
 
 from __future__ import annotations
@@ -32,13 +39,16 @@ from evalign.meta.breakdown import (
     ALL,
     ItemArrays,
     PairArrays,
-    _group_index,
     calibrate_pool,
+    group_index,
     item_arrays,
     pair_arrays,
 )
+from evalign.meta.resampling import DEFAULT, Resampling, with_settings
 from evalign.meta.significance import (
+    CORRELATIONS,
     STATISTICS,
+    BootstrapResult,
     Statistic,
     bootstrap_ci,
     make_statistic,
@@ -46,6 +56,8 @@ from evalign.meta.significance import (
     significance_clusters,
 )
 
+#: the statistics of a pair table (the default ``also`` is the other one)
+PREFERENCES = ("preference_accuracy", "preference_accuracy_no_ties")
 COLUMNS = ("group", "n", "kind", "rank", "cluster", "metric", "value", "ci_low", "ci_high", "p_vs_best",
            "beats_baselines")
 
@@ -79,81 +91,6 @@ def _costs(costs: Mapping[str, float] | Sequence[Any] | None) -> dict[str, float
     if isinstance(costs, Mapping):
         return {str(k): float(v) for k, v in costs.items()}
     return {str(r.column): float(r.seconds_per_1000) for r in costs}
-
-
-def trust_table_items(
-    table: pd.DataFrame,
-    human: str | Mapping[str, float],
-    metric_cols: Sequence[str],
-    *,
-    statistic: str | None = None,
-    also: Sequence[str] | None = None,
-    level: str | None = None,
-    grouping: str = "item",
-    variant: str | None = None,
-    by: str | None = None,
-    n_resamples: int = 1000,
-    n_permutations: int = 1000,
-    confidence: float = 0.95,
-    alpha: float = 0.05,
-    seed: int = 0,
-    min_group_size: int = 10,
-    costs: Mapping[str, float] | Sequence[Any] | None = None,
-    human_higher_is_better: bool = True,
-    lower_is_better: Sequence[str] = (),
-) -> TrustReport:
-    """Trust table of an item table.
-
-    ``human``: a human rating column, or ``{system: value}`` for system-level human data (then the
-    defaults are ``level="system"``, ``statistic="kendall"``, ``also=("pearson", "spearman")``;
-    otherwise ``level="item"``, ``statistic="pairwise_accuracy"`` with ``grouping``, ``also=("kendall",
-    "pearson", "spearman")`` at the same level and grouping). ``costs``: ``{column: s/1000 items}`` or
-    the :class:`~evalign.scoring.MetricRun` list of the scoring run. Human ranks: pass
-    ``human_higher_is_better=False``.
-    """
-    system_human = not isinstance(human, str)
-    level = level or ("system" if system_human else "item")
-    if system_human and level != "system":
-        raise InputError("system-level human values allow only level='system'", field="level")
-    statistic = statistic or ("kendall" if level == "system" else "pairwise_accuracy")
-    if also is None:
-        also = [s for s in ("kendall", "pearson", "spearman") if s != statistic]
-    arrays = item_arrays(table, human, metric_cols, human_higher_is_better=human_higher_is_better,
-                         lower_is_better=lower_is_better)
-    notes = []
-    if system_human:
-        notes.append(f"system-level human values over {len(arrays.systems)} systems; metric system score = "
-                     "mean of item scores; bootstrap over items on the metric side")
-    return _trust(table, arrays, False, statistic, list(also), level, grouping, variant, by, n_resamples,
-                  n_permutations, confidence, alpha, seed, min_group_size, _costs(costs), tuple(notes))
-
-
-def trust_table_pairs(
-    pairs_scored: pd.DataFrame,
-    pref_columns: Sequence[str],
-    metric_cols: Sequence[str],
-    *,
-    statistic: str = "preference_accuracy",
-    also: Sequence[str] | None = None,
-    by: str | None = None,
-    n_resamples: int = 1000,
-    n_permutations: int = 1000,
-    confidence: float = 0.95,
-    alpha: float = 0.05,
-    seed: int = 0,
-    min_group_size: int = 30,
-    costs: Mapping[str, float] | Sequence[Any] | None = None,
-    lower_is_better: Sequence[str] = (),
-) -> TrustReport:
-    """Trust table of a pair table with ``<metric>_a`` / ``<metric>_b`` columns (see
-    :func:`evalign.meta.breakdown.pair_scores`): preference accuracy with ties (ranking statistic)
-    and without ties (``also``), each metric's epsilon calibrated once on all pairs."""
-    if also is None:
-        also = [s for s in ("preference_accuracy", "preference_accuracy_no_ties") if s != statistic]
-    arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
-    notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
-    return _trust(pairs_scored, arrays, True, statistic, list(also), "item", "item", None, by, n_resamples,
-                  n_permutations, confidence, alpha, seed, min_group_size, _costs(costs), notes)
 
 
 @dataclass(frozen=True)
@@ -206,11 +143,7 @@ def rank_predictors(
     grouping: str = "item",
     variant: str | None = None,
     is_pairs: bool = False,
-    n_resamples: int = 1000,
-    n_permutations: int = 1000,
-    confidence: float = 0.95,
-    alpha: float = 0.05,
-    seed: int = 0,
+    resampling: Resampling = DEFAULT,
     min_group_size: int = 10,
     test: str = "permutation",
     undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None = None,
@@ -219,185 +152,350 @@ def rank_predictors(
     """The rows of a trust table: per group, every predictor's value with a bootstrap interval; the
     ranked predictors (metrics, judges, baselines with ``ranked``) sorted by value; metrics and
     judges get ranks and significance clusters among themselves, and ``beats_baselines``: whether
-    each is significantly better (``test`` at ``alpha``) than the best *trivial* baseline of its
-    group (every baseline row with ``ranked``). ``test``: ``permutation``
-    (:func:`~evalign.meta.significance.paired_permutation_test`) or ``bootstrap``
+    each is significantly better (``test`` at ``resampling.alpha``) than the best *trivial* baseline of
+    its group (every baseline row with ``ranked``). ``resampling``: the
+    :class:`~evalign.meta.resampling.Resampling` settings of every interval and test. ``test``:
+    ``permutation`` (:func:`~evalign.meta.significance.paired_permutation_test`) or ``bootstrap``
     (:func:`paired_bootstrap_p` on the interval's resamples). ``undefined(human, data)`` returns why
     the statistic is undefined in a group (then no rank, cluster or test; the reason is the group's
     status), or None. ``progress(stage, done, total)``: called after each bootstrap interval
     (``"bootstrap intervals"``, total known) and each paired test (``"permutation tests"`` or
     ``"bootstrap tests"``, total None).
 
+    The stages, per group of at least ``min_group_size`` items: slice the data and ask why the
+    statistic would be undefined; resample (an interval per predictor); rank (clusters and the
+    p-value against the best); guard (``beats_baselines``); one row per predictor.
+
     Returns (rows, groups, notes). Row columns: ``group, n, kind, rank, cluster, metric, value,
     ci_low, ci_high, p_vs_best, beats_baselines``, one per ``also``, ``epsilon``, ``s_per_1000``.
     """
     if test not in TESTS:
         raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
-    preds = {p.name: p for p in predictors}
-    eps: dict[str, float | None] = {}
-    for p in predictors:
-        eps[p.name] = p.epsilon if p.epsilon is not None or statistic in p.statistics else calibrate_pool(
-            human, p.data, statistic, grouping, is_pairs)
-    also_eps = {
-        s: {p.name: (p.epsilon if p.epsilon is not None or s in p.statistics else
-                     calibrate_pool(human, p.data, s, grouping, is_pairs)) for p in predictors}
-        for s in also
-    }
-
-    def stat_of(p: Predictor, name: str, e: float | None) -> Statistic | None:
-        if name in p.statistics:
-            return p.statistics[name]
-        if name not in STATISTICS:
-            return None
-        return make_statistic(name, level=level, grouping=grouping, variant=variant, epsilon=e)
-
+    ranker = _Ranker(human, predictors, statistic=statistic, also=also, level=level, grouping=grouping,
+                     variant=variant, is_pairs=is_pairs, resampling=resampling, test=test, progress=progress)
+    ranker.n_intervals = sum(len(ranker.preds) for sel in groups.values() if len(sel) >= min_group_size)
     rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
     notes: list[str] = []
-    n_intervals = sum(len(preds) for sel in groups.values() if len(sel) >= min_group_size)
-    done = {"intervals": 0, "tests": 0}
-    test_stage = "permutation tests" if test == "permutation" else "bootstrap tests"
     for gname, sel in groups.items():
-        n = len(sel)
-        if n < min_group_size:
-            group_rows.append({"group": gname, "n": n, "status": "too small"})
+        if len(sel) < min_group_size:
+            group_rows.append({"group": gname, "n": len(sel), "status": "too small"})
             continue
-        h = human if (human.ndim == 1 and not is_pairs) else human[..., sel]
-        data = {name: p.data[..., sel] for name, p in preds.items()}
-        reason = undefined(h, data) if undefined is not None else None
-        group_rows.append({"group": gname, "n": n, "status": "ok" if reason is None else f"undefined: {reason}"})
-        stats = {name: stat_of(p, statistic, eps[name]) for name, p in preds.items()}
-        cis = {}
-        for name, st in stats.items():
-            if st is None:
-                continue
-            cis[name] = bootstrap_ci(st, h, data[name], n_resamples=n_resamples, confidence=confidence, seed=seed)
-            done["intervals"] += 1
-            if progress is not None:
-                progress("bootstrap intervals", done["intervals"], n_intervals)
-        values = {name: (cis[name].value if name in cis else float("nan")) for name in preds}
-        cache: dict[tuple[str, str], float] = {}
-
-        def p_value(a: str, b: str, h: np.ndarray = h, data: dict[str, np.ndarray] = data,
-                    stats: dict[str, Statistic | None] = stats, cache: dict[tuple[str, str], float] = cache,
-                    cis: dict[str, Any] = cis) -> float:
-            key = (min(a, b), max(a, b))
-            if key not in cache:
-                sa, sb = stats[key[0]], stats[key[1]]
-                if sa is None or sb is None:
-                    cache[key] = float("nan")
-                elif test == "bootstrap":
-                    cache[key] = paired_bootstrap_p(cis[key[0]].distribution, cis[key[1]].distribution)
-                else:
-                    cache[key] = paired_permutation_test(sa, h, data[key[0]], data[key[1]], n_permutations, seed,
-                                                         stat_b=sb).p_value
-                if progress is not None and sa is not None and sb is not None:
-                    done["tests"] += 1
-                    progress(test_stage, done["tests"], None)
-            return cache[key]
-
-        contenders = [name for name, p in preds.items() if p.kind != "baseline"]
-        clusters: dict[str, Any] = dict.fromkeys(preds)
-        p_best = {name: float("nan") for name in preds}
-        beats: dict[str, Any] = dict.fromkeys(preds)
-        if reason is None and contenders:
-            try:
-                clusters.update(significance_clusters(({m: values[m] for m in contenders}, p_value), alpha=alpha))
-            except InputError as e:  # e.g. pairwise accuracy pooled over items with one epsilon per metric
-                note = f"no significance clusters: {e}"
-                if note not in notes:
-                    notes.append(note)
-            order_c = sorted(contenders, key=lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m))
-            if all(isinstance(clusters[m], int) for m in contenders):
-                for m in order_c[1:]:
-                    if math.isfinite(values[m]):
-                        p_best[m] = p_value(order_c[0], m)
-            trivial = [name for name, p in preds.items() if p.kind == "baseline" and p.ranked
-                       and math.isfinite(values[name])]
-            if trivial:
-                best = max(trivial, key=lambda b: (values[b], b))
-                for m in contenders:
-                    if not math.isfinite(values[m]):
-                        continue
-                    if values[m] <= values[best]:
-                        beats[m] = False
-                        continue
-                    try:
-                        beats[m] = bool(p_value(m, best) <= alpha)
-                    except InputError as e:
-                        note = f"no test against the baselines: {e}"
-                        if note not in notes:
-                            notes.append(note)
-        shown = sorted(preds, key=lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m))
-        rank = 0
-        for m in shown:
-            p = preds[m]
-            is_contender = p.kind != "baseline"
-            if is_contender and reason is None:
-                rank += 1
-            row: dict[str, Any] = {
-                "group": gname,
-                "n": n,
-                "kind": p.kind,
-                "rank": rank if is_contender and reason is None else None,
-                "cluster": clusters[m] if is_contender and reason is None else None,
-                "metric": m,
-                "value": values[m],
-                "ci_low": cis[m].low if m in cis and p.ranked else float("nan"),
-                "ci_high": cis[m].high if m in cis and p.ranked else float("nan"),
-                "p_vs_best": p_best[m],
-                "beats_baselines": beats[m],
-            }
-            for s in also:
-                st = stat_of(p, s, also_eps[s][m])
-                row[s] = float(st(h, data[m])) if st is not None else float("nan")
-            e = eps[m]
-            row["epsilon"] = float("nan") if e is None else e
-            row["s_per_1000"] = p.cost
-            rows.append(row)
+        rows += ranker.rank_group(gname, sel, undefined, group_rows, notes)
     cols = [*COLUMNS, *also, "epsilon", "s_per_1000"]
     return (pd.DataFrame(rows, columns=cols), pd.DataFrame(group_rows, columns=["group", "n", "status"]),
             tuple(notes))
 
 
+def _order_key(values: Mapping[str, float]) -> Callable[[str], tuple[int, float, str]]:
+    """Sort key: decreasing value, then name; undefined values last."""
+    return lambda m: (0, -values[m], m) if math.isfinite(values[m]) else (1, 0.0, m)
+
+
+def _note(notes: list[str], note: str) -> None:
+    if note not in notes:
+        notes.append(note)
+
+
+class _Group:
+    """One group of a trust table: its data, each predictor's statistic and interval, and the
+    paired tests between predictors (each pair tested once, on demand)."""
+
+    def __init__(self, ranker: _Ranker, name: str, sel: np.ndarray) -> None:
+        self.ranker, self.name, self.n = ranker, name, len(sel)
+        human = ranker.human
+        self.h = human if (human.ndim == 1 and not ranker.is_pairs) else human[..., sel]
+        self.data = {name: p.data[..., sel] for name, p in ranker.preds.items()}
+        self.stats: dict[str, Statistic | None] = {}
+        self.cis: dict[str, BootstrapResult] = {}
+        self.values: dict[str, float] = {}
+        self.tests: dict[tuple[str, str], float] = {}
+
+    def resample(self) -> None:
+        """Stage ``resample``: each predictor's statistic on the group with its bootstrap interval."""
+        r = self.ranker
+        self.stats = {name: r.stat_of(p, r.statistic, r.eps[name]) for name, p in r.preds.items()}
+        for name, st in self.stats.items():
+            if st is None:
+                continue
+            self.cis[name] = bootstrap_ci(st, self.h, self.data[name], resampling=r.resampling)
+            r.tick("intervals")
+        self.values = {name: (self.cis[name].value if name in self.cis else float("nan")) for name in r.preds}
+
+    def p_value(self, a: str, b: str) -> float:
+        """The two-sided p-value of the paired test of ``a`` and ``b`` (computed once per pair)."""
+        key = (min(a, b), max(a, b))
+        if key not in self.tests:
+            r = self.ranker
+            sa, sb = self.stats[key[0]], self.stats[key[1]]
+            if sa is None or sb is None:
+                self.tests[key] = float("nan")
+            elif r.test == "bootstrap":
+                self.tests[key] = paired_bootstrap_p(self.cis[key[0]].distribution, self.cis[key[1]].distribution)
+            else:
+                self.tests[key] = paired_permutation_test(sa, self.h, self.data[key[0]], self.data[key[1]],
+                                                          resampling=r.resampling, stat_b=sb).p_value
+            if sa is not None and sb is not None:
+                r.tick("tests")
+        return self.tests[key]
+
+
+class _Ranker:
+    """The settings of :func:`rank_predictors` and its stages; tie thresholds are calibrated once on
+    all data (stage ``calibrate``), then held in every group."""
+
+    def __init__(
+        self, human: np.ndarray, predictors: Sequence[Predictor], *, statistic: str, also: Sequence[str],
+        level: str, grouping: str, variant: str | None, is_pairs: bool, resampling: Resampling, test: str,
+        progress: Callable[[str, int, int | None], None] | None,
+    ) -> None:
+        self.human, self.statistic, self.also = human, statistic, also
+        self.level, self.grouping, self.variant, self.is_pairs = level, grouping, variant, is_pairs
+        self.resampling, self.test, self.progress = resampling, test, progress
+        self.preds = {p.name: p for p in predictors}
+        self.eps = {p.name: self.calibrate(p, statistic) for p in predictors}
+        self.also_eps = {s: {p.name: self.calibrate(p, s) for p in predictors} for s in also}
+        self.n_intervals = 0
+        self.done = {"intervals": 0, "tests": 0}
+
+    def calibrate(self, p: Predictor, statistic: str) -> float | None:
+        """Stage ``calibrate``: a predictor's tie threshold for ``statistic`` on all data (None: none)."""
+        if p.epsilon is not None or statistic in p.statistics:
+            return p.epsilon
+        return calibrate_pool(self.human, p.data, statistic, self.grouping, self.is_pairs)
+
+    def stat_of(self, p: Predictor, name: str, e: float | None) -> Statistic | None:
+        if name in p.statistics:
+            return p.statistics[name]
+        if name not in STATISTICS:
+            return None
+        return make_statistic(name, level=self.level, grouping=self.grouping, variant=self.variant, epsilon=e)
+
+    def tick(self, what: str) -> None:
+        """Count a finished interval or test and report it to ``progress``."""
+        self.done[what] += 1
+        if self.progress is None:
+            return
+        if what == "intervals":
+            self.progress("bootstrap intervals", self.done[what], self.n_intervals)
+        else:
+            self.progress("permutation tests" if self.test == "permutation" else "bootstrap tests", self.done[what],
+                          None)
+
+    def rank_group(
+        self, gname: str, sel: np.ndarray, undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None,
+        group_rows: list[dict[str, Any]], notes: list[str],
+    ) -> list[dict[str, Any]]:
+        """The rows of one group (its status is added to ``group_rows``, its notes to ``notes``)."""
+        g = _Group(self, gname, sel)
+        reason = undefined(g.h, g.data) if undefined is not None else None
+        group_rows.append({"group": gname, "n": g.n, "status": "ok" if reason is None else f"undefined: {reason}"})
+        g.resample()
+        contenders = [name for name, p in self.preds.items() if p.kind != "baseline"]
+        clusters: dict[str, Any] = dict.fromkeys(self.preds)
+        p_best = {name: float("nan") for name in self.preds}
+        beats: dict[str, Any] = dict.fromkeys(self.preds)
+        if reason is None and contenders:
+            self.rank(g, contenders, clusters, p_best, notes)
+            self.guard(g, contenders, beats, notes)
+        return self.rows(g, reason, clusters, p_best, beats)
+
+    def rank(self, g: _Group, contenders: list[str], clusters: dict[str, Any], p_best: dict[str, float],
+             notes: list[str]) -> None:
+        """Stage ``rank``: the significance clusters of the contenders and each one's p-value against
+        the best (only when every contender has a cluster)."""
+        try:
+            clusters.update(significance_clusters(({m: g.values[m] for m in contenders}, g.p_value),
+                                                  alpha=self.resampling.alpha))
+        except InputError as e:  # e.g. pairwise accuracy pooled over items with one epsilon per metric
+            _note(notes, f"no significance clusters: {e}")
+        order_c = sorted(contenders, key=_order_key(g.values))
+        if all(isinstance(clusters[m], int) for m in contenders):
+            for m in order_c[1:]:
+                if math.isfinite(g.values[m]):
+                    p_best[m] = g.p_value(order_c[0], m)
+
+    def guard(self, g: _Group, contenders: list[str], beats: dict[str, Any], notes: list[str]) -> None:
+        """Stage ``guard``: whether each contender is significantly better than the best trivial baseline."""
+        trivial = [name for name, p in self.preds.items() if p.kind == "baseline" and p.ranked
+                   and math.isfinite(g.values[name])]
+        if not trivial:
+            return
+        best = max(trivial, key=lambda b: (g.values[b], b))
+        for m in contenders:
+            if not math.isfinite(g.values[m]):
+                continue
+            if g.values[m] <= g.values[best]:
+                beats[m] = False
+                continue
+            try:
+                beats[m] = bool(g.p_value(m, best) <= self.resampling.alpha)
+            except InputError as e:
+                _note(notes, f"no test against the baselines: {e}")
+
+    def rows(self, g: _Group, reason: str | None, clusters: Mapping[str, Any], p_best: Mapping[str, float],
+             beats: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One row per predictor, by decreasing value; contenders get ranks when the group is defined."""
+        out = []
+        rank = 0
+        for m in sorted(self.preds, key=_order_key(g.values)):
+            p = self.preds[m]
+            ranked = p.kind != "baseline" and reason is None
+            if ranked:
+                rank += 1
+            row: dict[str, Any] = {
+                "group": g.name,
+                "n": g.n,
+                "kind": p.kind,
+                "rank": rank if ranked else None,
+                "cluster": clusters[m] if ranked else None,
+                "metric": m,
+                "value": g.values[m],
+                "ci_low": g.cis[m].low if m in g.cis and p.ranked else float("nan"),
+                "ci_high": g.cis[m].high if m in g.cis and p.ranked else float("nan"),
+                "p_vs_best": p_best[m],
+                "beats_baselines": beats[m],
+            }
+            for s in self.also:
+                st = self.stat_of(p, s, self.also_eps[s][m])
+                row[s] = float(st(g.h, g.data[m])) if st is not None else float("nan")
+            e = self.eps[m]
+            row["epsilon"] = float("nan") if e is None else e
+            row["s_per_1000"] = p.cost
+            out.append(row)
+        return out
+
+
+def trust_table_items(
+    table: pd.DataFrame,
+    human: str | Mapping[str, float],
+    metric_cols: Sequence[str],
+    *,
+    statistic: str | None = None,
+    also: Sequence[str] | None = None,
+    level: str | None = None,
+    grouping: str = "item",
+    variant: str | None = None,
+    by: str | None = None,
+    resampling: Resampling | None = None,
+    n_resamples: int | None = None,
+    n_permutations: int | None = None,
+    confidence: float | None = None,
+    alpha: float | None = None,
+    seed: int | None = None,
+    min_group_size: int = 10,
+    costs: Mapping[str, float] | Sequence[Any] | None = None,
+    human_higher_is_better: bool = True,
+    lower_is_better: Sequence[str] = (),
+) -> TrustReport:
+    """Trust table of an item table.
+
+    ``human``: a human rating column, or ``{system: value}`` for system-level human data (then the
+    defaults are ``level="system"``, ``statistic="kendall"``, ``also=("pearson", "spearman")``;
+    otherwise ``level="item"``, ``statistic="pairwise_accuracy"`` with ``grouping``, ``also=("kendall",
+    "pearson", "spearman")`` at the same level and grouping). ``costs``: ``{column: s/1000 items}`` or
+    the :class:`~evalign.scoring.MetricRun` list of the scoring run. Human ranks: pass
+    ``human_higher_is_better=False``. ``resampling``: the :class:`~evalign.meta.resampling.Resampling`
+    settings (default 1000 resamples and permutations, confidence 0.95, alpha 0.05, seed 0);
+    ``n_resamples``, ``n_permutations``, ``confidence``, ``alpha`` and ``seed`` given one by one replace
+    its values.
+    """
+    system_human = not isinstance(human, str)
+    level = level or ("system" if system_human else "item")
+    if system_human and level != "system":
+        raise InputError("system-level human values allow only level='system'", field="level")
+    statistic = statistic or ("kendall" if level == "system" else "pairwise_accuracy")
+    arrays = item_arrays(table, human, metric_cols, human_higher_is_better=human_higher_is_better,
+                         lower_is_better=lower_is_better)
+    notes = []
+    if system_human:
+        notes.append(f"system-level human values over {len(arrays.systems)} systems; metric system score = "
+                     "mean of item scores; bootstrap over items on the metric side")
+    ranking = _Ranking(statistic, _also(statistic, also, CORRELATIONS), level, grouping, variant, False, min_group_size)
+    resampling = with_settings(resampling, n_resamples=n_resamples, n_permutations=n_permutations,
+                               confidence=confidence, alpha=alpha, seed=seed)
+    return _trust(table, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=tuple(notes))
+
+
+def trust_table_pairs(
+    pairs_scored: pd.DataFrame,
+    pref_columns: Sequence[str],
+    metric_cols: Sequence[str],
+    *,
+    statistic: str = "preference_accuracy",
+    also: Sequence[str] | None = None,
+    by: str | None = None,
+    resampling: Resampling | None = None,
+    n_resamples: int | None = None,
+    n_permutations: int | None = None,
+    confidence: float | None = None,
+    alpha: float | None = None,
+    seed: int | None = None,
+    min_group_size: int = 30,
+    costs: Mapping[str, float] | Sequence[Any] | None = None,
+    lower_is_better: Sequence[str] = (),
+) -> TrustReport:
+    """Trust table of a pair table with ``<metric>_a`` / ``<metric>_b`` columns (see
+    :func:`evalign.meta.breakdown.pair_scores`): preference accuracy with ties (ranking statistic)
+    and without ties (``also``), each metric's epsilon calibrated once on all pairs. ``resampling``
+    and the settings given one by one as for :func:`trust_table_items`."""
+    arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
+    notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
+    ranking = _Ranking(statistic, _also(statistic, also, PREFERENCES), "item", "item", None, True, min_group_size)
+    resampling = with_settings(resampling, n_resamples=n_resamples, n_permutations=n_permutations,
+                               confidence=confidence, alpha=alpha, seed=seed)
+    return _trust(pairs_scored, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=notes)
+
+
+def _also(statistic: str, also: Sequence[str] | None, family: Sequence[str]) -> list[str]:
+    """The extra statistics: ``also``, or by default the others of the ranking statistic's family."""
+    return list(also) if also is not None else [s for s in family if s != statistic]
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """What a trust table of :func:`trust_table_items` / :func:`trust_table_pairs` ranks by."""
+
+    statistic: str
+    also: list[str]
+    level: str
+    grouping: str
+    variant: str | None
+    is_pairs: bool
+    min_group_size: int
+
+
 def _trust(
     table: pd.DataFrame,
     arrays: ItemArrays | PairArrays,
-    is_pairs: bool,
-    statistic: str,
-    also: list[str],
-    level: str,
-    grouping: str,
-    variant: str | None,
+    ranking: _Ranking,
+    *,
     by: str | None,
-    n_resamples: int,
-    n_permutations: int,
-    confidence: float,
-    alpha: float,
-    seed: int,
-    min_group_size: int,
-    costs: dict[str, float],
+    resampling: Resampling,
+    costs: Mapping[str, float] | Sequence[Any] | None,
     notes: tuple[str, ...],
 ) -> TrustReport:
+    """The steps shared by both trust tables: group, rank the metrics, report."""
+    cost = _costs(costs)
     if by == "system":
         raise InputError("a trust table cannot be split by system (use breakdown(by='system'))", field="by")
-    groups = _group_index(table, arrays, by, is_pairs)
-    preds = [Predictor(m, arr, cost=costs.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
+    groups = group_index(table, arrays, by, ranking.is_pairs)
+    preds = [Predictor(m, arr, cost=cost.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
     rows, group_rows, extra = rank_predictors(
-        arrays.human, preds, groups, statistic=statistic, also=also, level=level, grouping=grouping,
-        variant=variant, is_pairs=is_pairs, n_resamples=n_resamples, n_permutations=n_permutations,
-        confidence=confidence, alpha=alpha, seed=seed, min_group_size=min_group_size)
+        arrays.human, preds, groups, statistic=ranking.statistic, also=ranking.also, level=ranking.level,
+        grouping=ranking.grouping, variant=ranking.variant, is_pairs=ranking.is_pairs, resampling=resampling,
+        min_group_size=ranking.min_group_size)
     rows = rows.drop(columns=["kind", "beats_baselines"])
     return TrustReport(
         table=rows,
         groups=group_rows,
-        statistic=statistic,
-        level=level,
-        confidence=confidence,
-        alpha=alpha,
-        n_resamples=n_resamples,
-        n_permutations=n_permutations,
-        seed=seed,
+        statistic=ranking.statistic,
+        level=ranking.level,
+        confidence=resampling.confidence,
+        alpha=resampling.alpha,
+        n_resamples=resampling.n_resamples,
+        n_permutations=resampling.n_permutations,
+        seed=resampling.seed,
         notes=(*notes, *extra),
     )
 

@@ -1,0 +1,363 @@
+"""The stages of one evaluation, written once for item and pair tables.
+
+:class:`Evaluation` runs the pipeline; its subclasses (:class:`evalign.evaluate.items.ItemEvaluation`,
+:class:`evalign.evaluate.pairs.PairEvaluation`) supply the steps that depend on the table:
+
+1. **align** (:meth:`Evaluation.align`): read the labels and columns (``presence``), leave out the
+   columns without a value, keep the cells where every column has one (``mask``), or refuse;
+2. **compute** (``compute``): the overview of every column on all aligned data (no intervals);
+3. **group** (:meth:`Evaluation.group`): the groups of ``by`` (and the baselines' response lengths);
+4. **rank** (:meth:`Evaluation.rank`): per trust request, the predictors (columns and trivial
+   baselines) ranked by :func:`evalign.meta.trust.rank_predictors` (resample, rank, guard), the human
+   ceiling beside them, and the baseline warnings;
+5. **breakdown**, **curves** and the closing notes (``breakdown``, ``curves``, ``closing_notes``);
+6. **sign** (:meth:`Evaluation.result`): one :class:`EvalResult` with its reproducibility signature.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import evalign
+from evalign.errors import InputError
+from evalign.evaluate import guards as G
+from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
+from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
+from evalign.meta.significance import CORRELATIONS
+from evalign.meta.trust import Predictor, rank_predictors
+
+#: at most this many points of an accuracy-vs-epsilon curve are kept (thinned evenly)
+MAX_CURVE_POINTS = 2000
+
+#: a progress callback: ``(stage, done, total or None)``
+Progress = Callable[[str, int, "int | None"], None]
+
+#: the progress callback of the running :func:`evalign.evaluate.evaluate` (read by the rank stage)
+PROGRESS: ContextVar[Progress | None] = ContextVar("evalign_evaluate_progress", default=None)
+
+#: why a group's statistic is undefined: ``(human, data) -> reason or None``
+Undefined = Callable[[np.ndarray, Mapping[str, np.ndarray]], "str | None"]
+#: the human ceiling of a group: ``selection -> value``
+Ceiling = Callable[[np.ndarray], float]
+
+
+def require(table: pd.DataFrame, names: Sequence[str], what: str, source: str) -> None:
+    """Raise :class:`InputError` (with a close match) for the first of ``names`` not in ``table``."""
+    for n in names:
+        if n not in table.columns:
+            hint = difflib.get_close_matches(n, [str(c) for c in table.columns], n=1)
+            more = f"; did you mean '{hint[0]}'?" if hint else ""
+            raise InputError(f"no {what} column '{n}'{more}", file=source, field=n)
+
+
+def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None = None) -> dict[str, Any]:
+    """The reproducibility signature of a result or one of its trust tables."""
+    r = spec.resampling
+    sig: dict[str, Any] = {}
+    if req is not None:
+        sig.update({"statistic": req.statistic, "level": req.level,
+                    "grouping": req.grouping if req.level == "item" and spec.mode == "items" else None})
+        sig["test"] = ("paired bootstrap" if test == "bootstrap" else "paired permutation (item swaps)")
+    sig.update({
+        "labels": f"{spec.human.kind} ({spec.human.label})",
+        "epsilon_rule": EPSILON_RULE,
+        "resamples": r.n_resamples,
+        "permutations": r.n_permutations,
+        "confidence": r.confidence,
+        "alpha": r.alpha,
+        "seed": r.seed,
+        "evalign": evalign.__version__,
+    })
+    sig["text"] = "|".join(f"{k}:{v}" for k, v in sig.items() if k not in ("epsilon_rule", "text") and v is not None)
+    return sig
+
+
+def paired_test_of(req: TrustRequest) -> str:
+    """The paired test of a trust table: bootstrap at system level, else permutation."""
+    return "bootstrap" if req.level == "system" else "permutation"
+
+
+def columns_json(cols: Sequence[Column]) -> tuple[dict[str, Any], ...]:
+    """The evaluated columns as JSON-ready dicts."""
+    return tuple({"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
+                  "system_level": c.system_level, "system_label": c.system_label} for c in cols)
+
+
+def align_note(counts: Mapping[str, int], common: int, unit: str) -> str | None:
+    """The note that the columns were aligned on their ``common`` cells (None when nothing was left out)."""
+    if len(set(counts.values())) <= 1 and all(v == common for v in counts.values()):
+        return None
+    listing = ", ".join(f"{k} {v}" for k, v in counts.items())
+    return (f"aligned on the {common} {unit} where every column has a value (of {listing}); "
+            "each column is evaluated on these only")
+
+
+def common_cells(cols: Sequence[Column], have: Mapping[str, np.ndarray], notes: list[str], one: str,
+                 same: str, unit: str) -> tuple[np.ndarray, str | None]:
+    """The cells (``one``: ``pair`` / ``(system, item) cell``) where every column has a value, and
+    why nothing can be compared when there is none; an alignment note is added to ``notes``."""
+    common = np.logical_and.reduce([have[c.name] for c in cols])
+    counts = {c.name: int(have[c.name].sum()) for c in cols}
+    if not common.any():
+        listing = ", ".join(f"{k}: {v}" for k, v in counts.items())
+        return common, (f"no {one} has a value of every column ({listing}): nothing to compare on the same {same}; "
+                        "evaluate them separately")
+    note = align_note(counts, int(common.sum()), unit)
+    if note:
+        notes.append(note)
+    return common, None
+
+
+def thin_curve(eps: np.ndarray, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An accuracy-vs-epsilon curve thinned evenly to :data:`MAX_CURVE_POINTS` (its best point kept)."""
+    if len(eps) <= MAX_CURVE_POINTS:
+        return eps, acc
+    keep = np.unique(np.r_[np.linspace(0, len(eps) - 1, MAX_CURVE_POINTS).astype(int), int(np.nanargmax(acc))])
+    return eps[keep], acc[keep]
+
+
+def with_ceiling(rows: pd.DataFrame, group_rows: pd.DataFrame, groups: Mapping[str, np.ndarray],
+                 ceiling: Ceiling) -> pd.DataFrame:
+    """``rows`` with a ``human_ceiling`` baseline row in each ranked group where it is defined
+    (placed by value within its group)."""
+    extra = []
+    for g in group_rows.itertuples():
+        if g.status == "too small":
+            continue
+        v = ceiling(groups[g.group])
+        if np.isfinite(v):
+            extra.append({"group": g.group, "n": g.n, "kind": "baseline", "metric": "human_ceiling", "value": v})
+    if not extra:
+        return rows
+    rows = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
+    rows["_o"] = rows.groupby("group", sort=False).ngroup()
+    return rows.sort_values(["_o", "value"], ascending=[True, False], kind="stable",
+                            na_position="last").drop(columns="_o").reset_index(drop=True)
+
+
+def baseline_warnings(rows: pd.DataFrame, alpha: float) -> list[str]:
+    """The warnings of the metrics and judges that do not beat the best trivial baseline of ``(all)``."""
+    main = rows[rows["group"] == "(all)"]
+    trivial = main[(main["kind"] == "baseline") & (main["metric"] != "human_ceiling") & main["value"].notna()]
+    if not len(trivial):
+        return []
+    best = trivial.sort_values("value", ascending=False).iloc[0]
+    beats = {m: b for m, b, k in zip(main["metric"], main["beats_baselines"], main["kind"], strict=True)
+             if k != "baseline"}
+    return G.baseline_warnings(beats, str(best["metric"]), float(best["value"]), alpha)
+
+
+def nothing_ranked(tables: Sequence[TrustTable]) -> str | None:
+    """Why nothing is ranked: the first table's statistic is undefined on all data; else None."""
+    if not tables:
+        return None
+    groups = tables[0].groups
+    status = groups.loc[groups["group"] == "(all)", "status"]
+    if not all(str(s).startswith("undefined") for s in status):
+        return None
+    return f"nothing is ranked: {str(status.iloc[0])[len('undefined: '):]}"
+
+
+class Evaluation:
+    """One evaluation of ``spec`` in stages (see the module doc); :meth:`run` gives its result.
+
+    After :meth:`align`: ``cols`` (the columns with a value), ``data`` (each column's array, NaN
+    outside the common cells), ``human`` (the labels, likewise), ``common`` (the common cells) and
+    ``missing`` (per column and system, cells and cells without a value)."""
+
+    mode = "items"
+    is_pairs = False
+    #: how the align stage names a labelled unit, a cell, the units compared and the cells
+    labelled = "item with a human label"
+    cell_words = ("(system, item) cell", "items", "(system, item) cells")
+
+    def __init__(self, spec: EvalSpec) -> None:
+        self.spec = spec
+        self.source = spec.source
+        self.cols: list[Column] = list(spec.columns)
+        self.data: dict[str, np.ndarray] = {}
+        self.human = np.empty(0)
+        self.common = np.empty(0, dtype=bool)
+        self.missing = pd.DataFrame()
+        self.table = pd.DataFrame()
+        self.n_items_all = self.n_systems_all = 0
+        self.notes: list[str] = []
+        self.warnings: list[str] = []
+        self.tie_rates: dict[str, float] = {}
+        self.epsilons: dict[str, float] = {}
+        self.lengths: np.ndarray | None = None
+
+    def run(self) -> EvalResult:
+        """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
+        refusal = self.align()
+        if refusal is not None:
+            return refusal
+        overview = self.compute()
+        self.warnings += G.tie_warnings(self.tie_rates, self.epsilons)
+        groups = self.group()
+        tables = [self.rank(req, groups) for req in self.spec.trust_requests()]
+        bd = self.breakdown()
+        curves = self.curves()
+        self.notes += self.closing_notes(tables)
+        return self.result(overview, tables, bd, curves)
+
+    # -- align ---------------------------------------------------------------------------------
+
+    def align(self) -> EvalResult | None:
+        """Stage ``align``: the columns with a value, on the cells where all of them have one; or a
+        refusal when no column has a value or no cell has all of them."""
+        have = self.presence()
+        cols = self.cols
+        empty = [c.name for c in cols if not have[c.name].any()]
+        if len(empty) == len(cols):
+            has_refs = "reference" in self.table.columns and self.table["reference"].notna().any()
+            computed = [c.name for c in cols if c.metric is not None]
+            return self.refuse(G.no_values_reason(self.spec.dataset or self.source, [c.name for c in cols],
+                                                  bool(has_refs), computed))
+        for e in empty:
+            self.notes.append(f"{e} has no value on any {self.labelled}: left out")
+        self.cols = [c for c in cols if c.name not in empty]
+        common, reason = common_cells(self.cols, have, self.notes, *self.cell_words)
+        if reason:
+            return self.refuse(reason)
+        self.common = common
+        self.mask()
+        return None
+
+    def refuse(self, reason: str) -> EvalResult:
+        """The result that ranks nothing, and why."""
+        spec = self.spec
+        human = spec.human
+        return EvalResult(
+            mode=spec.mode, source=spec.source, title=human.title, label_source=human.source,
+            n_items=self.n_items_all, n_systems=self.n_systems_all, columns=columns_json(spec.columns),
+            overview=pd.DataFrame(), trust=(), missing=self.missing, signature=signature(spec),
+            notes=tuple(self.notes), refused=reason,
+            human=human.column or ("system-level" if human.kind == "system" else ", ".join(human.pref_columns)),
+        )
+
+    def presence(self) -> dict[str, np.ndarray]:
+        """Read the labels and columns into arrays (``data``, ``human``, ``missing``, ``table``, the
+        counts of all items and systems); returns, per column, where it has a labelled value."""
+        raise NotImplementedError
+
+    def mask(self) -> None:
+        """Set the labels and every column to NaN outside ``common``."""
+        raise NotImplementedError
+
+    # -- compute and group ---------------------------------------------------------------------
+
+    def compute(self) -> pd.DataFrame:
+        """Stage ``compute``: the overview table (fills ``tie_rates`` and ``epsilons``)."""
+        raise NotImplementedError
+
+    def group(self) -> dict[str, np.ndarray]:
+        """Stage ``group``: the groups of ``by`` (``(all)`` first; ``by="system"`` is left to the
+        breakdown), after the baselines' response lengths."""
+        spec = self.spec
+        self.lengths = self.baseline_lengths() if spec.baselines else None
+        by = spec.by if spec.by and spec.by != "system" else None
+        if spec.by:
+            require(self.table, self.by_columns(spec.by), "group", self.source)
+        return self.groups_of(by)
+
+    def baseline_lengths(self) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def by_columns(self, by: str) -> list[str]:
+        return [by]
+
+    def groups_of(self, by: str | None) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    # -- rank ----------------------------------------------------------------------------------
+
+    def rank(self, req: TrustRequest, groups: Mapping[str, np.ndarray]) -> TrustTable:
+        """Stage ``rank``: one trust table (resample, rank and guard in
+        :func:`~evalign.meta.trust.rank_predictors`), with the human ceiling and the baseline warnings."""
+        spec = self.spec
+        also = self.also(req)
+        preds = self.predictors(req, also)
+        test = paired_test_of(req)
+        rows, group_rows, notes = rank_predictors(
+            self.human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
+            is_pairs=self.is_pairs, resampling=spec.resampling, min_group_size=spec.group_floor(), test=test,
+            undefined=self.undefined(req), progress=PROGRESS.get())
+        ceiling = self.ceiling(req)
+        if ceiling is not None and not rows.empty:
+            rows = with_ceiling(rows, group_rows, groups, ceiling)
+        if not rows.empty:
+            self.extra_columns(rows, groups)
+        self.warnings += baseline_warnings(rows, spec.resampling.alpha)
+        return TrustTable(statistic=req.statistic, level=req.level, grouping=req.grouping, rows=rows,
+                          groups=group_rows, signature=signature(spec, req, test), notes=notes)
+
+    def also(self, req: TrustRequest) -> list[str]:
+        """The statistics shown beside the ranking statistic."""
+        return [s for s in CORRELATIONS if s != req.statistic]
+
+    def predictors(self, req: TrustRequest, also: Sequence[str]) -> list[Predictor]:
+        raise NotImplementedError
+
+    def undefined(self, req: TrustRequest) -> Undefined:
+        raise NotImplementedError
+
+    def ceiling(self, req: TrustRequest) -> Ceiling | None:
+        return None
+
+    def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
+        """Add table-specific columns to the ranked ``rows`` (in place)."""
+
+    # -- breakdown, curves, sign ---------------------------------------------------------------
+
+    def breakdown(self) -> pd.DataFrame | None:
+        raise NotImplementedError
+
+    def curves(self) -> dict[str, tuple[Any, Any, float]]:
+        raise NotImplementedError
+
+    def closing_notes(self, tables: Sequence[TrustTable]) -> list[str]:
+        return []
+
+    def result_fields(self, req0: TrustRequest, bd: pd.DataFrame | None) -> dict[str, Any]:
+        """The fields of the result that depend on the table (counts, signature, system table, ...)."""
+        raise NotImplementedError
+
+    def result(self, overview: pd.DataFrame, tables: Sequence[TrustTable], bd: pd.DataFrame | None,
+               curves: Mapping[str, tuple[Any, Any, float]]) -> EvalResult:
+        """Stage ``sign``: the signed result."""
+        spec = self.spec
+        human = spec.human
+        return EvalResult(
+            mode=self.mode, source=self.source, title=human.title, label_source=human.source,
+            columns=columns_json(self.cols), overview=overview, trust=tuple(tables), missing=self.missing,
+            breakdown=bd, breakdown_by=spec.by, curves=dict(curves), notes=tuple(dict.fromkeys(self.notes)),
+            warnings=tuple(dict.fromkeys(self.warnings)), refused=nothing_ranked(tables),
+            **self.result_fields(spec.trust_requests()[0], bd),
+        )
+
+
+__all__ = [
+    "MAX_CURVE_POINTS",
+    "PROGRESS",
+    "Ceiling",
+    "Evaluation",
+    "Progress",
+    "Undefined",
+    "align_note",
+    "baseline_warnings",
+    "columns_json",
+    "common_cells",
+    "nothing_ranked",
+    "paired_test_of",
+    "require",
+    "signature",
+    "thin_curve",
+    "with_ceiling",
+]
