@@ -43,8 +43,8 @@ import pandas as pd
 from evalign.cache import Cache, make_key
 from evalign.errors import InputError
 from evalign.io import PAIR_REQUIRED, read_pairs  # noqa: F401  (read_pairs re-exported)
+from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
-from evalign.judges.grading import Judge, first_reference, prompt_text
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
 
