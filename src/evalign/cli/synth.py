@@ -13,23 +13,16 @@ import pandas as pd
 import typer
 
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
+from evalign.cli.judge import checked_backend
+from evalign.judges.backends import BackendOptions
 
 
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
                  batch_size: int, device: str | None, timeout: float, max_retries: int) -> Any:
     """A backend from the command-line options (``openai`` needs ``--base-url``; ``hf`` a model folder)."""
-    from evalign.judges.backends import make_backend
-
-    if not model:
-        raise CliError("--model is required (the model name, or a local model directory for --backend hf)")
-    if kind == "openai":
-        if not base_url:
-            raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
-        return make_backend("openai", base_url=base_url, model=model, api_key_env=api_key_env or None,
-                            concurrency=concurrency, timeout=timeout, max_retries=max_retries)
-    if kind == "hf":
-        return make_backend("hf", model_path=model, device=device, batch_size=batch_size)
-    raise CliError(f"unknown --backend '{kind}' (openai or hf)")
+    options = BackendOptions(model=model, base_url=base_url, api_key_env=api_key_env or None, concurrency=concurrency,
+                             timeout=timeout, max_retries=max_retries, device=device, batch_size=batch_size)
+    return checked_backend(kind, options)
 
 
 def register(app: typer.Typer) -> None:
