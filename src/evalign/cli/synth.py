@@ -12,9 +12,13 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
+from evalign.io import detect_format, write_json_atomic, write_table
 from evalign.judges.backends import BackendOptions
+from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
+from evalign.synth.parsing import REASONS
 
 
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
@@ -60,10 +64,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
         """Generate judge training data with a teacher model (Prometheus Feedback Collection procedure)."""
-        from evalign.cache import Cache
-        from evalign.io import detect_format, write_json_atomic, write_table
-        from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
-
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         settings = SynthSettings(
@@ -91,8 +91,6 @@ def register(app: typer.Typer) -> None:
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The synth summary as terminal tables: counts, filters, rejected by reason, length by score."""
-    from evalign.synth.parsing import REASONS
-
     counts = pd.DataFrame(
         [("seed rubrics", summary["seed_rubrics"]), ("rubrics kept", summary["rubrics"]),
          ("instructions kept", summary["instructions"]), ("rows (absolute)", summary["rows"]),
