@@ -392,11 +392,38 @@ def _validate(o: JudgeCommand) -> None:
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The run summary as terminal tables: counts, unscored reasons, score distribution, bias audit."""
+    console.print(_counts_table(summary))
+    if summary.get("endpoints"):
+        console.print(_endpoints_table(summary["endpoints"]))
+    if summary.get("rounds"):
+        r = _table("Ranking rounds used (pairs)", ("rounds", "left"), ("pairs", "right"))
+        for k, v in summary["rounds"].items():
+            r.add_row(k, str(v))
+        console.print(r)
+    if summary.get("errors"):
+        e = _table("Backend errors (after retries)", ("calls", "right"), ("message", "left"))
+        for msg, n in list(summary["errors"].items())[:5]:
+            e.add_row(str(n), escape(msg))
+        console.print(e)
+    if summary["unscored_by_reason"] or summary["calls"]["unscored_by_reason"]:
+        console.print(_unscored_table(summary))
+    if summary["distribution"]:
+        console.print(_distribution_table(summary))
+    console.print(_bias_table(summary["bias"]))
+    err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)
+
+
+def _table(title: str, *columns: tuple[str, str]) -> Table:
+    """A summary table: ``(header, justify)`` per column."""
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for header, justify in columns:
+        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+    return t
+
+
+def _counts_table(summary: dict[str, Any]) -> Table:
     calls = summary["calls"]
-    t = Table(title=f"Judge {escape(summary['column'])} ({summary['items']} items)", title_justify="left",
-              header_style="bold")
-    t.add_column("")
-    t.add_column("count", justify="right")
+    t = _table(f"Judge {escape(summary['column'])} ({summary['items']} items)", ("", "left"), ("count", "right"))
     for k in ("scored", "unscored", "skipped"):
         t.add_row(k, str(summary[k]))
     t.add_row("calls made", str(calls["new"]))
@@ -406,55 +433,39 @@ def print_summary(summary: dict[str, Any]) -> None:
     t.add_row("HTTP retries", str(calls["http_retries"]))
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
-    console.print(t)
-    if summary.get("endpoints"):
-        ep = Table(title="Endpoints", title_justify="left", header_style="bold")
-        for c in ("base URL", "calls", "failed attempts", "taken out", "healthy at the end"):
-            ep.add_column(c, justify="left" if c == "base URL" else "right")
-        for e in summary["endpoints"]:
-            ep.add_row(escape(e["base_url"]), str(e["calls"]), str(e["failures"]), str(e["taken_out"]),
-                       "yes" if e["healthy"] else "no")
-        console.print(ep)
-    if summary.get("rounds"):
-        r = Table(title="Ranking rounds used (pairs)", title_justify="left", header_style="bold")
-        r.add_column("rounds")
-        r.add_column("pairs", justify="right")
-        for k, v in summary["rounds"].items():
-            r.add_row(k, str(v))
-        console.print(r)
-    if summary.get("errors"):
-        e = Table(title="Backend errors (after retries)", title_justify="left", header_style="bold")
-        e.add_column("calls", justify="right")
-        e.add_column("message")
-        for msg, n in list(summary["errors"].items())[:5]:
-            e.add_row(str(n), escape(msg))
-        console.print(e)
-    if summary["unscored_by_reason"] or calls["unscored_by_reason"]:
-        r = Table(title="Unscored, by reason", title_justify="left", header_style="bold")
-        r.add_column("reason")
-        r.add_column("items", justify="right")
-        r.add_column("calls", justify="right")
-        r.add_column("meaning")
-        reasons = dict.fromkeys([*summary["unscored_by_reason"], *calls["unscored_by_reason"]])
-        for k in reasons:
-            r.add_row(k, str(summary["unscored_by_reason"].get(k, 0)), str(calls["unscored_by_reason"].get(k, 0)),
-                      REASONS.get(k, ""))
-        console.print(r)
-    if summary["distribution"]:
-        pairs = summary.get("kind") == "verdict"
-        title = "Verdicts" if pairs else "Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)")
-        d = Table(title=title, title_justify="left", header_style="bold")
-        d.add_column("verdict" if pairs else "score")
-        d.add_column("items", justify="right")
-        for k, v in summary["distribution"].items():
-            d.add_row(k, str(v))
-        d.add_row("mean code (+1 = A)" if pairs else "mean", fmt_value(summary.get("mean")))
-        console.print(d)
-    b = Table(title="Bias audit", title_justify="left", header_style="bold")
-    b.add_column("check")
-    b.add_column("value", justify="right")
-    b.add_column("n", justify="right")
-    length = summary["bias"]["length"]
+    return t
+
+
+def _endpoints_table(endpoints: list[dict[str, Any]]) -> Table:
+    ep = _table("Endpoints", *((c, "left" if c == "base URL" else "right")
+                               for c in ("base URL", "calls", "failed attempts", "taken out", "healthy at the end")))
+    for e in endpoints:
+        ep.add_row(escape(e["base_url"]), str(e["calls"]), str(e["failures"]), str(e["taken_out"]),
+                   "yes" if e["healthy"] else "no")
+    return ep
+
+
+def _unscored_table(summary: dict[str, Any]) -> Table:
+    by_items, by_calls = summary["unscored_by_reason"], summary["calls"]["unscored_by_reason"]
+    r = _table("Unscored, by reason", ("reason", "left"), ("items", "right"), ("calls", "right"), ("meaning", "left"))
+    for k in dict.fromkeys([*by_items, *by_calls]):
+        r.add_row(k, str(by_items.get(k, 0)), str(by_calls.get(k, 0)), REASONS.get(k, ""))
+    return r
+
+
+def _distribution_table(summary: dict[str, Any]) -> Table:
+    pairs = summary.get("kind") == "verdict"
+    title = "Verdicts" if pairs else "Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)")
+    d = _table(title, ("verdict" if pairs else "score", "left"), ("items", "right"))
+    for k, v in summary["distribution"].items():
+        d.add_row(k, str(v))
+    d.add_row("mean code (+1 = A)" if pairs else "mean", fmt_value(summary.get("mean")))
+    return d
+
+
+def _bias_table(bias: dict[str, Any]) -> Table:
+    b = _table("Bias audit", ("check", "left"), ("value", "right"), ("n", "right"))
+    length = bias["length"]
     unit = length["unit"]
     what = "verdict vs length(A) - length(B)" if "longer_wins" in length else f"score vs length ({unit})"
     ov = length["overall"]
@@ -464,9 +475,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         b.add_row(f"Spearman score vs length | human = {g}", fmt_value(c["spearman"], 3), str(c["n"]))
     if "longer_wins" in length:
         b.add_row("longer response wins", fmt_value(length["longer_wins"], 3), str(length["n_decided"]))
-    swap = summary["bias"].get("order_swap")
+    swap = bias.get("order_swap")
     if swap:
         b.add_row("order-swap agreement", fmt_value(swap["agreement"], 3), str(swap["n_pairs"]))
         b.add_row("first position picked", fmt_value(swap["first_position_rate"], 3), str(swap["n_verdicts"]))
-    console.print(b)
-    err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)
+    return b
