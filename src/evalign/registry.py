@@ -82,7 +82,7 @@ class Lazy:
     def attribute(self) -> str:
         return self.target.partition(":")[2]
 
-    def names(self, obj: object) -> bool:
+    def stands_for(self, obj: object) -> bool:
         """Whether ``obj`` is the object this placeholder stands for."""
         if not self.attribute:
             return getattr(obj, "__module__", None) == self.module
@@ -138,7 +138,7 @@ class Registry(Generic[T]):
         (a placeholder naming ``obj`` is replaced); ``TypeError`` when a class is not a ``base_cls``."""
         self._check_type(obj)
         current = self._entries.get(name)
-        if current is not None and current is not obj and not (isinstance(current, Lazy) and current.names(obj)):
+        if current is not None and current is not obj and not (isinstance(current, Lazy) and current.stands_for(obj)):
             raise ValueError(f"{self.kind} '{name}' is already registered ({_describe(current)}); "
                              f"cannot register {_describe(obj)} under the same name")
         self._entries[name] = obj
@@ -157,13 +157,12 @@ class Registry(Generic[T]):
         if lazy is not None:
             if not name:
                 raise TypeError(f"a lazy {self.kind} needs a name")
-            current = self._entries.get(name)
-            if current is not None and current != Lazy(lazy) and not (not isinstance(current, Lazy)
-                                                                      and Lazy(lazy).names(current)):
+            placeholder, current = Lazy(lazy), self._entries.get(name)
+            if current is None:
+                self._entries[name] = placeholder
+            elif current != placeholder and not placeholder.stands_for(current):  # else: already there, or loaded
                 raise ValueError(f"{self.kind} '{name}' is already registered ({_describe(current)}); "
                                  f"cannot register {lazy!r} under the same name")
-            if current is None:
-                self._entries[name] = Lazy(lazy)
             return lambda obj: obj
 
         def deco(obj: T) -> T:
