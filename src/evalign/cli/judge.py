@@ -27,11 +27,17 @@ The column ``J`` of the output holds the verdicts, read into preference accuracy
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+import pandas as pd
 import typer
+from rich.markup import escape
+from rich.table import Table
 
+from evalign.cache import Cache
 from evalign.cli.common import (
     ID_FIELD,
     INPUT_FIELD,
@@ -47,296 +53,377 @@ from evalign.cli.common import (
     fmt_value,
     progress,
 )
-from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
+from evalign.io import read_items, write_json_atomic, write_table
+from evalign.judges.backends import (
+    BACKENDS,
+    Backend,
+    BackendOptions,
+    backend_class,
+    create_backend,
+    missing_options,
+)
+from evalign.judges.base import Judge, get_judge, judge_class
+from evalign.judges.bias import LENGTH_UNITS
+from evalign.judges.parsing import REASONS
+from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
+
+# --- the options, declared once ------------------------------------------------------------------
+
+FILE = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet.")
+MODE = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge).")
+RANKING = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
+                       "independently, re-grade ties (Prometheus' ranking protocol).")
+MAX_ROUNDS = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called.")
+RUBRIC = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file.")
+RUBRIC_COLUMN = typer.Option(None, "--rubric-column", help="Column with a rubric per row (JSON or a rubric name).")
+RUBRIC_MAP = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
+                          "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics).")
+TEMPLATE = typer.Option(None, "--template", help="Built-in template name or a template file.")
+BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend.")
+SYSTEM_PROMPT = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
+                             "(prepended to the user turn, for chat templates without a system role).")
+BASE_URL = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
+                        "repeat it to spread calls over several servers of the same model.")
+MODEL = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf).")
+API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged).")
+SAMPLES = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported).")
+CONCURRENCY = typer.Option(8, "--concurrency", help="Requests in flight at most (openai).")
+BATCH_SIZE = typer.Option(8, "--batch-size", help="Prompts per batch (hf).")
+DEVICE = typer.Option(None, "--device", help="Device of the hf backend (cpu, cuda, ...).")
+TEMPERATURE = typer.Option(None, "--temperature", help="Sampling temperature (judge default).")
+TOP_P = typer.Option(None, "--top-p", help="Nucleus sampling (judge default).")
+MAX_TOKENS = typer.Option(None, "--max-tokens", help="Most tokens per judge output.")
+REPETITION_PENALTY = typer.Option(None, "--repetition-penalty", help="Where the server supports it; 0 = not sent.")
+SEED = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s).")
+GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp).")
+REASK = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed.")
+TIE = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer.")
+SINGLE_ORDER = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order.")
+NO_REFERENCE = typer.Option(False, "--no-reference", help="Use the reference-free template.")
+SKIP_SELF = typer.Option(None, "--skip-self", help="Skip rows whose system matches this glob "
+                         "(repeatable, e.g. 'gpt-4*'; 'self' = the judge model's name).")
+GEVAL_FALLBACK = typer.Option("samples", "--geval-fallback", help="G-Eval when the server returns no "
+                              "logprobs: 'samples' (read the sampled score) or 'error' (row unscored).")
+GEVAL_MIN_MASS = typer.Option(0.5, "--geval-min-mass", help="G-Eval: least total probability of the "
+                              "score tokens at the score position (0-1); below it the row is unscored.")
+SCORE_CRITERION = typer.Option(None, "--score-criterion", help="criteria: the score column's criterion "
+                               "(naturalness, relatedness, correctness; default correctness).")
+MAX_FAILED = typer.Option(0.5, "--max-failed", help="Exit 1 when more than this fraction of the calls "
+                          "failed after retries (0-1).")
+NO_CACHE = typer.Option(False, "--no-cache", help="Make every call anew (new outputs are stored).")
+HUMAN = typer.Option(None, "--human", help="Human rating column (length bias within each grade).")
+LENGTH_UNIT = typer.Option("chars", "--length-unit", help="chars or words (length-bias audit).")
+NAME = typer.Option(None, "--name", help="Column name of the judge's scores.")
+LIMIT = typer.Option(None, "--limit", help="Judge only the first N rows.")
+TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai).")
+CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", help="Seconds to connect to the server (openai).")
+DEADLINE = typer.Option(None, "--deadline", help="Seconds for all requests together; past it the run "
+                        "stops (finished calls stay cached).")
+MAX_RETRIES = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts.")
+OUT = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet).")
+SYSTEM = typer.Option(None, "--system", help="System name for records without one.")
+AS_JSON = typer.Option(False, "--json", help="Print the run summary as JSON.")
+
+
+@dataclass(frozen=True)
+class JudgeCommand:
+    """The options of one ``evalign judge`` call, as given on the command line."""
+
+    file: Path | None
+    mode: str
+    ranking: bool
+    max_rounds: int
+    dataset: str | None
+    data_dir: Path | None
+    rubric: str | None
+    rubric_column: str | None
+    rubric_map: list[str] | None
+    template: str | None
+    backend: str
+    system_prompt: str
+    base_url: list[str] | None
+    model: str | None
+    api_key_env: str
+    samples: int
+    concurrency: int
+    batch_size: int
+    device: str | None
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int | None
+    repetition_penalty: float | None
+    seed: int | None
+    grammar: Path | None
+    reask: int
+    tie: bool
+    single_order: bool
+    no_reference: bool
+    skip_self: list[str] | None
+    geval_fallback: str
+    geval_min_mass: float
+    score_criterion: str | None
+    max_failed: float
+    no_cache: bool
+    human: str | None
+    length_unit: str
+    name: str | None
+    limit: int | None
+    timeout: float
+    connect_timeout: float
+    deadline: float | None
+    max_retries: int
+    out: Path | None
+    id_field: str | None
+    system_field: str | None
+    instruction_field: str | None
+    input_field: str | None
+    reference_field: str | None
+    response_field: str | None
+    system: str | None
+    as_json: bool
+
+    def backend_options(self) -> BackendOptions:
+        """The backend's settings (each backend takes what it needs)."""
+        return BackendOptions(
+            model=self.model, base_url=list(self.base_url) if self.base_url else None,
+            api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
+            max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
+            system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
+        )  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
     """Add ``judge`` to ``app``."""
+    app.command("judge")(judge_cmd)
 
-    @app.command("judge")
-    def judge_cmd(
-        file: Path = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet."),
-        mode: str = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge)."),
-        ranking: bool = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
-                                     "independently, re-grade ties (Prometheus' ranking protocol)."),
-        max_rounds: int = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called."),
-        dataset: str = DATASET,
-        data_dir: Path = DATA_DIR,
-        rubric: str = typer.Option(None, "--rubric", help="Built-in rubric name or a .yaml/.json rubric file."),
-        rubric_column: str = typer.Option(None, "--rubric-column", help="Column with a rubric per row (JSON or a rubric name)."),
-        rubric_map: list[str] = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
-                                             "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics)."),
-        template: str = typer.Option(None, "--template", help="Built-in template name or a template file."),
-        backend: str = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend."),
-        system_prompt: str = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
-                                          "(prepended to the user turn, for chat templates without a system role)."),
-        base_url: list[str] = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
-                                           "repeat it to spread calls over several servers of the same model."),
-        model: str = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf)."),
-        api_key_env: str = typer.Option(
-            "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged)."
-        ),
-        samples: int = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported)."),
-        concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight at most (openai)."),
-        batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch (hf)."),
-        device: str = typer.Option(None, "--device", help="Device of the hf backend (cpu, cuda, ...)."),
-        temperature: float = typer.Option(None, "--temperature", help="Sampling temperature (judge default)."),
-        top_p: float = typer.Option(None, "--top-p", help="Nucleus sampling (judge default)."),
-        max_tokens: int = typer.Option(None, "--max-tokens", help="Most tokens per judge output."),
-        repetition_penalty: float = typer.Option(None, "--repetition-penalty", help="Where the server supports it; 0 = not sent."),
-        seed: int = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s)."),
-        grammar: Path = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp)."),
-        reask: int = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed."),
-        tie: bool = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer."),
-        single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
-        no_reference: bool = typer.Option(False, "--no-reference", help="Use the reference-free template."),
-        skip_self: list[str] = typer.Option(None, "--skip-self", help="Skip rows whose system matches this glob "
-                                            "(repeatable, e.g. 'gpt-4*'; 'self' = the judge model's name)."),
-        geval_fallback: str = typer.Option("samples", "--geval-fallback", help="G-Eval when the server returns no "
-                                           "logprobs: 'samples' (read the sampled score) or 'error' (row unscored)."),
-        geval_min_mass: float = typer.Option(0.5, "--geval-min-mass", help="G-Eval: least total probability of the "
-                                             "score tokens at the score position (0-1); below it the row is unscored."),
-        score_criterion: str = typer.Option(None, "--score-criterion", help="criteria: the score column's criterion "
-                                            "(naturalness, relatedness, correctness; default correctness)."),
-        max_failed: float = typer.Option(0.5, "--max-failed", help="Exit 1 when more than this fraction of the calls "
-                                         "failed after retries (0-1)."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Make every call anew (new outputs are stored)."),
-        human: str = typer.Option(None, "--human", help="Human rating column (length bias within each grade)."),
-        length_unit: str = typer.Option("chars", "--length-unit", help="chars or words (length-bias audit)."),
-        name: str = typer.Option(None, "--name", help="Column name of the judge's scores."),
-        limit: int = typer.Option(None, "--limit", help="Judge only the first N rows."),
-        timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai)."),
-        connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to connect to the server (openai)."),
-        deadline: float = typer.Option(None, "--deadline", help="Seconds for all requests together; past it the run "
-                                       "stops (finished calls stay cached)."),
-        max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
-        out: Path = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet)."),
-        id_field: str = ID_FIELD,
-        system_field: str = SYSTEM_FIELD,
-        instruction_field: str = INSTRUCTION_FIELD,
-        input_field: str = INPUT_FIELD,
-        reference_field: str = REFERENCE_FIELD,
-        response_field: str = RESPONSE_FIELD,
-        system: str = typer.Option(None, "--system", help="System name for records without one."),
-        as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
-    ) -> None:
-        """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
-        from evalign.cache import Cache
-        from evalign.io import write_json_atomic, write_table
-        from evalign.judges.bias import LENGTH_UNITS
-        from evalign.judges.grading import get_judge, judge_class
-        from evalign.judges.runner import failed_too_often, run_judge
 
-        _validate(
-            backend=backend, base_url=base_url, concurrency=concurrency, batch_size=batch_size, timeout=timeout,
-            connect_timeout=connect_timeout, deadline=deadline, max_retries=max_retries, limit=limit,
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, samples=samples, reask=reask,
-            max_failed=max_failed, max_rounds=max_rounds, geval_min_mass=geval_min_mass,
-            geval_fallback=geval_fallback, system_prompt=system_prompt, length_unit=length_unit,
-            repetition_penalty=repetition_penalty,
-        )  # fmt: skip
-        if length_unit not in LENGTH_UNITS:
-            raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{length_unit}'")
-        if ranking:
-            if judge_class(mode).name != "prometheus_absolute":
-                raise UsageError("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
-            mode = "ranking"
-        cls = judge_class(mode)
-        table = _load_table(
-            file, dataset, data_dir, cls.pairwise, human,
-            field_map(id_field, system_field, instruction_field, input_field, reference_field, response_field),
-            system,
-        )  # fmt: skip
-        if limit is not None:
-            table = table.head(limit).reset_index(drop=True)
-        opts: dict[str, Any] = {
-            "samples": samples,
-            "reask": reask,
-            "column": name,
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
-            "repetition_penalty": repetition_penalty,
-            "seed": seed,
-        }
-        if template:
-            opts["template"] = template
-        if no_reference:
-            opts["reference"] = False
-        if grammar is not None:
-            opts["grammar"] = grammar.read_text(encoding="utf-8")
-        if cls.uses_rubric:
-            opts["rubric"] = rubric
-            opts["rubric_column"] = rubric_column
-            opts["rubric_map"] = list(rubric_map) if rubric_map else None
-        elif rubric or rubric_column or rubric_map:
-            raise CliError(f"--mode {mode} does not use a rubric")
-        if cls.name == "prometheus_relative":
-            opts["tie"] = tie
-            opts["both_orders"] = not single_order
-        elif tie or single_order:
-            raise CliError("--tie and --single-order apply to --mode pairwise")
-        if cls.name == "prometheus_ranking":
-            opts["max_rounds"] = max_rounds
-        if cls.name == "geval":
-            opts["fallback"] = geval_fallback
-            opts["min_mass"] = geval_min_mass
-        if score_criterion is not None:
-            if cls.name != "criteria":
-                raise CliError("--score-criterion applies to --mode criteria")
-            opts["score_criterion"] = score_criterion
-        judge = get_judge(mode, **opts)
-        be = _make_backend(backend, base_url=base_url, model=model, api_key_env=api_key_env, concurrency=concurrency,
-                           batch_size=batch_size, device=device, timeout=timeout, max_retries=max_retries,
-                           connect_timeout=connect_timeout, deadline=deadline, system_prompt=system_prompt)
-        cache = Cache(read=not no_cache, write=True)
-        partial = Path(f"{out}.partial.jsonl") if out else None
+def judge_cmd(
+    file: Path = FILE, mode: str = MODE, ranking: bool = RANKING, max_rounds: int = MAX_ROUNDS,
+    dataset: str = DATASET, data_dir: Path = DATA_DIR, rubric: str = RUBRIC, rubric_column: str = RUBRIC_COLUMN,
+    rubric_map: list[str] = RUBRIC_MAP, template: str = TEMPLATE, backend: str = BACKEND,
+    system_prompt: str = SYSTEM_PROMPT, base_url: list[str] = BASE_URL, model: str = MODEL,
+    api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
+    batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
+    max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
+    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, single_order: bool = SINGLE_ORDER,
+    no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
+    geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
+    no_cache: bool = NO_CACHE, human: str = HUMAN, length_unit: str = LENGTH_UNIT, name: str = NAME,
+    limit: int = LIMIT, timeout: float = TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT,
+    deadline: float = DEADLINE, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
+    system_field: str = SYSTEM_FIELD, instruction_field: str = INSTRUCTION_FIELD, input_field: str = INPUT_FIELD,
+    reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
+    o = JudgeCommand(**locals())  # every option, as given
+    _validate(o)
+    mode = _judge_mode(o)
+    cls = judge_class(mode)
+    table = _load_table(o, cls.pairwise)
+    judge = get_judge(mode, **_judge_options(o, cls, mode))
+    be = checked_backend(o.backend, o.backend_options())
+    run = _run(o, table, judge, be)
+    summary = _write(o, run, be)
+    if o.as_json:
+        emit_json(summary)
+    else:
+        print_summary(summary)
+        if o.out:
+            console.print(f"wrote {escape(str(o.out))} and {escape(str(o.out))}.summary.json")
+    if failed_too_often(run.summary, o.max_failed):
+        calls = summary["calls"]
+        raise CliError(
+            f"{calls['failed']} of {calls['failed'] + calls['new']} judge calls failed after retries "
+            f"(more than --max-failed {o.max_failed:g}); last backend error: {summary['last_error']}"
+        )
 
-        with progress(transient=True, disable=as_json) as bar:
-            task = bar.add_task("judging", total=None)
 
-            def on_progress(c: dict[str, int]) -> None:
-                bar.update(
-                    task,
-                    completed=c["done"],
-                    total=c["total"],
-                    description=f"judging [dim]done {c['done']} · cached {c['cached']} · unscored {c['unscored']}"
-                    f" · retried {c['retried']} · failed {c['failed']}[/dim]",
-                )
+def _judge_mode(o: JudgeCommand) -> str:
+    """The judge's registry name or mode: ``--ranking`` turns ``--mode absolute`` into ``ranking``."""
+    if not o.ranking:
+        return o.mode
+    if judge_class(o.mode).name != "prometheus_absolute":
+        raise UsageError("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
+    return "ranking"
 
-            run = run_judge(table, judge, be, cache=cache, skip_self=list(skip_self or []), human=human,
-                            length_unit=length_unit, partial_path=partial, on_progress=on_progress)
-        summary = run.summary.as_dict()
-        if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
-            summary["endpoints"] = be.endpoint_stats()
-        if out:
-            write_table(run.table, out)
-            summary_path = Path(f"{out}.summary.json")
-            summary["out"] = str(out)
-            summary["summary_out"] = str(summary_path)
-            write_json_atomic(summary_path, summary)
-            if partial is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    partial.unlink()
-        if as_json:
-            emit_json(summary)
-        else:
-            print_summary(summary)
-            if out:
-                from rich.markup import escape
 
-                console.print(f"wrote {escape(str(out))} and {escape(str(out))}.summary.json")
-        if failed_too_often(run.summary, max_failed):
-            calls = summary["calls"]
-            raise CliError(
-                f"{calls['failed']} of {calls['failed'] + calls['new']} judge calls failed after retries "
-                f"(more than --max-failed {max_failed:g}); last backend error: {summary['last_error']}"
+def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, Any]:
+    """The judge's constructor options from the command line (each mode's own options checked)."""
+    opts: dict[str, Any] = {
+        "samples": o.samples, "reask": o.reask, "column": o.name, "temperature": o.temperature, "top_p": o.top_p,
+        "max_tokens": o.max_tokens, "repetition_penalty": o.repetition_penalty, "seed": o.seed,
+    }  # fmt: skip
+    if o.template:
+        opts["template"] = o.template
+    if o.no_reference:
+        opts["reference"] = False
+    if o.grammar is not None:
+        opts["grammar"] = o.grammar.read_text(encoding="utf-8")
+    if cls.uses_rubric:
+        opts.update(rubric=o.rubric, rubric_column=o.rubric_column, rubric_map=list(o.rubric_map) if o.rubric_map else None)
+    elif o.rubric or o.rubric_column or o.rubric_map:
+        raise CliError(f"--mode {mode} does not use a rubric")
+    if cls.name == "prometheus_relative":
+        opts.update(tie=o.tie, both_orders=not o.single_order)
+    elif o.tie or o.single_order:
+        raise CliError("--tie and --single-order apply to --mode pairwise")
+    if cls.name == "prometheus_ranking":
+        opts["max_rounds"] = o.max_rounds
+    if cls.name == "geval":
+        opts.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
+    if o.score_criterion is not None:
+        if cls.name != "criteria":
+            raise CliError("--score-criterion applies to --mode criteria")
+        opts["score_criterion"] = o.score_criterion
+    return opts
+
+
+def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend) -> JudgeRun:
+    """Run the judge with a progress bar (``OUT.partial.jsonl`` logs finished calls)."""
+    partial = Path(f"{o.out}.partial.jsonl") if o.out else None
+    with progress(transient=True, disable=o.as_json) as bar:
+        task = bar.add_task("judging", total=None)
+
+        def on_progress(c: dict[str, int]) -> None:
+            bar.update(
+                task,
+                completed=c["done"],
+                total=c["total"],
+                description=f"judging [dim]done {c['done']} · cached {c['cached']} · unscored {c['unscored']}"
+                f" · retried {c['retried']} · failed {c['failed']}[/dim]",
             )
 
+        return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
+                         skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
+                         partial_path=partial, on_progress=on_progress)  # fmt: skip
 
-def _load_table(
-    file: Path | None,
-    dataset: str | None,
-    data_dir: Path | None,
-    pairwise: bool,
-    human: str | None,
-    fields: dict[str, str],
-    system: str | None,
-) -> Any:
-    from evalign.io import read_items
-    from evalign.judges.runner import read_pairs
 
-    if (file is None) == (dataset is None):
+def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
+    """The run summary (with the endpoints' calls); the judged table and the summary written to ``--out``."""
+    summary = run.summary.as_dict()
+    if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
+        summary["endpoints"] = be.endpoint_stats()
+    if o.out:
+        write_table(run.table, o.out)
+        summary_path = Path(f"{o.out}.summary.json")
+        summary["out"] = str(o.out)
+        summary["summary_out"] = str(summary_path)
+        write_json_atomic(summary_path, summary)
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{o.out}.partial.jsonl").unlink()
+    return summary
+
+
+def _load_table(o: JudgeCommand, pairwise: bool) -> pd.DataFrame:
+    """The item table (or, for pair judges, the pair table) of FILE or --dataset, its first --limit rows."""
+    if (o.file is None) == (o.dataset is None):
         raise CliError("give either FILE or --dataset NAME")
-    if pairwise and human:
+    if pairwise and o.human:
         raise CliError("--human applies to item tables (absolute, geval, criteria)")
-    if dataset is not None:
-        from evalign.cli.dataset_options import dataset_table
-
+    human = [o.human] if o.human else []
+    if o.dataset is not None:
         # pair judges read the pair table; item judges the item table, else both sides of each pair
-        table = dataset_table(dataset, data_dir, as_="pairs" if pairwise else "auto-items")
-        if pairwise:
-            return read_pairs(table)
-        return read_items(table, human=[human] if human else [])
-    assert file is not None
-    if pairwise:
-        return read_pairs(file)
-    return read_items(file, fields=fields, human=[human] if human else [], default_system=system)
+        source = dataset_table(o.dataset, o.data_dir, as_="pairs" if pairwise else "auto-items")
+        table = read_pairs(source) if pairwise else read_items(source, human=human)
+    elif pairwise:
+        table = read_pairs(o.file)
+    else:
+        fields = field_map(o.id_field, o.system_field, o.instruction_field, o.input_field, o.reference_field,
+                           o.response_field)
+        table = read_items(o.file, fields=fields, human=human, default_system=o.system)
+    return table if o.limit is None else table.head(o.limit).reset_index(drop=True)
 
 
-def _make_backend(kind: str, **kw: Any) -> Any:
-    """The backend by registry name; the CLI options each backend takes."""
-    from evalign.judges.backends import backend_class
-
-    cls = backend_class(kind)  # unknown names: one line with "did you mean"
-    if not kw.get("model"):
+def checked_backend(name: str, options: BackendOptions) -> Backend:
+    """The backend ``name`` built from ``options``, after the command line's checks (unknown names: one
+    line with "did you mean"; a missing --model or --base-url; a --base-url given twice)."""
+    missing = missing_options(name, options)
+    if "model" in missing or not options.model:
         raise CliError("--model is required (the model name, or a local model directory for --backend hf)")
-    if kind == "openai":
-        if not kw.get("base_url"):
-            raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
-        urls = list(kw["base_url"])
-        if len(urls) > 1:  # one model on several servers (the cache key does not name them)
-            cls = backend_class("multi")
-            if len(set(urls)) < len(urls):
-                raise UsageError(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
-        where = {"base_urls": urls} if len(urls) > 1 else {"base_url": urls[0]}
-        return cls(
-            **where, model=kw["model"], api_key_env=kw["api_key_env"] or None,
-            concurrency=kw["concurrency"], timeout=kw["timeout"], max_retries=kw["max_retries"],
-            connect_timeout=kw["connect_timeout"], deadline=kw["deadline"], system_prompt=kw["system_prompt"],
-        )  # fmt: skip
-    if kind == "hf":
-        return cls(model_path=kw["model"], device=kw["device"], batch_size=kw["batch_size"])
-    return cls(model=kw["model"])  # a plugin backend: configured through its own environment
+    if "base_url" in missing:
+        raise CliError(f"--base-url is required for --backend {name} (e.g. http://localhost:8000/v1)")
+    urls = list(options.base_urls) if "base_url" in backend_class(name).required_options else []
+    if len(set(urls)) < len(urls):  # one model on several servers: each once
+        raise UsageError(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
+    return create_backend(name, options)
 
 
-def _validate(**o: Any) -> None:
+def _takes_base_url(name: str) -> bool:
+    """Whether the backend ``name`` (when known) is reached at a --base-url."""
+    return name in BACKENDS and "base_url" in backend_class(name).required_options
+
+
+def _validate(o: JudgeCommand) -> None:
     """Check every option value before any work; the first bad one is a usage error naming it."""
 
     def check(ok: bool, option: str, need: str) -> None:
         if not ok:
-            value = o[option.lstrip("-").replace("-", "_")]
+            value = getattr(o, option.lstrip("-").replace("-", "_"))
             raise UsageError(f"{option} must be {need}, got {value!r}")
 
-    for url in (o["base_url"] or []) if o["backend"] == "openai" else []:
-        from urllib.parse import urlparse
-
+    for url in (o.base_url or []) if _takes_base_url(o.backend) else []:
         parsed = urlparse(url)
         if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
             raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
-    check(o["concurrency"] >= 1, "--concurrency", ">= 1")
-    check(o["batch_size"] >= 1, "--batch-size", ">= 1")
-    check(o["timeout"] > 0, "--timeout", "> 0 seconds")
-    check(o["connect_timeout"] > 0, "--connect-timeout", "> 0 seconds")
-    check(o["deadline"] is None or o["deadline"] > 0, "--deadline", "> 0 seconds")
-    check(o["max_retries"] >= 0, "--max-retries", ">= 0")
-    check(o["limit"] is None or o["limit"] >= 1, "--limit", ">= 1")
-    check(o["temperature"] is None or 0 <= o["temperature"] <= 2, "--temperature", "in [0, 2]")
-    check(o["top_p"] is None or 0 < o["top_p"] <= 1, "--top-p", "in (0, 1]")
-    check(o["max_tokens"] is None or o["max_tokens"] >= 1, "--max-tokens", ">= 1")
-    check(o["repetition_penalty"] is None or o["repetition_penalty"] >= 0, "--repetition-penalty", ">= 0")
-    check(o["samples"] >= 1, "--samples", ">= 1")
-    check(o["reask"] >= 0, "--reask", ">= 0")
-    check(0 <= o["max_failed"] <= 1, "--max-failed", "a fraction in [0, 1]")
-    check(o["max_rounds"] >= 1, "--max-rounds", ">= 1")
-    check(0 <= o["geval_min_mass"] <= 1, "--geval-min-mass", "in [0, 1]")
-    check(o["geval_fallback"] in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
-    check(o["system_prompt"] in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
+    check(o.concurrency >= 1, "--concurrency", ">= 1")
+    check(o.batch_size >= 1, "--batch-size", ">= 1")
+    check(o.timeout > 0, "--timeout", "> 0 seconds")
+    check(o.connect_timeout > 0, "--connect-timeout", "> 0 seconds")
+    check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
+    check(o.max_retries >= 0, "--max-retries", ">= 0")
+    check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
+    check(o.temperature is None or 0 <= o.temperature <= 2, "--temperature", "in [0, 2]")
+    check(o.top_p is None or 0 < o.top_p <= 1, "--top-p", "in (0, 1]")
+    check(o.max_tokens is None or o.max_tokens >= 1, "--max-tokens", ">= 1")
+    check(o.repetition_penalty is None or o.repetition_penalty >= 0, "--repetition-penalty", ">= 0")
+    check(o.samples >= 1, "--samples", ">= 1")
+    check(o.reask >= 0, "--reask", ">= 0")
+    check(0 <= o.max_failed <= 1, "--max-failed", "a fraction in [0, 1]")
+    check(o.max_rounds >= 1, "--max-rounds", ">= 1")
+    check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
+    check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
+    check(o.system_prompt in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
+    if o.length_unit not in LENGTH_UNITS:
+        raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{o.length_unit}'")
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The run summary as terminal tables: counts, unscored reasons, score distribution, bias audit."""
-    from rich.markup import escape
-    from rich.table import Table
+    console.print(_counts_table(summary))
+    if summary.get("endpoints"):
+        console.print(_endpoints_table(summary["endpoints"]))
+    if summary.get("rounds"):
+        r = _table("Ranking rounds used (pairs)", ("rounds", "left"), ("pairs", "right"))
+        for k, v in summary["rounds"].items():
+            r.add_row(k, str(v))
+        console.print(r)
+    if summary.get("errors"):
+        e = _table("Backend errors (after retries)", ("calls", "right"), ("message", "left"))
+        for msg, n in list(summary["errors"].items())[:5]:
+            e.add_row(str(n), escape(msg))
+        console.print(e)
+    if summary["unscored_by_reason"] or summary["calls"]["unscored_by_reason"]:
+        console.print(_unscored_table(summary))
+    if summary["distribution"]:
+        console.print(_distribution_table(summary))
+    console.print(_bias_table(summary["bias"]))
+    err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)
 
-    from evalign.judges.parsing import REASONS
 
+def _table(title: str, *columns: tuple[str, str]) -> Table:
+    """A summary table: ``(header, justify)`` per column."""
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for header, justify in columns:
+        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+    return t
+
+
+def _counts_table(summary: dict[str, Any]) -> Table:
     calls = summary["calls"]
-    t = Table(title=f"Judge {escape(summary['column'])} ({summary['items']} items)", title_justify="left",
-              header_style="bold")
-    t.add_column("")
-    t.add_column("count", justify="right")
+    t = _table(f"Judge {escape(summary['column'])} ({summary['items']} items)", ("", "left"), ("count", "right"))
     for k in ("scored", "unscored", "skipped"):
         t.add_row(k, str(summary[k]))
     t.add_row("calls made", str(calls["new"]))
@@ -346,55 +433,39 @@ def print_summary(summary: dict[str, Any]) -> None:
     t.add_row("HTTP retries", str(calls["http_retries"]))
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
-    console.print(t)
-    if summary.get("endpoints"):
-        ep = Table(title="Endpoints", title_justify="left", header_style="bold")
-        for c in ("base URL", "calls", "failed attempts", "taken out", "healthy at the end"):
-            ep.add_column(c, justify="left" if c == "base URL" else "right")
-        for e in summary["endpoints"]:
-            ep.add_row(escape(e["base_url"]), str(e["calls"]), str(e["failures"]), str(e["taken_out"]),
-                       "yes" if e["healthy"] else "no")
-        console.print(ep)
-    if summary.get("rounds"):
-        r = Table(title="Ranking rounds used (pairs)", title_justify="left", header_style="bold")
-        r.add_column("rounds")
-        r.add_column("pairs", justify="right")
-        for k, v in summary["rounds"].items():
-            r.add_row(k, str(v))
-        console.print(r)
-    if summary.get("errors"):
-        e = Table(title="Backend errors (after retries)", title_justify="left", header_style="bold")
-        e.add_column("calls", justify="right")
-        e.add_column("message")
-        for msg, n in list(summary["errors"].items())[:5]:
-            e.add_row(str(n), escape(msg))
-        console.print(e)
-    if summary["unscored_by_reason"] or calls["unscored_by_reason"]:
-        r = Table(title="Unscored, by reason", title_justify="left", header_style="bold")
-        r.add_column("reason")
-        r.add_column("items", justify="right")
-        r.add_column("calls", justify="right")
-        r.add_column("meaning")
-        reasons = dict.fromkeys([*summary["unscored_by_reason"], *calls["unscored_by_reason"]])
-        for k in reasons:
-            r.add_row(k, str(summary["unscored_by_reason"].get(k, 0)), str(calls["unscored_by_reason"].get(k, 0)),
-                      REASONS.get(k, ""))
-        console.print(r)
-    if summary["distribution"]:
-        pairs = summary.get("kind") == "verdict"
-        title = "Verdicts" if pairs else "Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)")
-        d = Table(title=title, title_justify="left", header_style="bold")
-        d.add_column("verdict" if pairs else "score")
-        d.add_column("items", justify="right")
-        for k, v in summary["distribution"].items():
-            d.add_row(k, str(v))
-        d.add_row("mean code (+1 = A)" if pairs else "mean", fmt_value(summary.get("mean")))
-        console.print(d)
-    b = Table(title="Bias audit", title_justify="left", header_style="bold")
-    b.add_column("check")
-    b.add_column("value", justify="right")
-    b.add_column("n", justify="right")
-    length = summary["bias"]["length"]
+    return t
+
+
+def _endpoints_table(endpoints: list[dict[str, Any]]) -> Table:
+    ep = _table("Endpoints", *((c, "left" if c == "base URL" else "right")
+                               for c in ("base URL", "calls", "failed attempts", "taken out", "healthy at the end")))
+    for e in endpoints:
+        ep.add_row(escape(e["base_url"]), str(e["calls"]), str(e["failures"]), str(e["taken_out"]),
+                   "yes" if e["healthy"] else "no")
+    return ep
+
+
+def _unscored_table(summary: dict[str, Any]) -> Table:
+    by_items, by_calls = summary["unscored_by_reason"], summary["calls"]["unscored_by_reason"]
+    r = _table("Unscored, by reason", ("reason", "left"), ("items", "right"), ("calls", "right"), ("meaning", "left"))
+    for k in dict.fromkeys([*by_items, *by_calls]):
+        r.add_row(k, str(by_items.get(k, 0)), str(by_calls.get(k, 0)), REASONS.get(k, ""))
+    return r
+
+
+def _distribution_table(summary: dict[str, Any]) -> Table:
+    pairs = summary.get("kind") == "verdict"
+    title = "Verdicts" if pairs else "Score distribution" + ("" if summary["higher_is_better"] else " (lower is better)")
+    d = _table(title, ("verdict" if pairs else "score", "left"), ("items", "right"))
+    for k, v in summary["distribution"].items():
+        d.add_row(k, str(v))
+    d.add_row("mean code (+1 = A)" if pairs else "mean", fmt_value(summary.get("mean")))
+    return d
+
+
+def _bias_table(bias: dict[str, Any]) -> Table:
+    b = _table("Bias audit", ("check", "left"), ("value", "right"), ("n", "right"))
+    length = bias["length"]
     unit = length["unit"]
     what = "verdict vs length(A) - length(B)" if "longer_wins" in length else f"score vs length ({unit})"
     ov = length["overall"]
@@ -404,9 +475,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         b.add_row(f"Spearman score vs length | human = {g}", fmt_value(c["spearman"], 3), str(c["n"]))
     if "longer_wins" in length:
         b.add_row("longer response wins", fmt_value(length["longer_wins"], 3), str(length["n_decided"]))
-    swap = summary["bias"].get("order_swap")
+    swap = bias.get("order_swap")
     if swap:
         b.add_row("order-swap agreement", fmt_value(swap["agreement"], 3), str(swap["n_pairs"]))
         b.add_row("first position picked", fmt_value(swap["first_position_rate"], 3), str(swap["n_verdicts"]))
-    console.print(b)
-    err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)
+    return b

@@ -12,24 +12,21 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
+from evalign.cli.judge import checked_backend
+from evalign.io import detect_format, write_json_atomic, write_table
+from evalign.judges.backends import BackendOptions
+from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
+from evalign.synth.parsing import REASONS
 
 
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
                  batch_size: int, device: str | None, timeout: float, max_retries: int) -> Any:
     """A backend from the command-line options (``openai`` needs ``--base-url``; ``hf`` a model folder)."""
-    from evalign.judges.backends import make_backend
-
-    if not model:
-        raise CliError("--model is required (the model name, or a local model directory for --backend hf)")
-    if kind == "openai":
-        if not base_url:
-            raise CliError("--base-url is required for --backend openai (e.g. http://localhost:8000/v1)")
-        return make_backend("openai", base_url=base_url, model=model, api_key_env=api_key_env or None,
-                            concurrency=concurrency, timeout=timeout, max_retries=max_retries)
-    if kind == "hf":
-        return make_backend("hf", model_path=model, device=device, batch_size=batch_size)
-    raise CliError(f"unknown --backend '{kind}' (openai or hf)")
+    options = BackendOptions(model=model, base_url=base_url, api_key_env=api_key_env or None, concurrency=concurrency,
+                             timeout=timeout, max_retries=max_retries, device=device, batch_size=batch_size)
+    return checked_backend(kind, options)
 
 
 def register(app: typer.Typer) -> None:
@@ -67,10 +64,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
         """Generate judge training data with a teacher model (Prometheus Feedback Collection procedure)."""
-        from evalign.cache import Cache
-        from evalign.io import detect_format, write_json_atomic, write_table
-        from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
-
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         settings = SynthSettings(
@@ -98,8 +91,6 @@ def register(app: typer.Typer) -> None:
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The synth summary as terminal tables: counts, filters, rejected by reason, length by score."""
-    from evalign.synth.parsing import REASONS
-
     counts = pd.DataFrame(
         [("seed rubrics", summary["seed_rubrics"]), ("rubrics kept", summary["rubrics"]),
          ("instructions kept", summary["instructions"]), ("rows (absolute)", summary["rows"]),

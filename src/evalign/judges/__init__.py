@@ -8,17 +8,17 @@ resume, and a bias audit. Importing this package does not import httpx, torch or
 
 from __future__ import annotations
 
-from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
-from evalign.judges.grading import (
+from evalign.judges.base import (
     MODE_ALIASES,
     Judge,
     get_judge,
     judge_class,
     list_judges,
-    logprob_weighted_score,
     register_judge,
     resolve_orders,
 )
+from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
+from evalign.judges.modes.geval import logprob_weighted_score
 from evalign.judges.parsing import REASONS, ParseResult, parse_grade
 from evalign.judges.prompts import Rubric, Template, list_rubrics, list_templates, load_rubric, load_template
 from evalign.judges.runner import JudgeRun, read_pairs, run_judge

@@ -140,7 +140,7 @@ def _tail(text: str, n: int = TAIL_CHARS) -> tuple[str, int]:
     return text[start:], start
 
 
-def _mask(text: str, prompt: str | None = None) -> str:
+def mask_echo(text: str, prompt: str | None = None) -> str:
     """Blank out echoed prompt lines, known prompt phrases and rubric lines (same length, so
     offsets stay valid). ``prompt``: the text the judge was shown (all messages joined)."""
 
@@ -227,7 +227,7 @@ def _numeric(
     clean = _clean(text)
     if not clean:
         return unscored("empty")
-    masked, offset = _tail(_mask(clean, prompt))
+    masked, offset = _tail(mask_echo(clean, prompt))
     strong = _hits(_STRONG, masked)
     markers = list(_STRONG_MARKER.finditer(masked))
     if strong or markers:
@@ -302,7 +302,7 @@ def _relative(text: str, finish_reason: str | None, allow_tie: bool, prompt: str
     clean = _clean(text)
     if not clean:
         return unscored("empty")
-    masked, offset = _tail(_mask(clean, prompt))
+    masked, offset = _tail(mask_echo(clean, prompt))
 
     def find(patterns: list[re.Pattern[str]]) -> list[tuple[int, str]]:
         found: list[tuple[int, int, str]] = []

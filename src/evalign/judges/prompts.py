@@ -13,6 +13,11 @@ Rubrics live in ``evalign/judges/rubrics/<name>.yaml``: ``criteria`` and exactly
 optional ``name``, ``version``, ``source``, ``description``. Users pass their own rubric as a YAML or
 JSON file of the same form, or per row as a column of the table (a dict or a JSON string).
 
+Templates and rubrics are found by name through two registries (:data:`TEMPLATES`, :data:`RUBRICS`,
+the pattern of :mod:`evalign.registry`): the built-in data files are registered on first use, and
+packages add their own through the ``evalign.templates`` / ``evalign.rubrics`` entry points (the
+entry point's object: a :class:`Template` / :class:`Rubric`, or the path of its file).
+
 Every template and rubric has a content hash (:meth:`Template.hash`, :meth:`Rubric.hash`) that goes
 into judge signatures and cache keys, so an edited prompt never reuses old grades.
 """
@@ -27,7 +32,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from evalign.errors import EvalignError, InputError
+from evalign.registry import Registry
 from evalign.signature import stable_hash
 
 Message = dict[str, str]
@@ -43,6 +51,23 @@ _RUBRIC_META = ("name", "version", "source", "description")
 
 def _data_dir(kind: str) -> Path:
     return Path(str(resources.files("evalign.judges") / kind))
+
+
+def data_files(kind: str) -> Any:
+    """A registry's ``discover`` hook: register every ``evalign/judges/<kind>/<name>.yaml`` by name."""
+
+    def discover(registry: Registry[Any]) -> None:
+        for path in sorted(_data_dir(kind).glob("*.yaml")):
+            registry.add(path.stem, path)
+
+    return discover
+
+
+#: judge prompt templates by name: the built-in files, and plugins (``evalign.templates`` entry points)
+TEMPLATES: Registry[Any] = Registry("judge template", entry_point_group="evalign.templates",
+                                    discover=data_files("templates"))
+#: score rubrics by name: the built-in files, and plugins (``evalign.rubrics`` entry points)
+RUBRICS: Registry[Any] = Registry("rubric", entry_point_group="evalign.rubrics", discover=data_files("rubrics"))
 
 
 # --- templates --------------------------------------------------------------------------------
@@ -108,9 +133,12 @@ def load_template(spec: str | Path) -> Template:
     """A built-in template by name (``"prometheus_absolute"``) or a template file (``.yaml``/``.json``)."""
     path = Path(spec)
     if not (path.suffix in (".yaml", ".yml", ".json") and path.exists()):
-        path = _data_dir("templates") / f"{spec}.yaml"
-        if not path.exists():
+        if str(spec) not in TEMPLATES:
             raise EvalignError(f"unknown judge template '{spec}' (built-in: {', '.join(list_templates())})")
+        entry = TEMPLATES.get(str(spec))
+        if isinstance(entry, Template):
+            return entry
+        path = Path(entry)
     data = _read_mapping(path)
     required = ("name", "version", "mode", "with_reference", "without_reference")
     for key in required:
@@ -134,8 +162,8 @@ def load_template(spec: str | Path) -> Template:
 
 
 def list_templates() -> list[str]:
-    """Names of the built-in templates."""
-    return sorted(p.stem for p in _data_dir("templates").glob("*.yaml"))
+    """Names of the templates (built-in and plugins)."""
+    return TEMPLATES.names()
 
 
 # --- rubrics ----------------------------------------------------------------------------------
@@ -239,11 +267,14 @@ def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
         if not path.exists():
             raise InputError("no such rubric file", file=str(path))
         return rubric_from_mapping(_read_mapping(path), name=path.stem, file=str(path))
-    builtin = _data_dir("rubrics") / f"{spec}.yaml"
-    if not builtin.exists():
+    if str(spec) not in RUBRICS:
         raise EvalignError(
             f"unknown rubric '{spec}' (built-in: {', '.join(list_rubrics())}; or give a .yaml/.json file)"
         )
+    entry = RUBRICS.get(str(spec))
+    if isinstance(entry, Rubric):
+        return entry
+    builtin = Path(entry)
     return rubric_from_mapping(_read_mapping(builtin), name=str(spec), file=str(builtin))
 
 
@@ -296,14 +327,12 @@ def rubric_from_cell(
 
 
 def list_rubrics() -> list[str]:
-    """Names of the built-in rubrics."""
-    return sorted(p.stem for p in _data_dir("rubrics").glob("*.yaml"))
+    """Names of the rubrics (built-in and plugins)."""
+    return RUBRICS.names()
 
 
 def _read_mapping(path: Path) -> Any:
     """A YAML or JSON file's content; syntax errors name the file and line."""
-    import yaml
-
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".json":
         try:

@@ -42,9 +42,10 @@ import pandas as pd
 
 from evalign.cache import Cache, make_key
 from evalign.errors import InputError
-from evalign.io import PAIR_REQUIRED, read_pairs  # noqa: F401  (read_pairs re-exported)
+from evalign.io import PAIR_REQUIRED, _json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
+from evalign.judges.backends import Generation, GenerationRequest
+from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
-from evalign.judges.grading import Judge, first_reference, prompt_text
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
 
@@ -341,8 +342,6 @@ async def execute(
 ) -> _State:
     """Run the planned calls in waves (cache first, then the backend), re-ask unparseable outputs
     and add the follow-up calls the judge asks for, until no call is left."""
-    from evalign.judges.backends import Generation, GenerationRequest
-
     st = _State()
     pending = list(p.calls)
     outstanding: Counter[int] = Counter(c.row for c in pending)
@@ -352,78 +351,112 @@ async def execute(
         for c in pending:
             by_key.setdefault(c.key, []).append(c)
         stored = cache.get_many(NAMESPACE, list(by_key))
-        parsed: dict[str, tuple[ParseResult, str]] = {}
-        bad = 0
-        for k, raw in stored.items():
-            gen = json.loads(raw.decode("utf-8"))["generation"]
-            res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages))
-            parsed[k] = (res, gen["choices"][0].get("text") or "")
-            bad += 0 if res.ok else 1
-        if stored:
-            progress.add(done=len(stored), cached=len(stored), unscored=bad)
+        parsed = _parse_stored(judge, stored, by_key, progress)
         todo = [k for k in by_key if k not in parsed]
-        reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in todo]
-
-        def on_done(j: int, res: Any, todo: list[str] = todo, by_key: dict[str, list[Call]] = by_key,
-                    parsed: dict[str, tuple[ParseResult, str]] = parsed) -> None:
-            key = todo[j]
-            c = by_key[key][0]
-            st.sent += 1
-            if isinstance(res, Generation):
-                data = res.to_json()
-                cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
-                r = safe_parse(judge, data, prompt_text(c.messages))
-                parsed[key] = (r, data["choices"][0].get("text") or "")
-                st.http_retries += res.retries
-                progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
-                if log_fh is not None:
-                    _log(log_fh, {"key": key, "row": c.row, "sample": c.sample, "order": c.order,
-                                  "attempt": c.attempt, "value": r.value, "reason": r.reason})
-            else:
-                msg = str(res)[:ERROR_CHARS]  # backends redact before this point
-                retries = max(0, int(getattr(res, "attempts", 1)) - 1)
-                st.http_retries += retries
-                st.error_messages[msg] += 1
-                st.last_error = msg
-                parsed[key] = (unscored("backend_error", msg), "")
-                for cc in by_key[key]:
-                    st.errors.setdefault(cc.row, msg)
-                progress.add(done=1, failed=1, unscored=1, retried=retries)
-                if log_fh is not None:
-                    _log(log_fh, {"key": key, "row": c.row, "attempt": c.attempt, "reason": "backend_error",
-                                  "error": msg})
-
-        if reqs:
-            await backend.generate_many(reqs, on_done)
-        nxt: list[Call] = []
-        touched: set[int] = set()
-        for key, calls in by_key.items():
-            res, text = parsed[key]
-            if not res.ok:
-                st.call_reasons[res.reason or "?"] += len(calls)
-            for c in calls:
-                st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
-                                    "key": key, "cached": key in stored, "value": res.value, "reason": res.reason})
-                if not res.ok and res.reason not in ("backend_error", "parser_error") and c.attempt < judge.reask:
-                    messages = judge.reask_messages(calls[0].messages, text, res)
-                    n = Call(c.row, c.sample, c.order, c.attempt + 1, messages, c.settings)
-                    n.key = call_key(p.identity, judge, p.reference, p.rubrics[c.row], n)
-                    nxt.append(n)
-                    continue
-                st.results.setdefault(c.row, {})[(c.sample, c.order)] = res
-                outstanding[c.row] -= 1
-                touched.add(c.row)
-        reasked = len({c.key for c in nxt})
-        for row in sorted(touched):
-            if outstanding[row] == 0:
-                for s, o in judge.next_calls(st.results[row]):
-                    nxt.append(_make_call(judge, p, row, s, o))
-        for c in nxt:  # a re-ask replaces its call: the row's outstanding count is unchanged
-            outstanding[c.row] += 0 if c.attempt else 1
-        if nxt:
-            progress.add(total=len({c.key for c in nxt}), retried=reasked)
-        pending = nxt
+        if todo:
+            reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in todo]
+            wave = _Wave(judge, cache, st, progress, log_fh, todo, by_key, parsed)
+            await backend.generate_many(reqs, wave.on_done)
+        pending = _next_wave(judge, p, st, by_key, parsed, set(stored), outstanding, progress)
     return st
+
+
+def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str, list[Call]],
+                  progress: _Progress) -> dict[str, tuple[ParseResult, str]]:
+    """The parsed result and text of each call found in the cache."""
+    parsed: dict[str, tuple[ParseResult, str]] = {}
+    bad = 0
+    for k, raw in stored.items():
+        gen = json.loads(raw.decode("utf-8"))["generation"]
+        res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages))
+        parsed[k] = (res, gen["choices"][0].get("text") or "")
+        bad += 0 if res.ok else 1
+    if stored:
+        progress.add(done=len(stored), cached=len(stored), unscored=bad)
+    return parsed
+
+
+@dataclass
+class _Wave:
+    """The calls of one wave sent to the backend: :meth:`on_done` stores, parses and counts each answer."""
+
+    judge: Judge
+    cache: Cache
+    st: _State
+    progress: _Progress
+    log_fh: IO[str] | None
+    todo: list[str]
+    by_key: dict[str, list[Call]]
+    parsed: dict[str, tuple[ParseResult, str]]
+
+    def on_done(self, j: int, res: Any) -> None:
+        key = self.todo[j]
+        c = self.by_key[key][0]
+        self.st.sent += 1
+        if isinstance(res, Generation):
+            self._answered(key, c, res)
+        else:
+            self._failed(key, c, res)
+
+    def _answered(self, key: str, c: Call, res: Generation) -> None:
+        data = res.to_json()
+        self.cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
+        r = safe_parse(self.judge, data, prompt_text(c.messages))
+        self.parsed[key] = (r, data["choices"][0].get("text") or "")
+        self.st.http_retries += res.retries
+        self.progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
+        if self.log_fh is not None:
+            _log(self.log_fh, {"key": key, "row": c.row, "sample": c.sample, "order": c.order,
+                               "attempt": c.attempt, "value": r.value, "reason": r.reason})
+
+    def _failed(self, key: str, c: Call, res: Any) -> None:
+        msg = str(res)[:ERROR_CHARS]  # backends redact before this point
+        retries = max(0, int(getattr(res, "attempts", 1)) - 1)
+        self.st.http_retries += retries
+        self.st.error_messages[msg] += 1
+        self.st.last_error = msg
+        self.parsed[key] = (unscored("backend_error", msg), "")
+        for cc in self.by_key[key]:
+            self.st.errors.setdefault(cc.row, msg)
+        self.progress.add(done=1, failed=1, unscored=1, retried=retries)
+        if self.log_fh is not None:
+            _log(self.log_fh, {"key": key, "row": c.row, "attempt": c.attempt, "reason": "backend_error",
+                               "error": msg})
+
+
+def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Call]],
+               parsed: Mapping[str, tuple[ParseResult, str]], stored: set[str], outstanding: Counter[int],
+               progress: _Progress) -> list[Call]:
+    """Record the final results of this wave; the re-asks of unparseable outputs and the follow-up
+    calls of rows whose calls are all final make the next wave."""
+    nxt: list[Call] = []
+    touched: set[int] = set()
+    for key, calls in by_key.items():
+        res, text = parsed[key]
+        if not res.ok:
+            st.call_reasons[res.reason or "?"] += len(calls)
+        for c in calls:
+            st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
+                                "key": key, "cached": key in stored, "value": res.value, "reason": res.reason})
+            if not res.ok and res.reason not in ("backend_error", "parser_error") and c.attempt < judge.reask:
+                messages = judge.reask_messages(calls[0].messages, text, res)
+                n = Call(c.row, c.sample, c.order, c.attempt + 1, messages, c.settings)
+                n.key = call_key(p.identity, judge, p.reference, p.rubrics[c.row], n)
+                nxt.append(n)
+                continue
+            st.results.setdefault(c.row, {})[(c.sample, c.order)] = res
+            outstanding[c.row] -= 1
+            touched.add(c.row)
+    reasked = len({c.key for c in nxt})
+    for row in sorted(touched):
+        if outstanding[row] == 0:
+            for s, o in judge.next_calls(st.results[row]):
+                nxt.append(_make_call(judge, p, row, s, o))
+    for c in nxt:  # a re-ask replaces its call: the row's outstanding count is unchanged
+        outstanding[c.row] += 0 if c.attempt else 1
+    if nxt:
+        progress.add(total=len({c.key for c in nxt}), retried=reasked)
+    return nxt
 
 
 # --- aggregate ----------------------------------------------------------------------------------
@@ -528,8 +561,6 @@ def run_judge(
 
 
 def _log(fh: IO[str], obj: Mapping[str, Any]) -> None:
-    from evalign.io import _json_safe
-
     fh.write(json.dumps(_json_safe(dict(obj)), ensure_ascii=False) + "\n")
     fh.flush()
 
@@ -561,32 +592,12 @@ def _summary(
         http_retries=st.http_retries,
         unscored_by_reason=dict(st.call_reasons.most_common()),
     )
-    std: float | None = None
-    rounds: dict[str, int] = {}
     if judge.pairwise:
-        codes = out[f"{col}.code"].to_numpy(dtype=float)
-        verdicts = [v for v in out[col].tolist() if isinstance(v, str)]
-        distribution = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
-        finite = codes[np.isfinite(codes)]
-        mean = float(finite.mean()) if finite.size else float("nan")
-        bias: dict[str, Any] = {
-            "length": pairwise_length_bias(codes, out["response_a"].tolist(), out["response_b"].tolist(),
-                                           unit=length_unit)
-        }
-        if getattr(judge, "both_orders", False):
-            bias["order_swap"] = order_swap_agreement(out[f"{col}.ab"].tolist(), out[f"{col}.ba"].tolist())
-        if f"{col}.rounds" in out.columns:
-            used = [int(r) for r, s in zip(out[f"{col}.rounds"], status, strict=True) if s != "skipped"]
-            rounds = {str(k): int(v) for k, v in sorted(Counter(used).items())}
+        distribution, mean, bias, rounds = _pair_statistics(judge, out, length_unit)
+        std: float | None = None
     else:
-        scores = out[col].to_numpy(dtype=float)
-        finite = scores[np.isfinite(scores)]
-        rounded = Counter(float(v) if float(v).is_integer() else round(float(v)) for v in finite)
-        distribution = {f"{k:g}": int(v) for k, v in sorted(rounded.items())}
-        mean = float(finite.mean()) if finite.size else float("nan")
-        std = float(finite.std()) if finite.size else float("nan")
-        hum = out[human].to_numpy(dtype=float) if human else None
-        bias = {"length": length_bias(scores, out["response"].tolist(), unit=length_unit, human=hum)}
+        distribution, mean, std, bias = _score_statistics(out, col, human, length_unit)
+        rounds = {}
     methods: dict[str, int] = {}
     if f"{col}.method" in out.columns:
         methods = {str(k): int(v) for k, v in Counter(m for m in out[f"{col}.method"] if isinstance(m, str)).items()}
@@ -616,6 +627,44 @@ def _summary(
         failed_fraction=(calls.failed / st.sent) if st.sent else 0.0,
         seconds=seconds,
     )
+
+
+def _pair_statistics(
+    judge: Judge, out: pd.DataFrame, length_unit: str
+) -> tuple[dict[str, int], float, dict[str, Any], dict[str, int]]:
+    """Pair judges: verdict counts, mean code, length (and order-swap) bias, pairs by rounds used."""
+    col = judge.column
+    status = out[f"{col}.status"]
+    codes = out[f"{col}.code"].to_numpy(dtype=float)
+    verdicts = [v for v in out[col].tolist() if isinstance(v, str)]
+    distribution = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
+    finite = codes[np.isfinite(codes)]
+    mean = float(finite.mean()) if finite.size else float("nan")
+    bias: dict[str, Any] = {
+        "length": pairwise_length_bias(codes, out["response_a"].tolist(), out["response_b"].tolist(), unit=length_unit)
+    }
+    if getattr(judge, "both_orders", False):
+        bias["order_swap"] = order_swap_agreement(out[f"{col}.ab"].tolist(), out[f"{col}.ba"].tolist())
+    rounds: dict[str, int] = {}
+    if f"{col}.rounds" in out.columns:
+        used = [int(r) for r, s in zip(out[f"{col}.rounds"], status, strict=True) if s != "skipped"]
+        rounds = {str(k): int(v) for k, v in sorted(Counter(used).items())}
+    return distribution, mean, bias, rounds
+
+
+def _score_statistics(
+    out: pd.DataFrame, col: str, human: str | None, length_unit: str
+) -> tuple[dict[str, int], float, float, dict[str, Any]]:
+    """Item judges: counts of the (rounded) scores, their mean and std, the length bias."""
+    scores = out[col].to_numpy(dtype=float)
+    finite = scores[np.isfinite(scores)]
+    rounded = Counter(float(v) if float(v).is_integer() else round(float(v)) for v in finite)
+    distribution = {f"{k:g}": int(v) for k, v in sorted(rounded.items())}
+    mean = float(finite.mean()) if finite.size else float("nan")
+    std = float(finite.std()) if finite.size else float("nan")
+    hum = out[human].to_numpy(dtype=float) if human else None
+    bias = {"length": length_bias(scores, out["response"].tolist(), unit=length_unit, human=hum)}
+    return distribution, mean, std, bias
 
 
 def failed_too_often(summary: JudgeSummary, max_failed: float) -> bool:

@@ -3,8 +3,8 @@
 A metric scores each response against its references (one or several; the rule for several is
 *the best score over the references*) and declares ``name``, ``higher_is_better`` and a
 reproducibility :class:`~evalign.signature.Signature`. Metrics register themselves with
-:func:`register_metric`; the registry knows in which module each built-in metric lives, so
-``import evalign`` stays light and torch is imported only when a model metric is used.
+:func:`register_metric`; each built-in metric is also a lazy ``"module:Class"`` placeholder in the
+registry, so ``import evalign`` stays light and torch is imported only when a model metric is used.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from evalign.errors import EvalignError
 from evalign.metrics.options import OptionSpec, check_options
 from evalign.registry import Registry
-from evalign.signature import Signature
+from evalign.signature import Signature, make_signature
 
 
 @dataclass
@@ -89,8 +89,6 @@ class Metric(ABC):
 
     def signature(self) -> Signature:
         """The reproducibility signature of this metric's scores."""
-        from evalign.signature import make_signature
-
         return make_signature(self.name, self.options(), self.dists)
 
     def __repr__(self) -> str:
@@ -104,32 +102,37 @@ def _short(v: Any) -> str:
 
 # --- registry ---------------------------------------------------------------------------------
 
-#: where each built-in metric is defined; imported on first use
-BUILTIN_METRIC_MODULES: dict[str, str] = {
-    "bleu": "evalign.metrics.lexical",
-    "chrf": "evalign.metrics.lexical",
-    "rouge_l": "evalign.metrics.lexical",
-    "rouge_1": "evalign.metrics.lexical",
-    "rouge_2": "evalign.metrics.lexical",
-    "rouge_lsum": "evalign.metrics.lexical",
-    "exact_match": "evalign.metrics.lexical",
-    "semscore": "evalign.metrics.embedding",
-    "pooled_similarity": "evalign.metrics.embedding",
-    "bertscore": "evalign.metrics.embedding",
-    "bartscore": "evalign.metrics.learned",
-    "bleurt": "evalign.metrics.bleurt",
-    "discoscore": "evalign.metrics.discoscore",
-}
+#: the metric registry: built-ins are lazy placeholders (imported on first use, so torch is imported
+#: only when a model metric is used); plugins come from the ``evalign.metrics`` entry points
+METRICS: Registry[type[Metric]] = Registry("metric", base_cls=Metric, entry_point_group="evalign.metrics")
+METRICS.register("bleu", lazy="evalign.metrics.lexical:Bleu")
+METRICS.register("chrf", lazy="evalign.metrics.lexical:Chrf")
+METRICS.register("rouge_l", lazy="evalign.metrics.lexical:RougeL")
+METRICS.register("rouge_1", lazy="evalign.metrics.lexical:Rouge1")
+METRICS.register("rouge_2", lazy="evalign.metrics.lexical:Rouge2")
+METRICS.register("rouge_lsum", lazy="evalign.metrics.lexical:RougeLsum")
+METRICS.register("exact_match", lazy="evalign.metrics.lexical:ExactMatch")
+METRICS.register("semscore", lazy="evalign.metrics.embedding:SemScore")
+METRICS.register("pooled_similarity", lazy="evalign.metrics.embedding:PooledSimilarity")
+METRICS.register("bertscore", lazy="evalign.metrics.embedding:BertScore")
+METRICS.register("bartscore", lazy="evalign.metrics.learned:BartScore")
+METRICS.register("bleurt", lazy="evalign.metrics.bleurt:Bleurt")
+METRICS.register("discoscore", lazy="evalign.metrics.discoscore:DiscoScore")
 
-#: the metric registry (built-ins imported lazily; plugins from the ``evalign.metrics`` entry points)
-METRICS: Registry[type[Metric]] = Registry("metric", builtin_modules=BUILTIN_METRIC_MODULES,
-                                           entry_point_group="evalign.metrics")
+#: built-in metric name -> its module, read off the placeholders above (kept for older importers)
+BUILTIN_METRIC_MODULES: dict[str, str] = {name: METRICS.lazy_module(name) for name in METRICS.names(load=False)}
+
+
+def builtin_metric_names() -> list[str]:
+    """Names of the metrics registered so far (built-in placeholders included), without importing any."""
+    return METRICS.names(load=False)
+
 
 M = TypeVar("M", bound=type[Metric])
 
 
 def register_metric(cls: M) -> M:
-    """Class decorator: make a metric available by its ``name``."""
+    """Class decorator: make a metric available by its ``name`` (a placeholder naming it is replaced)."""
     METRICS.add(cls.name, cls)
     return cls
 

@@ -268,18 +268,10 @@ def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
 
 
 def _make_backend(jc: JudgeConfig) -> Any:
-    from evalign.judges.backends import backend_class
+    from evalign.judges.backends import BackendOptions, create_backend
 
-    cls: Any = backend_class(jc.backend)
-    extra = dict(jc.backend_options)
-    if jc.backend == "openai":
-        return cls(base_url=jc.base_url, model=jc.model, api_key_env=jc.api_key_env, **extra)
-    if jc.backend == "hf":
-        return cls(model_path=jc.model, **extra)
-    params = init_defaults(cls)
-    kw = {k: v for k, v in (("model", jc.model), ("base_url", jc.base_url), ("api_key_env", jc.api_key_env))
-          if k in params and v is not None}
-    return cls(**kw, **extra)
+    return create_backend(jc.backend, BackendOptions(model=jc.model, base_url=jc.base_url, api_key_env=jc.api_key_env,
+                                                     extra=dict(jc.backend_options)))
 
 
 def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:

@@ -13,6 +13,8 @@ Two backends share one async interface (:class:`Backend`):
 
 Usage::
 
+    backend = create_backend("openai", BackendOptions(base_url="http://localhost:8080/v1", model="judge"))
+    # or with the backend's own keyword arguments:
     backend = make_backend("openai", base_url="http://localhost:8080/v1", model="judge")
     req = GenerationRequest(messages=[{"role": "user", "content": "Rate this ..."}], max_tokens=64)
     gens = backend.run([req])                 # sync wrapper; or: await backend.generate_many([...])
@@ -28,15 +30,18 @@ torch / transformers when an :class:`HFLocalBackend` is created.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from evalign.errors import BackendError
-from evalign.judges.backends.base import Backend, BackendRequestError, OnDone
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.judges.backends.registry import (
     BACKENDS,
     backend_class,
+    create_backend,
     list_backends,
     make_backend,
+    missing_options,
     register_backend,
 )
 from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
@@ -54,8 +59,6 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """The backend classes and helpers, imported on first use."""
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -64,6 +67,7 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "BackendError",
+    "BackendOptions",
     "BackendRequestError",
     "Choice",
     "Generation",
@@ -75,9 +79,11 @@ __all__ = [
     "OpenAICompatibleBackend",
     "Usage",
     "backend_class",
+    "create_backend",
     "fallback_format",
     "fold_system",
     "list_backends",
     "make_backend",
+    "missing_options",
     "register_backend",
 ]

@@ -1,11 +1,14 @@
-"""The :class:`Backend` base class (bounded concurrency, counters) and :class:`BackendRequestError`."""
+"""The :class:`Backend` base class (bounded concurrency, counters), the :class:`BackendOptions` every
+backend is built from, and :class:`BackendRequestError`."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from evalign.errors import BackendError
@@ -13,6 +16,51 @@ from evalign.judges.backends.types import Generation, GenerationRequest, Usage
 
 #: Called by :meth:`Backend.generate_many` as each request finishes: ``(index, Generation | BackendError)``.
 OnDone = Callable[[int, "Generation | BackendError"], None]
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """The settings of a judge backend, as one object: each backend takes what it needs
+    (:meth:`Backend.from_options`); None = the backend's own default.
+
+    ``model``: the model name (OpenAI-compatible servers) or a local model directory (``hf``).
+    ``base_url``: the API root, or several (one model on several servers). ``api_key_env``: the NAME
+    of the environment variable holding the key (None: no key). ``concurrency``, ``timeout``,
+    ``connect_timeout``, ``max_retries``, ``deadline``, ``system_prompt``: the HTTP backends'
+    settings; ``device``, ``batch_size``: local models'. ``extra``: further keyword arguments of the
+    backend's constructor (e.g. ``endpoint``, ``dtype``), passed as they are.
+    """
+
+    model: str | None = None
+    base_url: str | Sequence[str] | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    concurrency: int | None = None
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    max_retries: int | None = None
+    deadline: float | None = None
+    system_prompt: str | None = None
+    device: str | None = None
+    batch_size: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """Every base URL given (none, one or several)."""
+        if self.base_url is None:
+            return ()
+        return (self.base_url,) if isinstance(self.base_url, str) else tuple(self.base_url)
+
+    def given(self, *names: str) -> dict[str, Any]:
+        """The options among ``names`` that are set (not None)."""
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def settings(self) -> dict[str, Any]:
+        """Every option but ``extra`` by name (``base_url``: the one URL, None when several)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        urls = self.base_urls
+        out["base_url"] = urls[0] if len(urls) == 1 else None
+        return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -26,8 +74,19 @@ class Backend(ABC):
     """
 
     kind: ClassVar[str] = ""
+    #: the :class:`BackendOptions` this backend cannot do without (checked before it is built)
+    required_options: ClassVar[tuple[str, ...]] = ("model",)
     #: How many requests :meth:`generate_many` runs at the same time.
     concurrency: int = 1
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> Backend:
+        """The backend built from one options object. Default: every option that is set and that
+        the constructor takes by name, then ``options.extra``; a backend overrides this to map the
+        options onto its constructor."""
+        params = inspect.signature(cls).parameters
+        kw = {k: v for k, v in options.settings().items() if k in params and v is not None}
+        return cls(**{**kw, **options.extra})
 
     def __init__(self) -> None:
         self.usage = Usage()

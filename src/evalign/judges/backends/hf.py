@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalign.errors import BackendError, ModelLoadError
-from evalign.judges.backends.base import Backend, BackendRequestError, OnDone
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.judges.backends.registry import register_backend
 from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
+from evalign.metrics._models import model_identity
+from evalign.signature import stable_hash
 
 # --------------------------------------------------------------------------------------------
 # Local Hugging Face backend
@@ -46,6 +48,11 @@ class HFLocalBackend(Backend):
     """
 
     kind = "hf"
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> Backend:
+        """The local model in the directory ``options.model`` (with ``device`` and ``batch_size``)."""
+        return cls(**{"model_path": options.model, **options.given("device", "batch_size"), **options.extra})
 
     def __init__(
         self, model_path: str, *, device: str | None = None, batch_size: int = 8, dtype: str | None = None
@@ -106,9 +113,6 @@ class HFLocalBackend(Backend):
         model's files (weights sampled, configs and tokenizer whole; :func:`evalign.metrics._models.model_identity`,
         as the model metrics use), so changed weights at the same path never reuse cached grades and the
         same model at another path does; the template is hashed; the device is left out."""
-        from evalign.metrics._models import model_identity
-        from evalign.signature import stable_hash
-
         template = getattr(self.tokenizer, "chat_template", None)
         if self._content_id is None:
             self._content_id = model_identity(self.model_path)

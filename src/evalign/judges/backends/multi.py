@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalign.judges._http import RetryPolicy, is_retryable_status
-from evalign.judges.backends.base import Backend, BackendRequestError
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
+from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.backends.registry import register_backend
 from evalign.judges.backends.types import Generation, GenerationRequest
 
@@ -106,6 +107,14 @@ class MultiEndpointBackend(Backend):
     """
 
     kind = "multi"
+    required_options = ("model", "base_url")
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> Backend:
+        """One model on every URL of ``options.base_url`` (each endpoint an OpenAI-compatible client)."""
+        urls = {"base_urls": list(options.base_urls)} if options.base_urls else {}
+        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt")
+        return cls(**{**urls, "model": options.model, "api_key_env": options.api_key_env, **own, **options.extra})
 
     def __init__(
         self,
@@ -131,8 +140,6 @@ class MultiEndpointBackend(Backend):
         if probe_timeout <= 0:
             raise ValueError(f"probe_timeout must be > 0 seconds, got {probe_timeout}")
         if base_urls is not None:
-            from evalign.judges.backends.openai import OpenAICompatibleBackend
-
             if isinstance(base_urls, str) or not base_urls:
                 raise ValueError(f"base_urls must be a non-empty list of URLs, got {base_urls!r}")
             if model is None:

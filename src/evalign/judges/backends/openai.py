@@ -25,8 +25,8 @@ from evalign.judges._http import (
     redact,
     snippet,
 )
-from evalign.judges.backends.base import Backend, BackendRequestError
-from evalign.judges.backends.registry import register_backend
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
+from evalign.judges.backends.registry import BACKENDS, register_backend
 from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage, fold_system
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,20 @@ class OpenAICompatibleBackend(Backend):
     """
 
     kind = "openai"
+    required_options = ("model", "base_url")
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> Backend:
+        """The client of ``options.base_url``; several base URLs: one model on several servers
+        (the ``multi`` backend, whose cache key does not name them)."""
+        urls = options.base_urls
+        if len(urls) > 1:
+            return BACKENDS.create("multi", options)  # type: ignore[no-any-return]
+        if not urls or not options.model:
+            raise ValueError("the openai backend needs a base_url and a model")
+        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt")
+        return cls(**{"base_url": urls[0], "model": options.model, "api_key_env": options.api_key_env, **own,
+                      **options.extra})
 
     def __init__(
         self,

@@ -1,21 +1,29 @@
-"""The backend registry: :func:`make_backend` by name (``openai``, ``hf``, ``multi``; plugins from the
-``evalign.backends`` entry points). Backends are imported when first asked for."""
+"""The backend registry: backends are built by name from one :class:`BackendOptions` object
+(:func:`create_backend`, ``BACKENDS.create(name, options)``) or with their own keyword arguments
+(:func:`make_backend`). Built-ins (``openai``, ``hf``, ``multi``) are lazy placeholders, imported when
+first asked for; plugins come from the ``evalign.backends`` entry points. A new backend is its module
+(a :class:`Backend` subclass, with :meth:`Backend.from_options` where its constructor needs a mapping)
+plus one ``BACKENDS.register(name, lazy="module:Class")`` line here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from evalign.judges.backends.base import Backend
+from evalign.judges.backends.base import Backend, BackendOptions
 from evalign.registry import Registry
 
+
+def _build(cls: type[Backend], options: BackendOptions) -> Backend:
+    return cls.from_options(options)
+
+
 #: the backend registry (name -> Backend class)
-BACKENDS: Registry[type[Backend]] = Registry(
-    "judge backend",
-    builtin_modules={"openai": "evalign.judges.backends.openai", "hf": "evalign.judges.backends.hf",
-                      "multi": "evalign.judges.backends.multi"},
-    entry_point_group="evalign.backends",
-)
+BACKENDS: Registry[type[Backend]] = Registry("judge backend", base_cls=Backend, entry_point_group="evalign.backends",
+                                             build=_build)
+BACKENDS.register("openai", lazy="evalign.judges.backends.openai:OpenAICompatibleBackend")
+BACKENDS.register("hf", lazy="evalign.judges.backends.hf:HFLocalBackend")
+BACKENDS.register("multi", lazy="evalign.judges.backends.multi:MultiEndpointBackend")
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
@@ -31,6 +39,16 @@ def list_backends() -> list[str]:
 def backend_class(kind: str) -> type[Backend]:
     """The backend class registered as ``kind``."""
     return BACKENDS.get(kind)
+
+
+def create_backend(name: str, options: BackendOptions) -> Backend:
+    """The backend ``name`` built from one options object (each backend takes what it needs)."""
+    return BACKENDS.create(name, options)  # type: ignore[no-any-return]
+
+
+def missing_options(name: str, options: BackendOptions) -> list[str]:
+    """The options backend ``name`` requires (``required_options``) that ``options`` leaves unset."""
+    return [o for o in backend_class(name).required_options if not getattr(options, o)]
 
 
 def make_backend(kind: str = "openai", **kwargs: Any) -> Backend:

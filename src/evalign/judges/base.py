@@ -1,0 +1,388 @@
+"""The base of every grading mode: the :class:`Judge` class, the judge registry, and what the modes
+share (prompt fields, aggregation of samples, pair verdicts). Each mode lives in its own module under
+:mod:`evalign.judges.modes` and is registered here as a lazy placeholder with its mode names as
+aliases.
+
+Output columns (the one convention of every judge; ``J`` is the judge's column name):
+
+* ``J``: item judges: the score (float; NaN when not scored; direction: ``higher_is_better`` of the
+  judge, False for G-Eval, where 1 is best). Pair judges: the verdict ``"A"``, ``"B"``, ``"tie"``, or
+  ``"unparseable"`` (outputs were read but gave no verdict); None when skipped or when the backend failed.
+* ``J.status``: ``scored`` / ``unscored`` / ``skipped``; ``J.reason``: why not scored (a code of
+  :data:`evalign.judges.parsing.REASONS`); ``J.feedback``: the judge's text; ``J.error``: the backend's
+  error message (redacted) when a call failed.
+* per mode: ``J.median``, ``J.std``, ``J.n`` (samples > 1); ``J.naturalness``, ``J.relatedness``,
+  ``J.correctness`` (criteria); ``J.method`` (geval: ``logprobs`` / ``samples``); ``J.code`` (pairs:
+  +1 = A better, -1 = B better, 0 = tie), ``J.ab``, ``J.ba``, ``J.consistent`` (relative);
+  ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from evalign.errors import EvalignError
+from evalign.judges.parsing import ParseResult, parse_grade
+from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template, resolve_rubric_map
+from evalign.registry import Registry
+from evalign.signature import Signature, make_signature, stable_hash, text_hash
+
+#: the status values of ``J.status``
+STATUSES = ("scored", "unscored", "skipped")
+
+#: default sampling settings of Prometheus-style judges (Prometheus 2 paper / prometheus-eval)
+PROMETHEUS_SAMPLING: dict[str, Any] = {
+    "temperature": 1.0,
+    "top_p": 0.9,
+    "max_tokens": 1024,
+    "repetition_penalty": 1.03,
+}
+
+#: the sampling settings a judge accepts (all go into the signature and the cache key)
+SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "repetition_penalty", "seed", "logprobs", "top_logprobs")
+
+
+def join_instruction(instruction: Any, input_: Any) -> str:
+    """The instruction text a judge sees: the instruction, then a blank line and the input when
+    there is one (Prometheus: "an instruction (might include an Input inside it)")."""
+    ins = "" if is_missing(instruction) else str(instruction)
+    inp = "" if is_missing(input_) else str(input_)
+    return f"{ins}\n\n{inp}" if inp.strip() else ins
+
+
+def all_references(value: Any) -> str | None:
+    """Every reference of a cell as one text: a single one as it is; several as ``- `` lines (each on
+    its own line, after a line break), or None."""
+    if isinstance(value, list | tuple):
+        refs = [str(v) for v in value if not is_missing(v) and str(v).strip()]
+        if not refs:
+            return None
+        return refs[0] if len(refs) == 1 else "\n" + "\n".join(f"- {r}" for r in refs)
+    return first_reference(value)
+
+
+def prompt_text(messages: Sequence[Message]) -> str:
+    """Every message's content joined (what the judge was shown), for echo masking."""
+    return "\n".join(m["content"] for m in messages)
+
+
+def first_reference(value: Any) -> str | None:
+    """The reference text of a cell (the first one of a list), or None."""
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, list | tuple) and value:
+        return str(value[0])
+    return None
+
+
+def is_missing(v: Any) -> bool:
+    """None or NaN (an empty cell)."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+class Judge(ABC):
+    """A grading mode. Subclasses set the class variables and implement :meth:`prompts` and
+    :meth:`aggregate`; :meth:`parse` reads one output.
+
+    Options (all part of :meth:`signature` and of the cache key of every call):
+
+    * ``template``: template name or file (default per judge).
+    * ``rubric``: rubric name, file, mapping or :class:`Rubric` (judges with ``uses_rubric``).
+    * ``rubric_column``: a column holding a rubric per row (dict, JSON string or rubric name), used instead.
+    * ``rubric_map``: maps the rubric column's values to rubric names (``"hhh"``, a mapping, or
+      ``VALUE=RUBRIC`` strings; see :func:`evalign.judges.prompts.resolve_rubric_map`).
+    * ``reference``: True (use the reference answer; a row without one is an error), False
+      (reference-free template), or None = True when every row has a reference, else False.
+    * ``samples``: grades drawn per item (the sample index is part of the cache key; with a
+      ``seed``, sample ``s`` uses ``seed + s``).
+    * ``reask``: how many times to ask again (showing the unparseable answer) when an output cannot
+      be parsed. Each re-ask is a separate, cached call.
+    * sampling: ``temperature``, ``top_p``, ``max_tokens``, ``repetition_penalty`` (0 = not sent, for
+      servers that reject it), ``seed`` (defaults per judge, see ``sampling_defaults``).
+    * ``grammar`` (GBNF, llama.cpp) / ``response_format``: constrain the judge's output.
+    * ``column``: the column name (default: the judge name, plus ``[rubric]`` for rubric judges).
+    """
+
+    name: ClassVar[str]
+    mode: ClassVar[str]
+    description: ClassVar[str] = ""
+    higher_is_better: ClassVar[bool] = True
+    pairwise: ClassVar[bool] = False
+    uses_rubric: ClassVar[bool] = False
+    scale: ClassVar[tuple[int, int]] = (1, 5)
+    default_template: ClassVar[str]
+    default_rubric: ClassVar[str | None] = None
+    sampling_defaults: ClassVar[dict[str, Any]] = dict(PROMETHEUS_SAMPLING)
+
+    def __init__(
+        self,
+        *,
+        template: str | Template | None = None,
+        rubric: str | Mapping[str, Any] | Rubric | None = None,
+        rubric_column: str | None = None,
+        rubric_map: Any = None,
+        reference: bool | None = None,
+        samples: int = 1,
+        reask: int = 0,
+        column: str | None = None,
+        grammar: str | None = None,
+        response_format: dict[str, Any] | None = None,
+        **sampling: Any,
+    ) -> None:
+        unknown = [k for k in sampling if k not in SAMPLING_KEYS]
+        if unknown:
+            raise EvalignError(f"judge '{self.name}': unknown option(s) {', '.join(unknown)}")
+        if samples < 1:
+            raise EvalignError(f"samples must be >= 1, got {samples}")
+        if reask < 0:
+            raise EvalignError(f"reask must be >= 0, got {reask}")
+        self.template = template if isinstance(template, Template) else load_template(template or self.default_template)
+        if self.uses_rubric:
+            self.rubric: Rubric | None = load_rubric(rubric or self.default_rubric or "helpfulness")
+        else:
+            if rubric is not None or rubric_column is not None:
+                raise EvalignError(f"judge '{self.name}' does not use a rubric")
+            self.rubric = None
+        self.rubric_column = rubric_column
+        self.rubric_map = resolve_rubric_map(rubric_map)
+        if self.rubric_map and rubric_column is None:
+            raise EvalignError("rubric_map (--rubric-map) needs rubric_column (--rubric-column)")
+        self.reference = reference
+        self.samples = samples
+        self.reask = reask
+        self.grammar = grammar
+        self.response_format = response_format
+        self.sampling: dict[str, Any] = dict(self.sampling_defaults)
+        self.sampling.update({k: v for k, v in sampling.items() if v is not None})
+        if not self.sampling.get("repetition_penalty", 1):
+            self.sampling.pop("repetition_penalty")  # 0 = off: not sent (servers that reject it)
+        self._column = column
+
+    # -- naming and signature -------------------------------------------------------------------
+    @property
+    def column(self) -> str:
+        """The score column name."""
+        if self._column:
+            return self._column
+        if self.uses_rubric:
+            rub = self.rubric_column or (self.rubric.name if self.rubric else "")
+            return f"{self.name}[{rub}]"
+        return self.name
+
+    def options(self, reference: bool) -> dict[str, Any]:
+        """Everything besides the backend that determines the grades."""
+        opts: dict[str, Any] = {"mode": self.mode, "template": self.template.tag(reference)}
+        if self.uses_rubric:
+            if self.rubric_column:
+                opts["rubric"] = f"column:{self.rubric_column}"
+                if self.rubric_map:
+                    opts["rubric_map"] = stable_hash(self.rubric_map)[:8]
+            else:
+                opts["rubric"] = self.rubric.tag()  # type: ignore[union-attr]
+        opts["reference"] = reference
+        opts.update(self.sampling)
+        opts["samples"] = self.samples
+        if self.reask:
+            opts["reask"] = self.reask
+        if self.grammar is not None:
+            opts["grammar"] = text_hash(self.grammar)[:8]
+        if self.response_format is not None:
+            opts["response_format"] = self.response_format
+        opts.update(self.extra_options())
+        return opts
+
+    def extra_options(self) -> dict[str, Any]:
+        """Mode-specific options for the signature."""
+        return {}
+
+    def signature(self, backend: Mapping[str, Any], reference: bool, run: Mapping[str, Any] | None = None) -> Signature:
+        """The reproducibility signature: judge options plus the backend identity (never a key) and
+        what the run decided (``run``, e.g. ``method`` of G-Eval)."""
+        opts = {**{f"backend.{k}": v for k, v in backend.items()}, **self.options(reference), **(run or {})}
+        return make_signature(self.name, opts)
+
+    # -- requests -------------------------------------------------------------------------------
+    def request_settings(self, sample: int) -> dict[str, Any]:
+        """Keyword arguments of :class:`~evalign.judges.backends.GenerationRequest` for one sample."""
+        s = dict(self.sampling)
+        if s.get("seed") is not None:
+            s["seed"] = int(s["seed"]) + sample
+        if self.grammar is not None:
+            s["grammar"] = self.grammar
+        if self.response_format is not None:
+            s["response_format"] = self.response_format
+        return s
+
+    def reask_messages(self, messages: Sequence[Message], output: str, result: ParseResult) -> list[Message]:
+        """The conversation for a re-ask: the original prompt, the unreadable answer, and a request
+        to answer again in the format."""
+        note = (
+            f"Your answer could not be read ({result.detail or result.reason}). "
+            f"Answer again, following exactly this output format: {self.template.format_hint}"
+        )
+        return [*messages, {"role": "assistant", "content": output}, {"role": "user", "content": note}]
+
+    @abstractmethod
+    def prompts(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> list[tuple[str, list[Message]]]:
+        """``(order, messages)`` for each call one row needs (order ``""``; ``"ab"``/``"ba"`` for pairs)."""
+
+    #: the parser mode of :func:`parse_grade`
+    parse_mode: ClassVar[str] = ""
+
+    def parse(self, gen: Mapping[str, Any], prompt: str | None = None) -> ParseResult:
+        """Read one output (a :meth:`Generation.to_json` dict); ``prompt`` is the text the judge was
+        shown (lines copied from it are masked)."""
+        choice = gen["choices"][0]
+        return parse_grade(choice.get("text"), self.parse_mode or self.mode, choice.get("finish_reason"),
+                           scale=self.scale, prompt=prompt)
+
+    def next_calls(self, results: Mapping[tuple[int, str], ParseResult]) -> list[tuple[int, str]]:
+        """Further ``(sample, order)`` calls one row needs once every call so far has its final
+        result (``results``); default none. The ranking protocol asks for its next round here."""
+        return []
+
+    def run_options(self, columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """What the run itself decided and the signature must record (e.g. G-Eval's method)."""
+        return {}
+
+    @abstractmethod
+    def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
+        """Columns (suffix -> value; ``""`` is the score) from the final parse of each
+        (sample, order)."""
+
+    def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
+        """The columns of a row that has no grade (unscored or skipped)."""
+        return {"": None if self.pairwise else float("nan"), "feedback": None, "status": status, "reason": reason}
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+#: the judge registry (plugins from the ``evalign.judges`` entry points; modes are aliases)
+JUDGES: Registry[type[Judge]] = Registry("judge or mode", base_cls=Judge, entry_point_group="evalign.judges")
+
+#: the built-in modes, one module each, imported on first use; their mode names (``--mode``) are aliases
+JUDGES.register("prometheus_absolute", lazy="evalign.judges.modes.absolute:PrometheusAbsolute", aliases=("absolute",))
+JUDGES.register("prometheus_relative", lazy="evalign.judges.modes.relative:PrometheusRelative",
+                aliases=("relative", "pairwise"))
+JUDGES.register("geval", lazy="evalign.judges.modes.geval:GEval", aliases=("geval", "g-eval"))
+JUDGES.register("criteria", lazy="evalign.judges.modes.criteria:CriteriaJudge", aliases=("criteria",))
+JUDGES.register("prometheus_ranking", lazy="evalign.judges.modes.ranking:PrometheusRanking", aliases=("ranking",))
+
+#: mode names (as used by the CLI's --mode) -> judge names (the registry's aliases)
+MODE_ALIASES: dict[str, str] = JUDGES.aliases
+
+J = TypeVar("J", bound=type[Judge])
+
+
+def register_judge(cls: J) -> J:
+    """Class decorator: make a judge available by its ``name``."""
+    JUDGES.add(cls.name, cls)
+    return cls
+
+
+def judge_class(name: str) -> type[Judge]:
+    """The judge class registered as ``name`` or a mode alias (``absolute``, ``pairwise`` ...)."""
+    return JUDGES.get(name)
+
+
+def get_judge(name: str, **options: Any) -> Judge:
+    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``."""
+    cls = judge_class(name)
+    try:
+        return cls(**options)
+    except TypeError as e:
+        raise EvalignError(f"judge '{name}': bad option ({e})") from e
+
+
+def list_judges() -> list[type[Judge]]:
+    """All registered judge classes (built-in and plugins), sorted by name."""
+    return [cls for _, cls in JUDGES.items()]
+
+
+def judge_names() -> list[str]:
+    """Registered judge names."""
+    return JUDGES.names()
+
+
+
+# --- shared aggregation -------------------------------------------------------------------------
+
+
+def reason_of(results: Sequence[ParseResult]) -> str | None:
+    reasons = Counter(r.reason for r in results if r.reason)
+    return reasons.most_common(1)[0][0] if reasons else None
+
+
+def numeric_columns(results: Sequence[ParseResult], samples: int) -> dict[str, Any]:
+    """Score (mean over scored samples), feedback, status, reason; with several samples also
+    median, std (population, ddof=0) and n (scored samples)."""
+    scored = [r for r in results if r.ok]
+    values = [float(r.value) for r in scored]  # type: ignore[arg-type]
+    out: dict[str, Any] = {
+        "": statistics.fmean(values) if values else float("nan"),
+        "feedback": scored[0].feedback if scored else (results[0].feedback if results else None),
+        "status": "scored" if scored else "unscored",
+        "reason": None if len(scored) == len(results) else reason_of(results),
+    }
+    if samples > 1:
+        out["median"] = statistics.median(values) if values else float("nan")
+        out["std"] = statistics.pstdev(values) if values else float("nan")
+        out["n"] = len(values)
+    return out
+
+
+# --- what the modes share ------------------------------------------------------------------
+
+
+class SingleJudge(Judge):
+    """A judge of one response per row (item table)."""
+
+    def fields(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> dict[str, str]:
+        f = {
+            "instruction": join_instruction(row.get("instruction"), row.get("input")),
+            "response": "" if is_missing(row.get("response")) else str(row.get("response")),
+        }
+        if reference:
+            ref = first_reference(row.get("reference"))
+            f["reference_answer"] = ref or ""
+        if rubric is not None:
+            f["rubric"] = rubric.render("absolute")
+        return f
+
+    def prompts(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> list[tuple[str, list[Message]]]:
+        return [("", self.template.render(reference, self.fields(row, rubric, reference)))]
+
+    def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
+        ordered = [results[k] for k in sorted(results)]
+        return numeric_columns(ordered, self.samples)
+
+
+#: verdict -> code (+1 = A better, -1 = B better, 0 = tie), as in the pair tables' pref columns
+VERDICT_CODE = {"A": 1.0, "B": -1.0, "tie": 0.0}
+#: a verdict seen from the other order
+SWAP_VERDICT = {"A": "B", "B": "A", "tie": "tie"}
+
+
+def resolve_orders(ab: str | None, ba: str | None) -> str | None:
+    """The verdict of a pair from its two orders (both in the original orientation): the same ->
+    that verdict; different -> ``"tie"``; an order missing -> the other (one-order judging)."""
+    if ab is None or ba is None:
+        return ab if ba is None else ba
+    return ab if ab == ba else "tie"
+
+
+def pair_verdict(code: float, failures: Sequence[ParseResult]) -> str | None:
+    """The verdict column of a pair: ``"A"`` / ``"B"`` / ``"tie"`` from the mean code; without a
+    verdict ``"unparseable"`` when outputs were read, None when the backend failed."""
+    if math.isfinite(code):
+        return "A" if code > 0 else "B" if code < 0 else "tie"
+    if failures and all(f.reason == "backend_error" for f in failures):
+        return None
+    return "unparseable"
