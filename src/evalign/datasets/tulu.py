@@ -4,7 +4,7 @@ human *acceptability* per output (yes/no) and a human 5-point *preference* per p
 Not bundled (4 MB): the adapter reads ``tulu1_human_eval/`` (from GitHub ``allenai/open-instruct``,
 ``human_eval/data/``; the annotations as the JSONL export of the xlsx sheet) and, for the GPT-4
 references of Vicuna questions 61-70, ``fastchat_mt_bench/vicuna_bench/reference_answer/gpt-4.jsonl``
-(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.datasets._external`
+(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.datasets.external`
 for where the files are looked for.
 
 Quirk, handled explicitly: the annotation sheet went through Excel, which evaluated 6 responses that
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.datasets._external import find_set_dir
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
 
@@ -72,7 +72,26 @@ def _label(table: dict[str, Any], value: Any, *, file: Path, line: int, field: s
     return table[value]
 
 
-@register_dataset("tulu1")
+_TULU_WHERE = (
+    "https://github.com/allenai/open-instruct (human_eval/data/; the annotation xlsx exported to "
+    "eval_annotations_tulu_1.jsonl) + https://github.com/lm-sys/FastChat "
+    "(fastchat/llm_judge/data/vicuna_bench/reference_answer/gpt-4.jsonl into fastchat_mt_bench/)"
+)
+
+
+@register_dataset("tulu1", entry=DatasetEntry(
+    "tulu1",
+    ("items", "pairs"),
+    "human acceptability per output (1,328 items) and 1-4 human 5-point preferences per pair (996 pairs)",
+    "Apache-2.0",
+    False,
+    where=_TULU_WHERE,
+    folder="tulu1_human_eval",
+    variants={
+        "self_instruct": Variant("the 252 Self-Instruct prompts", tasks=("self_instruct",), needs_files=True),
+        "vicuna": Variant("the 80 Vicuna prompts", tasks=("vicuna",), needs_files=True),
+    },
+))
 def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
     """Tulu-1 human evaluation as an item table and a pair table.
 
