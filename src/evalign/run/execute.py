@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from evalign.errors import EvalignError, UsageError
+from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
 from evalign.run.config import (
     JudgeConfig,
     MetricConfig,
@@ -132,67 +133,33 @@ def load_data(ev: Any) -> dict[str, Any]:
     ``pairs`` (or None), ``human`` (an :class:`~evalign.evaluate.Human`), ``source`` (for
     messages), ``label`` (the data's name in titles: the file's name or ``dataset NAME``),
     ``dataset`` (the dataset's display name or None) and ``ds`` (the loaded dataset or None)."""
-    from evalign.cli.dataset_options import load_dataset_spec
-    from evalign.datasets import pairs_to_items
-    from evalign.evaluate import Human
-    from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
-    from evalign.io import read_items, read_pairs
-
     d = ev.data
-    ds = load_dataset_spec(d.dataset, d.data_dir) if d.dataset else None
     given = ev.meta.get("human")
-    pair_file = d.file is not None and _is_pair_file(d.file)
     try:
-        if given is not None:
-            human = human_of(given)
-        elif ds is not None:
-            human = dataset_human(ds, pref=list(ds.pref_columns)) if pair_file and ds.pref_columns else dataset_human(ds)
-        elif pair_file:
-            pref = tuple(sorted((c for c in read_pairs(d.file).columns if str(c).startswith("pref_")),
-                                key=lambda c: (len(c), c)))
-            if not pref:
-                raise UsageError(f"evaluation '{ev.name}': {d.file} has no pref_* columns: give meta.human.pref_columns")
-            human = Human(pref_columns=pref)
-        else:
-            raise UsageError(f"evaluation '{ev.name}': data from a file needs meta.human (a rating column, system "
-                             "values or preference columns)")
+        labels = human_of(given) if given is not None else None
+    except UsageError:
+        raise
     except EvalignError as e:
-        if isinstance(e, UsageError):
+        raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
+    settings = InputSettings(file=d.file, dataset=d.dataset, data_dir=d.data_dir, fields=dict(d.fields),
+                             labels=labels, rule="labels")
+    try:
+        inputs = load_inputs(settings)
+    except InputsError as e:
+        raise UsageError(f"evaluation '{ev.name}': " + {
+            "no_pref_columns": f"{d.file} has no pref_* columns: give meta.human.pref_columns",
+            "no_labels": "data from a file needs meta.human (a rating column, system values or preference columns)",
+            "file_not_pairs": f"preference labels need a pair table (response_a, response_b), and {d.file} is not one",
+            "no_pair_table": f"dataset '{d.dataset}' has no pair table",
+            "no_item_table": f"dataset '{d.dataset}' has no item table",
+        }[e.reason]) from None
+    except EvalignError as e:
+        if getattr(e, "input_stage", None) != "labels" or isinstance(e, UsageError):
             raise
         raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
-    pairs = None
-    if human.kind == "pairs":
-        if d.file is not None:
-            if not pair_file:
-                raise UsageError(f"evaluation '{ev.name}': preference labels need a pair table (response_a, "
-                                 f"response_b), and {d.file} is not one")
-            pairs = read_pairs(d.file)
-        elif ds is not None and ds.pairs is not None:
-            pairs = ds.pairs.copy()
-        else:
-            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no pair table")
-        items = pairs_to_items(pairs)
-    elif d.file is not None:
-        items = read_items(d.file, fields=dict(d.fields), human=[human.column] if human.column and ds is None else [])
-        if ds is not None:
-            items = attach_labels(items, ds, human)
-    else:
-        assert ds is not None
-        if ds.items is None:
-            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no item table")
-        items = ds.items.copy()
     source = str(d.file) if d.file is not None else f"dataset {d.dataset}"
-    return {"items": items, "pairs": pairs, "human": human, "source": source,
-            "label": d.file.name if d.file is not None else source,
-            "dataset": dataset_title(ds) if ds is not None else None, "ds": ds}
-
-
-def _is_pair_file(path: Path) -> bool:
-    from evalign.io import _iter_records, detect_format
-
-    for _, rec in _iter_records(path, detect_format(path)):
-        return "response_a" in rec
-    return False
+    return {"items": inputs.items, "pairs": inputs.pairs, "human": inputs.human, "source": source,
+            "label": d.file.name if d.file is not None else source, "dataset": inputs.dataset, "ds": inputs.ds}
 
 
 def _human_dict(h: Any) -> dict[str, Any]:
