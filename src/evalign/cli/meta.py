@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -232,8 +233,6 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
-    import pandas as pd
-
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
@@ -248,6 +247,17 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
         rows[c] = ["-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v)) for v in rows[c]]
     if set(rows["group"]) == {"(all)"}:
         rows = rows.drop(columns=["group", "n"])
+    rows = _format_extras(rows)
+    front = ["rank", "cluster", "metric", "kind"]
+    rows = rows[[c for c in ("group", "n") if c in rows.columns] + front + [
+        c for c in rows.columns if c not in front and c not in ("group", "n")]]
+    return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
+                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+
+
+def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
+    """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
+    as text."""
     for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
@@ -256,12 +266,7 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     if "n_unparseable" in rows.columns:
         rows["n_unparseable"] = ["-" if not (isinstance(v, float) and math.isfinite(v)) else str(int(v))
                                  for v in rows["n_unparseable"]]
-    front = ["rank", "cluster", "metric", "kind"]
-    rows = rows[[c for c in rows.columns if c in front and c not in ("group", "n")][:0] + [
-        c for c in ("group", "n") if c in rows.columns] + front + [c for c in rows.columns if c not in front
-                                                                   and c not in ("group", "n")]]
-    return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
-                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+    return rows
 
 
 def trust_title(t: Any, r: Any) -> str:
@@ -277,8 +282,6 @@ def trust_title(t: Any, r: Any) -> str:
 
 def render(r: Any) -> None:
     """Print an :class:`~evalign.evaluate.EvalResult` to the terminal."""
-    import pandas as pd
-
     if r.mode == "items":
         head = f"{r.n_items} items x {r.n_systems} systems, labels: {r.human}"
     else:
@@ -322,4 +325,3 @@ def render(r: Any) -> None:
         print_table(trust_display(t.rows, t.signature["confidence"], t.statistic), title=trust_title(t, r), digits=3)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
-    _ = pd

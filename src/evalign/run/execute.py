@@ -33,7 +33,13 @@ from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
 from evalign.evaluate.prepare import resolve_columns
-from evalign.io import atomic_path, write_json_atomic, write_table, write_text_atomic
+from evalign.io import (
+    _json_safe,  # private until io makes it public (json_safe)
+    atomic_path,
+    write_json_atomic,
+    write_table,
+    write_text_atomic,
+)
 from evalign.judges.backends import backend_class
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
@@ -623,12 +629,22 @@ def resolve(cfg: RunConfig, outcomes: list[EvaluationOutcome], folder: Path, *, 
 
 
 def _write_resolved(path: Path, resolved: Mapping[str, Any]) -> None:
-    from evalign.io import _json_safe  # private until io makes it public (json_safe)
-
     head = ("# The resolved run config written by `evalign run`: every default filled in, every signature\n"
             "# recorded. `evalign run` on this file reproduces the run (and warns if a signature changed).\n")
-    write_text_atomic(path, head + yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True,
-                                                  width=100))
+    write_text_atomic(path, head + resolved_yaml(resolved))
+
+
+def resolved_yaml(resolved: Mapping[str, Any]) -> str:
+    """A resolved config (see :func:`resolve`) as YAML text."""
+    return yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True, width=100)
+
+
+def dry_run(cfg: RunConfig, *, out: str | Path | None = None) -> str:
+    """The config with every default filled in, as YAML, without scoring, judging or writing (the
+    data is loaded to find the labels; no signatures)."""
+    resolved = resolve(cfg, [], cfg.out_dir(out), partial=True, metas=dry_meta(cfg))
+    resolved.pop("signatures")
+    return resolved_yaml(resolved)
 
 
 def compare_signatures(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
