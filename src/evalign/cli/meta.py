@@ -87,7 +87,7 @@ def meta_cmd(
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
-    from evalign.evaluate.inputs import InputSettings
+    from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
     if file is None and dataset is None:

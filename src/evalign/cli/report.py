@@ -55,7 +55,7 @@ def report_cmd(
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
-    from evalign.evaluate.inputs import InputSettings
+    from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
 
     metrics = split_multi(metric)
     judges = split_multi(judge)
@@ -120,7 +120,7 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     report's :class:`~evalign.evaluate.EvalSpec` (its trust tables by the labels' kind; the breakdown
     by ``task`` when it has several values, its labels merged by case)."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
-    from evalign.evaluate.prepare import resolve_columns
+    from evalign.evaluate.prepare import resolve_columns  # scipy: not at every command's start
 
     inputs = report_inputs(settings)
     hum, pairs = inputs.human, inputs.pairs

@@ -31,7 +31,7 @@ def run_cmd(config: str = CONFIG, out: Path = OUT, force: bool = FORCE, dry_run:
             as_json: bool = AS_JSON) -> None:
     """Run the study a config file describes; write its outputs, report and resolved config."""
     from evalign.run import load_config, run_config  # scipy: not at every command's start
-    from evalign.run.execute import dry_run as resolved_text
+    from evalign.run.execute import dry_run as resolved_text  # scipy: not at every command's start
 
     cfg = load_config(config)
     if dry_run:
