@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,14 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.datasets.base import bundled_path
+from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
+from evalign.evaluate.inputs import InputSettings, load_inputs
+from evalign.io import write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric
+from evalign.report import write_report
+from evalign.report.assemble import from_results
+from evalign.report.data import MERGED_TASK, merge_labels
 from evalign.scoring import MetricRun, score
 
 #: lexical metrics of the demo (always available)
@@ -28,7 +36,7 @@ LEXICAL = ("bleu", "chrf", "rouge_l", "exact_match")
 
 def offline_metrics() -> tuple[list[Metric], list[str]]:
     """The metrics that run offline here, and notes on those left out (and why)."""
-    from evalign.metrics._models import bundled_minilm_path
+    from evalign.metrics._models import bundled_minilm_path  # private until the metrics layer names it
 
     metrics: list[Metric] = [get_metric(n) for n in LEXICAL]
     notes: list[str] = []
@@ -49,10 +57,6 @@ def offline_metrics() -> tuple[list[Metric], list[str]]:
 
 def human_rank_scale() -> str:
     """What the Self-Instruct human ranks are ranks among (the bundled ranking file's ``scale``)."""
-    import json
-
-    from evalign.datasets.base import bundled_path
-
     info = json.loads(bundled_path("self_instruct", "human_system_ranking.json").read_text(encoding="utf-8"))
     return str(info.get("scale") or "rank (1 = best)")
 
@@ -86,28 +90,24 @@ def run_demo(
     on_progress: Callable[[Metric, int, int], None] | None = None,
 ) -> DemoResult:
     """Run the demo's computations (no output written); see the module docstring."""
-    from evalign.datasets import load_dataset, pairs_to_items
-    from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
-    from evalign.evaluate.prepare import dataset_human
-    from evalign.report.assemble import from_results
-    from evalign.report.data import MERGED_TASK, merge_labels
-
     step = on_step or (lambda _s: None)
     notes: list[str] = []
     if metrics is None:
         metrics, notes = offline_metrics()
     cols = [m.column for m in metrics]
 
-    si = load_dataset("self_instruct")
-    assert si.items is not None and si.system_human is not None
-    step(f"scoring {len(si.items)} Self-Instruct items with {len(metrics)} metrics")
+    si_in = load_inputs(InputSettings(dataset="self_instruct"))  # the items and the human system ranks
+    si = si_in.ds
+    assert si is not None and si_in.items is not None and si_in.human.kind == "system"
+    step(f"scoring {len(si_in.items)} Self-Instruct items with {len(metrics)} metrics")
     items, runs = score(
-        si.items, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"), on_progress=on_progress
+        si_in.items, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"), on_progress=on_progress
     )
 
-    pl = load_dataset("pandalm")
-    assert pl.pairs is not None
-    sides = pairs_to_items(pl.pairs)
+    pl_in = load_inputs(InputSettings(dataset="pandalm"))  # the pairs, both sides as items, the annotators
+    pl = pl_in.ds
+    assert pl is not None and pl.pairs is not None and pl_in.items is not None
+    sides = pl_in.items
     step(f"scoring {len(sides)} PandaLM responses ({len(pl.pairs)} pairs)")
     pair_items, pair_runs = score(
         sides, metrics, on_metric=lambda m, i, n: step(f"  {m.column}"), on_progress=on_progress
@@ -117,7 +117,7 @@ def run_demo(
     resampling = Resampling(n_resamples=n_resamples, n_permutations=n_resamples, seed=seed)
     si_cols = tuple(Column(m.column, "metric", m.higher_is_better, system_level=m.system_level, metric=m)
                     for m in metrics)
-    si_result = evaluate(EvalSpec(human=dataset_human(si), columns=si_cols, items=items, resampling=resampling,
+    si_result = evaluate(EvalSpec(human=si_in.human, columns=si_cols, items=items, resampling=resampling,
                                   source="Self-Instruct", dataset="Self-Instruct",
                                   costs={r.column: r.seconds_per_1000 for r in runs}))
     pair_cols = (*(Column(m.column, "metric", m.higher_is_better, metric=m) for m in metrics),
@@ -127,7 +127,7 @@ def run_demo(
     merged, merges = merge_labels(pl.pairs["task"])
     eval_pairs = pl.pairs.assign(**{MERGED_TASK: pl.pairs["task"].astype(str).replace(merged)})
     notes = [*notes, *merges]
-    pair_result = evaluate(EvalSpec(human=dataset_human(pl), columns=pair_cols, items=pair_items, pairs=eval_pairs,
+    pair_result = evaluate(EvalSpec(human=pl_in.human, columns=pair_cols, items=pair_items, pairs=eval_pairs,
                                     by=MERGED_TASK, resampling=resampling, source="PandaLM", dataset="PandaLM",
                                     costs={r.column: r.seconds_per_1000 for r in pair_runs}, curves=True))
     signatures = [f"{r.column}: {r.signature}" for r in runs]
@@ -167,9 +167,6 @@ def run_demo(
 
 def write_demo(result: DemoResult, out: Path) -> dict[str, Path]:
     """Write the demo's tables, scored items, ``summary.json`` and the HTML report to ``out``."""
-    from evalign.io import write_json_atomic, write_table
-    from evalign.report import write_report
-
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     for name, df in (

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from evalign.datasets import hhh, llmbar, prometheus, tulu
-from evalign.datasets._external import ENV_VAR, find_set_dir
 from evalign.datasets.base import load_dataset
+from evalign.datasets.external import ENV_VAR, find_set_dir
 from evalign.errors import EvalignError, InputError
 
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
-from evalign.cli.common import console, emit_json
-from evalign.cli.dataset_options import CATALOGUE, DATA_DIR, TABLE_KINDS, DatasetEntry
+from evalign.cli.common import CliError, console, emit_json
+from evalign.cli.dataset_options import DATA_DIR
+from evalign.datasets import list_datasets
+from evalign.datasets.catalogue import CATALOGUE, TABLE_KINDS, DatasetEntry, load_dataset_spec, table_of
+from evalign.datasets.external import default_data_dir
+from evalign.io import write_json_atomic, write_table
 
 
 def _data_root(data_dir: Path | None) -> Path:
-    from evalign.datasets._external import default_data_dir
-
     return Path(data_dir).expanduser().absolute() if data_dir is not None else default_data_dir()
 
 
@@ -28,8 +32,6 @@ def _files_found(entry: DatasetEntry, root: Path) -> bool | None:
 def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
     """One record per registered dataset (JSON-ready), in the order of :data:`CATALOGUE`; datasets
     registered by others without a catalogue entry are listed with what is unknown left empty."""
-    from evalign.datasets import list_datasets
-
     root = _data_root(data_dir)
     names = [n for n in CATALOGUE if n in list_datasets()] + [n for n in list_datasets() if n not in CATALOGUE]
     rows = []
@@ -57,10 +59,6 @@ def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
 
 
 def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
-    import textwrap
-
-    from rich.text import Text
-
     def wrapped(text: str) -> None:
         # words wrap at the console width with a hanging indent; paths and URLs are never cut
         lines = textwrap.fill(text, width=max(console.width, 40), subsequent_indent="      ",
@@ -91,8 +89,6 @@ def write_system_human(ds: Any, out: Path) -> Path:
     """Write a dataset's system-level human values beside the exported item table ``out``, as
     ``<stem>.system_human.json`` (``{"description", "lower_is_better", "values": {system: value}}``,
     readable by ``--system-human``). Returns the path."""
-    from evalign.io import write_json_atomic
-
     path = out.parent / f"{out.stem}.system_human.json"
     lower = not ds.system_human_higher_is_better
     write_json_atomic(path, {
@@ -103,6 +99,18 @@ def write_system_human(ds: Any, out: Path) -> Path:
     return path
 
 
+AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
+NAME: Any = typer.Argument(..., help="Dataset NAME or NAME:VARIANT.")
+OUT: Any = typer.Option(..., "--out", "-o", help="Table file to write (.jsonl, .csv or .parquet).")
+AS: Any = typer.Option(
+    None,
+    "--as",
+    help="items (the item table), pairs (the pair table) or pairs-as-items (both sides of each "
+    "pair as item rows, for score/judge). Default: items if the dataset has them, else pairs.",
+)
+EXPORT_JSON: Any = typer.Option(False, "--json", help="Print what was written as JSON.")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``datasets`` (list) and ``datasets export`` to ``app``."""
     group = typer.Typer(
@@ -110,59 +118,50 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=False,
         invoke_without_command=True,
     )
-
-    @group.callback()
-    def datasets_cmd(
-        ctx: typer.Context,
-        data_dir: Path = DATA_DIR,
-        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
-    ) -> None:
-        """Every dataset: its tables and labels, licence, whether it ships with evalign or needs files
-        (and where to get them), and its variants."""
-        if ctx.invoked_subcommand is not None:
-            return
-        rows = catalogue_rows(data_dir)
-        if as_json:
-            emit_json({"data_dir": str(_data_root(data_dir)), "datasets": rows})
-            return
-        _print_catalogue(rows, _data_root(data_dir))
-
-    @group.command("export")
-    def export_cmd(
-        name: str = typer.Argument(..., help="Dataset NAME or NAME:VARIANT."),
-        out: Path = typer.Option(..., "--out", "-o", help="Table file to write (.jsonl, .csv or .parquet)."),
-        as_: str = typer.Option(
-            None,
-            "--as",
-            help="items (the item table), pairs (the pair table) or pairs-as-items (both sides of each "
-            "pair as item rows, for score/judge). Default: items if the dataset has them, else pairs.",
-        ),
-        data_dir: Path = DATA_DIR,
-        as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
-    ) -> None:
-        """Write a dataset's item table or pair table, ready for `score`, `judge`, `meta` and `report`."""
-        from evalign.cli.common import CliError
-        from evalign.cli.dataset_options import load_dataset_spec, table_of
-        from evalign.io import write_table
-
-        if as_ is not None and as_ not in TABLE_KINDS:
-            raise CliError(f"--as must be one of {', '.join(TABLE_KINDS)}, got '{as_}'")
-        ds = load_dataset_spec(name, data_dir)
-        kind = as_ or ("items" if ds.items is not None else "pairs")
-        table = table_of(ds, as_=kind)
-        write_table(table, out)
-        info: dict[str, Any] = {"dataset": name, "as": kind, "rows": len(table),
-                                "columns": list(map(str, table.columns)), "out": str(out)}
-        if kind == "items" and ds.system_human:
-            info["system_human"] = str(write_system_human(ds, out))
-        if as_json:
-            emit_json(info)
-            return
-        console.print(escape(f"wrote {out} ({len(table)} rows, {kind}; columns: {', '.join(info['columns'])})"),
-                      highlight=False, soft_wrap=True)
-        if "system_human" in info:
-            flag = "" if ds.system_human_higher_is_better else " --lower-is-better"
-            console.print(escape(f"wrote {info['system_human']} (system-level human values: "
-                                 f"meta {out} --system-human {info['system_human']}{flag} -m METRIC)"), highlight=False, soft_wrap=True)
-
+    group.callback()(datasets_cmd)
+    group.command("export")(export_cmd)
     app.add_typer(group, name="datasets")
+
+
+def datasets_cmd(ctx: typer.Context, data_dir: Path = DATA_DIR, as_json: bool = AS_JSON) -> None:
+    """Every dataset: its tables and labels, licence, whether it ships with evalign or needs files
+    (and where to get them), and its variants."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = catalogue_rows(data_dir)
+    if as_json:
+        emit_json({"data_dir": str(_data_root(data_dir)), "datasets": rows})
+        return
+    _print_catalogue(rows, _data_root(data_dir))
+
+
+def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, data_dir: Path = DATA_DIR,
+               as_json: bool = EXPORT_JSON) -> None:
+    """Write a dataset's item table or pair table, ready for `score`, `judge`, `meta` and `report`."""
+    if as_ is not None and as_ not in TABLE_KINDS:
+        raise CliError(f"--as must be one of {', '.join(TABLE_KINDS)}, got '{as_}'")
+    info, ds = export_dataset(name, out, as_, data_dir)
+    if as_json:
+        emit_json(info)
+        return
+    console.print(escape(f"wrote {out} ({info['rows']} rows, {info['as']}; columns: {', '.join(info['columns'])})"),
+                  highlight=False, soft_wrap=True)
+    if "system_human" in info:
+        flag = "" if ds.system_human_higher_is_better else " --lower-is-better"
+        console.print(escape(f"wrote {info['system_human']} (system-level human values: "
+                             f"meta {out} --system-human {info['system_human']}{flag} -m METRIC)"), highlight=False, soft_wrap=True)
+
+
+def export_dataset(name: str, out: Path, as_: str | None, data_dir: Path | None) -> tuple[dict[str, Any], Any]:
+    """Write the table of dataset ``name`` (``as_``: a table kind, default items if it has them, else
+    pairs) to ``out``, with its system-level human values beside an item table. Returns (what was
+    written, the dataset)."""
+    ds = load_dataset_spec(name, data_dir)
+    kind = as_ or ("items" if ds.items is not None else "pairs")
+    table = table_of(ds, as_=kind)
+    write_table(table, out)
+    info: dict[str, Any] = {"dataset": name, "as": kind, "rows": len(table),
+                            "columns": list(map(str, table.columns)), "out": str(out)}
+    if kind == "items" and ds.system_human:
+        info["system_human"] = str(write_system_human(ds, out))
+    return info, ds

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -29,98 +30,123 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.cli.score import parse_options
+from evalign.columns import resolve_metric_column
+from evalign.errors import EvalignError
+from evalign.metrics.base import get_metric, metric_class
 
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 
+FILE: Any = typer.Argument(None, help="Scored items or a judged pair table (JSONL, JSON list, CSV, Parquet); "
+                                      "optional with --dataset.")
+HUMAN: Any = typer.Option(None, "--human", help="Human rating column (item-level ratings).")
+METRIC: Any = typer.Option(
+    [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
+)
+SYSTEM_HUMAN: Any = typer.Option(
+    None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
+)
+LOWER_IS_BETTER: Any = typer.Option(False, "--lower-is-better", help="Lower human values are better (ranks).")
+METRIC_LOWER: Any = typer.Option(
+    [], "--metric-lower-is-better", help="Metric columns where lower is better (repeatable)."
+)
+PREF: Any = typer.Option([], "--pref", help="Annotator preference columns of a pair table (+1/-1/0).")
+LEVEL: Any = typer.Option(None, "--level", help="Level of the ranking statistic: system or item.")
+GROUPING: Any = typer.Option("item", "--grouping", help="Item-level grouping: none, item or system.")
+BY: Any = typer.Option(None, "--by", help="Break down by a column: task, language, a task-type column, system.")
+BOOTSTRAP: Any = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for confidence intervals.")
+PERMUTATIONS: Any = typer.Option(1000, "--permutations", help="Permutations per paired significance test.")
+SEED: Any = typer.Option(0, "--seed", help="Seed of resampling and permutations.")
+ALPHA: Any = typer.Option(0.05, "--alpha", help="Significance level of clusters and baseline tests.")
+CONFIDENCE: Any = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
+MIN_GROUP_SIZE: Any = typer.Option(
+    None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
+)
+NO_BASELINES: Any = typer.Option(False, "--no-baselines", help="Leave the baseline rows out.")
+OPTION: Any = typer.Option([], "--option", help="Metric option metric.key=value (repeatable).")
+NO_CACHE: Any = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring.")
+AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
 
 def register(app: typer.Typer) -> None:
     """Add ``meta`` to ``app``."""
+    app.command("meta")(meta_cmd)
 
-    @app.command("meta")
-    def meta_cmd(
-        file: Path = typer.Argument(None, help="Scored items or a judged pair table (JSONL, JSON list, CSV, Parquet); "
-                                               "optional with --dataset."),
-        dataset: str = DATASET,
-        data_dir: Path = DATA_DIR,
-        human: str = typer.Option(None, "--human", help="Human rating column (item-level ratings)."),
-        metric: list[str] = typer.Option(
-            [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
-        ),
-        system_human: Path = typer.Option(
-            None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
-        ),
-        lower_is_better: bool = typer.Option(False, "--lower-is-better", help="Lower human values are better (ranks)."),
-        metric_lower: list[str] = typer.Option(
-            [], "--metric-lower-is-better", help="Metric columns where lower is better (repeatable)."
-        ),
-        pref: list[str] = typer.Option([], "--pref", help="Annotator preference columns of a pair table (+1/-1/0)."),
-        level: str = typer.Option(None, "--level", help="Level of the ranking statistic: system or item."),
-        grouping: str = typer.Option("item", "--grouping", help="Item-level grouping: none, item or system."),
-        by: str = typer.Option(None, "--by", help="Break down by a column: task, language, a task-type column, system."),
-        bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for confidence intervals."),
-        permutations: int = typer.Option(1000, "--permutations", help="Permutations per paired significance test."),
-        seed: int = typer.Option(0, "--seed", help="Seed of resampling and permutations."),
-        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of clusters and baseline tests."),
-        confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
-        min_group_size: int = typer.Option(
-            None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
-        ),
-        no_baselines: bool = typer.Option(False, "--no-baselines", help="Leave the baseline rows out."),
-        option: list[str] = typer.Option([], "--option", help="Metric option metric.key=value (repeatable)."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring."),
-        id_field: str = ID_FIELD,
-        system_field: str = SYSTEM_FIELD,
-        reference_field: str = REFERENCE_FIELD,
-        response_field: str = RESPONSE_FIELD,
-        task_field: str = TASK_FIELD,
-        language_field: str = LANGUAGE_FIELD,
-        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
-    ) -> None:
-        """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
-        from evalign.errors import EvalignError
-        from evalign.evaluate import EvalSpec, Resampling, evaluate
 
-        if level is not None and level not in LEVELS:
-            raise CliError(f"--level must be one of {', '.join(LEVELS)}, got '{level}'")
-        if grouping not in GROUPINGS:
-            raise CliError(f"--grouping must be one of {', '.join(GROUPINGS)}, got '{grouping}'")
-        if bootstrap < 1 or permutations < 1:
-            raise CliError("--bootstrap and --permutations must be at least 1")
-        if not 0 < confidence < 1 or not 0 < alpha < 1:
-            raise CliError("--confidence and --alpha must be between 0 and 1")
-        if min_group_size is not None and min_group_size < 1:
-            raise CliError("--min-group-size must be at least 1")
-        if file is None and dataset is None:
-            raise CliError("give a FILE of scored items or --dataset NAME")
-        metrics = split_multi(metric)
-        if not metrics:
-            raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
-        fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
-                           language_field)
-        resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
-                                alpha=alpha, seed=seed)
-        inputs = _inputs(file, dataset, data_dir, human, system_human, lower_is_better, split_multi(pref), fields)
-        options = {n: _options(option, n, no_cache) for n in metrics}
-        table, cols, runs = _columns(inputs, metrics, split_multi(metric_lower), options)
-        try:
-            spec = EvalSpec(human=inputs["human"], columns=tuple(cols), items=table, pairs=inputs["pairs"], level=level,
-                            grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
-                            source=inputs["source"], dataset=inputs["dataset"], baselines=not no_baselines,
-                            costs={r.column: r.seconds_per_1000 for r in runs})
-        except EvalignError as e:
-            raise CliError(str(e)) from None
-        with Stages(disable=as_json) as stages:
-            stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
-            result = evaluate(spec, progress=stages.resampling())
-        if as_json:
-            emit_json(result.to_json())
-            if result.refused:
-                raise SystemExit(1)
-            return
-        render(result)
+def meta_cmd(
+    file: Path = FILE, dataset: str = DATASET, data_dir: Path = DATA_DIR, human: str = HUMAN,
+    metric: list[str] = METRIC, system_human: Path = SYSTEM_HUMAN, lower_is_better: bool = LOWER_IS_BETTER,
+    metric_lower: list[str] = METRIC_LOWER, pref: list[str] = PREF, level: str = LEVEL, grouping: str = GROUPING,
+    by: str = BY, bootstrap: int = BOOTSTRAP, permutations: int = PERMUTATIONS, seed: int = SEED,
+    alpha: float = ALPHA, confidence: float = CONFIDENCE, min_group_size: int = MIN_GROUP_SIZE,
+    no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
+    id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
+    response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
+    from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
+    from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+
+    _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    if file is None and dataset is None:
+        raise CliError("give a FILE of scored items or --dataset NAME")
+    metrics = split_multi(metric)
+    if not metrics:
+        raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
+    fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
+                       language_field)
+    settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
+                             system_human=system_human, lower_is_better=lower_is_better,
+                             pref=tuple(split_multi(pref)), rule="flags")
+    resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
+                            alpha=alpha, seed=seed)
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
+                     baselines=not no_baselines)
+    with Stages(disable=as_json) as stages:
+        stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
+        result = evaluate(spec, progress=stages.resampling())
+    if as_json:
+        emit_json(result.to_json())
         if result.refused:
-            raise CliError(result.refused)
+            raise SystemExit(1)
+        return
+    render(result)
+    if result.refused:
+        raise CliError(result.refused)
+
+
+def _check_options(level: str | None, grouping: str, bootstrap: int, permutations: int, confidence: float,
+                   alpha: float, min_group_size: int | None) -> None:
+    if level is not None and level not in LEVELS:
+        raise CliError(f"--level must be one of {', '.join(LEVELS)}, got '{level}'")
+    if grouping not in GROUPINGS:
+        raise CliError(f"--grouping must be one of {', '.join(GROUPINGS)}, got '{grouping}'")
+    if bootstrap < 1 or permutations < 1:
+        raise CliError("--bootstrap and --permutations must be at least 1")
+    if not 0 < confidence < 1 or not 0 < alpha < 1:
+        raise CliError("--confidence and --alpha must be between 0 and 1")
+    if min_group_size is not None and min_group_size < 1:
+        raise CliError("--min-group-size must be at least 1")
+
+
+def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,
+              **spec_kw: Any) -> Any:
+    """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
+    (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
+    computed (``option``: their ``--option`` values), and the remaining spec fields ``spec_kw``."""
+    from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+
+    inputs = meta_inputs(settings)
+    options = {n: _options(option, n, no_cache) for n in metrics}
+    table, cols, runs = _columns(inputs, metrics, lower, options)
+    try:
+        return EvalSpec(human=inputs.human, columns=tuple(cols), items=table, pairs=inputs.pairs,
+                        source=inputs.source, dataset=inputs.dataset, costs={r.column: r.seconds_per_1000 for r in runs},
+                        **spec_kw)
+    except EvalignError as e:
+        raise CliError(str(e)) from None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -128,10 +154,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _options(option: list[str], name: str, no_cache: bool) -> dict[str, object]:
-    from evalign.cli.score import parse_options
-    from evalign.errors import EvalignError
-    from evalign.metrics.base import metric_class
-
     try:
         metric_class(name)
     except (EvalignError, ImportError):
@@ -139,101 +161,33 @@ def _options(option: list[str], name: str, no_cache: bool) -> dict[str, object]:
     return parse_options(option, name, no_cache)
 
 
-def _first_record(path: Path) -> dict[str, Any]:
-    from evalign.io import _iter_records, detect_format
+def meta_inputs(settings: Any) -> Any:
+    """:func:`~evalign.evaluate.inputs.load_inputs`, its conditions worded for ``evalign meta``."""
+    from evalign.evaluate.inputs import InputsError, load_inputs  # scipy: not at every command's start
 
-    for _, rec in _iter_records(path, detect_format(path)):
-        return dict(rec)
-    return {}
-
-
-def _inputs(
-    file: Path | None,
-    dataset: str | None,
-    data_dir: Path | None,
-    human: str | None,
-    system_human: Path | None,
-    lower_is_better: bool,
-    pref: list[str],
-    fields: dict[str, str],
-) -> dict[str, Any]:
-    """The labels and tables of the command: ``human`` (a Human), ``items``, ``pairs``, ``source``,
-    ``dataset``, ``sides`` (the item table is the scored sides of the pairs)."""
-    from evalign.evaluate import Human
-    from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
-    from evalign.io import read_items, read_pairs, read_system_human
-
-    ds = None
-    if dataset:
-        from evalign.cli.dataset_options import load_dataset_spec
-
-        ds = load_dataset_spec(dataset, data_dir)
-    is_pair_file = file is not None and "response_a" in _first_record(file)
-    pairs_mode = bool(pref) or is_pair_file or (ds is not None and human is None and system_human is None and (
-        ds.items is None or (not ds.human_columns and not ds.system_human)))
-    out: dict[str, Any] = {"dataset": dataset_title(ds) if ds is not None else None, "items": None, "pairs": None}
-    if pairs_mode:
-        pairs = read_pairs(file) if is_pair_file else (ds.pairs if ds is not None else None)
-        if pairs is None:
-            raise CliError(f"{file}: not a pair table (needs response_a / response_b) and no --dataset with pairs")
-        if ds is not None:
-            hum = dataset_human(ds, pref=pref or list(ds.pref_columns))
-        elif pref:
-            hum = Human(pref_columns=tuple(pref))
-        else:
-            cands = sorted((c for c in pairs.columns if str(c).startswith("pref_")), key=lambda c: (len(c), c))
-            if not cands:
-                raise CliError("name the annotator preference columns with --pref")
-            hum = Human(pref_columns=tuple(cands))
-        out["pairs"] = pairs
-        if file is not None and not is_pair_file:
-            items = read_items(file, fields=fields)
-            if "side" not in items.columns:
-                raise CliError(f"{file}: expected the scored items of the pairs (a 'side' column a/b)")
-            out["items"] = items
-        else:
-            from evalign.datasets import pairs_to_items
-
-            out["items"] = pairs_to_items(pairs)
-        out["source"] = str(file) if file is not None else f"dataset {ds.name}"  # type: ignore[union-attr]
-        out["human"] = hum
-        return out
-    if system_human is not None:
-        hum = Human(system=read_system_human(system_human), higher_is_better=not lower_is_better)
-    elif human:
-        hum = dataset_human(ds, column=human) if ds is not None and file is None else Human(
-            column=human, higher_is_better=not lower_is_better)
-        if ds is not None and file is not None and ds.items is not None and human in ds.items.columns:
-            hum = dataset_human(ds, column=human)
-    elif ds is not None:
-        hum = dataset_human(ds)
-    else:
-        raise CliError("give the human rating column with --human COL or system-level values with --system-human FILE")
-    if file is not None:
-        items = read_items(file, fields=fields, human=[hum.column] if hum.column and ds is None else [])
-        if ds is not None:
-            items = attach_labels(items, ds, hum)
-        out["source"] = str(file)
-    else:
-        assert ds is not None
-        if ds.items is None:
-            raise CliError(f"dataset '{ds.name}' has no item table")
-        items = ds.items.copy()
-        out["source"] = f"dataset {ds.name}"
-    out["items"] = items
-    out["human"] = hum
-    return out
+    try:
+        return load_inputs(settings)
+    except InputsError as e:
+        file = settings.file
+        message = {
+            "no_pair_table": f"{file}: not a pair table (needs response_a / response_b) and no --dataset with pairs",
+            "no_pref_columns": "name the annotator preference columns with --pref",
+            "not_sides": f"{file}: expected the scored items of the pairs (a 'side' column a/b)",
+            "no_labels": "give the human rating column with --human COL or system-level values with --system-human FILE",
+            "no_item_table": f"dataset '{e.dataset}' has no item table",
+        }[e.reason]
+        raise CliError(message) from None
 
 
-def _columns(inputs: dict[str, Any], metrics: list[str], lower: list[str],
+def _columns(inputs: Any, metrics: list[str], lower: list[str],
              options: dict[str, dict[str, object]]) -> tuple[Any, list[Any], list[Any]]:
-    from evalign.evaluate.prepare import resolve_columns
+    from evalign.evaluate.prepare import resolve_columns  # scipy: not at every command's start
 
     def spinner(names: list[str]) -> AbstractContextManager[Any]:
         return err_console.status("scoring " + ", ".join(names))
 
-    names, lower = existing_columns(inputs["items"], metrics, lower, options)
-    return resolve_columns(inputs["items"], names, source=inputs["source"], pairs=inputs["pairs"],
+    names, lower = existing_columns(inputs.items, metrics, lower, options)
+    return resolve_columns(inputs.items, names, source=inputs.source, pairs=inputs.pairs,
                            lower_is_better=lower, options=options, on_scoring=spinner)
 
 
@@ -245,10 +199,6 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
     column ``NAME[...]``; several are an error naming them). Names without such a column are kept
     (a registered metric is then computed). Returns (names, lower-is-better columns), a resolved
     column of a lower-is-better metric added to the latter."""
-    from evalign.columns import resolve_metric_column
-    from evalign.errors import EvalignError
-    from evalign.metrics.base import get_metric, metric_class
-
     if table is None:
         return metrics, lower
     cols = [str(c) for c in table.columns]
@@ -283,8 +233,6 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
-    import pandas as pd
-
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
@@ -299,6 +247,17 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
         rows[c] = ["-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v)) for v in rows[c]]
     if set(rows["group"]) == {"(all)"}:
         rows = rows.drop(columns=["group", "n"])
+    rows = _format_extras(rows)
+    front = ["rank", "cluster", "metric", "kind"]
+    rows = rows[[c for c in ("group", "n") if c in rows.columns] + front + [
+        c for c in rows.columns if c not in front and c not in ("group", "n")]]
+    return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
+                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+
+
+def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
+    """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
+    as text."""
     for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
@@ -307,12 +266,7 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     if "n_unparseable" in rows.columns:
         rows["n_unparseable"] = ["-" if not (isinstance(v, float) and math.isfinite(v)) else str(int(v))
                                  for v in rows["n_unparseable"]]
-    front = ["rank", "cluster", "metric", "kind"]
-    rows = rows[[c for c in rows.columns if c in front and c not in ("group", "n")][:0] + [
-        c for c in ("group", "n") if c in rows.columns] + front + [c for c in rows.columns if c not in front
-                                                                   and c not in ("group", "n")]]
-    return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
-                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+    return rows
 
 
 def trust_title(t: Any, r: Any) -> str:
@@ -328,8 +282,6 @@ def trust_title(t: Any, r: Any) -> str:
 
 def render(r: Any) -> None:
     """Print an :class:`~evalign.evaluate.EvalResult` to the terminal."""
-    import pandas as pd
-
     if r.mode == "items":
         head = f"{r.n_items} items x {r.n_systems} systems, labels: {r.human}"
     else:
@@ -373,4 +325,3 @@ def render(r: Any) -> None:
         print_table(trust_display(t.rows, t.signature["confidence"], t.statistic), title=trust_title(t, r), digits=3)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
-    _ = pd

@@ -1,6 +1,24 @@
-"""Adapters for public human-judgment datasets (see :class:`HumanDataset`)."""
+"""Adapters for public human-judgment datasets (see :class:`HumanDataset`).
 
-from evalign.datasets import hhh, llmbar, pandalm, prometheus, self_instruct, tulu  # noqa: F401  (register adapters)
+Adding a dataset: write its module (an adapter function decorated with
+``@register_dataset(NAME, entry=DatasetEntry(...))``) and import it on the line below.
+"""
+
+# the import order is the order of `evalign datasets`
+from evalign.datasets import self_instruct, pandalm, hhh, llmbar, tulu, prometheus  # noqa: F401, I001  (register adapters)
 from evalign.datasets.base import HumanDataset, list_datasets, load_dataset, pairs_to_items, register_dataset
+from evalign.datasets.catalogue import CATALOGUE, DatasetEntry, Variant, dataset_table, load_dataset_spec, parse_spec
 
-__all__ = ["HumanDataset", "list_datasets", "load_dataset", "pairs_to_items", "register_dataset"]
+__all__ = [
+    "CATALOGUE",
+    "DatasetEntry",
+    "HumanDataset",
+    "Variant",
+    "dataset_table",
+    "list_datasets",
+    "load_dataset",
+    "load_dataset_spec",
+    "pairs_to_items",
+    "parse_spec",
+    "register_dataset",
+]

@@ -13,9 +13,10 @@ optional ``task``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -59,12 +60,52 @@ def bundled_path(*parts: str) -> Path:
     return Path(str(resources.files("evalign").joinpath("data", *parts)))
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A named part of a dataset: keyword arguments for the adapter and/or ``task`` values kept."""
+
+    description: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    tasks: tuple[str, ...] = ()
+    #: whether this variant needs files that do not ship with evalign
+    needs_files: bool = False
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """What ``evalign datasets`` says about one adapter (declared with the adapter, see
+    :func:`register_dataset`)."""
+
+    name: str
+    #: tables the adapter returns: ``items``, ``pairs`` or both
+    tables: tuple[str, ...]
+    #: what the labels are and who gave them
+    labels: str
+    licence: str
+    #: whether the (default variant's) files ship with evalign
+    ships: bool
+    #: where to get the files (for sets that do not ship)
+    where: str = ""
+    #: the folder under the data folder that holds the files
+    folder: str = ""
+    variants: dict[str, Variant] = field(default_factory=dict)
+
+
 #: the dataset registry (adapter functions; plugins from the ``evalign.datasets`` entry points)
 DATASETS: Registry[Callable[..., HumanDataset]] = Registry("dataset", entry_point_group="evalign.datasets")
 
+#: the catalogue entry of every adapter registered with one, in the order of registration (the
+#: one table behind ``evalign datasets`` and ``NAME:VARIANT``; filled by :func:`register_dataset`)
+CATALOGUE: dict[str, DatasetEntry] = {}
 
-def register_dataset(name: str) -> Callable[[Callable[..., HumanDataset]], Callable[..., HumanDataset]]:
-    """Decorator: register an adapter function under ``name``."""
+
+def register_dataset(
+    name: str, *, entry: DatasetEntry | None = None
+) -> Callable[[Callable[..., HumanDataset]], Callable[..., HumanDataset]]:
+    """Decorator: register an adapter function under ``name``, with its catalogue ``entry`` (what
+    ``evalign datasets`` lists: labels, licence, files, variants; its name is set to ``name``)."""
+    if entry is not None:
+        CATALOGUE[name] = entry if entry.name == name else replace(entry, name=name)
     return DATASETS.register(name)
 
 

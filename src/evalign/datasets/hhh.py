@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
 from evalign.errors import InputError
 
 CITATION = (
@@ -19,7 +19,14 @@ CITATION = (
 SUBSETS = ("harmless", "helpful", "honest", "other")
 
 
-@register_dataset("hhh")
+@register_dataset("hhh", entry=DatasetEntry(
+    "hhh",
+    ("pairs",),
+    "221 pairs, human-preferred response (no ties)",
+    "Apache-2.0",
+    True,
+    variants={t: Variant(f"the {t} subset only", tasks=(t,)) for t in ("harmless", "helpful", "honest", "other")},
+))
 def load_hhh(path: str | Path | None = None) -> HumanDataset:
     """HHH alignment as a pair table, ``task`` = subset, ``id`` = ``<subset>/<row>``, gold in
     ``pref_1``, no reference.

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets._external import find_set_dir
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 
 CITATION = (
@@ -65,7 +65,42 @@ def _read_subset(path: Path, subset: str) -> list[dict[str, object]]:
     return rows
 
 
-@register_dataset("llmbar")
+_LLMBAR_WHERE = "https://github.com/princeton-nlp/LLMBar (Dataset/Processed/<set>/dataset.json)"
+_ADVERSARIAL = ("Neighbor", "GPTInst", "GPTOut", "Manual")
+
+
+@register_dataset("llmbar", entry=DatasetEntry(
+    "llmbar",
+    ("pairs",),
+    "419 pairs, gold better output marked by the authors (no ties)",
+    "MIT (processed sets: third-party, not checked)",
+    True,
+    where=_LLMBAR_WHERE,
+    folder="llmbar",
+    variants={
+        "natural": Variant("Natural (100 pairs)", {"subsets": ["Natural"]}),
+        "adversarial": Variant(
+            "the four Adversarial subsets (319 pairs)", {"subsets": [f"Adversarial/{s}" for s in _ADVERSARIAL]}
+        ),
+        **{s.lower(): Variant(f"Adversarial/{s}", {"subsets": [f"Adversarial/{s}"]}) for s in _ADVERSARIAL},
+        "processed": Variant(
+            "the three processed human-judgment sets (FairEval, LLMEval2, MT-Bench; 466 pairs)",
+            {"subsets": ["Processed/FairEval", "Processed/LLMEval2", "Processed/MT-Bench"]},
+            needs_files=True,
+        ),
+        "faireval": Variant(
+            "processed FairEval human judgments (66 pairs)", {"subsets": ["Processed/FairEval"]}, needs_files=True
+        ),
+        "llmeval2": Variant(
+            "processed LLMEval^2 human judgments (200 pairs)", {"subsets": ["Processed/LLMEval2"]}, needs_files=True
+        ),
+        "mt-bench": Variant(
+            "processed MT-Bench human judgments (200 pairs, majority vote)",
+            {"subsets": ["Processed/MT-Bench"]},
+            needs_files=True,
+        ),
+    },
+))
 def load_llmbar(
     subsets: list[str] | None = None, *, processed: bool = False, data_dir: str | Path | None = None
 ) -> HumanDataset:
@@ -76,7 +111,7 @@ def load_llmbar(
 
     ``subsets`` picks subsets (default: the five bundled ones). ``processed=True`` adds the
     Processed FairEval / LLMEval2 / MT-Bench sets from ``data_dir`` (see
-    :mod:`evalign.datasets._external`; folder ``llmbar/Processed/<name>/dataset.json``).
+    :mod:`evalign.datasets.external`; folder ``llmbar/Processed/<name>/dataset.json``).
     """
     names = list(subsets) if subsets else list(SUBSETS) + (list(PROCESSED) if processed else [])
     unknown = [n for n in names if n not in SUBSETS and n not in PROCESSED]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, bundled_path, register_dataset
 
 CITATION = (
     "Wang et al. 2023, PandaLM: An Automatic Evaluation Benchmark for LLM Instruction Tuning "
@@ -53,7 +53,13 @@ def _text(v: object) -> str:
     return str(v)
 
 
-@register_dataset("pandalm")
+@register_dataset("pandalm", entry=DatasetEntry(
+    "pandalm",
+    ("pairs",),
+    "999 pairs, 3 human annotators each (A / B / tie)",
+    "Apache-2.0",
+    True,
+))
 def load_pandalm(path: str | Path | None = None) -> HumanDataset:
     """The PandaLM pair table. ``system_a`` wrote ``response_a`` (PandaLM's response1). The bundled
     set also carries the upstream verdicts of GPT-3.5-turbo and PandaLM-7B on the same pairs as judge

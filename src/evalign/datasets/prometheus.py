@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.datasets._external import find_set_dir
-from evalign.datasets.base import HumanDataset, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, register_dataset
+from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
 
@@ -104,7 +104,19 @@ def _load(file_name: str, name: str, description: str, data_dir: str | Path | No
     )
 
 
-@register_dataset("prometheus_mt_bench")
+_PROMETHEUS_WHERE = "https://github.com/prometheus-eval/prometheus-eval (eval/benchmark/data/)"
+_GPT4_GRADES = "GPT-4 grades 1-5 (3 per item; NOT human ratings); 320 items"
+
+
+@register_dataset("prometheus_mt_bench", entry=DatasetEntry(
+    "prometheus_mt_bench",
+    ("items",),
+    _GPT4_GRADES,
+    "Apache-2.0",
+    False,
+    where=_PROMETHEUS_WHERE + " mt_bench_eval.json",
+    folder="prometheus_eval_benchmarks",
+))
 def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset:
     """MT-Bench in Prometheus format: 320 items (question ids 81-160 x chatgpt, llama2_chat_13b,
     vicuna_13b, wizardlm_13b), grading the SECOND turn (the instruction holds the first-turn
@@ -119,7 +131,15 @@ def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset
     )
 
 
-@register_dataset("prometheus_vicuna")
+@register_dataset("prometheus_vicuna", entry=DatasetEntry(
+    "prometheus_vicuna",
+    ("items",),
+    _GPT4_GRADES,
+    "Apache-2.0",
+    False,
+    where=_PROMETHEUS_WHERE + " vicuna_eval.json",
+    folder="prometheus_eval_benchmarks",
+))
 def load_prometheus_vicuna(data_dir: str | Path | None = None) -> HumanDataset:
     """Vicuna-bench in Prometheus format: 320 items (question ids 1-80 x chat_gpt, llama-2-chat,
     vicuna, wizard). Columns as in :func:`load_prometheus_mt_bench`. The scores are GPT-4 grades,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, bundled_path, register_dataset
 from evalign.io import read_items
 
 SYSTEMS = (
@@ -28,7 +28,13 @@ CITATION = (
 )
 
 
-@register_dataset("self_instruct")
+@register_dataset("self_instruct", entry=DatasetEntry(
+    "self_instruct",
+    ("items",),
+    "system-level human ranks of 8 GPT-3 systems (SemScore paper, 1 = best); 2,016 items",
+    "Apache-2.0",
+    True,
+))
 def load_self_instruct(data_dir: str | Path | None = None) -> HumanDataset:
     """The 2,016 (instruction, response, reference) items of 8 systems, with system human ranks
     (1 = best; lower is better). ``response`` is stripped of surrounding whitespace."""

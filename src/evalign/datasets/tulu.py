@@ -4,7 +4,7 @@ human *acceptability* per output (yes/no) and a human 5-point *preference* per p
 Not bundled (4 MB): the adapter reads ``tulu1_human_eval/`` (from GitHub ``allenai/open-instruct``,
 ``human_eval/data/``; the annotations as the JSONL export of the xlsx sheet) and, for the GPT-4
 references of Vicuna questions 61-70, ``fastchat_mt_bench/vicuna_bench/reference_answer/gpt-4.jsonl``
-(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.datasets._external`
+(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.datasets.external`
 for where the files are looked for.
 
 Quirk, handled explicitly: the annotation sheet went through Excel, which evaluated 6 responses that
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.datasets._external import find_set_dir
-from evalign.datasets.base import HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
 
@@ -72,7 +72,26 @@ def _label(table: dict[str, Any], value: Any, *, file: Path, line: int, field: s
     return table[value]
 
 
-@register_dataset("tulu1")
+_TULU_WHERE = (
+    "https://github.com/allenai/open-instruct (human_eval/data/; the annotation xlsx exported to "
+    "eval_annotations_tulu_1.jsonl) + https://github.com/lm-sys/FastChat "
+    "(fastchat/llm_judge/data/vicuna_bench/reference_answer/gpt-4.jsonl into fastchat_mt_bench/)"
+)
+
+
+@register_dataset("tulu1", entry=DatasetEntry(
+    "tulu1",
+    ("items", "pairs"),
+    "human acceptability per output (1,328 items) and 1-4 human 5-point preferences per pair (996 pairs)",
+    "Apache-2.0",
+    False,
+    where=_TULU_WHERE,
+    folder="tulu1_human_eval",
+    variants={
+        "self_instruct": Variant("the 252 Self-Instruct prompts", tasks=("self_instruct",), needs_files=True),
+        "vicuna": Variant("the 80 Vicuna prompts", tasks=("vicuna",), needs_files=True),
+    },
+))
 def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
     """Tulu-1 human evaluation as an item table and a pair table.
 
@@ -92,10 +111,37 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
     instance file; ``source_id`` is the prompt id.
     """
     root = find_set_dir("tulu1_human_eval", [INSTANCES, ANNOTATIONS], data_dir, where=WHERE)
+    inst_path = root / INSTANCES
+    item_rows, pair_rows = _read_instances(inst_path, _prompts(root, data_dir))
+    accept, prefs = _read_annotations(root / ANNOTATIONS, pair_rows)
+    items = _item_table(item_rows, accept, inst_path)
+    pairs = _pair_table(pair_rows, prefs)
+    k_acc = max(len(v) for v in accept.values())
+    k_pref = max(len(v) for v in prefs.values())
+    return HumanDataset(
+        name="tulu1",
+        description=(
+            "Tulu-1 human evaluation: 332 prompts (252 Self-Instruct, 80 Vicuna) x 4 models; items with human "
+            "acceptability (0/1 per annotation, 'acceptable' = share of yes); 996 pairs (tulu_65B vs 3 others) "
+            "with 1-4 human 5-point preferences (pref_k +1/-1/0, strength_k 0-2)"
+        ),
+        licence="Apache-2.0",
+        citation=CITATION,
+        items=items,
+        human_columns=["acceptable"],
+        human_higher_is_better=True,
+        annotator_columns=[f"acceptable_{j + 1}" for j in range(k_acc)],
+        pairs=pairs,
+        pref_columns=[f"pref_{j + 1}" for j in range(k_pref)],
+    )
+
+
+def _prompts(root: Path, data_dir: str | Path | None) -> dict[str, Any]:
+    """What the instances refer to: ``si_tasks`` (Self-Instruct tasks by id), ``vicuna_refs``
+    (FastChat's GPT-4 answers by question) and ``vicuna_cat`` (Vicuna categories, when present)."""
     fastchat = root.parent / "fastchat_mt_bench"  # beside the Tulu folder, else searched like it
     if not (fastchat / VICUNA_REFS).is_file():
         fastchat = find_set_dir("fastchat_mt_bench", [str(VICUNA_REFS)], data_dir, where=WHERE)
-
     si_tasks = {
         r["id"]: r for _, r in _read_jsonl(bundled_path("self_instruct", "user_oriented_instructions.jsonl"))
     }
@@ -108,35 +154,43 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
         if vicuna_questions.is_file()
         else {}
     )
+    return {"si_tasks": si_tasks, "vicuna_refs": vicuna_refs, "vicuna_cat": vicuna_cat}
 
-    inst_path = root / INSTANCES
-    instances = _read_jsonl(inst_path)
+
+def _prompt_fields(pid: str, r: dict[str, Any], prompts: dict[str, Any], inst_path: Path, lineno: int) -> dict[str, Any]:
+    """The instruction, input, reference, task and category of the prompt ``pid``."""
+    if pid.startswith("user_oriented_task_"):
+        t = prompts["si_tasks"].get(pid)
+        if t is None:
+            raise InputError(f"unknown Self-Instruct id {pid!r}", file=str(inst_path), line=lineno, field="id")
+        return {
+            "instruction": t["instruction"],
+            "input": t["instances"][0]["input"],
+            "reference": t["instances"][0]["output"],
+            "task": "self_instruct",
+            "category": t["motivation_app"],
+        }
+    if pid.startswith("vicuna_"):
+        q = int(pid.split("_", 1)[1])
+        return {
+            "instruction": r["prompt"].strip(),
+            "input": "",
+            "reference": prompts["vicuna_refs"].get(q),
+            "task": "vicuna",
+            "category": prompts["vicuna_cat"].get(q),
+        }
+    raise InputError(f"unknown prompt id {pid!r}", file=str(inst_path), line=lineno, field="id")
+
+
+def _read_instances(
+    inst_path: Path, prompts: dict[str, Any]
+) -> tuple[dict[tuple[str, str], dict[str, Any]], list[dict[str, Any]]]:
+    """The item rows (by prompt and model) and the pair rows (by instance line) of the instance file."""
     item_rows: dict[tuple[str, str], dict[str, Any]] = {}
     pair_rows: list[dict[str, Any]] = []
-    for k, (lineno, r) in enumerate(instances):
+    for k, (lineno, r) in enumerate(_read_jsonl(inst_path)):
         pid = r["id"]
-        if pid.startswith("user_oriented_task_"):
-            t = si_tasks.get(pid)
-            if t is None:
-                raise InputError(f"unknown Self-Instruct id {pid!r}", file=str(inst_path), line=lineno, field="id")
-            base = {
-                "instruction": t["instruction"],
-                "input": t["instances"][0]["input"],
-                "reference": t["instances"][0]["output"],
-                "task": "self_instruct",
-                "category": t["motivation_app"],
-            }
-        elif pid.startswith("vicuna_"):
-            q = int(pid.split("_", 1)[1])
-            base = {
-                "instruction": r["prompt"].strip(),
-                "input": "",
-                "reference": vicuna_refs.get(q),
-                "task": "vicuna",
-                "category": vicuna_cat.get(q),
-            }
-        else:
-            raise InputError(f"unknown prompt id {pid!r}", file=str(inst_path), line=lineno, field="id")
+        base = _prompt_fields(pid, r, prompts, inst_path, lineno)
         comps = list(r["completions"])
         if len(comps) != 2:
             raise InputError("expected 2 completions", file=str(inst_path), line=lineno, field="completions")
@@ -161,8 +215,14 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
                 "category": base["category"],
             }
         )
+    return item_rows, pair_rows
 
-    ann_path = root / ANNOTATIONS
+
+def _read_annotations(
+    ann_path: Path, pair_rows: list[dict[str, Any]]
+) -> tuple[dict[tuple[str, str], list[float]], dict[int, list[tuple[float, float, str]]]]:
+    """The acceptability votes (by prompt and model) and the preferences (by pair, oriented to the
+    pair) of the annotation file, in annotation order."""
     annotations = sorted(_read_jsonl(ann_path), key=lambda lr: lr[1]["id"])
     accept: dict[tuple[str, str], list[float]] = defaultdict(list)
     prefs: dict[int, list[tuple[float, float, str]]] = defaultdict(list)
@@ -182,8 +242,11 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
         if a["model_a"] != pair["system_a"]:  # shown in the other order: flip to the pair's orientation
             code = -code
         prefs[idx].append((code + 0.0, strength, str(a["evaluator"])))
+    return accept, prefs
 
-    # items
+
+def _item_table(item_rows: dict[tuple[str, str], dict[str, Any]], accept: dict[tuple[str, str], list[float]],
+                inst_path: Path) -> pd.DataFrame:
     items = pd.DataFrame(list(item_rows.values()))
     k_acc = max(len(v) for v in accept.values())
     votes = [accept.get((i, s), []) for i, s in zip(items["id"], items["system"], strict=True)]
@@ -192,28 +255,14 @@ def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
         items[f"acceptable_{j + 1}"] = [v[j] if j < len(v) else np.nan for v in votes]
     items["n_acceptable"] = [len(v) for v in votes]
     items.attrs["source"] = str(inst_path)
-    items = read_items(items, human=["acceptable"])
+    return read_items(items, human=["acceptable"])
 
-    # pairs
+
+def _pair_table(pair_rows: list[dict[str, Any]], prefs: dict[int, list[tuple[float, float, str]]]) -> pd.DataFrame:
     pairs = pd.DataFrame(pair_rows)
     k_pref = max(len(v) for v in prefs.values())
     for j in range(k_pref):
         pairs[f"pref_{j + 1}"] = [prefs[i][j][0] if j < len(prefs[i]) else np.nan for i in range(len(pairs))]
         pairs[f"strength_{j + 1}"] = [prefs[i][j][1] if j < len(prefs[i]) else np.nan for i in range(len(pairs))]
         pairs[f"evaluator_{j + 1}"] = [prefs[i][j][2] if j < len(prefs[i]) else None for i in range(len(pairs))]
-    return HumanDataset(
-        name="tulu1",
-        description=(
-            "Tulu-1 human evaluation: 332 prompts (252 Self-Instruct, 80 Vicuna) x 4 models; items with human "
-            "acceptability (0/1 per annotation, 'acceptable' = share of yes); 996 pairs (tulu_65B vs 3 others) "
-            "with 1-4 human 5-point preferences (pref_k +1/-1/0, strength_k 0-2)"
-        ),
-        licence="Apache-2.0",
-        citation=CITATION,
-        items=items,
-        human_columns=["acceptable"],
-        human_higher_is_better=True,
-        annotator_columns=[f"acceptable_{j + 1}" for j in range(k_acc)],
-        pairs=pairs,
-        pref_columns=[f"pref_{j + 1}" for j in range(k_pref)],
-    )
+    return pairs

@@ -41,7 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalign.errors import EvalignError, UsageError, unknown_name
+from evalign.datasets.base import bundled_path
+from evalign.datasets.catalogue import parse_spec
+from evalign.errors import EvalignError, InputError, UsageError, unknown_name
+from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
+from evalign.evaluate.spec import GROUPINGS, LEVELS
+from evalign.judges.backends import BACKENDS, backend_class, list_backends
+from evalign.judges.grading import JUDGES, SAMPLING_KEYS
+from evalign.metrics.base import METRICS, metric_class
+from evalign.metrics.options import check_options
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 #: the config format's version
@@ -265,9 +273,6 @@ def _path(v: str | None, base: Path) -> Path | None:
 
 
 def _metric(v: Any, where: _Where, parent: Any, key: Any) -> MetricConfig:
-    from evalign.metrics.base import METRICS, metric_class
-    from evalign.metrics.options import check_options
-
     options: Mapping[str, Any] = {}
     m: Mapping[str, Any] | None = None
     if isinstance(v, str):
@@ -314,9 +319,6 @@ def _column(v: Any, where: _Where, parent: Any, key: Any) -> ColumnConfig:
 
 
 def _judge(v: Any, where: _Where, parent: Any, key: Any) -> JudgeConfig:
-    from evalign.judges.backends import BACKENDS, list_backends
-    from evalign.judges.grading import JUDGES
-
     m = _mapping(v, where, parent, key)
     if "api_key" in m:
         raise where.error(m, "api_key", "a key is never written in a config: put it in an environment variable "
@@ -360,14 +362,10 @@ JUDGE_OWN_KEYS = ("template", "rubric", "rubric_column", "column")
 
 
 def _sampling_keys() -> tuple[str, ...]:
-    from evalign.judges.grading import SAMPLING_KEYS
-
     return tuple(SAMPLING_KEYS)
 
 
 def _backend_cls(name: str) -> Any:
-    from evalign.judges.backends import backend_class
-
     return backend_class(name)
 
 
@@ -407,8 +405,6 @@ def _data(v: Any, where: _Where, parent: Any, key: Any, base: Path) -> DataConfi
     if dataset is None and file is None:
         raise where.error(parent, key, "give a dataset (NAME or NAME:VARIANT) or a file")
     if dataset is not None:
-        from evalign.cli.dataset_options import parse_spec
-
         try:
             parse_spec(dataset)
         except EvalignError as e:
@@ -428,8 +424,6 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
     """The ``meta`` section checked against the fields of EvalSpec (and Human, Resampling,
     TrustRequest); values are type-checked here and validated by the dataclasses when the spec
     is built."""
-    from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
-
     m = _mapping(v if v is not None else MarkedMap(), where, parent, key)
     spec_keys = [f.name for f in dataclasses.fields(EvalSpec) if f.name not in ("columns", "items", "pairs",
                                                                                    "costs")]
@@ -439,24 +433,7 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
         if f.name in m and f.name not in META_COMPUTED:
             out[f.name] = _scalar_field(m, f.name, _default_of(f), where)
     if m.get("human") is not None:
-        h = _mapping(m["human"], where.child("human"), m, "human")
-        hw = where.child("human")
-        check_keys(h, [f.name for f in dataclasses.fields(Human)], hw)
-        hum: dict[str, Any] = {}
-        for f in dataclasses.fields(Human):
-            if f.name not in h:
-                continue
-            if f.name == "system":
-                sysv = h["system"]
-                hum["system"] = None if sysv is None else dict(_plain(_mapping(sysv, hw.child("system"), h, "system")))
-            elif f.name in ("pref_columns", "annotators"):
-                vals = _list(h[f.name], hw, h, f.name)
-                if not all(isinstance(x, str) for x in vals):
-                    raise hw.error(h, f.name, "must be a list of column names")
-                hum[f.name] = list(vals)
-            else:
-                hum[f.name] = _scalar_field(h, f.name, _default_of(f), hw)
-        out["human"] = hum
+        out["human"] = _meta_human(m, where)
     if "resampling" in m:
         r = _mapping(m["resampling"] or MarkedMap(), where.child("resampling"), m, "resampling")
         rw = where.child("resampling")
@@ -464,27 +441,50 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
         out["resampling"] = {f.name: _scalar_field(r, f.name, _default_of(f), rw)
                              for f in dataclasses.fields(Resampling) if f.name in r}
     if m.get("trust"):
-        reqs = []
-        tw = where.child("trust")
-        for i, t in enumerate(_list(m["trust"], where, m, "trust")):
-            if isinstance(t, str):
-                reqs.append({"statistic": t})
-                continue
-            tm = _mapping(t, tw.child(i), m["trust"], i)
-            check_keys(tm, [f.name for f in dataclasses.fields(TrustRequest)], tw.child(i))
-            reqs.append({f.name: _scalar_field(tm, f.name, _default_of(f), tw.child(i))
-                         for f in dataclasses.fields(TrustRequest) if f.name in tm})
-        out["trust"] = reqs
+        out["trust"] = _meta_trust(m, where)
     _validate_meta(out, m, where)
     return out
 
 
+def _meta_human(m: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+    """The ``meta.human`` section checked against the fields of Human."""
+    h = _mapping(m["human"], where.child("human"), m, "human")
+    hw = where.child("human")
+    check_keys(h, [f.name for f in dataclasses.fields(Human)], hw)
+    hum: dict[str, Any] = {}
+    for f in dataclasses.fields(Human):
+        if f.name not in h:
+            continue
+        if f.name == "system":
+            sysv = h["system"]
+            hum["system"] = None if sysv is None else dict(_plain(_mapping(sysv, hw.child("system"), h, "system")))
+        elif f.name in ("pref_columns", "annotators"):
+            vals = _list(h[f.name], hw, h, f.name)
+            if not all(isinstance(x, str) for x in vals):
+                raise hw.error(h, f.name, "must be a list of column names")
+            hum[f.name] = list(vals)
+        else:
+            hum[f.name] = _scalar_field(h, f.name, _default_of(f), hw)
+    return hum
+
+
+def _meta_trust(m: Mapping[str, Any], where: _Where) -> list[dict[str, Any]]:
+    """The ``meta.trust`` list checked against the fields of TrustRequest (a text is a statistic)."""
+    reqs: list[dict[str, Any]] = []
+    tw = where.child("trust")
+    for i, t in enumerate(_list(m["trust"], where, m, "trust")):
+        if isinstance(t, str):
+            reqs.append({"statistic": t})
+            continue
+        tm = _mapping(t, tw.child(i), m["trust"], i)
+        check_keys(tm, [f.name for f in dataclasses.fields(TrustRequest)], tw.child(i))
+        reqs.append({f.name: _scalar_field(tm, f.name, _default_of(f), tw.child(i))
+                     for f in dataclasses.fields(TrustRequest) if f.name in tm})
+    return reqs
+
+
 def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) -> None:
     """Build the spec's small dataclasses now, so that a bad value names the config's line."""
-    from evalign.errors import InputError
-    from evalign.evaluate import Resampling, TrustRequest
-    from evalign.evaluate.spec import GROUPINGS, LEVELS
-
     for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
         if out.get(key) is not None and out[key] not in choices:
             raise where.error(m, key, f"must be one of {', '.join(choices)}, got {out[key]!r}")
@@ -516,8 +516,6 @@ def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) 
 
 def human_of(section: Mapping[str, Any]) -> Any:
     """The :class:`~evalign.evaluate.Human` of a config's ``meta.human`` section (lists as tuples)."""
-    from evalign.evaluate import Human
-
     kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in section.items()}
     return Human(**kw)
 
@@ -557,45 +555,55 @@ def parse_config(data: Any, *, file: str = "<config>", base: Path | None = None)
     version = _typed(data, "version", (int,), top, VERSION, none_ok=False)
     if version != VERSION:
         raise top.error(data, "version", f"this evalign reads config version {VERSION}, got {version}")
-    name = _typed(data, "name", (str,), top, None, none_ok=False)
-    if name is None:
-        name = Path(file).stem if file != "<config>" else "run"
-    if not _NAME.match(name):
-        raise top.error(data, "name", f"must be letters, digits, '_', '-' or '.', got {name!r}")
+    name = _top_name(data, top, file)
     shared = tuple(_metric(v, top.child("metrics").child(i), data["metrics"], i)
                    for i, v in enumerate(_list(data.get("metrics") or [], top, data, "metrics")))
     if not data.get("evaluations"):
         raise top.error(data, "evaluations" if "evaluations" in data else None, "give at least one evaluation")
     evals: list[EvaluationConfig] = []
-    ew = top.child("evaluations")
     for i, e in enumerate(_list(data["evaluations"], top, data, "evaluations")):
-        w = ew.child(i)
-        em = _mapping(e, w, data["evaluations"], i)
-        check_keys(em, EVALUATION_KEYS, w)
-        ename = _typed(em, "name", (str,), w, None, none_ok=False) or f"evaluation_{i + 1}"
-        if not _NAME.match(ename):
-            raise w.error(em, "name", f"must be letters, digits, '_', '-' or '.' (it names a folder), got {ename!r}")
-        if any(x.name == ename for x in evals):
-            raise w.error(em, "name", f"two evaluations are named '{ename}'")
-        if "data" not in em:
-            raise w.error(data["evaluations"], i, "an evaluation needs 'data'")
-        metrics = shared if "metrics" not in em else tuple(
-            _metric(v, w.child("metrics").child(j), em["metrics"], j)
-            for j, v in enumerate(_list(em["metrics"] or [], w, em, "metrics")))
-        columns = tuple(_column(v, w.child("columns").child(j), em["columns"], j)
-                        for j, v in enumerate(_list(em.get("columns") or [], w, em, "columns")))
-        judges = tuple(_judge(v, w.child("judges").child(j), em["judges"], j)
-                       for j, v in enumerate(_list(em.get("judges") or [], w, em, "judges")))
-        if not metrics and not columns and not judges:
-            raise w.error(em, None, "nothing to evaluate: give metrics, columns or judges")
-        evals.append(EvaluationConfig(ename, _data(em["data"], w.child("data"), em, "data", base), metrics, columns,
-                                      judges, _meta(em.get("meta"), w.child("meta"), em, "meta"),
-                                      line=getattr(em, "line", 0)))
+        evals.append(_evaluation(e, i, top.child("evaluations"), data["evaluations"], evals, shared, base))
     report = _report(data.get("report"), top.child("report"), data, base)
     sigs = data.get("signatures") or {}
     _mapping(sigs, top, data, "signatures")
     return RunConfig(name=name, evaluations=tuple(evals), report=report, metrics=shared, signatures=_plain(sigs),
                      path=None, version=version)
+
+
+def _top_name(data: Mapping[str, Any], top: _Where, file: str) -> str:
+    name = _typed(data, "name", (str,), top, None, none_ok=False)
+    if name is None:
+        name = Path(file).stem if file != "<config>" else "run"
+    if not _NAME.match(name):
+        raise top.error(data, "name", f"must be letters, digits, '_', '-' or '.', got {name!r}")
+    return name  # type: ignore[no-any-return]
+
+
+def _evaluation(e: Any, i: int, ew: _Where, parent: Any, before: Sequence[EvaluationConfig],
+                shared: tuple[MetricConfig, ...], base: Path) -> EvaluationConfig:
+    """The ``i``-th entry of ``evaluations`` (``before``: the entries read so far)."""
+    w = ew.child(i)
+    em = _mapping(e, w, parent, i)
+    check_keys(em, EVALUATION_KEYS, w)
+    ename = _typed(em, "name", (str,), w, None, none_ok=False) or f"evaluation_{i + 1}"
+    if not _NAME.match(ename):
+        raise w.error(em, "name", f"must be letters, digits, '_', '-' or '.' (it names a folder), got {ename!r}")
+    if any(x.name == ename for x in before):
+        raise w.error(em, "name", f"two evaluations are named '{ename}'")
+    if "data" not in em:
+        raise w.error(parent, i, "an evaluation needs 'data'")
+    metrics = shared if "metrics" not in em else tuple(
+        _metric(v, w.child("metrics").child(j), em["metrics"], j)
+        for j, v in enumerate(_list(em["metrics"] or [], w, em, "metrics")))
+    columns = tuple(_column(v, w.child("columns").child(j), em["columns"], j)
+                    for j, v in enumerate(_list(em.get("columns") or [], w, em, "columns")))
+    judges = tuple(_judge(v, w.child("judges").child(j), em["judges"], j)
+                   for j, v in enumerate(_list(em.get("judges") or [], w, em, "judges")))
+    if not metrics and not columns and not judges:
+        raise w.error(em, None, "nothing to evaluate: give metrics, columns or judges")
+    return EvaluationConfig(ename, _data(em["data"], w.child("data"), em, "data", base), metrics, columns,
+                            judges, _meta(em.get("meta"), w.child("meta"), em, "meta"),
+                            line=getattr(em, "line", 0))
 
 
 def _report(v: Any, where: _Where, parent: Any, base: Path) -> ReportConfig:
@@ -623,8 +631,6 @@ def load_config(path: str | Path) -> RunConfig:
 
 def shipped_configs() -> dict[str, Path]:
     """The configs shipped with evalign: name -> file (``evalign/data/configs/*.yaml``)."""
-    from evalign.datasets.base import bundled_path
-
     folder = bundled_path("configs")
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
 

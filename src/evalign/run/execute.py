@@ -14,7 +14,11 @@ signature changed).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import os
+import pickle
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +26,26 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
+from evalign.cache import Cache
 from evalign.errors import EvalignError, UsageError
+from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
+from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
+from evalign.evaluate.prepare import resolve_columns
+from evalign.io import (
+    _json_safe,  # private until io makes it public (json_safe)
+    atomic_path,
+    write_json_atomic,
+    write_table,
+    write_text_atomic,
+)
+from evalign.judges.backends import backend_class
+from evalign.judges.grading import get_judge, judge_class
+from evalign.judges.runner import run_judge
+from evalign.metrics.base import get_metric, metric_class
+from evalign.report import write_report
+from evalign.report.assemble import from_results
 from evalign.run.config import (
     JudgeConfig,
     MetricConfig,
@@ -31,6 +53,7 @@ from evalign.run.config import (
     human_of,
     init_defaults,
 )
+from evalign.scoring import score
 from evalign.signature import package_version, stable_hash
 
 Step = Callable[[str], None]
@@ -75,8 +98,6 @@ class _Steps:
     one whose cache was cleared) is recomputed, never unpickled."""
 
     def __init__(self, out: Path, force: bool, cache: Any) -> None:
-        import secrets
-
         self.dir = out / ".steps"
         self.force = force
         secret = cache.get("run", "steps-secret")
@@ -86,15 +107,9 @@ class _Steps:
         self._secret = bytes(secret)
 
     def _mac(self, data: bytes) -> str:
-        import hashlib
-        import hmac
-
         return hmac.new(self._secret, data, hashlib.sha256).hexdigest()
 
     def get(self, key: str) -> Any:
-        import hmac
-        import pickle
-
         p, sig = self.dir / f"{key}.pkl", self.dir / f"{key}.sig"
         if self.force or not p.is_file() or not sig.is_file():
             return None
@@ -107,10 +122,6 @@ class _Steps:
             return None
 
     def put(self, key: str, value: Any) -> None:
-        import pickle
-
-        from evalign.io import atomic_path, write_text_atomic
-
         self.dir.mkdir(parents=True, exist_ok=True)
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         (self.dir / f"{key}.sig").unlink(missing_ok=True)
@@ -132,67 +143,33 @@ def load_data(ev: Any) -> dict[str, Any]:
     ``pairs`` (or None), ``human`` (an :class:`~evalign.evaluate.Human`), ``source`` (for
     messages), ``label`` (the data's name in titles: the file's name or ``dataset NAME``),
     ``dataset`` (the dataset's display name or None) and ``ds`` (the loaded dataset or None)."""
-    from evalign.cli.dataset_options import load_dataset_spec
-    from evalign.datasets import pairs_to_items
-    from evalign.evaluate import Human
-    from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
-    from evalign.io import read_items, read_pairs
-
     d = ev.data
-    ds = load_dataset_spec(d.dataset, d.data_dir) if d.dataset else None
     given = ev.meta.get("human")
-    pair_file = d.file is not None and _is_pair_file(d.file)
     try:
-        if given is not None:
-            human = human_of(given)
-        elif ds is not None:
-            human = dataset_human(ds, pref=list(ds.pref_columns)) if pair_file and ds.pref_columns else dataset_human(ds)
-        elif pair_file:
-            pref = tuple(sorted((c for c in read_pairs(d.file).columns if str(c).startswith("pref_")),
-                                key=lambda c: (len(c), c)))
-            if not pref:
-                raise UsageError(f"evaluation '{ev.name}': {d.file} has no pref_* columns: give meta.human.pref_columns")
-            human = Human(pref_columns=pref)
-        else:
-            raise UsageError(f"evaluation '{ev.name}': data from a file needs meta.human (a rating column, system "
-                             "values or preference columns)")
+        labels = human_of(given) if given is not None else None
+    except UsageError:
+        raise
     except EvalignError as e:
-        if isinstance(e, UsageError):
+        raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
+    settings = InputSettings(file=d.file, dataset=d.dataset, data_dir=d.data_dir, fields=dict(d.fields),
+                             labels=labels, rule="labels")
+    try:
+        inputs = load_inputs(settings)
+    except InputsError as e:
+        raise UsageError(f"evaluation '{ev.name}': " + {
+            "no_pref_columns": f"{d.file} has no pref_* columns: give meta.human.pref_columns",
+            "no_labels": "data from a file needs meta.human (a rating column, system values or preference columns)",
+            "file_not_pairs": f"preference labels need a pair table (response_a, response_b), and {d.file} is not one",
+            "no_pair_table": f"dataset '{d.dataset}' has no pair table",
+            "no_item_table": f"dataset '{d.dataset}' has no item table",
+        }[e.reason]) from None
+    except EvalignError as e:
+        if getattr(e, "input_stage", None) != "labels" or isinstance(e, UsageError):
             raise
         raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
-    pairs = None
-    if human.kind == "pairs":
-        if d.file is not None:
-            if not pair_file:
-                raise UsageError(f"evaluation '{ev.name}': preference labels need a pair table (response_a, "
-                                 f"response_b), and {d.file} is not one")
-            pairs = read_pairs(d.file)
-        elif ds is not None and ds.pairs is not None:
-            pairs = ds.pairs.copy()
-        else:
-            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no pair table")
-        items = pairs_to_items(pairs)
-    elif d.file is not None:
-        items = read_items(d.file, fields=dict(d.fields), human=[human.column] if human.column and ds is None else [])
-        if ds is not None:
-            items = attach_labels(items, ds, human)
-    else:
-        assert ds is not None
-        if ds.items is None:
-            raise UsageError(f"evaluation '{ev.name}': dataset '{d.dataset}' has no item table")
-        items = ds.items.copy()
     source = str(d.file) if d.file is not None else f"dataset {d.dataset}"
-    return {"items": items, "pairs": pairs, "human": human, "source": source,
-            "label": d.file.name if d.file is not None else source,
-            "dataset": dataset_title(ds) if ds is not None else None, "ds": ds}
-
-
-def _is_pair_file(path: Path) -> bool:
-    from evalign.io import _iter_records, detect_format
-
-    for _, rec in _iter_records(path, detect_format(path)):
-        return "response_a" in rec
-    return False
+    return {"items": inputs.items, "pairs": inputs.pairs, "human": inputs.human, "source": source,
+            "label": d.file.name if d.file is not None else source, "dataset": inputs.dataset, "ds": inputs.ds}
 
 
 def _human_dict(h: Any) -> dict[str, Any]:
@@ -207,8 +184,6 @@ def _human_dict(h: Any) -> dict[str, Any]:
 
 def _metric_options(mc: MetricConfig) -> dict[str, Any]:
     """A metric's options with the defaults of its declared command-line options filled in."""
-    from evalign.metrics.base import metric_class
-
     cls = metric_class(mc.name)
     defaults = init_defaults(cls)
     out: dict[str, Any] = {}
@@ -239,8 +214,6 @@ def _step_columns(after: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
     """The judge's constructor options: its own keys, ``options``, and the defaults of the rest."""
-    from evalign.judges.grading import judge_class
-
     cls = judge_class(jc.mode)
     opts: dict[str, Any] = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)}
     opts.update({k: v for k, v in dict(getattr(cls, "sampling_defaults", {})).items() if _plain_value(v)})
@@ -258,8 +231,6 @@ def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
 
 
 def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
-    from evalign.judges.backends import backend_class
-
     cls = backend_class(jc.backend)
     opts = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)
             and k not in ("base_url", "model", "model_path", "api_key_env")}
@@ -287,137 +258,154 @@ def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:
 def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any = None,
                    on_progress: Callable[[Any, int, int], None] | None = None) -> EvaluationOutcome:
     """Load, score, judge and meta-evaluate one evaluation (see the module doc)."""
-    from evalign.evaluate import Column, evaluate
-    from evalign.evaluate.prepare import resolve_columns
-    from evalign.io import write_json_atomic, write_table
-    from evalign.judges.grading import get_judge
-    from evalign.judges.runner import run_judge
-    from evalign.metrics.base import get_metric
-    from evalign.scoring import score
-
     folder = out / ev.name
     folder.mkdir(parents=True, exist_ok=True)
     step(f"{ev.name}: loading data")
     d = load_data(ev)
     items: pd.DataFrame = d["items"]
     pairs: pd.DataFrame | None = d["pairs"]
-    pair_mode = pairs is not None
     data_dict = {"dataset": ev.data.dataset, "data_dir": ev.data.data_dir, "file": ev.data.file,
                  "fields": dict(ev.data.fields)}
     data_key = _key("data", {k: str(v) for k, v in data_dict.items()}, _frame_key(items),
                     _frame_key(pairs) if pairs is not None else None)
-    skipped: list[str] = []
-    scored_path = folder / "scored.jsonl"
-    pairs_path = folder / "pairs.jsonl"
-
-    # -- metrics: one step each, written as each finishes
-    metric_runs: dict[str, dict[str, Any]] = {}
-    cols: list[Any] = []
-    metric_keys: list[str] = []
-    for mc in ev.metrics:
-        opts = _metric_options(mc)
-        m = get_metric(mc.name, **opts)
-        key = _key("metric", data_key, mc.name, opts)
-        metric_keys.append(key)
-        done = steps.get(key)
-        if done is not None:
-            items = _attach(items, done["columns"])
-            metric_runs[m.column] = done["run"]
-            skipped.append(f"metric {m.column}")
-            step(f"{ev.name}: {m.column} (done before)")
-        else:
-            step(f"{ev.name}: scoring {len(items)} responses with {m.column}")
-            items, runs = score(items, [m], on_progress=on_progress)
-            r = runs[0]
-            metric_runs[m.column] = {"signature": r.signature, "seconds": r.seconds, "n_items": r.n_items,
-                                     "seconds_per_1000": r.seconds_per_1000, "info": r.info}
-            steps.put(key, {"columns": _step_columns(items, m.column), "run": metric_runs[m.column]})
-            write_table(items, scored_path)
-        cols.append(Column(m.column, "metric", m.higher_is_better,
-                           system_level="mean" if pair_mode else getattr(m, "system_level", "mean"), metric=m))
-
-    # -- judges: one step each (calls are cached as they return; a partial log while running)
-    judge_runs: dict[str, dict[str, Any]] = {}
-    judge_keys: list[str] = []
-    judge_names: list[str] = []
-    for jc in ev.judges:
-        jopts = _judge_options(jc)
-        judge = get_judge(jc.mode, **jopts)
-        on_pairs = judge.pairwise or judge.name == "prometheus_ranking"
-        if on_pairs and not pair_mode:
-            raise UsageError(f"evaluation '{ev.name}': judge '{jc.mode}' grades pairs, and this evaluation's "
-                             "labels are not preferences")
-        table = pairs if on_pairs else items
-        assert table is not None
-        be = _make_backend(jc)
-        key = _key("judge", data_key, jc.mode, jopts, be.identity())
-        judge_keys.append(key)
-        done = steps.get(key)
-        if done is not None:
-            table = _attach(table, done["columns"])
-            judge_runs[judge.column] = done["run"]
-            skipped.append(f"judge {judge.column}")
-            step(f"{ev.name}: judge {judge.column} (done before)")
-        else:
-            step(f"{ev.name}: judging {len(table)} {'pairs' if on_pairs else 'responses'} with {judge.column}")
-            run = run_judge(table, judge, be, cache=cache, partial_path=folder / f"{_safe(judge.column)}.partial.jsonl")
-            table = run.table
-            summary = run.summary.as_dict()
-            judge_runs[judge.column] = {"signature": run.signature, "summary": summary}
-            steps.put(key, {"columns": _step_columns(table, judge.column), "run": judge_runs[judge.column]})
-            (folder / f"{_safe(judge.column)}.partial.jsonl").unlink(missing_ok=True)
-            write_json_atomic(folder / f"{_safe(judge.column)}.summary.json", summary)
-        if on_pairs:
-            pairs = table
-            write_table(pairs, pairs_path)
-        else:
-            items = table
-            write_table(items, scored_path)
-        judge_names.append(judge.column)
+    run = _Run(ev, folder, steps, step, data_key, items, pairs)
+    run.metrics(on_progress)
+    run.judges(cache)
     if not ev.metrics and not ev.judges:
-        write_table(items, scored_path)
+        write_table(run.items, folder / "scored.jsonl")
+    run.given_columns(d["source"])
+    result, meta_resolved = run.meta(d)
+    return EvaluationOutcome(ev.name, run.items, run.pairs, result, [c.name for c in run.cols if c.metric is not None],
+                             run.metric_runs, run.judge_runs, run.cols, meta_resolved, data_dict, run.skipped)
 
-    # -- precomputed columns and the judges' columns
-    names = [c.name for c in ev.columns] + judge_names
-    if names:
-        table_out, more, _ = resolve_columns(items, names, source=d["source"], pairs=pairs)
+
+@dataclass
+class _Run:
+    """One evaluation's steps in order, each one recorded under a key of what it depends on."""
+
+    ev: Any
+    folder: Path
+    steps: _Steps
+    step: Step
+    data_key: str
+    items: pd.DataFrame
+    pairs: pd.DataFrame | None
+    cols: list[Any] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    metric_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metric_keys: list[str] = field(default_factory=list)
+    judge_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    judge_keys: list[str] = field(default_factory=list)
+    judge_names: list[str] = field(default_factory=list)
+
+    def metrics(self, on_progress: Callable[[Any, int, int], None] | None) -> None:
+        """The metrics: one step each, written as each finishes."""
+        name = self.ev.name
+        for mc in self.ev.metrics:
+            opts = _metric_options(mc)
+            m = get_metric(mc.name, **opts)
+            key = _key("metric", self.data_key, mc.name, opts)
+            self.metric_keys.append(key)
+            done = self.steps.get(key)
+            if done is not None:
+                self.items = _attach(self.items, done["columns"])
+                self.metric_runs[m.column] = done["run"]
+                self.skipped.append(f"metric {m.column}")
+                self.step(f"{name}: {m.column} (done before)")
+            else:
+                self.step(f"{name}: scoring {len(self.items)} responses with {m.column}")
+                self.items, runs = score(self.items, [m], on_progress=on_progress)
+                r = runs[0]
+                self.metric_runs[m.column] = {"signature": r.signature, "seconds": r.seconds, "n_items": r.n_items,
+                                              "seconds_per_1000": r.seconds_per_1000, "info": r.info}
+                self.steps.put(key, {"columns": _step_columns(self.items, m.column), "run": self.metric_runs[m.column]})
+                write_table(self.items, self.folder / "scored.jsonl")
+            self.cols.append(Column(m.column, "metric", m.higher_is_better, system_level="mean" if self.pairs is not None
+                                    else getattr(m, "system_level", "mean"), metric=m))
+
+    def judges(self, cache: Any) -> None:
+        """The judges: one step each (calls are cached as they return; a partial log while running)."""
+        for jc in self.ev.judges:
+            jopts = _judge_options(jc)
+            judge = get_judge(jc.mode, **jopts)
+            on_pairs = judge.pairwise or judge.name == "prometheus_ranking"
+            if on_pairs and self.pairs is None:
+                raise UsageError(f"evaluation '{self.ev.name}': judge '{jc.mode}' grades pairs, and this evaluation's "
+                                 "labels are not preferences")
+            table = self.pairs if on_pairs else self.items
+            assert table is not None
+            be = _make_backend(jc)
+            key = _key("judge", self.data_key, jc.mode, jopts, be.identity())
+            self.judge_keys.append(key)
+            table = self._judge(key, table, judge, be, cache, on_pairs)
+            if on_pairs:
+                self.pairs = table
+                write_table(self.pairs, self.folder / "pairs.jsonl")
+            else:
+                self.items = table
+                write_table(self.items, self.folder / "scored.jsonl")
+            self.judge_names.append(judge.column)
+
+    def _judge(self, key: str, table: pd.DataFrame, judge: Any, be: Any, cache: Any, on_pairs: bool) -> pd.DataFrame:
+        """One judge's step: its columns of ``table``, recorded or computed."""
+        done = self.steps.get(key)
+        if done is not None:
+            self.judge_runs[judge.column] = done["run"]
+            self.skipped.append(f"judge {judge.column}")
+            self.step(f"{self.ev.name}: judge {judge.column} (done before)")
+            return _attach(table, done["columns"])
+        self.step(f"{self.ev.name}: judging {len(table)} {'pairs' if on_pairs else 'responses'} with {judge.column}")
+        partial = self.folder / f"{_safe(judge.column)}.partial.jsonl"
+        run = run_judge(table, judge, be, cache=cache, partial_path=partial)
+        summary = run.summary.as_dict()
+        self.judge_runs[judge.column] = {"signature": run.signature, "summary": summary}
+        self.steps.put(key, {"columns": _step_columns(run.table, judge.column), "run": self.judge_runs[judge.column]})
+        partial.unlink(missing_ok=True)
+        write_json_atomic(self.folder / f"{_safe(judge.column)}.summary.json", summary)
+        return run.table  # type: ignore[no-any-return]
+
+    def given_columns(self, source: str) -> None:
+        """The precomputed columns and the judges' columns."""
+        names = [c.name for c in self.ev.columns] + self.judge_names
+        if not names:
+            return
+        table_out, more, _ = resolve_columns(self.items, names, source=source, pairs=self.pairs)
         assert table_out is not None
-        items = table_out
-        given = {c.name: c for c in ev.columns}
+        self.items = table_out
+        given = {c.name: c for c in self.ev.columns}
         for c in more:
             g = given.get(c.name)
             if g is not None:
                 c = dataclasses.replace(c, kind=g.kind or c.kind, higher_is_better=c.higher_is_better
                                         if g.higher_is_better is None else g.higher_is_better)
-            cols.append(c)
+            self.cols.append(c)
 
-    # -- the meta-evaluation: the EvalSpec built from the config's meta section
-    costs = {c: r["seconds_per_1000"] for c, r in metric_runs.items()}
-    spec = build_spec(ev, d, cols, items=items, pairs=pairs, costs=costs)
-    meta_resolved = _meta_dict(spec)
-    col_dicts = [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
-                  "system_level": c.system_level} for c in cols]
-    key = _key("meta", data_key, metric_keys, judge_keys, col_dicts, meta_resolved)
-    result = steps.get(key)
-    if result is not None:
-        skipped.append("meta-evaluation")
-        step(f"{ev.name}: meta-evaluation (done before)")
-    else:
-        rs = spec.resampling
-        step(f"{ev.name}: meta-evaluating ({rs.n_resamples} resamples, {rs.n_permutations} permutations, "
-             f"seed {rs.seed})")
-        result = evaluate(spec)
-        steps.put(key, result)
-    return EvaluationOutcome(ev.name, items, pairs, result, [c.name for c in cols if c.metric is not None],
-                             metric_runs, judge_runs, cols, meta_resolved, data_dict, skipped)
+    def meta(self, d: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The meta-evaluation: the EvalSpec built from the config's meta section. Returns (the
+        result, the resolved meta section)."""
+        costs = {c: r["seconds_per_1000"] for c, r in self.metric_runs.items()}
+        spec = build_spec(self.ev, d, self.cols, items=self.items, pairs=self.pairs, costs=costs)
+        meta_resolved = _meta_dict(spec)
+        col_dicts = [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
+                      "system_level": c.system_level} for c in self.cols]
+        key = _key("meta", self.data_key, self.metric_keys, self.judge_keys, col_dicts, meta_resolved)
+        result = self.steps.get(key)
+        if result is not None:
+            self.skipped.append("meta-evaluation")
+            self.step(f"{self.ev.name}: meta-evaluation (done before)")
+        else:
+            rs = spec.resampling
+            self.step(f"{self.ev.name}: meta-evaluating ({rs.n_resamples} resamples, {rs.n_permutations} "
+                      f"permutations, seed {rs.seed})")
+            result = evaluate(spec)
+            self.steps.put(key, result)
+        return result, meta_resolved
 
 
 def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.DataFrame | None,
                pairs: pd.DataFrame | None, costs: Mapping[str, float] | None = None) -> Any:
     """The :class:`~evalign.evaluate.EvalSpec` of an evaluation's ``meta`` section, with the
     defaults made explicit (the trust tables, the minimum group size, the level)."""
-    from evalign.evaluate import EvalSpec, Resampling, TrustRequest
-
     meta = dict(ev.meta)
     spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust")}
     spec_kw.setdefault("source", d["label"])
@@ -437,8 +425,6 @@ def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.Data
 def dry_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
     """Per evaluation, its ``meta`` section with every default filled in, without scoring or
     judging (the data is loaded to find the labels)."""
-    from evalign.evaluate import Column
-
     out: dict[str, dict[str, Any]] = {}
     for ev in cfg.evaluations:
         d = load_data(ev)
@@ -484,9 +470,6 @@ def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = F
     """Run every evaluation of ``cfg``, write its outputs, the report, ``resolved.yaml`` and
     ``run.json`` into the output folder (``out`` overrides the config's); ``force`` redoes every
     step. Returns what was done."""
-    from evalign.cache import Cache
-    from evalign.io import write_json_atomic
-
     say = step or (lambda _s: None)
     folder = cfg.out_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -527,8 +510,6 @@ def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = F
 
 
 def _write_evaluation(oc: EvaluationOutcome, out: Path, formats: tuple[str, ...]) -> dict[str, Path]:
-    from evalign.io import write_json_atomic, write_table
-
     folder = out / oc.name
     files: dict[str, Path] = {}
     if oc.items is not None:
@@ -559,9 +540,6 @@ def _write_evaluation(oc: EvaluationOutcome, out: Path, formats: tuple[str, ...]
 
 
 def _write_report(cfg: RunConfig, outcomes: list[EvaluationOutcome], out: Path) -> tuple[Any, dict[str, Path]]:
-    from evalign.report import write_report
-    from evalign.report.assemble import from_results
-
     sigs = [f"{c}: {r['signature']}" for o in outcomes for c, r in o.metric_runs.items()]
     sigs += [f"{c}: {r['signature']}" for o in outcomes for c, r in o.judge_runs.items()]
     one = outcomes[0] if len(outcomes) == 1 else None
@@ -643,14 +621,22 @@ def resolve(cfg: RunConfig, outcomes: list[EvaluationOutcome], folder: Path, *, 
 
 
 def _write_resolved(path: Path, resolved: Mapping[str, Any]) -> None:
-    import yaml
-
-    from evalign.io import _json_safe, write_text_atomic
-
     head = ("# The resolved run config written by `evalign run`: every default filled in, every signature\n"
             "# recorded. `evalign run` on this file reproduces the run (and warns if a signature changed).\n")
-    write_text_atomic(path, head + yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True,
-                                                  width=100))
+    write_text_atomic(path, head + resolved_yaml(resolved))
+
+
+def resolved_yaml(resolved: Mapping[str, Any]) -> str:
+    """A resolved config (see :func:`resolve`) as YAML text."""
+    return yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True, width=100)
+
+
+def dry_run(cfg: RunConfig, *, out: str | Path | None = None) -> str:
+    """The config with every default filled in, as YAML, without scoring, judging or writing (the
+    data is loaded to find the labels; no signatures)."""
+    resolved = resolve(cfg, [], cfg.out_dir(out), partial=True, metas=dry_meta(cfg))
+    resolved.pop("signatures")
+    return resolved_yaml(resolved)
 
 
 def compare_signatures(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:

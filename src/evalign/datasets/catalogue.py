@@ -1,0 +1,127 @@
+"""The dataset catalogue: every registered dataset, its variants, and ``NAME[:VARIANT]`` specs.
+
+A dataset is named ``NAME`` or ``NAME:VARIANT`` (e.g. ``llmbar:mt-bench``, LLMBar's processed
+MT-Bench human judgments). :data:`CATALOGUE` describes every registered adapter (labels, licence,
+whether it ships with evalign, where to get its files, its variants); each entry is declared where
+its adapter is registered (``register_dataset(NAME, entry=DatasetEntry(...))``), and
+``evalign datasets`` prints it. :func:`load_dataset_spec` loads one; :func:`dataset_table` turns it
+into the item table, the pair table, or the pair table as items (both sides of each pair as rows)
+that the verbs read.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evalign.datasets.base import (
+    CATALOGUE,
+    DATASETS,
+    DatasetEntry,
+    HumanDataset,
+    Variant,
+    list_datasets,
+    pairs_to_items,
+)
+from evalign.errors import EvalignError
+
+__all__ = [
+    "CATALOGUE",
+    "TABLE_KINDS",
+    "DatasetEntry",
+    "Variant",
+    "dataset_table",
+    "load_dataset_spec",
+    "parse_spec",
+    "table_of",
+]
+
+#: what :func:`dataset_table` can return
+TABLE_KINDS = ("items", "pairs", "pairs-as-items")
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """``NAME`` or ``NAME:VARIANT`` -> (name, variant or None). Raises EvalignError for an unknown
+    name or variant (the message lists the known ones)."""
+    name, _, variant = spec.strip().partition(":")
+    known = list_datasets()
+    if name not in known:
+        raise EvalignError(f"unknown dataset '{name}' (known: {', '.join(known)}; see `evalign datasets`)")
+    if not variant:
+        return name, None
+    entry = CATALOGUE.get(name)
+    variants = entry.variants if entry else {}
+    key = variant.lower()
+    if key not in variants:  # a variant may also be named by its one subset, e.g. llmbar:Processed/MT-Bench
+        key = next((k for k, v in variants.items() if [str(x).lower() for x in v.kwargs.get("subsets", [])] == [key]),
+                   key)
+    if key not in variants:
+        listing = ", ".join(f"{name}:{v}" for v in variants) or "none"
+        raise EvalignError(f"dataset '{name}' has no variant '{variant}' (variants: {listing})")
+    return name, key
+
+
+def _accepts_data_dir(fn: Callable[..., Any]) -> bool:
+    return "data_dir" in inspect.signature(fn).parameters
+
+
+def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> HumanDataset:
+    """The :class:`~evalign.datasets.HumanDataset` named by ``spec`` (``NAME`` or ``NAME:VARIANT``).
+
+    ``data_dir`` is passed to adapters that read files that do not ship with evalign (None: the
+    default data folder, see :func:`evalign.datasets.external.default_data_dir`). A variant with
+    ``tasks`` keeps only the rows of those ``task`` values; its name is ``NAME:VARIANT``.
+    """
+    name, variant = parse_spec(spec)
+    v = CATALOGUE[name].variants[variant] if variant else None
+    kwargs: dict[str, Any] = dict(v.kwargs) if v else {}
+    fn = DATASETS.get(name)
+    if data_dir is not None and _accepts_data_dir(fn):
+        kwargs["data_dir"] = data_dir
+    ds = fn(**kwargs)
+    if v is None:
+        return ds
+    changes: dict[str, Any] = {"name": f"{name}:{variant}", "description": f"{ds.description} - variant: {v.description}"}
+    if v.tasks:
+        for attr in ("items", "pairs"):
+            df = getattr(ds, attr)
+            if df is not None:
+                changes[attr] = df[df["task"].isin(v.tasks)].reset_index(drop=True)
+    return replace(ds, **changes)
+
+
+def dataset_table(spec: str, data_dir: str | Path | None = None, *, as_: str = "auto-items") -> Any:
+    """A table of the dataset ``spec`` (``NAME`` or ``NAME:VARIANT``), ready for the other verbs:
+    :func:`load_dataset_spec` then :func:`table_of`."""
+    return table_of(load_dataset_spec(spec, data_dir), as_=as_)
+
+
+def table_of(ds: Any, *, as_: str = "auto-items") -> Any:
+    """A table of a loaded :class:`~evalign.datasets.HumanDataset`.
+
+    ``as_``: ``"items"`` (the item table; error if the dataset has none), ``"pairs"`` (the pair
+    table), ``"pairs-as-items"`` (both sides of each pair as item rows with ``side`` a/b, see
+    :func:`evalign.datasets.pairs_to_items`), or ``"auto-items"`` (the item table if there is one,
+    else the pairs as items: what ``score`` and ``judge`` need). The table's ``attrs["source"]``
+    is ``"dataset NAME"``.
+    """
+    kind = as_
+    if kind == "auto-items":
+        kind = "items" if ds.items is not None else "pairs-as-items"
+    if kind not in TABLE_KINDS:
+        raise EvalignError(f"table kind must be one of {', '.join(TABLE_KINDS)}, not '{as_}'")
+    if kind == "items":
+        if ds.items is None:
+            raise EvalignError(f"dataset '{ds.name}' has no item table (it has pairs: use --as pairs or pairs-as-items)")
+        table = ds.items.copy()
+    elif ds.pairs is None:
+        raise EvalignError(f"dataset '{ds.name}' has no pair table (use --as items)")
+    elif kind == "pairs":
+        table = ds.pairs.copy()
+    else:
+        table = pairs_to_items(ds.pairs)
+    table.attrs["source"] = f"dataset {ds.name}"
+    return table
