@@ -124,7 +124,7 @@ def _binary_stream(path: Path) -> IO[bytes]:
         raise InputError(f"cannot open ({e.strerror})", file=str(path)) from None
 
 
-def _decoded_lines(fh: IO[bytes], file: str) -> Iterator[tuple[int, str]]:
+def decoded_lines(fh: IO[bytes], file: str) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of a UTF-8 stream; the BOM is skipped; invalid UTF-8 is an
     :class:`InputError` naming the line and the 1-based character column."""
     for lineno, raw in enumerate(fh, start=1):
@@ -138,7 +138,7 @@ def _decoded_lines(fh: IO[bytes], file: str) -> Iterator[tuple[int, str]]:
                              file=file, line=lineno, column=col) from None
 
 
-def _json_loads(text: str, *, file: str, line: int | None) -> Any:
+def json_loads(text: str, *, file: str, line: int | None) -> Any:
     try:
         return json.loads(text if line is None else text.rstrip("\r\n"))
     except json.JSONDecodeError as e:
@@ -164,7 +164,7 @@ def _unwrap_object(obj: dict[str, Any], file: str) -> tuple[str, list[Any]] | No
 
 def _iter_json(fh: IO[bytes], file: str, meta: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Records of a JSONL stream, a JSON list, or a JSON object holding the list."""
-    lines = _decoded_lines(fh, file)
+    lines = decoded_lines(fh, file)
     buffered: list[tuple[int, str]] = []
     first = ""
     for lineno, text in lines:
@@ -174,10 +174,10 @@ def _iter_json(fh: IO[bytes], file: str, meta: dict[str, Any]) -> Iterator[tuple
             break
     if not first:
         return
-    if first == "[" or (first == "{" and not _complete_json_line(buffered[-1][1])):
+    if first == "[" or (first == "{" and not complete_json_line(buffered[-1][1])):
         # one JSON document (a list, or an object over several lines)
         doc_text = "".join(t for _, t in buffered) + "".join(t for _, t in lines)
-        doc = _json_loads(doc_text, file=file, line=None)
+        doc = json_loads(doc_text, file=file, line=None)
         if isinstance(doc, dict):
             unwrapped = _unwrap_object(doc, file)
             if unwrapped is None:
@@ -199,7 +199,7 @@ def _iter_json(fh: IO[bytes], file: str, meta: dict[str, Any]) -> Iterator[tuple
     for lineno, text in _chain(buffered, lines):
         if not text.strip():
             continue
-        rec = _json_loads(text, file=file, line=lineno)
+        rec = json_loads(text, file=file, line=lineno)
         if not isinstance(rec, dict):
             raise InputError(f"each line must be a JSON object, got {type(rec).__name__}", file=file, line=lineno)
         n += 1
@@ -225,7 +225,7 @@ def _chain(first: list[tuple[int, str]], rest: Iterator[tuple[int, str]]) -> Ite
     yield from rest
 
 
-def _complete_json_line(text: str) -> bool:
+def complete_json_line(text: str) -> bool:
     try:
         json.loads(text)
     except (json.JSONDecodeError, RecursionError):
@@ -233,11 +233,11 @@ def _complete_json_line(text: str) -> bool:
     return True
 
 
-def _iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Records of a CSV/TSV stream: empty cells and cells absent from short rows are missing (None);
     a row with more cells than the header is an error."""
     csv.field_size_limit(2**31 - 1)
-    lines = _decoded_lines(fh, file)
+    lines = decoded_lines(fh, file)
     state = {"line": 0}
 
     def text_lines() -> Iterator[str]:
@@ -272,7 +272,7 @@ def _iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[st
         raise InputError(f"cannot parse CSV ({e})", file=file, line=state["line"]) from None
 
 
-def _iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for each record of a file (``-`` = standard input, JSONL).
     ``meta`` receives ``line_word`` (how positions are named) and ``json_key`` where it applies."""
     meta = {} if meta is None else meta
@@ -291,7 +291,7 @@ def _iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> I
         if fmt == "jsonl":
             yield from _iter_json(fh, file, meta)
         else:
-            yield from _iter_csv(fh, file, "\t" if fmt == "tsv" else ",")
+            yield from iter_csv(fh, file, "\t" if fmt == "tsv" else ",")
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
@@ -303,10 +303,10 @@ def _iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
         raise InputError(f"duplicate column '{dup}'", file=str(df.attrs.get("source", "<DataFrame>")))
     cols = [str(c) for c in df.columns]
     for i, values in enumerate(df.itertuples(index=False, name=None), start=1):
-        yield i, {c: _unbox(v) for c, v in zip(cols, values, strict=True)}
+        yield i, {c: unbox(v) for c, v in zip(cols, values, strict=True)}
 
 
-def _unbox(v: Any) -> Any:
+def unbox(v: Any) -> Any:
     """A DataFrame cell as a plain Python value; NaN, ``pd.NA``, ``NaT`` and None are None."""
     if v is None or v is pd.NA or v is pd.NaT:
         return None
@@ -452,7 +452,7 @@ def parse_number(
     return float(v)
 
 
-def _records_to_table(
+def records_to_table(
     records: Iterable[tuple[int, dict[str, Any]]],
     *,
     file: str,
@@ -525,12 +525,12 @@ def read_items(
     meta: dict[str, Any] = {}
     if isinstance(source, pd.DataFrame):
         meta["line_word"] = "row"
-        return _records_to_table(_iter_frame(source), file=str(source.attrs.get("source", "<DataFrame>")), fields=fields,
+        return records_to_table(_iter_frame(source), file=str(source.attrs.get("source", "<DataFrame>")), fields=fields,
                                  human=human, require_reference=require_reference, default_system=default_system,
                                  numeric_from_text=False, meta=meta, on_invalid=on_invalid)
     path = Path(source) if str(source) != STDIO else Path(STDIO)
     fmt = format or detect_format(source)
-    return _records_to_table(_iter_records(path, fmt, meta), file=_display(source), fields=fields, human=human,
+    return records_to_table(iter_records(path, fmt, meta), file=_display(source), fields=fields, human=human,
                              require_reference=require_reference, default_system=default_system,
                              numeric_from_text=fmt in ("csv", "tsv"), meta=meta, on_invalid=on_invalid)
 
@@ -582,7 +582,7 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
         name = _display(source)
         fmt = detect_format(source)
         from_text = fmt in ("csv", "tsv")
-        records = _iter_records(Path(source), fmt, meta)
+        records = iter_records(Path(source), fmt, meta)
     rows: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for line, rec in records:
@@ -650,10 +650,10 @@ def read_system_human(path: str | Path) -> dict[str, float]:
     if path.suffix.lower() == ".json":
         fh = _binary_stream(path)
         try:
-            text = "".join(t for _, t in _decoded_lines(fh, file))
+            text = "".join(t for _, t in decoded_lines(fh, file))
         finally:
             fh.close()
-        obj = _json_loads(text, file=file, line=None)
+        obj = json_loads(text, file=file, line=None)
         nested = [v for v in obj.values() if isinstance(v, Mapping)] if isinstance(obj, Mapping) else []
         if len(nested) == 1:  # e.g. {"description": ..., "ranks": {system: rank}}
             obj = nested[0]
@@ -669,7 +669,7 @@ def read_system_human(path: str | Path) -> dict[str, float]:
     fmt = detect_format(path)
     if fmt not in ("csv", "tsv"):
         raise UsageError(f"{file}: system-level human values are read from .json, .csv or .tsv files")
-    records = list(_iter_records(path, fmt))
+    records = list(iter_records(path, fmt))
     if not records:
         raise InputError("no records", file=file)
     cols = list(records[0][1])
@@ -699,7 +699,7 @@ def references_of(df: pd.DataFrame) -> list[list[str]]:
         return [[] for _ in range(len(df))]
     out: list[list[str]] = []
     for i, r in enumerate(df["reference"].tolist(), start=1):
-        r = _unbox(r)
+        r = unbox(r)
         if r is None:
             out.append([])
         elif isinstance(r, str):
@@ -819,10 +819,10 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write a JSON file atomically (indented, UTF-8, NaN written as null)."""
-    write_text_atomic(path, json.dumps(_json_safe(obj), indent=2, ensure_ascii=False, default=_json_default) + "\n")
+    write_text_atomic(path, json.dumps(json_safe(obj), indent=2, ensure_ascii=False, default=json_default) + "\n")
 
 
-def _json_safe(obj: Any) -> Any:
+def json_safe(obj: Any) -> Any:
     """``obj`` with NaN / infinities as None and numpy scalars and arrays as Python values
     (lists and dicts walked without recursion, so deep nesting cannot overflow the stack)."""
     root: list[Any] = [obj]
@@ -852,7 +852,7 @@ def _json_safe(obj: Any) -> Any:
     return root[0]
 
 
-def _json_default(v: Any) -> Any:
+def json_default(v: Any) -> Any:
     """JSON for values the json module does not know: dates and times as ISO 8601 text, decimals
     as numbers, sets as sorted lists; anything else is a :class:`TypeError`."""
     if isinstance(v, _dt.datetime | _dt.date | _dt.time | pd.Timestamp):
@@ -871,7 +871,7 @@ def _jsonl_lines(df: pd.DataFrame, path: str) -> Iterator[str]:
     for i, values in enumerate(df.itertuples(index=False, name=None), start=1):
         rec = dict(zip(cols, values, strict=True))
         try:
-            yield json.dumps(_json_safe(rec), ensure_ascii=False, default=_json_default) + "\n"
+            yield json.dumps(json_safe(rec), ensure_ascii=False, default=json_default) + "\n"
         except (TypeError, ValueError, RecursionError) as e:
             col = next((c for c in cols if not _json_ok(rec[c])), None)
             raise OutputError(f"{path}: row {i}" + (f", column '{col}'" if col else "") + f": {e}") from None
@@ -879,7 +879,7 @@ def _jsonl_lines(df: pd.DataFrame, path: str) -> Iterator[str]:
 
 def _json_ok(v: Any) -> bool:
     try:
-        json.dumps(_json_safe(v), default=_json_default)
+        json.dumps(json_safe(v), default=json_default)
     except (TypeError, ValueError, RecursionError):
         return False
     return True
@@ -908,7 +908,7 @@ def write_table(df: pd.DataFrame, path: str | Path, format: str | None = None) -
             out = df.copy()
             for c in out.columns:
                 if out[c].map(lambda v: isinstance(v, list | tuple | dict)).any():
-                    out[c] = out[c].map(lambda v: json.dumps(_json_safe(v), ensure_ascii=False, default=_json_default)
+                    out[c] = out[c].map(lambda v: json.dumps(json_safe(v), ensure_ascii=False, default=json_default)
                                         if isinstance(v, list | tuple | dict) else v)
             try:
                 out.to_csv(tmp, index=False, sep="\t" if fmt == "tsv" else ",")
@@ -928,3 +928,15 @@ def write_table(df: pd.DataFrame, path: str | Path, format: str | None = None) -
                 raise
             except Exception as e:  # pyarrow raises several types for values it cannot store
                 raise OutputError(f"{path}: cannot write Parquet ({' '.join(str(e).split())[:300]})") from None
+
+
+#: the former private names of the helpers above (other modules imported them; use the public names)
+_iter_records = iter_records
+_json_safe = json_safe
+_json_default = json_default
+_complete_json_line = complete_json_line
+_decoded_lines = decoded_lines
+_iter_csv = iter_csv
+_json_loads = json_loads
+_unbox = unbox
+_records_to_table = records_to_table

@@ -98,7 +98,7 @@ def is_done(settings: EngineSettings, index: int) -> bool:
 def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
     """The shard's validated rows (as :func:`evalign.io.read_items` with ``require_reference``),
     with a hidden line column; a shard whose rows were all skipped is an empty table."""
-    from evalign.io import _records_to_table
+    from evalign.io import records_to_table
 
     records, word = read_shard_records(spec)
     seen: list[tuple[int, dict[str, Any]]] = []
@@ -113,7 +113,7 @@ def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
                           "default_system": settings.default_system,
                           "numeric_from_text": spec.kind == "csv"}
     try:
-        return _records_to_table(tagged(), meta={"line_word": word}, on_invalid="skip" if settings.skip_invalid
+        return records_to_table(tagged(), meta={"line_word": word}, on_invalid="skip" if settings.skip_invalid
                                  else "error", **kw)
     except InputError as e:
         if not settings.skip_invalid or e.reason is None or not e.reason.startswith("no records"):
@@ -121,7 +121,7 @@ def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
     skipped = []  # every row invalid: the reader's message for each
     for pair in seen:
         try:
-            _records_to_table([pair], meta={"line_word": word}, **kw)
+            records_to_table([pair], meta={"line_word": word}, **kw)
         except InputError as e:
             skipped.append(str(e))
     empty = pd.DataFrame(columns=["id", "system", "reference", "response", _LINE])
