@@ -7,7 +7,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console
+from evalign.cache import cache_stats, clear_cache, default_cache_path
+from evalign.cli.common import AS_JSON, CliError, console, emit_json, err_console
 
 
 def human_size(n: int) -> str:
@@ -23,8 +24,6 @@ def human_size(n: int) -> str:
 def cache_created_notice(existed_before: bool) -> str | None:
     """The one line said when a run has just created the cache (None when it existed before or
     still does not exist)."""
-    from evalign.cache import default_cache_path
-
     path = default_cache_path()
     if existed_before or not path.is_file():
         return None
@@ -36,10 +35,8 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Show what the cache holds (embeddings, judge outputs) or clear it.", no_args_is_help=True)
 
     @group.command("info")
-    def info_cmd(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
+    def info_cmd(as_json: bool = AS_JSON) -> None:
         """Location, size on disk and entries by kind."""
-        from evalign.cache import cache_stats
-
         st = cache_stats()
         if as_json:
             emit_json(st)
@@ -50,11 +47,9 @@ def register(app: typer.Typer) -> None:
     def clear_cmd(
         kind: str = typer.Option(None, "--kind", help="Clear only this kind (namespace), e.g. embedding or judge."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Clear without asking."),
-        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+        as_json: bool = AS_JSON,
     ) -> None:
         """Delete cached entries (all, or one kind). Asks for confirmation unless --yes."""
-        from evalign.cache import cache_stats, clear_cache
-
         st = cache_stats()
         if kind is not None and kind not in st["by_namespace"]:
             known = ", ".join(st["by_namespace"]) or "none"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,9 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
+from evalign.cli.meta import trust_display
+from evalign.demo import human_rank_scale, run_demo, write_demo
+from evalign.metrics.base import Metric
 
 
 def register(app: typer.Typer) -> None:
@@ -24,11 +28,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
         metric agrees best with the human judgments."""
-        import json
-
-        from evalign.demo import run_demo, write_demo
-        from evalign.evaluate import evaluation_progress
-        from evalign.metrics.base import Metric
+        from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
 
         with Stages(disable=as_json) as stages:
 
@@ -65,8 +65,6 @@ def register(app: typer.Typer) -> None:
 def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     """The demo's terminal tables (title, table): the Self-Instruct leaderboard, the system-level
     trust table and the PandaLM trust table, with short metric names (see :func:`demo_legend`)."""
-    from evalign.cli.meta import trust_display
-
     short = _short_names(result.metric_cols)
     board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
     board["human_rank"] = board["human_rank"].astype(int)
@@ -90,8 +88,6 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
 
 def demo_legend(result: Any) -> list[str]:
     """What the short names of the demo's tables stand for."""
-    from evalign.demo import human_rank_scale
-
     lines = [f"{name} = {col}" for col, name in _short_names(result.metric_cols).items() if col != name]
     lines.append(f"human rank = {human_rank_scale()}")
     return lines

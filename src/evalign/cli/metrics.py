@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import typer
 
-from evalign.cli.common import emit_json, print_table
+from evalign.cli.common import AS_JSON, emit_json, print_table
+from evalign.metrics.base import list_metrics
 
 
 def register(app: typer.Typer) -> None:
@@ -12,14 +14,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics_cmd(
-        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+        as_json: bool = AS_JSON,
         options: bool = typer.Option(False, "--options", help="List each metric's options (for --option metric.key=value)."),
     ) -> None:
         """List the metrics evalign knows, with their direction, default options and description (or their options)."""
-        import pandas as pd
-
-        from evalign.metrics.base import list_metrics
-
         if options:
             rows = [
                 {"metric": m.name, "option": k, "values": spec.describe(), "help": spec.help}
