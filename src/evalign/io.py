@@ -46,7 +46,8 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -339,6 +340,27 @@ def _is_missing(v: Any) -> bool:
     return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where a record was read (its errors name the file, line and source field)."""
+
+    rec: Mapping[str, Any]
+    file: str
+    line: int
+    fields: Mapping[str, str]
+    line_word: str = "line"
+
+    def err(self, msg: str, field: str) -> InputError:
+        return InputError(msg, file=self.file, line=self.line, field=self.fields.get(field, field),
+                          line_word=self.line_word)
+
+    def missing(self, field: str, extra: str = "") -> InputError:
+        src = self.fields.get(field, field)
+        rec, fields = self.rec, self.fields
+        return self.err(f"missing{extra}{did_you_mean(src, [k for k in rec if k not in fields.values()]) if src not in rec else ''}",
+                        field)
+
+
 def _validate(
     rec: dict[str, Any],
     *,
@@ -352,9 +374,7 @@ def _validate(
     line_word: str = "line",
     check_text: bool = True,
 ) -> dict[str, Any]:
-    def err(msg: str, field: str) -> InputError:
-        return InputError(msg, file=file, line=line, field=fields.get(field, field), line_word=line_word)
-
+    where = _Where(rec, file, line, fields, line_word)
     out = dict(rec)
     # rename source fields to canonical names; a mapped field that is absent is missing
     for canon, src in fields.items():
@@ -369,54 +389,58 @@ def _validate(
         for k, v in out.items():
             if not isinstance(v, int | float | bool) and v is not None:
                 _check_value_text(v, file=file, line=line, field=fields.get(k, k), line_word=line_word)
+    _validate_core(out, where, default_system)
+    _validate_reference(out, where, require_reference)
+    for h in human:
+        if h not in out:
+            raise where.err(f"missing human rating field{did_you_mean(h, rec)}", h)
+        if line_word != "row" and isinstance(out[h], float) and math.isnan(out[h]):  # JSON's NaN literal
+            raise where.err("must be a finite number, got nan (write null for a missing rating)", h)
+        out[h] = parse_number(out[h], from_text=numeric_from_text, file=file, line=line, field=h, line_word=line_word)
+    return out
 
-    def missing(field: str, extra: str = "") -> InputError:
-        src = fields.get(field, field)
-        return err(f"missing{extra}{did_you_mean(src, [k for k in rec if k not in fields.values()]) if src not in rec else ''}",
-                   field)
 
+def _validate_core(out: dict[str, Any], where: _Where, default_system: str | None) -> None:
+    """``system``, ``id``, ``response`` and the text fields of a renamed record, checked (in place)."""
     if _is_missing(out.get("system")) or out.get("system") == "":
         if default_system is None:
-            raise missing("system", " (or pass a default system name)")
+            raise where.missing("system", " (or pass a default system name)")
         out["system"] = default_system
     if _is_missing(out.get("id")) or out.get("id") == "":
-        raise missing("id")
+        raise where.missing("id")
     if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
-        raise err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
+        raise where.err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
     out["id"] = str(out["id"])
     if not isinstance(out["system"], str):
-        raise err(f"must be a string, got {type(out['system']).__name__}", "system")
+        raise where.err(f"must be a string, got {type(out['system']).__name__}", "system")
     if _is_missing(out.get("response")):
-        raise missing("response")
+        raise where.missing("response")
     for f in TEXT_FIELDS:
         if f in out and not _is_missing(out[f]) and not isinstance(out[f], str):
-            raise err(f"must be a string, got {type(out[f]).__name__} ({out[f]!r:.40})", f)
+            raise where.err(f"must be a string, got {type(out[f]).__name__} ({out[f]!r:.40})", f)
     for f in ("instruction", "input"):
         if _is_missing(out.get(f)):
             out[f] = ""
     for f in ("task", "language"):
         if f in out and _is_missing(out[f]):
             out[f] = None
+
+
+def _validate_reference(out: dict[str, Any], where: _Where, require_reference: bool) -> None:
+    """``reference``: a string or a non-empty list of strings (None when missing and not required)."""
     ref = out.get("reference")
     if _is_missing(ref):
         if require_reference:
-            raise missing("reference")
+            raise where.missing("reference")
         out["reference"] = None
     elif isinstance(ref, list):
         if not ref:
-            raise err("empty list of references", "reference")
+            raise where.err("empty list of references", "reference")
         for r in ref:
             if not isinstance(r, str):
-                raise err(f"references must be strings, got {type(r).__name__}", "reference")
+                raise where.err(f"references must be strings, got {type(r).__name__}", "reference")
     elif not isinstance(ref, str):
-        raise err(f"must be a string or a list of strings, got {type(ref).__name__}", "reference")
-    for h in human:
-        if h not in out:
-            raise err(f"missing human rating field{did_you_mean(h, rec)}", h)
-        if line_word != "row" and isinstance(out[h], float) and math.isnan(out[h]):  # JSON's NaN literal
-            raise err("must be a finite number, got nan (write null for a missing rating)", h)
-        out[h] = parse_number(out[h], from_text=numeric_from_text, file=file, line=line, field=h, line_word=line_word)
-    return out
+        raise where.err(f"must be a string or a list of strings, got {type(ref).__name__}", "reference")
 
 
 def parse_number(
@@ -565,6 +589,56 @@ def parse_preference(v: Any) -> float:
     raise ValueError(f"a preference must be +1/-1/0, 1/2/0 or A/B/tie, got {v!r:.40}")
 
 
+def _validate_pair(rec: dict[str, Any], *, file: str, line: int, word: str, from_text: bool,
+                   pref: Sequence[str]) -> dict[str, Any]:
+    """One record of a pair table, checked and completed (see :func:`read_pairs`)."""
+
+    def err(msg: str, field: str) -> InputError:
+        return InputError(msg, file=file, line=line, line_word=word, field=field)
+
+    out = dict(rec)
+    if from_text:  # CSV: lists were written as JSON arrays, except in the text fields
+        for k, v in out.items():
+            if k not in PAIR_TEXT_FIELDS and k not in pref:
+                out[k] = _csv_value(v)
+    for k, v in out.items():
+        if not isinstance(v, int | float | bool) and v is not None:
+            _check_value_text(v, file=file, line=line, field=k, line_word=word)
+    for f in PAIR_REQUIRED:
+        v = out.get(f)
+        if f != "instruction" and (_is_missing(v) or (f == "id" and v == "")):
+            unused = [k for k in rec if k not in PAIR_REQUIRED]  # never suggest a field that is itself used
+            raise err(f"missing{did_you_mean(f, unused) if f not in rec else ''}", f)
+    if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
+        raise err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
+    out["id"] = str(out["id"])
+    for f in ("instruction", "input", "response_a", "response_b", "system_a", "system_b"):
+        v = out.get(f)
+        if _is_missing(v):
+            out[f] = {"system_a": "A", "system_b": "B"}.get(f, "")
+        elif not isinstance(v, str):
+            raise err(f"must be a string, got {type(v).__name__}", f)
+    _pair_reference_and_preferences(out, rec, pref, err)
+    return out
+
+
+def _pair_reference_and_preferences(out: dict[str, Any], rec: Mapping[str, Any], pref: Sequence[str],
+                                    err: Callable[[str, str], InputError]) -> None:
+    """A pair's optional ``reference`` and its preference columns, checked and parsed (in place)."""
+    ref = out.get("reference")
+    if _is_missing(ref):
+        out["reference"] = None
+    elif not isinstance(ref, str | list) or (isinstance(ref, list) and not all(isinstance(r, str) for r in ref)):
+        raise err(f"must be a string or a list of strings, got {type(ref).__name__}", "reference")
+    for p in pref:
+        if p not in out:
+            raise err(f"missing preference column{did_you_mean(p, rec)}", p)
+        try:
+            out[p] = parse_preference(out[p])
+        except ValueError as e:
+            raise err(str(e), p) from None
+
+
 def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -> pd.DataFrame:
     """Read and validate a pair table (JSONL / CSV / TSV / Parquet / DataFrame / ``"-"``): columns
     ``id``, ``instruction``, ``response_a``, ``response_b``; optional ``input``, ``reference``,
@@ -587,47 +661,11 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
     seen: dict[str, int] = {}
     for line, rec in records:
         word = meta.get("line_word", "line")
-
-        def err(msg: str, field: str, line: int = line, word: str = word) -> InputError:
-            return InputError(msg, file=name, line=line, line_word=word, field=field)
-
-        out = dict(rec)
-        if from_text:  # CSV: lists were written as JSON arrays, except in the text fields
-            for k, v in out.items():
-                if k not in PAIR_TEXT_FIELDS and k not in pref:
-                    out[k] = _csv_value(v)
-        for k, v in out.items():
-            if not isinstance(v, int | float | bool) and v is not None:
-                _check_value_text(v, file=name, line=line, field=k, line_word=word)
-        for f in PAIR_REQUIRED:
-            v = out.get(f)
-            if f != "instruction" and (_is_missing(v) or (f == "id" and v == "")):
-                unused = [k for k in rec if k not in PAIR_REQUIRED]  # never suggest a field that is itself used
-                raise err(f"missing{did_you_mean(f, unused) if f not in rec else ''}", f)
-        if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
-            raise err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
-        out["id"] = str(out["id"])
-        for f in ("instruction", "input", "response_a", "response_b", "system_a", "system_b"):
-            v = out.get(f)
-            if _is_missing(v):
-                out[f] = {"system_a": "A", "system_b": "B"}.get(f, "")
-            elif not isinstance(v, str):
-                raise err(f"must be a string, got {type(v).__name__}", f)
-        ref = out.get("reference")
-        if _is_missing(ref):
-            out["reference"] = None
-        elif not isinstance(ref, str | list) or (isinstance(ref, list) and not all(isinstance(r, str) for r in ref)):
-            raise err(f"must be a string or a list of strings, got {type(ref).__name__}", "reference")
-        for p in pref:
-            if p not in out:
-                raise err(f"missing preference column{did_you_mean(p, rec)}", p)
-            try:
-                out[p] = parse_preference(out[p])
-            except ValueError as e:
-                raise err(str(e), p) from None
+        out = _validate_pair(rec, file=name, line=line, word=word, from_text=from_text, pref=pref)
         pid = out["id"]
         if pid in seen:
-            raise err(f"duplicate id {pid!r}; first seen on {word} {seen[pid]}", "id")
+            raise InputError(f"duplicate id {pid!r}; first seen on {word} {seen[pid]}", file=name, line=line,
+                             line_word=word, field="id")
         seen[pid] = line
         rows.append(out)
     if not rows:

@@ -10,6 +10,7 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
+from evalign import scoring  # scoring.score looked up at call time (tests replace it)
 from evalign.cli.common import (
     AS_JSON,
     ID_FIELD,
@@ -35,7 +36,7 @@ from evalign.errors import UsageError
 from evalign.io import FORMATS, detect_format, read_items, write_table
 from evalign.metrics.base import Metric, get_metric
 from evalign.metrics.option_parsing import parse_all_options, parse_options
-from evalign.scoring import MetricRun, score, system_scores
+from evalign.scoring import MetricRun, system_scores
 
 __all__ = ["ScoreArgs", "parse_all_options", "parse_options", "register", "score_cmd"]
 
@@ -207,7 +208,7 @@ def score_with_progress(table: pd.DataFrame, metrics: list[Metric], *,
         def on_progress(m: Metric, done: int, total: int) -> None:
             bar.update(inner, completed=done, total=total, description=f"  {m.name} texts", visible=True)
 
-        scored, runs = score(table, metrics, on_metric=on_metric, on_progress=on_progress)
+        scored, runs = scoring.score(table, metrics, on_metric=on_metric, on_progress=on_progress)
         bar.update(task, completed=len(metrics))
     return scored, runs
 
