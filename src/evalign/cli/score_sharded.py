@@ -17,6 +17,7 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.engine.local import run_local
+from evalign.engine.ray import RaySettings, run_ray  # ray itself is imported when a run starts
 from evalign.engine.settings import EngineSettings
 from evalign.errors import UsageError
 from evalign.io import FORMATS, write_table
@@ -81,8 +82,6 @@ def score_sharded(
             bar.update(task, completed=done, total=total)
 
         if engine == "ray":
-            from evalign.engine.ray import RaySettings, run_ray  # imports ray
-
             summary, sys_df = run_ray(settings, RaySettings(address=address, workers=workers,
                                                             gpus_per_actor=gpus_per_actor), on_shard=on_shard)
         else:
