@@ -177,7 +177,10 @@ def check_local(args: ScoreArgs) -> list[Metric]:
 def score_local(args: ScoreArgs) -> None:
     """``evalign score`` in this process: read, score (with progress), write and print."""
     metrics = check_local(args)
-    source = args.file if args.file is not None else dataset_table(args.dataset, args.data_dir)
+    source: Any = args.file
+    if source is None:
+        assert args.dataset is not None  # check_local: a FILE or --dataset
+        source = dataset_table(args.dataset, args.data_dir)
     table = read_items(source, fields=args.fields, require_reference=True, default_system=args.system,
                        on_invalid="skip" if args.skip_invalid else "error")
     skipped = list(table.attrs.get("skipped", []))
