@@ -6,5 +6,6 @@ from __future__ import annotations
 import sys
 
 from evalign.metrics import models
+from evalign.metrics.models import *  # noqa: F403  (the names, for type checkers)
 
 sys.modules[__name__] = models
