@@ -13,8 +13,8 @@ import pytest
 
 from evalign.cache import Cache
 from evalign.errors import EvalignError, ModelLoadError
-from evalign.metrics import _models as M
 from evalign.metrics import get_metric
+from evalign.metrics import models as M
 
 RESPONSES = [
     "The cat sat on the mat.",

@@ -8,6 +8,10 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from evalign.cache import default_cache_path
+from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, score, synth, train_judge
+from evalign.cli import run as run_verb
+from evalign.cli.cache import cache_created_notice
 from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
 
 
@@ -15,9 +19,6 @@ class _Group(TyperGroup):
     """Runs every verb inside :func:`handle_errors` (one clear line, exit 1, no traceback)."""
 
     def invoke(self, ctx: Any) -> Any:
-        from evalign.cache import default_cache_path
-        from evalign.cli.cache import cache_created_notice
-
         existed = default_cache_path().is_file()
         try:
             with handle_errors():
@@ -44,9 +45,6 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    from evalign.cli import cache, datasets, demo, judge, meta, metrics, report, score, synth, train_judge
-    from evalign.cli import run as run_verb
-
     for mod in (score, metrics, meta, judge, report, demo, datasets, synth, train_judge, cache, run_verb):
         mod.register(app)
 

@@ -7,7 +7,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console
+from evalign.cache import cache_stats, clear_cache, default_cache_path
+from evalign.cli.common import AS_JSON, CliError, console, emit_json, err_console
 
 
 def human_size(n: int) -> str:
@@ -23,58 +24,53 @@ def human_size(n: int) -> str:
 def cache_created_notice(existed_before: bool) -> str | None:
     """The one line said when a run has just created the cache (None when it existed before or
     still does not exist)."""
-    from evalign.cache import default_cache_path
-
     path = default_cache_path()
     if existed_before or not path.is_file():
         return None
     return f"created the evalign cache at {path} (see `evalign cache info`; set EVALIGN_CACHE to move it)"
 
 
+def info_cmd(as_json: bool = AS_JSON) -> None:
+    """Location, size on disk and entries by kind."""
+    st = cache_stats()
+    if as_json:
+        emit_json(st)
+        return
+    _print_info(st)
+
+
+def clear_cmd(
+    kind: str = typer.Option(None, "--kind", help="Clear only this kind (namespace), e.g. embedding or judge."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Clear without asking."),
+    as_json: bool = AS_JSON,
+) -> None:
+    """Delete cached entries (all, or one kind). Asks for confirmation unless --yes."""
+    st = cache_stats()
+    if kind is not None and kind not in st["by_namespace"]:
+        known = ", ".join(st["by_namespace"]) or "none"
+        raise CliError(f"the cache has no entries of kind '{kind}' (kinds: {known})")
+    n = st["by_namespace"][kind]["entries"] if kind else st["entries"]
+    what = f"{n} {kind} entries" if kind else f"all {n} entries"
+    if n and not yes:
+        if as_json:
+            raise CliError("--json needs --yes (no confirmation prompt)")
+        if not typer.confirm(f"Delete {what} from {st['path']}?", default=False, err=True):
+            err_console.print("nothing deleted")
+            raise typer.Exit(1)
+    deleted = clear_cache(kind)
+    after = cache_stats()
+    if as_json:
+        emit_json({"deleted": deleted, "kind": kind, "path": after["path"], "size_bytes": after["size_bytes"]})
+        return
+    console.print(escape(f"deleted {deleted} entries from {after['path']} (now {human_size(after['size_bytes'])})"),
+                  highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``cache info`` and ``cache clear`` to ``app``."""
     group = typer.Typer(help="Show what the cache holds (embeddings, judge outputs) or clear it.", no_args_is_help=True)
-
-    @group.command("info")
-    def info_cmd(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
-        """Location, size on disk and entries by kind."""
-        from evalign.cache import cache_stats
-
-        st = cache_stats()
-        if as_json:
-            emit_json(st)
-            return
-        _print_info(st)
-
-    @group.command("clear")
-    def clear_cmd(
-        kind: str = typer.Option(None, "--kind", help="Clear only this kind (namespace), e.g. embedding or judge."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Clear without asking."),
-        as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
-    ) -> None:
-        """Delete cached entries (all, or one kind). Asks for confirmation unless --yes."""
-        from evalign.cache import cache_stats, clear_cache
-
-        st = cache_stats()
-        if kind is not None and kind not in st["by_namespace"]:
-            known = ", ".join(st["by_namespace"]) or "none"
-            raise CliError(f"the cache has no entries of kind '{kind}' (kinds: {known})")
-        n = st["by_namespace"][kind]["entries"] if kind else st["entries"]
-        what = f"{n} {kind} entries" if kind else f"all {n} entries"
-        if n and not yes:
-            if as_json:
-                raise CliError("--json needs --yes (no confirmation prompt)")
-            if not typer.confirm(f"Delete {what} from {st['path']}?", default=False, err=True):
-                err_console.print("nothing deleted")
-                raise typer.Exit(1)
-        deleted = clear_cache(kind)
-        after = cache_stats()
-        if as_json:
-            emit_json({"deleted": deleted, "kind": kind, "path": after["path"], "size_bytes": after["size_bytes"]})
-            return
-        console.print(escape(f"deleted {deleted} entries from {after['path']} (now {human_size(after['size_bytes'])})"),
-                      highlight=False, soft_wrap=True)
-
+    group.command("info")(info_cmd)
+    group.command("clear")(clear_cmd)
     app.add_typer(group, name="cache")
 
 

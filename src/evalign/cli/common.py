@@ -22,6 +22,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -38,7 +39,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from evalign.errors import EvalignError, UsageError
+from evalign.errors import EvalignError, UsageError, unknown_name
+from evalign.io import STDIO, check_output, json_default, json_safe
 
 #: the command line shows its own progress: the Hugging Face libraries' bars (transformers' "Loading
 #: weights", hub downloads) stay off; read by huggingface_hub and transformers when they are imported
@@ -54,8 +56,6 @@ STATE: dict[str, Any] = {"debug": False}
 def suggest(kind: str, name: str, known: Sequence[str], *, where: str | None = None) -> UsageError:
     """A :class:`UsageError` for an unknown ``kind`` of name (metric, judge, dataset, column, ...)
     with a "did you mean" (see :func:`evalign.errors.unknown_name`)."""
-    from evalign.errors import unknown_name
-
     err = unknown_name(kind, name, known, where=where)
     assert isinstance(err, UsageError)
     return err
@@ -74,6 +74,9 @@ REFERENCE_FIELD = _field_option("reference")
 RESPONSE_FIELD = _field_option("response")
 TASK_FIELD = _field_option("task")
 LANGUAGE_FIELD = _field_option("language")
+
+#: ``--json``, as most verbs declare it
+AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
 def field_map(
@@ -196,9 +199,7 @@ def print_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *,
 
 def emit_json(obj: Any) -> None:
     """Print machine-readable JSON to stdout (NaN as null)."""
-    from evalign.io import _json_default, _json_safe
-
-    sys.stdout.write(json.dumps(_json_safe(obj), indent=2, ensure_ascii=False, default=_json_default) + "\n")
+    sys.stdout.write(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, default=json_default) + "\n")
 
 
 def progress(transient: bool = False, disable: bool = False) -> Progress:
@@ -364,10 +365,6 @@ def check_outputs(*outputs: tuple[str, Any, Sequence[str]], stdout_used: bool = 
     Returns each format (None where not asked for). At most one output may be ``-`` (standard
     output), none when ``stdout_used`` (e.g. ``--json`` prints there), and no two outputs may be
     the same file."""
-    from pathlib import Path
-
-    from evalign.io import STDIO, check_output
-
     fmts: list[str | None] = []
     seen: dict[str, str] = {}
     dash = stdout_used

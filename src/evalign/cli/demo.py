@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,63 +11,61 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
+from evalign.cli.meta import trust_display
+from evalign.demo import human_rank_scale, run_demo, write_demo
+from evalign.metrics.base import Metric
+
+
+def demo_cmd(
+    out: Path = typer.Option(Path("evalign-demo"), "--out", "-o", help="Folder for tables, scored items, report."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the intervals."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and permutation tests."),
+    as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout instead of tables."),
+) -> None:
+    """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
+    metric agrees best with the human judgments."""
+    from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
+
+    with Stages(disable=as_json) as stages:
+
+        def step(msg: str) -> None:
+            if as_json:
+                return
+            stages.finish()  # a new step: the last stage ends at 100%
+            err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
+            if msg.startswith("meta-evaluating"):  # until the first resampling step is reported
+                stages.start("meta-evaluating: bootstrap resamples and permutation tests")
+
+        def on_progress(m: Metric, done: int, total: int) -> None:
+            stages.start(f"  {m.name} texts", total=total)
+            stages.update(done, total)
+
+        with evaluation_progress(None if as_json else stages.resampling()):
+            result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
+    paths = write_demo(result, out)
+    if as_json:
+        emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
+        return
+    for title, df in demo_tables(result):
+        print_table(df, title=title, digits=3)
+    for w in [*result.system_result.warnings, *result.pair_result.warnings]:
+        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+    for line in demo_legend(result):
+        err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+    for note in result.notes:
+        if note not in result.system_result.warnings and note not in result.pair_result.warnings:
+            err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+    console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
 
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to ``app``."""
-
-    @app.command("demo")
-    def demo_cmd(
-        out: Path = typer.Option(Path("evalign-demo"), "--out", "-o", help="Folder for tables, scored items, report."),
-        bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the intervals."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and permutation tests."),
-        as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout instead of tables."),
-    ) -> None:
-        """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
-        metric agrees best with the human judgments."""
-        import json
-
-        from evalign.demo import run_demo, write_demo
-        from evalign.evaluate import evaluation_progress
-        from evalign.metrics.base import Metric
-
-        with Stages(disable=as_json) as stages:
-
-            def step(msg: str) -> None:
-                if as_json:
-                    return
-                stages.finish()  # a new step: the last stage ends at 100%
-                err_console.print(f"[dim]{escape(msg)}[/dim]", highlight=False)
-                if msg.startswith("meta-evaluating"):  # until the first resampling step is reported
-                    stages.start("meta-evaluating: bootstrap resamples and permutation tests")
-
-            def on_progress(m: Metric, done: int, total: int) -> None:
-                stages.start(f"  {m.name} texts", total=total)
-                stages.update(done, total)
-
-            with evaluation_progress(None if as_json else stages.resampling()):
-                result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
-        paths = write_demo(result, out)
-        if as_json:
-            emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
-            return
-        for title, df in demo_tables(result):
-            print_table(df, title=title, digits=3)
-        for w in [*result.system_result.warnings, *result.pair_result.warnings]:
-            err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
-        for line in demo_legend(result):
-            err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
-        for note in result.notes:
-            if note not in result.system_result.warnings and note not in result.pair_result.warnings:
-                err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
-        console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
+    app.command("demo")(demo_cmd)
 
 
 def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     """The demo's terminal tables (title, table): the Self-Instruct leaderboard, the system-level
     trust table and the PandaLM trust table, with short metric names (see :func:`demo_legend`)."""
-    from evalign.cli.meta import trust_display
-
     short = _short_names(result.metric_cols)
     board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
     board["human_rank"] = board["human_rank"].astype(int)
@@ -90,8 +89,6 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
 
 def demo_legend(result: Any) -> list[str]:
     """What the short names of the demo's tables stand for."""
-    from evalign.demo import human_rank_scale
-
     lines = [f"{name} = {col}" for col, name in _short_names(result.metric_cols).items() if col != name]
     lines.append(f"human rank = {human_rank_scale()}")
     return lines

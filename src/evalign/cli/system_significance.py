@@ -14,6 +14,21 @@ from evalign.cli.common import CliError, console, progress
 ALPHA = 0.05
 
 
+def _systems(scored: Any, baseline: str | None, all_pairs: bool) -> tuple[list[str], str]:
+    """The systems compared (the baseline first unless ``all_pairs``) and the baseline, checked."""
+    systems = sorted(map(str, scored["system"].unique()))
+    if len(systems) < 2:
+        raise CliError(f"--significance needs at least two systems, the table has {len(systems)}")
+    if baseline is not None and baseline not in systems:
+        raise CliError(f"--baseline-system '{baseline}' is not a system of the table (systems: {', '.join(systems)})")
+    if baseline is not None and all_pairs:
+        raise CliError("give either --baseline-system or --all-pairs, not both")
+    base = baseline or systems[0]
+    if not all_pairs:  # the baseline first, as in sacrebleu's tables
+        systems = [base] + [s for s in systems if s != base]
+    return systems, base
+
+
 def run_significance(
     scored: Any,
     metrics: Sequence[Any],
@@ -27,23 +42,14 @@ def run_significance(
 ) -> dict[str, Any]:
     """Paired bootstrap and approximate randomization of every system against ``baseline`` (default:
     the first system in sorted order), or between every pair, for each metric. JSON-ready."""
-    from evalign.meta.system_significance import (
+    from evalign.meta.system_significance import (  # imports scipy: keeps `evalign --help` fast
         SignificanceSettings,
         compare_systems,
         results_table,
         table_statistics,
     )
 
-    systems = sorted(map(str, scored["system"].unique()))
-    if len(systems) < 2:
-        raise CliError(f"--significance needs at least two systems, the table has {len(systems)}")
-    if baseline is not None and baseline not in systems:
-        raise CliError(f"--baseline-system '{baseline}' is not a system of the table (systems: {', '.join(systems)})")
-    if baseline is not None and all_pairs:
-        raise CliError("give either --baseline-system or --all-pairs, not both")
-    base = baseline or systems[0]
-    if not all_pairs:  # the baseline first, as in sacrebleu's tables
-        systems = [base] + [s for s in systems if s != base]
+    systems, base = _systems(scored, baseline, all_pairs)
     settings = SignificanceSettings(n_bootstrap=n_bootstrap, n_ar=n_ar, seed=seed)
     out: dict[str, Any] = {
         "baseline": None if all_pairs else base,

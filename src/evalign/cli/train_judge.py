@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import typer
 
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
+from evalign.train import TrainSettings, train_judge
+from evalign.train.verify import VerifyOptions, verify_models
 
 
 def _verify(dataset: str, models: dict[str, str], limit: int | None, max_tokens: int, temperature: float,
             single_order: bool, device: str | None, batch_size: int, n_resamples: int, seed: int) -> Any:
-    from evalign.train.verify import VerifyOptions, verify_models
-
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
                          both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples)
     return verify_models(dataset, models, opts)
@@ -21,10 +23,6 @@ def _verify(dataset: str, models: dict[str, str], limit: int | None, max_tokens:
 
 def print_report(report: Any) -> None:
     """The before/after trust table: judges and trivial baselines, one compact row each."""
-    import math
-
-    import pandas as pd
-
     what = "absolute grading (1-5)" if report.kind == "absolute" else "relative grading (A/B)"
     stat = "Pearson r" if report.kind == "absolute" else "preference accuracy"
     t = report.table
@@ -50,104 +48,115 @@ def print_report(report: Any) -> None:
         err_console.print(f"[dim]{n}[/dim]", highlight=False)
 
 
+def train_cmd(
+    data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv)."),
+    base_model: Path = typer.Option(..., "--base-model", help="Local folder of the causal LM to fine-tune."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder: the merged model, signature, checkpoints."),
+    max_steps: int = typer.Option(None, "--max-steps", help="Stop after N optimizer steps (default: from --epochs)."),
+    epochs: float = typer.Option(1.0, "--epochs", help="Passes over the data."),
+    learning_rate: float = typer.Option(1e-5, "--learning-rate", "--lr", help="Peak learning rate (paper: 1e-5)."),
+    batch_size: int = typer.Option(4, "--batch-size", help="Examples per device per step."),
+    grad_accum: int = typer.Option(7, "--grad-accum", help="Gradient accumulation steps (4 x 7 = the paper's 28)."),
+    max_length: int = typer.Option(4096, "--max-length", help="Tokens per example at most (paper: 4096)."),
+    optimizer: str = typer.Option("adamw_torch", "--optimizer", help="transformers optim name (AdamW by default)."),
+    scheduler: str = typer.Option("constant", "--scheduler", help="transformers lr scheduler name."),
+    warmup_steps: int = typer.Option(0, "--warmup-steps", help="Warm-up steps."),
+    weight_decay: float = typer.Option(0.0, "--weight-decay", help="AdamW weight decay."),
+    no_lora: bool = typer.Option(False, "--no-lora", help="Full fine-tuning instead of LoRA adapters."),
+    lora_r: int = typer.Option(16, "--lora-r", help="LoRA rank."),
+    lora_alpha: int = typer.Option(32, "--lora-alpha", help="LoRA alpha."),
+    lora_dropout: float = typer.Option(0.05, "--lora-dropout", help="LoRA dropout."),
+    lora_targets: str = typer.Option(None, "--lora-targets", help="Comma-separated module names (default: all linear)."),
+    no_mask_prompt: bool = typer.Option(False, "--no-mask-prompt", help="Also train on the prompt tokens (the paper found it hurts)."),
+    system_prompt: str = typer.Option(None, "--system-prompt", help="System turn for rows without a 'system' value."),
+    save_steps: int = typer.Option(500, "--save-steps", help="Checkpoint every N steps."),
+    save_total_limit: int = typer.Option(2, "--save-total-limit", help="Checkpoints kept."),
+    logging_steps: int = typer.Option(10, "--logging-steps", help="Log the loss every N steps."),
+    seed: int = typer.Option(0, "--seed", help="Training seed."),
+    device: str = typer.Option(None, "--device", help="cpu to force the CPU (default: GPU when there is one)."),
+    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Save memory, spend time."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in OUT/checkpoints."),
+    eval_dataset: str = typer.Option(None, "--eval-dataset", help="After training, verify on this labelled set (e.g. pandalm, prometheus_vicuna)."),
+    eval_limit: int = typer.Option(None, "--eval-limit", help="Verify on the first N rows only."),
+    eval_max_tokens: int = typer.Option(1024, "--eval-max-tokens", help="Most tokens per judge output when verifying."),
+    eval_single_order: bool = typer.Option(False, "--eval-single-order", help="Pairwise sets: judge only the A/B order."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only)."""
+    settings = TrainSettings(
+        lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+        lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
+        learning_rate=learning_rate, optimizer=optimizer, lr_scheduler=scheduler, warmup_steps=warmup_steps,
+        weight_decay=weight_decay, batch_size=batch_size, gradient_accumulation_steps=grad_accum, epochs=epochs,
+        max_steps=max_steps, max_length=max_length, mask_prompt=not no_mask_prompt, system_prompt=system_prompt,
+        save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
+        gradient_checkpointing=gradient_checkpointing, device=device,
+    )  # fmt: skip
+
+    def on_log(logs: dict[str, Any]) -> None:
+        if "loss" in logs and not as_json:
+            err_console.print(f"step {logs['step']}: loss {float(logs['loss']):.4f}", highlight=False)
+
+    result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log)
+    report = None
+    if eval_dataset:
+        report = _verify(eval_dataset, {"base": str(base_model), "trained": str(out)}, eval_limit,
+                         eval_max_tokens, 0.0, eval_single_order, device, 8, 1000, seed)
+    _print_trained(result, out, report, as_json=as_json)
+
+
+def _print_trained(result: Any, out: Path, report: Any, *, as_json: bool) -> None:
+    """What ``train-judge`` prints: the run (and the verification after it), as JSON or text."""
+    payload = _train_payload(result)
+    if report is not None:
+        payload["verify"] = report.as_dict()
+    if as_json:
+        emit_json(payload)
+        return
+    console.print(f"trained {result.global_step} steps ({result.n_examples} examples, "
+                  f"{result.tokens_per_second:.0f} tokens/s); merged model in {out}", highlight=False, markup=False)
+    if report is not None:
+        print_report(report)
+
+
+def _train_payload(result: Any) -> dict[str, Any]:
+    """What ``train-judge --json`` prints about the training run."""
+    return {
+        "model": str(result.model_dir), "global_step": result.global_step, "resumed_from": result.resumed_from,
+        "examples": result.n_examples, "tokens_seen": result.tokens_seen, "seconds": round(result.seconds, 2),
+        "tokens_per_second": result.tokens_per_second, "losses": [list(x) for x in result.losses],
+    }
+
+
+def verify_cmd(
+    model: list[str] = typer.Option(..., "--model", help="Judge as NAME=FOLDER or FOLDER (repeat: e.g. base=... trained=...)."),
+    dataset: str = typer.Option(..., "--dataset", help="Labelled set: pairwise human (pandalm, llmbar, hhh) or 1-5 graded (prometheus_vicuna, prometheus_mt_bench)."),
+    limit: int = typer.Option(None, "--limit", help="Only the first N rows."),
+    max_tokens: int = typer.Option(1024, "--max-tokens", help="Most tokens per judge output."),
+    temperature: float = typer.Option(0.0, "--temperature", help="Judge sampling temperature (0 = greedy)."),
+    single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
+    device: str = typer.Option(None, "--device", help="Device of the hf backend."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch."),
+    n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Seed of sampling and bootstrap."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Grade a labelled set with local judge models and print their trust table against the labels."""
+    models: dict[str, str] = {}
+    for spec in model:
+        name, _, path = spec.partition("=") if "=" in spec else (Path(spec).name, "", spec)
+        if not path:
+            raise CliError(f"--model {spec!r}: give NAME=FOLDER or FOLDER")
+        models[name] = path
+    report = _verify(dataset, models, limit, max_tokens, temperature, single_order, device, batch_size,
+                     n_resamples, seed)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    print_report(report)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``train-judge`` and ``verify-judge`` to ``app``."""
-
-    @app.command("train-judge")
-    def train_cmd(
-        data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv)."),
-        base_model: Path = typer.Option(..., "--base-model", help="Local folder of the causal LM to fine-tune."),
-        out: Path = typer.Option(..., "--out", "-o", help="Output folder: the merged model, signature, checkpoints."),
-        max_steps: int = typer.Option(None, "--max-steps", help="Stop after N optimizer steps (default: from --epochs)."),
-        epochs: float = typer.Option(1.0, "--epochs", help="Passes over the data."),
-        learning_rate: float = typer.Option(1e-5, "--learning-rate", "--lr", help="Peak learning rate (paper: 1e-5)."),
-        batch_size: int = typer.Option(4, "--batch-size", help="Examples per device per step."),
-        grad_accum: int = typer.Option(7, "--grad-accum", help="Gradient accumulation steps (4 x 7 = the paper's 28)."),
-        max_length: int = typer.Option(4096, "--max-length", help="Tokens per example at most (paper: 4096)."),
-        optimizer: str = typer.Option("adamw_torch", "--optimizer", help="transformers optim name (AdamW by default)."),
-        scheduler: str = typer.Option("constant", "--scheduler", help="transformers lr scheduler name."),
-        warmup_steps: int = typer.Option(0, "--warmup-steps", help="Warm-up steps."),
-        weight_decay: float = typer.Option(0.0, "--weight-decay", help="AdamW weight decay."),
-        no_lora: bool = typer.Option(False, "--no-lora", help="Full fine-tuning instead of LoRA adapters."),
-        lora_r: int = typer.Option(16, "--lora-r", help="LoRA rank."),
-        lora_alpha: int = typer.Option(32, "--lora-alpha", help="LoRA alpha."),
-        lora_dropout: float = typer.Option(0.05, "--lora-dropout", help="LoRA dropout."),
-        lora_targets: str = typer.Option(None, "--lora-targets", help="Comma-separated module names (default: all linear)."),
-        no_mask_prompt: bool = typer.Option(False, "--no-mask-prompt", help="Also train on the prompt tokens (the paper found it hurts)."),
-        system_prompt: str = typer.Option(None, "--system-prompt", help="System turn for rows without a 'system' value."),
-        save_steps: int = typer.Option(500, "--save-steps", help="Checkpoint every N steps."),
-        save_total_limit: int = typer.Option(2, "--save-total-limit", help="Checkpoints kept."),
-        logging_steps: int = typer.Option(10, "--logging-steps", help="Log the loss every N steps."),
-        seed: int = typer.Option(0, "--seed", help="Training seed."),
-        device: str = typer.Option(None, "--device", help="cpu to force the CPU (default: GPU when there is one)."),
-        gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Save memory, spend time."),
-        resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in OUT/checkpoints."),
-        eval_dataset: str = typer.Option(None, "--eval-dataset", help="After training, verify on this labelled set (e.g. pandalm, prometheus_vicuna)."),
-        eval_limit: int = typer.Option(None, "--eval-limit", help="Verify on the first N rows only."),
-        eval_max_tokens: int = typer.Option(1024, "--eval-max-tokens", help="Most tokens per judge output when verifying."),
-        eval_single_order: bool = typer.Option(False, "--eval-single-order", help="Pairwise sets: judge only the A/B order."),
-        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    ) -> None:
-        """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only)."""
-        from evalign.train import TrainSettings, train_judge
-
-        settings = TrainSettings(
-            lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-            lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
-            learning_rate=learning_rate, optimizer=optimizer, lr_scheduler=scheduler, warmup_steps=warmup_steps,
-            weight_decay=weight_decay, batch_size=batch_size, gradient_accumulation_steps=grad_accum, epochs=epochs,
-            max_steps=max_steps, max_length=max_length, mask_prompt=not no_mask_prompt, system_prompt=system_prompt,
-            save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
-            gradient_checkpointing=gradient_checkpointing, device=device,
-        )  # fmt: skip
-
-        def on_log(logs: dict[str, Any]) -> None:
-            if "loss" in logs and not as_json:
-                err_console.print(f"step {logs['step']}: loss {float(logs['loss']):.4f}", highlight=False)
-
-        result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log)
-        payload: dict[str, Any] = {
-            "model": str(result.model_dir), "global_step": result.global_step, "resumed_from": result.resumed_from,
-            "examples": result.n_examples, "tokens_seen": result.tokens_seen, "seconds": round(result.seconds, 2),
-            "tokens_per_second": result.tokens_per_second, "losses": [list(x) for x in result.losses],
-        }
-        report = None
-        if eval_dataset:
-            report = _verify(eval_dataset, {"base": str(base_model), "trained": str(out)}, eval_limit,
-                             eval_max_tokens, 0.0, eval_single_order, device, 8, 1000, seed)
-            payload["verify"] = report.as_dict()
-        if as_json:
-            emit_json(payload)
-            return
-        console.print(f"trained {result.global_step} steps ({result.n_examples} examples, "
-                      f"{result.tokens_per_second:.0f} tokens/s); merged model in {out}", highlight=False, markup=False)
-        if report is not None:
-            print_report(report)
-
-    @app.command("verify-judge")
-    def verify_cmd(
-        model: list[str] = typer.Option(..., "--model", help="Judge as NAME=FOLDER or FOLDER (repeat: e.g. base=... trained=...)."),
-        dataset: str = typer.Option(..., "--dataset", help="Labelled set: pairwise human (pandalm, llmbar, hhh) or 1-5 graded (prometheus_vicuna, prometheus_mt_bench)."),
-        limit: int = typer.Option(None, "--limit", help="Only the first N rows."),
-        max_tokens: int = typer.Option(1024, "--max-tokens", help="Most tokens per judge output."),
-        temperature: float = typer.Option(0.0, "--temperature", help="Judge sampling temperature (0 = greedy)."),
-        single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
-        device: str = typer.Option(None, "--device", help="Device of the hf backend."),
-        batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch."),
-        n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples."),
-        seed: int = typer.Option(0, "--seed", help="Seed of sampling and bootstrap."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    ) -> None:
-        """Grade a labelled set with local judge models and print their trust table against the labels."""
-        models: dict[str, str] = {}
-        for spec in model:
-            name, _, path = spec.partition("=") if "=" in spec else (Path(spec).name, "", spec)
-            if not path:
-                raise CliError(f"--model {spec!r}: give NAME=FOLDER or FOLDER")
-            models[name] = path
-        report = _verify(dataset, models, limit, max_tokens, temperature, single_order, device, batch_size,
-                         n_resamples, seed)
-        if as_json:
-            emit_json(report.as_dict())
-            return
-        print_report(report)
+    app.command("train-judge")(train_cmd)
+    app.command("verify-judge")(verify_cmd)

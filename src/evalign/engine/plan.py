@@ -21,13 +21,13 @@ from typing import Any
 
 from evalign.errors import InputError
 from evalign.io import (
-    _complete_json_line,
-    _decoded_lines,
-    _iter_csv,
-    _iter_records,
-    _json_loads,
-    _unbox,
+    complete_json_line,
+    decoded_lines,
     detect_format,
+    iter_csv,
+    iter_records,
+    json_loads,
+    unbox,
 )
 
 
@@ -97,13 +97,13 @@ def _plan_jsonl(p: Path, file: str, shard_rows: int) -> list[ShardSpec]:
     with p.open("rb") as fh:
         first = ""
         try:
-            for _, text in _decoded_lines(fh, file):
+            for _, text in decoded_lines(fh, file):
                 if text.strip():
                     first = text
                     break
         except InputError:
             first = "?"  # invalid UTF-8 before the first record: the shard reader reports it
-    if first.lstrip().startswith("[") or (first.lstrip().startswith("{") and not _complete_json_line(first)):
+    if first.lstrip().startswith("[") or (first.lstrip().startswith("{") and not complete_json_line(first)):
         return _plan_document(p, file, shard_rows)
     shards: list[ShardSpec] = []
     start, first_line, count, pos, lineno, records = 0, 1, 0, 0, 0, 0
@@ -125,7 +125,7 @@ def _plan_jsonl(p: Path, file: str, shard_rows: int) -> list[ShardSpec]:
 
 
 def _plan_document(p: Path, file: str, shard_rows: int) -> list[ShardSpec]:
-    n = sum(1 for _ in _iter_records(p, "jsonl"))
+    n = sum(1 for _ in iter_records(p, "jsonl"))
     return [ShardSpec(k, "document", str(p), file, s, min(s + shard_rows, n))
             for k, s in enumerate(range(0, max(n, 1), shard_rows))]
 
@@ -182,7 +182,7 @@ def read_shard_records(spec: ShardSpec) -> tuple[Iterator[tuple[int, dict[str, A
         return _parquet_records(spec), "row"
     if spec.kind == "document":
         meta: dict[str, Any] = {}
-        it = _iter_records(Path(spec.path), "jsonl", meta)
+        it = iter_records(Path(spec.path), "jsonl", meta)
         first = next(it, None)  # the reader sets meta["line_word"] as it starts
 
         def doc() -> Iterator[tuple[int, dict[str, Any]]]:
@@ -206,11 +206,11 @@ def _chain_one(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 
 def _jsonl_records(spec: ShardSpec) -> Iterator[tuple[int, dict[str, Any]]]:
     offset = spec.first_line - 1
-    for line, text in _shift_decoded(_decoded_lines(io.BytesIO(_read_bytes(spec.path, spec.start, spec.stop)),
+    for line, text in _shift_decoded(decoded_lines(io.BytesIO(_read_bytes(spec.path, spec.start, spec.stop)),
                                                     spec.file), offset):
         if not text.strip():
             continue
-        rec = _json_loads(text, file=spec.file, line=line)
+        rec = json_loads(text, file=spec.file, line=line)
         if not isinstance(rec, dict):
             raise InputError(f"each line must be a JSON object, got {type(rec).__name__}", file=spec.file, line=line)
         yield line, rec
@@ -233,7 +233,7 @@ def _csv_records(spec: ShardSpec) -> Iterator[tuple[int, dict[str, Any]]]:
     data = io.BytesIO(head + _read_bytes(spec.path, spec.start, spec.stop))
     offset = spec.first_line - (spec.header_lines + 1)
     try:
-        for rel, rec in _iter_csv(data, spec.file, spec.sep):
+        for rel, rec in iter_csv(data, spec.file, spec.sep):
             yield rel + offset, rec
     except InputError as e:
         if e.line is not None and e.line > spec.header_lines and offset:
@@ -263,4 +263,4 @@ def _parquet_records(spec: ShardSpec) -> Iterator[tuple[int, dict[str, Any]]]:
         raise InputError(f"duplicate column '{dup}'", file=spec.file)
     cols = [str(c) for c in df.columns]
     for i, values in enumerate(df.itertuples(index=False, name=None), start=spec.start + 1):
-        yield i, {c: _unbox(v) for c, v in zip(cols, values, strict=True)}
+        yield i, {c: unbox(v) for c, v in zip(cols, values, strict=True)}

@@ -28,7 +28,9 @@ import pandas as pd
 from evalign.engine.plan import ShardSpec, plan_shards, read_shard_records
 from evalign.engine.settings import EngineSettings
 from evalign.errors import EvalignError, InputError
+from evalign.io import records_to_table, references_of, write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric, metric_class
+from evalign.scoring import MetricRun, score
 
 #: hidden column carrying each record's line through validation (dropped before writing)
 _LINE = "__evalign_line__"
@@ -77,8 +79,6 @@ def prepare(settings: EngineSettings) -> list[ShardSpec]:
             raise EvalignError(f"--out-dir {settings.out_dir}: holds shards of a different run ({', '.join(diff)} "
                                "differ); give another --out-dir or remove that folder")
     else:
-        from evalign.io import write_json_atomic
-
         out.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, manifest)
     return shards
@@ -98,8 +98,6 @@ def is_done(settings: EngineSettings, index: int) -> bool:
 def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
     """The shard's validated rows (as :func:`evalign.io.read_items` with ``require_reference``),
     with a hidden line column; a shard whose rows were all skipped is an empty table."""
-    from evalign.io import _records_to_table
-
     records, word = read_shard_records(spec)
     seen: list[tuple[int, dict[str, Any]]] = []
 
@@ -113,7 +111,7 @@ def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
                           "default_system": settings.default_system,
                           "numeric_from_text": spec.kind == "csv"}
     try:
-        return _records_to_table(tagged(), meta={"line_word": word}, on_invalid="skip" if settings.skip_invalid
+        return records_to_table(tagged(), meta={"line_word": word}, on_invalid="skip" if settings.skip_invalid
                                  else "error", **kw)
     except InputError as e:
         if not settings.skip_invalid or e.reason is None or not e.reason.startswith("no records"):
@@ -121,7 +119,7 @@ def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
     skipped = []  # every row invalid: the reader's message for each
     for pair in seen:
         try:
-            _records_to_table([pair], meta={"line_word": word}, **kw)
+            records_to_table([pair], meta={"line_word": word}, **kw)
         except InputError as e:
             skipped.append(str(e))
     empty = pd.DataFrame(columns=["id", "system", "reference", "response", _LINE])
@@ -132,9 +130,6 @@ def read_shard(spec: ShardSpec, settings: EngineSettings) -> pd.DataFrame:
 def score_table(table: pd.DataFrame, metrics: Sequence[Metric]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``table`` with the metrics' columns added, and the part of the shard record they make:
     seconds and info per column, corpus statistics per system for corpus-level metrics."""
-    from evalign.io import references_of
-    from evalign.scoring import score
-
     record: dict[str, Any] = {"seconds": {}, "info": {}, "corpus": {}}
     if not len(table) or not metrics:
         return table, record
@@ -156,8 +151,6 @@ def write_shard(spec: ShardSpec, settings: EngineSettings, scored: pd.DataFrame,
                 record: dict[str, Any]) -> dict[str, Any]:
     """Write shard ``spec``'s rows (metric columns in the run's order), key hashes and record
     (last, atomically: a shard with a record is finished). Returns the record."""
-    from evalign.io import write_json_atomic, write_table
-
     out = Path(settings.out_dir)
     stem = part_name(spec.index)
     derived = [c for m in metrics for c in scored.columns if c == m.column or c.startswith(m.column + ".")]
@@ -202,60 +195,16 @@ def finish(settings: EngineSettings, shards: Sequence[ShardSpec], metrics: Seque
     Mean-level metrics: ``numpy.nanmean`` of the system's item values in file order (what the
     in-memory engine computes); corpus metrics: sacrebleu's score of the system's summed sufficient
     statistics. Duplicate ``(id, system)`` across shards is the reader's error."""
-    import pyarrow.parquet as pq
-
-    from evalign.io import write_json_atomic
-    from evalign.scoring import MetricRun
-
     out = Path(settings.out_dir)
-    records = []
-    for s in shards:
-        path = out / f"{part_name(s.index)}.json"
-        if not path.exists():
-            raise EvalignError(f"{out}: shard {s.index} was not written; run the command again to finish it")
-        records.append(json.loads(path.read_text(encoding="utf-8")))
+    records = _shard_records(out, shards)
     _check_duplicates(settings, shards)
     skipped = [m for r in records for m in r["skipped"]]
     n_items = sum(r["rows"] for r in records)
     if not n_items:
         first = f" ({len(skipped)} invalid ones skipped; first: {skipped[0]})" if skipped else ""
         raise InputError("no records" + first, file=settings.source)
-    mean_cols = [m.column for m in metrics if getattr(m, "system_level", "mean") == "mean"]
-    values: dict[str, dict[str, list[np.ndarray]]] = {}
-    counts: dict[str, int] = {}
-    for s, r in zip(shards, records, strict=True):
-        if not r["rows"]:
-            continue
-        t = pq.read_table(out / f"{part_name(s.index)}.parquet", columns=["system", *mean_cols]).to_pandas()
-        for system, group in t.groupby("system", sort=False):
-            counts[system] = counts.get(system, 0) + len(group)
-            per = values.setdefault(system, {})
-            for c in mean_cols:
-                per.setdefault(c, []).append(group[c].to_numpy(dtype=float))
-    rows = []
-    for system in sorted(counts):
-        row: dict[str, Any] = {"system": system, "n_items": counts[system]}
-        for m in metrics:
-            if m.column in mean_cols:
-                vals = np.concatenate(values[system][m.column])
-                row[m.column] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
-            else:
-                parts = [r["corpus"][m.column].get(system) for r in records if r["rows"]]
-                parts = [p for p in parts if p is not None]
-                row[m.column] = (float(m.corpus_scorer._compute_score_from_stats(  # type: ignore[attr-defined]
-                    [int(x) for x in np.sum(np.asarray(parts, dtype=np.int64), axis=0)]).score)
-                    if parts else float("nan"))
-        rows.append(row)
-    sys_df = pd.DataFrame(rows)
-    runs = []
-    for m in metrics:
-        info: dict[str, Any] = {}
-        for r in records:
-            for k, v in r["info"].get(m.column, {}).items():
-                info[k] = info.get(k, 0) + v if isinstance(v, int | float) and not isinstance(v, bool) else v
-        runs.append(MetricRun(column=m.column, name=m.name, higher_is_better=m.higher_is_better,
-                              signature=str(m.signature()), seconds=sum(r["seconds"].get(m.column, 0.0) for r in records),
-                              n_items=n_items, info=info))
+    sys_df = _system_table(out, shards, records, metrics)
+    runs = _metric_runs(records, metrics, n_items)
     summary = {
         "items": n_items,
         "skipped": len(skipped),
@@ -269,6 +218,77 @@ def finish(settings: EngineSettings, shards: Sequence[ShardSpec], metrics: Seque
     }
     write_json_atomic(out / "summary.json", summary)
     return summary, sys_df
+
+
+def _shard_records(out: Path, shards: Sequence[ShardSpec]) -> list[dict[str, Any]]:
+    """Every shard's record (an error names the first shard not written)."""
+    records = []
+    for s in shards:
+        path = out / f"{part_name(s.index)}.json"
+        if not path.exists():
+            raise EvalignError(f"{out}: shard {s.index} was not written; run the command again to finish it")
+        records.append(json.loads(path.read_text(encoding="utf-8")))
+    return records
+
+
+def _mean_values(out: Path, shards: Sequence[ShardSpec], records: Sequence[dict[str, Any]],
+                 mean_cols: list[str]) -> tuple[dict[str, dict[str, list[np.ndarray]]], dict[str, int]]:
+    """Per system: the item values of each mean-level column (in file order) and the row count."""
+    import pyarrow.parquet as pq
+
+    values: dict[str, dict[str, list[np.ndarray]]] = {}
+    counts: dict[str, int] = {}
+    for s, r in zip(shards, records, strict=True):
+        if not r["rows"]:
+            continue
+        t = pq.read_table(out / f"{part_name(s.index)}.parquet", columns=["system", *mean_cols]).to_pandas()
+        for system, group in t.groupby("system", sort=False):
+            counts[system] = counts.get(system, 0) + len(group)
+            per = values.setdefault(system, {})
+            for c in mean_cols:
+                per.setdefault(c, []).append(group[c].to_numpy(dtype=float))
+    return values, counts
+
+
+def _corpus_score(m: Metric, records: Sequence[dict[str, Any]], system: str) -> float:
+    """A corpus metric's score of ``system`` from its sufficient statistics summed over shards."""
+    parts = [r["corpus"][m.column].get(system) for r in records if r["rows"]]
+    parts = [p for p in parts if p is not None]
+    return (float(m.corpus_scorer._compute_score_from_stats(  # type: ignore[attr-defined]
+        [int(x) for x in np.sum(np.asarray(parts, dtype=np.int64), axis=0)]).score)
+        if parts else float("nan"))
+
+
+def _system_table(out: Path, shards: Sequence[ShardSpec], records: Sequence[dict[str, Any]],
+                  metrics: Sequence[Metric]) -> pd.DataFrame:
+    """The system scores: one row per system (sorted), one column per metric."""
+    mean_cols = [m.column for m in metrics if getattr(m, "system_level", "mean") == "mean"]
+    values, counts = _mean_values(out, shards, records, mean_cols)
+    rows = []
+    for system in sorted(counts):
+        row: dict[str, Any] = {"system": system, "n_items": counts[system]}
+        for m in metrics:
+            if m.column in mean_cols:
+                vals = np.concatenate(values[system][m.column])
+                row[m.column] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+            else:
+                row[m.column] = _corpus_score(m, records, system)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _metric_runs(records: Sequence[dict[str, Any]], metrics: Sequence[Metric], n_items: int) -> list[MetricRun]:
+    """Per metric, its run over all shards (seconds summed; numeric info summed, other info the last)."""
+    runs = []
+    for m in metrics:
+        info: dict[str, Any] = {}
+        for r in records:
+            for k, v in r["info"].get(m.column, {}).items():
+                info[k] = info.get(k, 0) + v if isinstance(v, int | float) and not isinstance(v, bool) else v
+        runs.append(MetricRun(column=m.column, name=m.name, higher_is_better=m.higher_is_better,
+                              signature=str(m.signature()), seconds=sum(r["seconds"].get(m.column, 0.0) for r in records),
+                              n_items=n_items, info=info))
+    return runs
 
 
 def _check_duplicates(settings: EngineSettings, shards: Sequence[ShardSpec]) -> None:

@@ -5,6 +5,7 @@ renders what :func:`evalign.evaluate.evaluate` computed (used by ``evalign repor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -55,88 +56,111 @@ def from_results(
     :class:`~evalign.scoring.MetricRun` of the metrics computed for it) give the truncated-text counts of
     the coverage table; ``min_group_size`` is the breakdown's (default 30 pairs, 10 items);
     ``human_scale`` says what a human system rank is a rank among."""
-    corr: list[pd.DataFrame] = []
-    acc: list[pd.DataFrame] = []
-    by_task = None
-    label = by_task_label or "statistic"
-    curves: dict[str, tuple[object, object, float]] = {}
-    leaderboard = None
-    human_system_col = None
-    human_hib = True
-    system_labels: dict[str, str] = {}
-    hib: dict[str, bool] = {}
-    metric_cols: list[str] = []
-    all_notes: list[str] = []
-    confidence = 0.95
-    task_n: dict[str, int] = {}
-    left_out: dict[str, int] = {}
-    min_size: int | None = None
+    parts = _Parts(label=by_task_label or "statistic")
     for r in results:
-        for c in r.columns:
-            metric_cols.append(str(c["name"]))
-            hib[str(c["name"])] = bool(c["higher_is_better"])
-            system_labels[str(c["name"])] = str(c["system_label"])
+        parts.add_columns(r)
         if r.refused:
-            all_notes.append(f"{r.source}: nothing ranked: {r.refused}")
+            parts.notes.append(f"{r.source}: nothing ranked: {r.refused}")
             continue
-        if leaderboard is None and r.systems is not None:
-            lb = r.systems.rename(columns={c["system_label"]: c["name"] for c in r.columns})
-            human_system_col = "human" if r.human == "system-level" else r.human
-            leaderboard = lb.rename(columns={"human": human_system_col})
-            human_hib = _human_hib(r)
+        if parts.leaderboard is None and r.systems is not None:
+            parts.add_leaderboard(r)
+        parts.add_trust(r)
+        if parts.by_task is None and r.breakdown is not None and str(r.breakdown_by) in ("task", MERGED_TASK):
+            parts.add_breakdown(r, by_task_label, min_group_size)
+        for k, v in r.curves.items():
+            parts.curves.setdefault(k, v)
+        parts.notes += [f"warning: {w}" for w in r.warnings] + list(r.notes)
+    ok = [r for r in results if not r.refused]
+    return ReportData(
+        labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
+        confidence=parts.confidence,
+        human_scale=human_scale,
+        by_task_n=parts.task_n,
+        by_task_left_out=parts.left_out,
+        min_group_size=parts.min_size,
+        coverage=coverage(results, runs),
+        explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
+        title=title,
+        subtitle=subtitle,
+        leaderboard=parts.leaderboard,
+        human_system_col=parts.human_system_col,
+        human_system_higher_is_better=parts.human_hib,
+        correlations=pd.concat(parts.corr, ignore_index=True) if parts.corr else None,
+        pair_accuracy=pd.concat(parts.acc, ignore_index=True) if parts.acc else None,
+        by_task=parts.by_task,
+        by_task_label=parts.label,
+        item_table=item_table,
+        metric_cols=list(dict.fromkeys(parts.metric_cols)),
+        human_col=human_col,
+        epsilon_curves=parts.curves or None,
+        judge_cols=[j for j in judge_cols if item_table is not None and j in item_table.columns],
+        higher_is_better=parts.hib,
+        system_labels=parts.system_labels,
+        notes=list(dict.fromkeys([*notes, *parts.notes])),
+    )
+
+
+@dataclass
+class _Parts:
+    """What :func:`from_results` gathers from the results, in their order."""
+
+    label: str
+    corr: list[pd.DataFrame] = field(default_factory=list)
+    acc: list[pd.DataFrame] = field(default_factory=list)
+    by_task: pd.DataFrame | None = None
+    curves: dict[str, tuple[object, object, float]] = field(default_factory=dict)
+    leaderboard: pd.DataFrame | None = None
+    human_system_col: str | None = None
+    human_hib: bool = True
+    system_labels: dict[str, str] = field(default_factory=dict)
+    hib: dict[str, bool] = field(default_factory=dict)
+    metric_cols: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    confidence: float = 0.95
+    task_n: dict[str, int] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)
+    min_size: int | None = None
+
+    def add_columns(self, r: EvalResult) -> None:
+        for c in r.columns:
+            self.metric_cols.append(str(c["name"]))
+            self.hib[str(c["name"])] = bool(c["higher_is_better"])
+            self.system_labels[str(c["name"])] = str(c["system_label"])
+
+    def add_leaderboard(self, r: EvalResult) -> None:
+        assert r.systems is not None
+        lb = r.systems.rename(columns={c["system_label"]: c["name"] for c in r.columns})
+        self.human_system_col = "human" if r.human == "system-level" else r.human
+        self.leaderboard = lb.rename(columns={"human": self.human_system_col})
+        self.human_hib = _human_hib(r)
+
+    def add_trust(self, r: EvalResult) -> None:
+        """The result's correlation and accuracy tables, their confidence and signatures."""
         unit = "n pairs" if r.mode == "pairs" else "n items"
         for t in r.trust:
             if t.statistic in CORRELATIONS:
                 rows = _tidy(t.rows, level=t.level, statistic=t.statistic).rename(columns={"n": unit})
                 if t.level == "system":  # the statistic is over the systems; n items is what each mean is over
                     rows.insert(rows.columns.get_loc(unit), "n systems", r.n_systems)
-                corr.append(rows)
+                self.corr.append(rows)
             elif t.statistic in ACCURACIES:
                 what = f"{t.statistic} ({t.grouping} grouping)" if r.mode == "items" else f"{t.statistic} (with ties)"
-                acc.append(_tidy(t.rows, table=r.mode, statistic=what).rename(columns={"n": unit}))
-            confidence = float(t.signature.get("confidence", confidence))
-            all_notes.append(f"signature ({t.statistic}, {t.level} level): {t.signature['text']}")
-        if by_task is None and r.breakdown is not None and str(r.breakdown_by) in ("task", MERGED_TASK):
-            groups = r.breakdown[r.breakdown["group"] != "(all)"]
-            bt = groups[groups["status"] == "ok"]
-            small = groups[groups["status"] == "too small"].drop_duplicates("group")
-            task_n = {str(g): int(n) for g, n in zip(bt["group"], bt["n"], strict=True)}
-            left_out = {str(g): int(n) for g, n in zip(small["group"], small["n"], strict=True)}
-            min_size = min_group_size or (30 if r.mode == "pairs" else 10)
-            if len(bt):
-                by_task = bt.rename(columns={"group": "task"})[["task", "metric", "value"]]
-                label = by_task_label or str(r.breakdown_statistic)
-        for k, v in r.curves.items():
-            curves.setdefault(k, v)
-        all_notes += [f"warning: {w}" for w in r.warnings] + list(r.notes)
-    ok = [r for r in results if not r.refused]
-    return ReportData(
-        labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
-        confidence=confidence,
-        human_scale=human_scale,
-        by_task_n=task_n,
-        by_task_left_out=left_out,
-        min_group_size=min_size,
-        coverage=coverage(results, runs),
-        explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
-        title=title,
-        subtitle=subtitle,
-        leaderboard=leaderboard,
-        human_system_col=human_system_col,
-        human_system_higher_is_better=human_hib,
-        correlations=pd.concat(corr, ignore_index=True) if corr else None,
-        pair_accuracy=pd.concat(acc, ignore_index=True) if acc else None,
-        by_task=by_task,
-        by_task_label=label,
-        item_table=item_table,
-        metric_cols=list(dict.fromkeys(metric_cols)),
-        human_col=human_col,
-        epsilon_curves=curves or None,
-        judge_cols=[j for j in judge_cols if item_table is not None and j in item_table.columns],
-        higher_is_better=hib,
-        system_labels=system_labels,
-        notes=list(dict.fromkeys([*notes, *all_notes])),
-    )
+                self.acc.append(_tidy(t.rows, table=r.mode, statistic=what).rename(columns={"n": unit}))
+            self.confidence = float(t.signature.get("confidence", self.confidence))
+            self.notes.append(f"signature ({t.statistic}, {t.level} level): {t.signature['text']}")
+
+    def add_breakdown(self, r: EvalResult, by_task_label: str | None, min_group_size: int | None) -> None:
+        """The breakdown by task: its groups, their sizes and the groups left out as too small."""
+        assert r.breakdown is not None
+        groups = r.breakdown[r.breakdown["group"] != "(all)"]
+        bt = groups[groups["status"] == "ok"]
+        small = groups[groups["status"] == "too small"].drop_duplicates("group")
+        self.task_n = {str(g): int(n) for g, n in zip(bt["group"], bt["n"], strict=True)}
+        self.left_out = {str(g): int(n) for g, n in zip(small["group"], small["n"], strict=True)}
+        self.min_size = min_group_size or (30 if r.mode == "pairs" else 10)
+        if len(bt):
+            self.by_task = bt.rename(columns={"group": "task"})[["task", "metric", "value"]]
+            self.label = by_task_label or str(r.breakdown_statistic)
 
 
 def _human_hib(r: EvalResult) -> bool:

@@ -3,12 +3,16 @@ tables as Markdown and LaTeX."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from evalign import __version__
+from evalign.io import atomic_path, write_text_atomic
 from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
@@ -65,101 +69,153 @@ def _present(cols: list[str], table: pd.DataFrame | None) -> list[str]:
     return [c for c in cols if c in table.columns and pd.api.types.is_numeric_dtype(table[c])]
 
 
-def build_report(data: ReportData) -> Report:
-    """Build the sections for what ``data`` holds (missing parts are skipped) and the HTML page."""
-    from evalign import __version__
+def _leaderboard_section(data: ReportData) -> Section | None:
+    if data.leaderboard is None or not len(data.leaderboard):
+        return None
+    who = data.labels
+    s = Section("leaderboard", f"System leaderboard beside the ranking by {who}")
+    order = (f"systems in the order of the ranking by {who}" if data.human_system_col
+             and data.human_system_col in data.leaderboard.columns else "systems in the table's order")
+    s.text = ("Each metric's system-level score with its rank among these systems in brackets (1 = best); "
+              + order + (f" (human rank = {data.human_scale})." if data.human_scale else "."))
+    s.tables["System leaderboard"] = leaderboard_display(data)
+    cols = [m for m in data.metric_cols if m in data.leaderboard.columns]
+    if cols or data.human_system_col:
+        png = F.rank_heatmap(data.leaderboard, data.human_system_col, data.human_system_higher_is_better, cols,
+                             data.higher_is_better)
+        s.figures.append(Figure("leaderboard_ranks", f"System ranks among the {len(data.leaderboard)} systems "
+                                                     f"by {who} and by each metric (1 = best)", png))
+    return s
 
-    sections: list[Section] = []
+
+def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame | None) -> Section | None:
+    """A section of one result table (correlations or pairwise accuracy) with an interval plot per
+    statistic."""
+    if table is None or not len(table):
+        return None
     who = data.labels
     pct = f"{round(100 * data.confidence)}%"
-    if data.leaderboard is not None and len(data.leaderboard):
-        s = Section("leaderboard", f"System leaderboard beside the ranking by {who}")
-        order = (f"systems in the order of the ranking by {who}" if data.human_system_col
-                 and data.human_system_col in data.leaderboard.columns else "systems in the table's order")
-        s.text = ("Each metric's system-level score with its rank among these systems in brackets (1 = best); "
-                  + order + (f" (human rank = {data.human_scale})." if data.human_scale else "."))
-        s.tables["System leaderboard"] = leaderboard_display(data)
-        cols = [m for m in data.metric_cols if m in data.leaderboard.columns]
-        if cols or data.human_system_col:
-            png = F.rank_heatmap(data.leaderboard, data.human_system_col, data.human_system_higher_is_better, cols,
-                                 data.higher_is_better)
-            s.figures.append(Figure("leaderboard_ranks", f"System ranks among the {len(data.leaderboard)} systems "
-                                                         f"by {who} and by each metric (1 = best)", png))
-        sections.append(s)
-    for key, title, table in (
-        ("correlations", f"Correlation with {who}", data.correlations),
-        ("pair_accuracy", f"Pairwise accuracy against the preferences of {who}", data.pair_accuracy),
-    ):
-        if table is None or not len(table):
-            continue
-        s = Section(key, title)
-        s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
-                  if "low" in table.columns or "ci_low" in table.columns else "")
-        s.tables[title] = format_results(table, data.digits)
-        if "value" in table.columns:
-            for stat, part in _blocks(table):
-                what = _what(part, stat)
-                label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
-                png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
-                                      _axis_label(part, stat), scale=F.scale_for(stat)[:2])
-                s.figures.append(Figure(f"{key}_intervals" + (f"_{_slug(stat)}" if len(_blocks(table)) > 1 else ""),
-                                        f"{what} with {who}: dot = estimate, bar = {pct} percentile bootstrap "
-                                        "interval over items; colours = significance clusters (cluster 1 = not "
-                                        "significantly worse than the best); grey squares = trivial baselines, "
-                                        "dashed line = the best of them, dotted line = the human ceiling", png))
-        sections.append(s)
-    if data.by_task is not None and len(data.by_task):
-        m = by_task_matrix(data.by_task)
-        s = Section("by_task", f"{data.by_task_label} per task ({who})")
-        s.tables[f"{data.by_task_label} per task"] = by_task_display(m, data.digits)
-        notes = []
-        if data.by_task_left_out:
-            notes.append(f"Left out as smaller than {data.min_group_size}: " + ", ".join(
-                f"{t} (n={n})" for t, n in data.by_task_left_out.items()) + ".")
-        s.text = " ".join(notes)
-        if m.shape[0] >= 1 and m.shape[1] >= 1:
-            s.figures.append(Figure("by_task_heatmap", f"{data.by_task_label} per task (rows, with their size n) and "
-                                                       f"metric (columns), against {who}; fixed colour scale",
-                                    F.task_heatmap(m, data.by_task_label, n=data.by_task_n)))
-        sections.append(s)
+    s = Section(key, title)
+    s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
+              if "low" in table.columns or "ci_low" in table.columns else "")
+    s.tables[title] = format_results(table, data.digits)
+    if "value" in table.columns:
+        for stat, part in _blocks(table):
+            what = _what(part, stat)
+            label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
+            png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
+                                  _axis_label(part, stat), scale=F.scale_for(stat)[:2])
+            s.figures.append(Figure(f"{key}_intervals" + (f"_{_slug(stat)}" if len(_blocks(table)) > 1 else ""),
+                                    f"{what} with {who}: dot = estimate, bar = {pct} percentile bootstrap "
+                                    "interval over items; colours = significance clusters (cluster 1 = not "
+                                    "significantly worse than the best); grey squares = trivial baselines, "
+                                    "dashed line = the best of them, dotted line = the human ceiling", png))
+    return s
+
+
+def _by_task_section(data: ReportData) -> Section | None:
+    if data.by_task is None or not len(data.by_task):
+        return None
+    m = by_task_matrix(data.by_task)
+    s = Section("by_task", f"{data.by_task_label} per task ({data.labels})")
+    s.tables[f"{data.by_task_label} per task"] = by_task_display(m, data.digits)
+    notes = []
+    if data.by_task_left_out:
+        notes.append(f"Left out as smaller than {data.min_group_size}: " + ", ".join(
+            f"{t} (n={n})" for t, n in data.by_task_left_out.items()) + ".")
+    s.text = " ".join(notes)
+    if m.shape[0] >= 1 and m.shape[1] >= 1:
+        s.figures.append(Figure("by_task_heatmap", f"{data.by_task_label} per task (rows, with their size n) and "
+                                                   f"metric (columns), against {data.labels}; fixed colour scale",
+                                F.task_heatmap(m, data.by_task_label, n=data.by_task_n)))
+    return s
+
+
+def _distributions_section(data: ReportData) -> Section | None:
     metric_cols = _present(data.metric_cols, data.item_table)
-    if data.item_table is not None and data.human_col and data.human_col in data.item_table.columns and metric_cols:
-        s = Section("distributions", "Score distributions per human grade")
-        s.figures.append(Figure("distributions", f"Item scores of each metric grouped by the human rating '{data.human_col}'", F.distributions(data.item_table, data.human_col, metric_cols)))
-        sections.append(s)
-    if data.epsilon_curves:
-        s = Section("tie_calibration", "Tie calibration")
-        flat = {k: why for k, v in data.epsilon_curves.items() if (why := F.degenerate_curve(v)) is not None}
-        lines = ["Pairwise accuracy (with ties) when metric differences below epsilon count as ties."]
-        lines += [f"{k}: no curve: {why}." for k, why in flat.items()]
-        s.text = " ".join(lines)
-        curves = {k: v for k, v in data.epsilon_curves.items() if k not in flat}
-        if curves:
-            s.figures.append(Figure("epsilon_curves", f"Accuracy with ties vs tie threshold epsilon, against {who}",
-                                    F.epsilon_curves(curves)))
-        sections.append(s)
+    if data.item_table is None or not data.human_col or data.human_col not in data.item_table.columns \
+            or not metric_cols:
+        return None
+    s = Section("distributions", "Score distributions per human grade")
+    s.figures.append(Figure("distributions", f"Item scores of each metric grouped by the human rating '{data.human_col}'", F.distributions(data.item_table, data.human_col, metric_cols)))
+    return s
+
+
+def _tie_section(data: ReportData) -> Section | None:
+    if not data.epsilon_curves:
+        return None
+    s = Section("tie_calibration", "Tie calibration")
+    flat = {k: why for k, v in data.epsilon_curves.items() if (why := F.degenerate_curve(v)) is not None}
+    lines = ["Pairwise accuracy (with ties) when metric differences below epsilon count as ties."]
+    lines += [f"{k}: no curve: {why}." for k, why in flat.items()]
+    s.text = " ".join(lines)
+    curves = {k: v for k, v in data.epsilon_curves.items() if k not in flat}
+    if curves:
+        s.figures.append(Figure("epsilon_curves", f"Accuracy with ties vs tie threshold epsilon, against {data.labels}",
+                                F.epsilon_curves(curves)))
+    return s
+
+
+def _length_section(data: ReportData) -> Section | None:
     judge_cols = _present(data.judge_cols, data.item_table)
-    if data.item_table is not None and judge_cols and "response" in data.item_table.columns:
-        s = Section("length_bias", "Judge score vs response length")
-        s.figures.append(Figure("score_vs_length", "Judge scores against response length in words", F.score_vs_length(data.item_table, judge_cols)))
-        sections.append(s)
-    if data.explorer is not None:
-        s = Section("explorer", "Item explorer")
-        s.html = data.explorer.html()
-        sections.append(s)
-    if data.extra_tables:
-        s = Section("more", "More results")
-        for title, df in data.extra_tables.items():
-            s.tables[title] = format_results(df, data.digits)
-        sections.append(s)
-    if data.coverage is not None and len(data.coverage):
-        s = Section("coverage", "Missing values and truncated texts per metric")
-        s.text = ("Cells without a value (not counted in any statistic) and texts a model truncated to its "
-                  "longest input, per metric or judge column.")
-        s.tables["Coverage"] = format_results(data.coverage, data.digits)
-        sections.append(s)
-    if data.notes:
-        sections.append(Section("notes", "Notes", items=[_relative(n) for n in data.notes]))
+    if data.item_table is None or not judge_cols or "response" not in data.item_table.columns:
+        return None
+    s = Section("length_bias", "Judge score vs response length")
+    s.figures.append(Figure("score_vs_length", "Judge scores against response length in words", F.score_vs_length(data.item_table, judge_cols)))
+    return s
+
+
+def _explorer_section(data: ReportData) -> Section | None:
+    if data.explorer is None:
+        return None
+    s = Section("explorer", "Item explorer")
+    s.html = data.explorer.html()
+    return s
+
+
+def _more_section(data: ReportData) -> Section | None:
+    if not data.extra_tables:
+        return None
+    s = Section("more", "More results")
+    for title, df in data.extra_tables.items():
+        s.tables[title] = format_results(df, data.digits)
+    return s
+
+
+def _coverage_section(data: ReportData) -> Section | None:
+    if data.coverage is None or not len(data.coverage):
+        return None
+    s = Section("coverage", "Missing values and truncated texts per metric")
+    s.text = ("Cells without a value (not counted in any statistic) and texts a model truncated to its "
+              "longest input, per metric or judge column.")
+    s.tables["Coverage"] = format_results(data.coverage, data.digits)
+    return s
+
+
+def _notes_section(data: ReportData) -> Section | None:
+    if not data.notes:
+        return None
+    return Section("notes", "Notes", items=[_relative(n) for n in data.notes])
+
+
+def build_report(data: ReportData) -> Report:
+    """Build the sections for what ``data`` holds (missing parts are skipped) and the HTML page."""
+    who = data.labels
+    candidates = [
+        _leaderboard_section(data),
+        _result_section(data, "correlations", f"Correlation with {who}", data.correlations),
+        _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",
+                        data.pair_accuracy),
+        _by_task_section(data),
+        _distributions_section(data),
+        _tie_section(data),
+        _length_section(data),
+        _explorer_section(data),
+        _more_section(data),
+        _coverage_section(data),
+        _notes_section(data),
+    ]
+    sections = [s for s in candidates if s is not None]
     page = render_html(data.title, data.subtitle, sections, f"Made with evalign {__version__}.")
     return Report(page, sections)
 
@@ -182,8 +238,6 @@ def write_report(
     ``out_dir/assets/figures/*.png``, ``out_dir/assets/tables/*.md`` and ``*.tex`` and
     ``out_dir/assets/tables/tables.md`` (all tables). Writes are atomic.
     """
-    from evalign.io import atomic_path, write_text_atomic
-
     if data is None:
         known = {f.name for f in fields(ReportData)}
         unknown = sorted(set(fields_) - known)
@@ -259,9 +313,6 @@ def _axis_label(part: pd.DataFrame, stat: str) -> str:
 def _relative(note: str) -> str:
     """A note with absolute paths shortened: the current folder's prefix removed, a path elsewhere
     reduced to its last two parts (notes carry no user's machine layout)."""
-    import os
-    import re
-
     cwd = os.getcwd().rstrip("/") + "/"
     note = note.replace(cwd, "")
 

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.evaluate.columns import verdict_codes
+
 #: the text columns shown when present, in this order
 TEXT_COLUMNS = ("id", "system", "task", "instruction", "input", "response", "reference")
 
@@ -96,6 +98,42 @@ def _cell(v: Any, digits: int) -> tuple[str, str]:
     return str(v), str(v)
 
 
+def _head_cells(cols: Sequence[tuple[str, str, str]]) -> list[str]:
+    """The header cells of the explorer table (the first column sorted, descending)."""
+    head = []
+    for k, (c, kind, role) in enumerate(cols):
+        label = "vs" if c == "disagreement_with" else c
+        aria = ' aria-sort="descending"' if k == 0 else ""
+        head.append(f'<th data-k="{k}" data-type="{kind}" class="{role}" title="{html.escape(c, quote=True)}"{aria}>'
+                    f'<button type="button">{html.escape(label)}</button></th>')
+    return head
+
+
+def _body_rows(table: pd.DataFrame, order: Any, cols: Sequence[tuple[str, str, str]], digits: int) -> list[str]:
+    """One ``<tr>`` per shown row, in ``order``."""
+    body = []
+    for i in order:
+        rec = table.iloc[int(i)]
+        tds = []
+        for c, kind, role in cols:
+            shown, key = _cell(rec[c], digits)
+            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "task")
+                          else "")
+            tds.append(f'<td class="{cls}" data-v="{html.escape(key, quote=True)}">'
+                       f'<div>{html.escape(shown)}</div></td>')
+        system = str(rec["system"]) if "system" in table.columns else ""
+        body.append(f'<tr data-system="{html.escape(system, quote=True)}">{"".join(tds)}</tr>')
+    return body
+
+
+def _system_select(items: pd.DataFrame) -> str:
+    """The system menu (empty when the table has no system column)."""
+    systems = sorted(map(str, items["system"].unique())) if "system" in items.columns else []
+    options = "".join(f'<option value="{html.escape(s, quote=True)}">{html.escape(s)}</option>' for s in systems)
+    return (f'<label>system <select class="ex-system"><option value="">all</option>{options}</select></label>'
+            if systems else "")
+
+
 def explorer_html(
     items: pd.DataFrame,
     *,
@@ -142,29 +180,9 @@ def explorer_html(
     table = pd.concat([dis, items], axis=1)
     table = table.loc[:, ~table.columns.duplicated()]
     eid = html.escape(element_id, quote=True)
-
-    head = []
-    for k, (c, kind, role) in enumerate(cols):
-        label = "vs" if c == "disagreement_with" else c
-        aria = ' aria-sort="descending"' if k == 0 else ""
-        head.append(f'<th data-k="{k}" data-type="{kind}" class="{role}" title="{html.escape(c, quote=True)}"{aria}>'
-                    f'<button type="button">{html.escape(label)}</button></th>')
-    body = []
-    for i in order:
-        rec = table.iloc[int(i)]
-        tds = []
-        for c, kind, role in cols:
-            shown, key = _cell(rec[c], digits)
-            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "task")
-                          else "")
-            tds.append(f'<td class="{cls}" data-v="{html.escape(key, quote=True)}">'
-                       f'<div>{html.escape(shown)}</div></td>')
-        system = str(rec["system"]) if "system" in table.columns else ""
-        body.append(f'<tr data-system="{html.escape(system, quote=True)}">{"".join(tds)}</tr>')
-    systems = sorted(map(str, items["system"].unique())) if "system" in items.columns else []
-    options = "".join(f'<option value="{html.escape(s, quote=True)}">{html.escape(s)}</option>' for s in systems)
-    select = (f'<label>system <select class="ex-system"><option value="">all</option>{options}</select></label>'
-              if systems else "")
+    head = _head_cells(cols)
+    body = _body_rows(table, order, cols, digits)
+    select = _system_select(items)
     left_out = total - len(order)
     note = (f"Sorted by the largest metric-human disagreement: per score column, "
             f"|rank-normalised score - rank-normalised {human[0]}| (0 = same relative position, 1 = opposite "
@@ -253,8 +271,6 @@ def pair_explorer(pairs: pd.DataFrame, sides: pd.DataFrame | None, *, pref_colum
     ``NAME_b``); each judge's verdict as a code (+1 A, -1 B, 0 tie; see
     :func:`evalign.evaluate.columns.verdict_codes`) with its feedback. The disagreement then
     compares each metric's and judge's preference with the annotators'."""
-    from evalign.evaluate.columns import verdict_codes
-
     keep = [c for c in ("id", "task", "system_a", "system_b", "instruction", "input", "response_a", "response_b",
                         "reference") if c in pairs.columns]
     t = pairs[keep].reset_index(drop=True).copy()

@@ -113,7 +113,25 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
         hi = np.clip(table[high].to_numpy(dtype=float) - v, 0, None)
     base = kinds == "baseline"
     shown: set[str] = set()
-    for i in range(len(table)):
+    _interval_points(ax, v, y, lo, hi, base, names, clusters, shown)
+    _baseline_lines(ax, table, label_cols, v, y, base, names, shown)
+    ax.set_yticks(y, labels)
+    if scale is not None:
+        _interval_limits(ax, v, lo, hi, scale)
+    if scale is not None and scale[0] < 0 < scale[1]:
+        ax.axvline(0, color="#bbbbbb", lw=0.8, zorder=0)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    if shown:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+    return _png(fig)
+
+
+def _interval_points(ax: Any, v: np.ndarray, y: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
+                     base: np.ndarray, names: np.ndarray, clusters: np.ndarray, shown: set[str]) -> None:
+    """The dots and bars of :func:`interval_plot` (``shown``: legend labels used so far)."""
+    for i in range(len(v)):
         if not np.isfinite(v[i]) or names[i] == "human_ceiling":
             continue
         if base[i]:
@@ -122,10 +140,15 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
             c = int(clusters[i]) if np.isfinite(clusters[i]) else 0
             colour = PALETTE[(c - 1) % len(PALETTE)] if c else BLUE
             marker, label = "o", f"cluster {c}" if c else "metric / judge"
-        xerr = None if lo is None else [[lo[i]], [hi[i]]]
+        xerr = None if lo is None or hi is None else [[lo[i]], [hi[i]]]
         ax.errorbar([v[i]], [y[i]], xerr=xerr, fmt=marker, color=colour, ecolor=colour, elinewidth=1.2, capsize=3,
                     ms=5, label=None if label in shown else label)
         shown.add(label)
+
+
+def _baseline_lines(ax: Any, table: pd.DataFrame, label_cols: Sequence[str], v: np.ndarray, y: np.ndarray,
+                    base: np.ndarray, names: np.ndarray, shown: set[str]) -> None:
+    """Per block of rows: the best trivial baseline (dashed) and the human ceiling (dotted)."""
     label_set = [c for c in label_cols if c not in ("metric", "kind", "rank", "cluster")]
     blocks = table[label_set].map(str).agg(" / ".join, axis=1) if label_set else pd.Series("", index=table.index)
     for b in dict.fromkeys(blocks):
@@ -141,21 +164,16 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
             ax.vlines(float(v[ceiling][0]), ymin, ymax, colors=GREEN, linestyles=":", lw=1.8,
                       label=None if "human ceiling" in shown else "human ceiling (annotators vs each other)")
             shown.add("human ceiling")
-    ax.set_yticks(y, labels)
-    if scale is not None:
-        finite = np.concatenate([v[np.isfinite(v)], *([] if lo is None else [(v - lo)[np.isfinite(v - lo)],
-                                                                            (v + hi)[np.isfinite(v + hi)]])])
-        left = min(scale[0], float(finite.min()) if finite.size else scale[0])
-        right = max(scale[1], float(finite.max()) if finite.size else scale[1])
-        ax.set_xlim(left - 0.02 * (right - left), right + 0.02 * (right - left))
-    if scale is not None and scale[0] < 0 < scale[1]:
-        ax.axvline(0, color="#bbbbbb", lw=0.8, zorder=0)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10, loc="left")
-    ax.grid(axis="x", alpha=0.3)
-    if shown:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
-    return _png(fig)
+
+
+def _interval_limits(ax: Any, v: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
+                     scale: tuple[float, float]) -> None:
+    """The fixed x limits, widened to every dot and bar end that lies outside."""
+    ends = [] if lo is None or hi is None else [(v - lo)[np.isfinite(v - lo)], (v + hi)[np.isfinite(v + hi)]]
+    finite = np.concatenate([v[np.isfinite(v)], *ends])
+    left = min(scale[0], float(finite.min()) if finite.size else scale[0])
+    right = max(scale[1], float(finite.max()) if finite.size else scale[1])
+    ax.set_xlim(left - 0.02 * (right - left), right + 0.02 * (right - left))
 
 
 def task_heatmap(by_task: pd.DataFrame, label: str, *, n: Mapping[str, int] | None = None,

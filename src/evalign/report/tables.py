@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.errors import EvalignError
 from evalign.report.data import ReportData, interval_columns, ranks
 
 
@@ -107,6 +108,4 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
     try:
         return df.to_latex(index=False, escape=True, caption=caption, label=label, column_format="l" * df.shape[1])
     except ImportError as e:  # pandas renders LaTeX through jinja2
-        from evalign.errors import EvalignError
-
         raise EvalignError(f"LaTeX tables need jinja2 (pip install jinja2): {e}") from e

@@ -42,6 +42,7 @@ import pandas as pd
 
 from evalign.cache import Cache, make_key
 from evalign.errors import BackendError, EvalignError
+from evalign.judges.backends import Generation, GenerationRequest
 from evalign.judges.parsing import parse_grade
 from evalign.judges.prompts import Rubric, list_rubrics, load_rubric, load_template
 from evalign.synth import parsing as P
@@ -53,6 +54,7 @@ from evalign.synth.prompts import (
     paraphrase_prompt,
     response_prompt,
 )
+from evalign.synth.relative import relative_instances
 
 NAMESPACE = "synth"
 #: bump when the cache key layout changes
@@ -222,8 +224,6 @@ class _Teacher:
 
     async def ask(self, step: str, prompts: Sequence[tuple[str, int]]) -> list[dict[str, Any] | None]:
         """One generation per ``(prompt, sample)``: the cached or new Generation JSON, None on failure."""
-        from evalign.judges.backends import Generation, GenerationRequest
-
         keys = [make_key(NAMESPACE, KEY_VERSION, self.identity, step, p, self.request, self.seed + s)
                 for p, s in prompts]
         stored = self.cache.get_many(NAMESPACE, keys)
@@ -263,6 +263,164 @@ def _text(gen: dict[str, Any]) -> tuple[str, str | None]:
 # --- the run --------------------------------------------------------------------------------------
 
 
+class _Run:
+    """The state of one generation run: the teacher, the filter counts and the rejected examples."""
+
+    def __init__(self, teacher: _Teacher, settings: SynthSettings, template: Any) -> None:
+        self.teacher = teacher
+        self.settings = settings
+        self.template = template
+        self.filters: Counter[str] = Counter({k: 0 for k in FILTERS})
+        self.rejected: dict[str, Counter[str]] = {
+            s: Counter() for s in ("brainstorm", "paraphrase", "instruction", "response")
+        }
+        self.examples: list[dict[str, Any]] = []
+
+    def reject(self, step: str, r: P.Rejected, text: str) -> None:
+        self.rejected[step][r.reason] += 1
+        if len(self.examples) < 50:
+            self.examples.append({"step": step, "reason": r.reason, "detail": r.detail, "text": text[:300]})
+
+    def _parsed_rubrics(self, step: str, gens: Sequence[dict[str, Any] | None],
+                        names: Sequence[str]) -> list[Rubric | None]:
+        """Each generation parsed as a rubric (None where it failed or was rejected, counted)."""
+        out: list[Rubric | None] = []
+        for g, name in zip(gens, names, strict=True):
+            if g is None:
+                self.filters["backend_error"] += 1
+                out.append(None)
+                continue
+            text, fin = _text(g)
+            res = P.parse_rubric(text, fin, name=name)
+            if isinstance(res, P.Rejected):
+                self.reject(step, res, text)
+                self.filters["rubric_unparseable"] += 1
+                out.append(None)
+            else:
+                out.append(res)
+        return out
+
+    async def rubric_round(self, rnd: int, pool: list[Rubric], kept_texts: list[str]) -> list[Rubric]:
+        """Step 1, one round: brainstorm, paraphrase, keep the novel rubrics (``pool`` and
+        ``kept_texts`` grow by them)."""
+        settings = self.settings
+        rng = random.Random(f"evalign-synth:{settings.seed}:{rnd}")
+        shown = [rng.sample(pool, N_EXAMPLES) for _ in range(settings.rubrics_per_round)]
+        gens = await self.teacher.ask("brainstorm", [(brainstorm_prompt(ex), rnd * 100_003 + b)
+                                                     for b, ex in enumerate(shown)])
+        names = [f"synth-r{rnd}-b{b}" for b in range(len(gens))]
+        brainstormed = [r for r in self._parsed_rubrics("brainstorm", gens, names) if r is not None]
+        paraphrased: list[Rubric | None] = [None] * len(brainstormed)
+        if settings.paraphrase and brainstormed:
+            pg = await self.teacher.ask("paraphrase", [(paraphrase_prompt(r), 0) for r in brainstormed])
+            paraphrased = self._parsed_rubrics("paraphrase", pg, [f"{r.name}-p" for r in brainstormed])
+        candidates: list[Rubric] = []
+        for r, p in zip(brainstormed, paraphrased, strict=True):
+            candidates.append(r)
+            if p is not None:
+                candidates.append(p)
+        keep = novel([rubric_text(r) for r in candidates], kept_texts, threshold=settings.rubric_threshold)
+        new: list[Rubric] = []
+        for r, k in zip(candidates, keep, strict=True):
+            if k:
+                new.append(r)
+                pool.append(r)
+                kept_texts.append(rubric_text(r))
+            else:
+                self.filters["rubric_near_duplicate"] += 1
+        return new
+
+    async def rubrics(self, seeds: Sequence[Rubric]) -> list[Rubric]:
+        """Step 1: the rubrics that instructions are written for."""
+        pool = list(seeds)
+        kept_texts = [rubric_text(r) for r in seeds]
+        new_rubrics: list[Rubric] = []
+        for rnd in range(self.settings.rounds):
+            new_rubrics.extend(await self.rubric_round(rnd, pool, kept_texts))
+        return [*(seeds if self.settings.include_seed_rubrics else []), *new_rubrics]
+
+    async def instructions(self, rubrics: Sequence[Rubric]) -> list[tuple[Rubric, P.InstructionPair]]:
+        """Step 2: instructions (with reference answers) per rubric, near-duplicates left out."""
+        n = self.settings.instructions_per_rubric
+        asks = [(instruction_prompt(r), s) for r in rubrics for s in range(n)]
+        owners = [r for r in rubrics for _ in range(n)]
+        gens = await self.teacher.ask("instruction", asks)
+        parsed: list[tuple[Rubric, P.InstructionPair]] = []
+        for rub, g in zip(owners, gens, strict=True):
+            if g is None:
+                self.filters["backend_error"] += 1
+                continue
+            text, fin = _text(g)
+            res = P.parse_instruction(text, fin)
+            if isinstance(res, P.Rejected):
+                self.reject("instruction", res, text)
+                self.filters["instruction_unparseable"] += 1
+            else:
+                parsed.append((rub, res))
+        keep = novel([p.instruction for _, p in parsed], threshold=self.settings.instruction_threshold)
+        self.filters["instruction_near_duplicate"] += keep.count(False)
+        return [x for x, k in zip(parsed, keep, strict=True) if k]
+
+    async def responses(self, instructions: Sequence[tuple[Rubric, P.InstructionPair]]) -> list[dict[str, Any]]:
+        """Step 3: per instruction and score 1-5, a response and its feedback as a row (``_group``:
+        the instruction's index)."""
+        asks = [(response_prompt(p.instruction, r, p.reference, k), 0) for r, p in instructions for k in SCORES]
+        targets = [(j, k) for j in range(len(instructions)) for k in SCORES]
+        gens = await self.teacher.ask("response", asks)
+        rows: list[dict[str, Any]] = []
+        for (j, k), g in zip(targets, gens, strict=True):
+            row = self._response_row(g, instructions[j], k)
+            if row is not None:
+                row["_group"] = j
+                rows.append(row)
+        return rows
+
+    def _response_row(self, g: dict[str, Any] | None, instruction: tuple[Rubric, P.InstructionPair],
+                      k: int) -> dict[str, Any] | None:
+        """The row of one response generation for target score ``k`` (None when filtered, counted)."""
+        if g is None:
+            self.filters["backend_error"] += 1
+            return None
+        text, fin = _text(g)
+        res = P.parse_response_feedback(text, fin)
+        if isinstance(res, P.Rejected):
+            self.reject("response", res, text)
+            self.filters["response_unparseable"] += 1
+            return None
+        if res.stated_score != k:
+            self.filters["score_mismatch"] += 1
+            return None
+        rub, pair = instruction
+        row = feedback_row(self.template, rub, pair.instruction, res.response, pair.reference, res.feedback, k)
+        check = parse_grade(row["output"], "absolute")
+        if check.value != k:  # e.g. a feedback that itself contains "[RESULT] n"
+            self.filters["output_unparseable"] += 1
+            return None
+        return row
+
+    def balanced(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Step 4: equal counts per score (when asked), the ``_group`` helper column removed."""
+        if self.settings.balance:
+            mask = balance([r["orig_score"] for r in rows], [r["_group"] for r in rows])
+            self.filters["balance_dropped"] += mask.count(False)
+            rows = [r for r, m in zip(rows, mask, strict=True) if m]
+        for r in rows:
+            r.pop("_group")
+        return rows
+
+    def with_relative(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The absolute rows plus the pairwise ones (when asked and there are rows)."""
+        settings = self.settings
+        if not (settings.relative and len(table)):
+            return table
+        rel = relative_instances(table, template=settings.relative_template,
+                                 max_pairs_per_instruction=settings.max_pairs_per_instruction, seed=settings.seed)
+        table = pd.concat([table, rel], ignore_index=True)
+        for c in ("orig_score", "orig_score_A", "orig_score_B"):  # ints, None where not applicable
+            table[c] = pd.Series([None if pd.isna(v) else int(v) for v in table[c]], dtype=object)
+        return table
+
+
 async def arun_synth(
     seeds: Sequence[Rubric], backend: Any, settings: SynthSettings, *, cache: Cache | None = None
 ) -> SynthResult:
@@ -274,139 +432,23 @@ async def arun_synth(
         raise EvalignError(f"template '{settings.template}' is a {template.mode} template; synth renders "
                            "absolute grading prompts (use prometheus_absolute or prometheus1_absolute)")
     teacher = _Teacher(backend, cache if cache is not None else Cache(), settings)
-    filters: Counter[str] = Counter({k: 0 for k in FILTERS})
-    rejected: dict[str, Counter[str]] = {s: Counter() for s in ("brainstorm", "paraphrase", "instruction", "response")}
-    examples: list[dict[str, Any]] = []
-
-    def reject(step: str, r: P.Rejected, text: str) -> None:
-        rejected[step][r.reason] += 1
-        if len(examples) < 50:
-            examples.append({"step": step, "reason": r.reason, "detail": r.detail, "text": text[:300]})
-
-    # 1. rubrics
-    pool = list(seeds)
-    kept_texts = [rubric_text(r) for r in seeds]
-    new_rubrics: list[Rubric] = []
-    for rnd in range(settings.rounds):
-        rng = random.Random(f"evalign-synth:{settings.seed}:{rnd}")
-        shown = [rng.sample(pool, N_EXAMPLES) for _ in range(settings.rubrics_per_round)]
-        gens = await teacher.ask("brainstorm", [(brainstorm_prompt(ex), rnd * 100_003 + b)
-                                                for b, ex in enumerate(shown)])
-        brainstormed: list[Rubric] = []
-        for b, g in enumerate(gens):
-            if g is None:
-                filters["backend_error"] += 1
-                continue
-            text, fin = _text(g)
-            res = P.parse_rubric(text, fin, name=f"synth-r{rnd}-b{b}")
-            if isinstance(res, P.Rejected):
-                reject("brainstorm", res, text)
-                filters["rubric_unparseable"] += 1
-            else:
-                brainstormed.append(res)
-        candidates: list[Rubric] = []
-        paraphrased: list[Rubric | None] = [None] * len(brainstormed)
-        if settings.paraphrase and brainstormed:
-            pg = await teacher.ask("paraphrase", [(paraphrase_prompt(r), 0) for r in brainstormed])
-            for i, g in enumerate(pg):
-                if g is None:
-                    filters["backend_error"] += 1
-                    continue
-                text, fin = _text(g)
-                res = P.parse_rubric(text, fin, name=f"{brainstormed[i].name}-p")
-                if isinstance(res, P.Rejected):
-                    reject("paraphrase", res, text)
-                    filters["rubric_unparseable"] += 1
-                else:
-                    paraphrased[i] = res
-        for r, p in zip(brainstormed, paraphrased, strict=True):
-            candidates.append(r)
-            if p is not None:
-                candidates.append(p)
-        keep = novel([rubric_text(r) for r in candidates], kept_texts, threshold=settings.rubric_threshold)
-        for r, k in zip(candidates, keep, strict=True):
-            if k:
-                new_rubrics.append(r)
-                pool.append(r)
-                kept_texts.append(rubric_text(r))
-            else:
-                filters["rubric_near_duplicate"] += 1
-    rubrics = [*(seeds if settings.include_seed_rubrics else []), *new_rubrics]
-
-    # 2. instructions
-    asks = [(instruction_prompt(r), s) for r in rubrics for s in range(settings.instructions_per_rubric)]
-    owners = [r for r in rubrics for _ in range(settings.instructions_per_rubric)]
-    gens = await teacher.ask("instruction", asks)
-    parsed: list[tuple[Rubric, P.InstructionPair]] = []
-    for rub, g in zip(owners, gens, strict=True):
-        if g is None:
-            filters["backend_error"] += 1
-            continue
-        text, fin = _text(g)
-        res = P.parse_instruction(text, fin)
-        if isinstance(res, P.Rejected):
-            reject("instruction", res, text)
-            filters["instruction_unparseable"] += 1
-        else:
-            parsed.append((rub, res))
-    keep = novel([p.instruction for _, p in parsed], threshold=settings.instruction_threshold)
-    filters["instruction_near_duplicate"] += keep.count(False)
-    instructions = [x for x, k in zip(parsed, keep, strict=True) if k]
-
-    # 3. responses and feedback
-    asks = [(response_prompt(p.instruction, r, p.reference, k), 0) for r, p in instructions for k in SCORES]
-    targets = [(j, k) for j in range(len(instructions)) for k in SCORES]
-    gens = await teacher.ask("response", asks)
-    rows: list[dict[str, Any]] = []
-    for (j, k), g in zip(targets, gens, strict=True):
-        if g is None:
-            filters["backend_error"] += 1
-            continue
-        text, fin = _text(g)
-        res = P.parse_response_feedback(text, fin)
-        if isinstance(res, P.Rejected):
-            reject("response", res, text)
-            filters["response_unparseable"] += 1
-            continue
-        if res.stated_score != k:
-            filters["score_mismatch"] += 1
-            continue
-        rub, pair = instructions[j]
-        row = feedback_row(template, rub, pair.instruction, res.response, pair.reference, res.feedback, k)
-        check = parse_grade(row["output"], "absolute")
-        if check.value != k:  # e.g. a feedback that itself contains "[RESULT] n"
-            filters["output_unparseable"] += 1
-            continue
-        row["_group"] = j
-        rows.append(row)
-
-    # 4. balance
+    run = _Run(teacher, settings, template)
+    rubrics = await run.rubrics(seeds)
+    instructions = await run.instructions(rubrics)
+    rows = await run.responses(instructions)
     before = _length_by_score(rows)
-    if settings.balance:
-        mask = balance([r["orig_score"] for r in rows], [r["_group"] for r in rows])
-        filters["balance_dropped"] += mask.count(False)
-        rows = [r for r, m in zip(rows, mask, strict=True) if m]
-    for r in rows:
-        r.pop("_group")
-    table = pd.DataFrame(rows, columns=[*COLUMNS, *EXTRA_COLUMNS])
-    n_abs = len(table)
-    if settings.relative and n_abs:
-        from evalign.synth.relative import relative_instances
-
-        rel = relative_instances(table, template=settings.relative_template,
-                                 max_pairs_per_instruction=settings.max_pairs_per_instruction, seed=settings.seed)
-        table = pd.concat([table, rel], ignore_index=True)
-        for c in ("orig_score", "orig_score_A", "orig_score_B"):  # ints, None where not applicable
-            table[c] = pd.Series([None if pd.isna(v) else int(v) for v in table[c]], dtype=object)
+    rows = run.balanced(rows)
+    absolute = pd.DataFrame(rows, columns=[*COLUMNS, *EXTRA_COLUMNS])
+    table = run.with_relative(absolute)
     summary = SynthSummary(
         seed_rubrics=len(seeds),
         rubrics=len(rubrics),
         instructions=len(instructions),
-        rows=n_abs,
-        relative_rows=len(table) - n_abs,
+        rows=len(absolute),
+        relative_rows=len(table) - len(absolute),
         rows_by_score={str(k): sum(1 for r in rows if r["orig_score"] == k) for k in SCORES},
-        filters=dict(filters),
-        rejected={s: dict(c.most_common()) for s, c in rejected.items()},
+        filters=dict(run.filters),
+        rejected={s: dict(c.most_common()) for s, c in run.rejected.items()},
         length_by_score=_length_by_score(rows),
         length_by_score_before_balance=before,
         calls={k: int(teacher.calls[k]) for k in ("total", "cached", "new", "failed")},
@@ -414,7 +456,7 @@ async def arun_synth(
         backend=dict(teacher.identity),
         settings=asdict(settings),
     )
-    return SynthResult(table, rubrics, summary, examples)
+    return SynthResult(table, rubrics, summary, run.examples)
 
 
 def run_synth(

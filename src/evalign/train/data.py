@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import InputError
-from evalign.io import _iter_records, detect_format
+from evalign.io import detect_format, iter_records
 
 #: chat template given to tokenizers that have none: ``### System:`` / ``### User:`` turns, then
 #: ``### Assistant:`` and the answer, ended by the end-of-sequence token
@@ -63,7 +63,7 @@ def read_examples(path: str | Path, *, system_prompt: str | None = None) -> list
     fmt = detect_format(path)
     word = "row" if fmt == "parquet" else "line"
     out: list[Example] = []
-    for line, rec in _iter_records(path, fmt):
+    for line, rec in iter_records(path, fmt):
         vals: dict[str, str] = {}
         for f in ("instruction", "output"):
             if f not in rec:

@@ -25,7 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.datasets import load_dataset
 from evalign.errors import EvalignError
+from evalign.judges import get_judge, run_judge
+from evalign.judges.backends import HFLocalBackend
 
 #: columns of :attr:`VerifyReport.table`
 COLUMNS = ("judge", "kind", "n", "statistic", "value", "ci_low", "ci_high", "beats_baselines", "extra", "note")
@@ -86,6 +89,7 @@ def verify_judges(
     were missing (shown when n = 0). ``label_note``: what the labels are, shown in titles;
     ``label_source``: ``human`` or ``model`` (e.g. GPT-4 grades).
     """
+    # evalign.evaluate imports scipy: kept out of `evalign --help` (train-judge imports this module)
     from evalign.evaluate import evaluate
     from evalign.evaluate.spec import Column, EvalSpec, Human, Resampling, TrustRequest
 
@@ -95,22 +99,10 @@ def verify_judges(
         raise EvalignError(f"label_source must be 'human' or 'model', got {label_source!r}")
     source = label_source
     resampling = Resampling(n_resamples=n_resamples, n_permutations=n_resamples, confidence=confidence, seed=seed)
-    data = pd.DataFrame(index=range(len(table)))
-    for name, col in judge_columns.items():
-        data[name] = table[col].to_numpy(dtype=float)
+    data = _graded_data(table, judge_columns, kind, labels)
     empty = [name for name in judge_columns if not np.isfinite(data[name].to_numpy()).any()]
     graded = [name for name in judge_columns if name not in empty]
-    if kind == "absolute":
-        label = table[list(labels)].to_numpy(dtype=float).mean(axis=1)
-        data.insert(0, "id", [f"item{i}" for i in range(len(table))])
-        data.insert(1, "system", "judged")
-        data["__label"] = label
-        stat = "pearson"
-    else:
-        data.insert(0, "pair_id", [f"pair{i}" for i in range(len(table))])
-        for c in labels:
-            data[f"__{c}"] = table[c].to_numpy(dtype=float)
-        stat = "preference_accuracy"
+    stat = "pearson" if kind == "absolute" else "preference_accuracy"
     rows: list[dict[str, Any]] = []
     result = None
     notes: list[str] = []
@@ -129,31 +121,7 @@ def verify_judges(
             raise EvalignError(f"{dataset}: {result.refused}")
         trust = result.trust[0].for_group()
         notes.extend(result.trust[0].notes)
-        for r in trust.to_dict("records"):
-            name = str(r["metric"])
-            if kind == "absolute":
-                extra = {"spearman": r.get("spearman", np.nan), "kendall": r.get("kendall", np.nan)}
-                if r["kind"] == "judge":
-                    m, h = data[name].to_numpy(), data["__label"].to_numpy()
-                    ok = np.isfinite(m) & np.isfinite(h)
-                    extra["exact"] = float(np.mean(np.round(m[ok]) == np.round(h[ok])))
-            else:
-                extra = {"no_ties": r.get("preference_accuracy_no_ties", np.nan)}
-                if r["kind"] == "judge":
-                    extra["parsed"] = r.get("accuracy_parsed", np.nan)
-                    extra["unparseable"] = r.get("n_unparseable", np.nan)
-            n = int(r["n"])
-            note = ""
-            if r["kind"] == "judge" and kind == "absolute" and n < len(table):
-                note = f"{len(table) - n} of {len(table)} items unscored or unlabelled"
-            elif r["kind"] == "judge" and kind == "pairwise" and extra.get("unparseable", 0):
-                note = f"{int(extra['unparseable'])} of {n} labelled pairs without a verdict (counted wrong)"
-            rows.append({"judge": name, "kind": r["kind"], "n": n, "statistic": stat, "value": float(r["value"]),
-                         "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
-                         "beats_baselines": r.get("beats_baselines"),
-                         "extra": " ".join(f"{k}={int(v) if k == 'unparseable' else _fmt(float(v))}"
-                                           for k, v in extra.items() if v is not None and math.isfinite(float(v))),
-                         "note": note})
+        rows += [_trust_row(r, kind, stat, data, len(table)) for r in trust.to_dict("records")]
     for name in empty:
         why = (reasons or {}).get(name, "")
         rows.append({"judge": name, "kind": "judge", "n": 0, "statistic": stat, "value": float("nan"),
@@ -166,6 +134,59 @@ def verify_judges(
         notes.append("preference accuracy: a pair without a verdict counts as wrong; 'no_ties' leaves human ties out")
     return VerifyReport(pd.DataFrame(rows, columns=list(COLUMNS)), kind, label_note, dataset, len(table),
                         tuple(notes), result)
+
+
+def _graded_data(table: pd.DataFrame, judge_columns: Mapping[str, str], kind: str,
+                 labels: Sequence[str]) -> pd.DataFrame:
+    """The judges' columns with the labels, as the item table (``id``, ``system``, ``__label``) or the
+    pair table (``pair_id``, ``__<label>``) that :func:`evalign.evaluate.evaluate` reads."""
+    data = pd.DataFrame(index=range(len(table)))
+    for name, col in judge_columns.items():
+        data[name] = table[col].to_numpy(dtype=float)
+    if kind == "absolute":
+        label = table[list(labels)].to_numpy(dtype=float).mean(axis=1)
+        data.insert(0, "id", [f"item{i}" for i in range(len(table))])
+        data.insert(1, "system", "judged")
+        data["__label"] = label
+    else:
+        data.insert(0, "pair_id", [f"pair{i}" for i in range(len(table))])
+        for c in labels:
+            data[f"__{c}"] = table[c].to_numpy(dtype=float)
+    return data
+
+
+def _extra(r: Mapping[str, Any], kind: str, data: pd.DataFrame) -> dict[str, Any]:
+    """The secondary statistics of one trust row (absolute: Spearman, Kendall, exact agreement;
+    pairwise: accuracy without ties, over parsed verdicts, and the unparseable count)."""
+    if kind == "absolute":
+        extra = {"spearman": r.get("spearman", np.nan), "kendall": r.get("kendall", np.nan)}
+        if r["kind"] == "judge":
+            m, h = data[str(r["metric"])].to_numpy(), data["__label"].to_numpy()
+            ok = np.isfinite(m) & np.isfinite(h)
+            extra["exact"] = float(np.mean(np.round(m[ok]) == np.round(h[ok])))
+    else:
+        extra = {"no_ties": r.get("preference_accuracy_no_ties", np.nan)}
+        if r["kind"] == "judge":
+            extra["parsed"] = r.get("accuracy_parsed", np.nan)
+            extra["unparseable"] = r.get("n_unparseable", np.nan)
+    return extra
+
+
+def _trust_row(r: Mapping[str, Any], kind: str, stat: str, data: pd.DataFrame, n_table: int) -> dict[str, Any]:
+    """One row of :attr:`VerifyReport.table` from a trust row of the evaluation."""
+    extra = _extra(r, kind, data)
+    n = int(r["n"])
+    note = ""
+    if r["kind"] == "judge" and kind == "absolute" and n < n_table:
+        note = f"{n_table - n} of {n_table} items unscored or unlabelled"
+    elif r["kind"] == "judge" and kind == "pairwise" and extra.get("unparseable", 0):
+        note = f"{int(extra['unparseable'])} of {n} labelled pairs without a verdict (counted wrong)"
+    return {"judge": str(r["metric"]), "kind": r["kind"], "n": n, "statistic": stat, "value": float(r["value"]),
+            "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+            "beats_baselines": r.get("beats_baselines"),
+            "extra": " ".join(f"{k}={int(v) if k == 'unparseable' else _fmt(float(v))}"
+                              for k, v in extra.items() if v is not None and math.isfinite(float(v))),
+            "note": note}
 
 
 # --- grading a dataset --------------------------------------------------------------------------------
@@ -209,8 +230,6 @@ class VerifyOptions:
 
 def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str, str]:
     """A labelled set by name: (table, kind, label columns, what the labels are, ``human`` or ``model``)."""
-    from evalign.datasets import load_dataset
-
     ds = load_dataset(name)
     if ds.pairs is not None and ds.pref_columns:
         return ds.pairs.copy(), "pairwise", list(ds.pref_columns), "human preference labels", "human"
@@ -227,9 +246,6 @@ def grade_dataset(
 ) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
     """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend;
     returns the table with one column per judge, ``{judge: column}`` and ``{judge: unscored reasons}``."""
-    from evalign.judges import get_judge, run_judge
-    from evalign.judges.backends import HFLocalBackend
-
     table = table.head(options.limit).reset_index(drop=True) if options.limit else table.reset_index(drop=True)
     sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens, "seed": options.seed,
                 "repetition_penalty": 0}

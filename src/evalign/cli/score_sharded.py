@@ -2,35 +2,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
+from evalign.cli.common import (
+    check_outputs,
+    console,
+    emit_json,
+    err_console,
+    print_table,
+    progress,
+    split_multi,
+)
+from evalign.engine.local import run_local
+from evalign.engine.ray import RaySettings, run_ray  # ray itself is imported when a run starts
+from evalign.engine.settings import EngineSettings
 from evalign.errors import UsageError
+from evalign.io import FORMATS, write_table
+from evalign.metrics.option_parsing import parse_all_options
 
 
-def score_sharded(
-    *, file: str | None, dataset: str | None, metric: list[str], option: list[str], no_cache: bool,
-    skip_invalid: bool, out: str | None, system_out: str | None, significance: bool, fields: dict[str, str],
-    system: str | None, as_json: bool, engine: str, out_dir: str | None, address: str | None, shard_rows: int,
-    gpus_per_actor: float, workers: int | None,
+def check_sharded(
+    *, file: str | None, dataset: str | None, out: str | None, significance: bool, engine: str,
+    out_dir: str | None, address: str | None, gpus_per_actor: float, workers: int | None,
 ) -> None:
-    """Check the command line, run the chosen engine with a progress bar and print what
-    ``evalign score`` prints (``--json``: the same object, with ``out`` the folder)."""
-    from pathlib import Path
-
-    from evalign.cli.common import (
-        check_outputs,
-        console,
-        emit_json,
-        err_console,
-        print_table,
-        progress,
-        split_multi,
-    )
-    from evalign.cli.score import parse_all_options
-    from evalign.engine.settings import EngineSettings
-
+    """The options of a sharded run that must agree, checked before any work (:class:`UsageError`)."""
     if engine not in ("local", "ray"):
         raise UsageError(f"--engine {engine}: expected local or ray")
     if engine == "local" and (address is not None or gpus_per_actor or workers is not None):
@@ -47,14 +45,31 @@ def score_sharded(
         raise UsageError("--workers: only without --address (a cluster has its own CPUs)")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise UsageError(f"--out-dir {out_dir}: is a file, not a folder")
+
+
+def metric_names(metric: list[str]) -> list[str]:
+    """The ``-m`` names (repeated or comma-separated), at least one and none twice."""
     names = split_multi(metric)
     if not names:
         raise UsageError("-m: give at least one metric")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"-m {twice[0]}: given twice")
-    from evalign.io import FORMATS
+    return names
 
+
+def score_sharded(
+    *, file: str | None, dataset: str | None, metric: list[str], option: list[str], no_cache: bool,
+    skip_invalid: bool, out: str | None, system_out: str | None, significance: bool, fields: dict[str, str],
+    system: str | None, as_json: bool, engine: str, out_dir: str | None, address: str | None, shard_rows: int,
+    gpus_per_actor: float, workers: int | None,
+) -> None:
+    """Check the command line, run the chosen engine with a progress bar and print what
+    ``evalign score`` prints (``--json``: the same object, with ``out`` the folder)."""
+    check_sharded(file=file, dataset=dataset, out=out, significance=significance, engine=engine, out_dir=out_dir,
+                  address=address, gpus_per_actor=gpus_per_actor, workers=workers)
+    assert file is not None and out_dir is not None  # checked above
+    names = metric_names(metric)
     check_outputs(("--system-out", system_out, FORMATS), stdout_used=as_json)
     options = parse_all_options(option, names, no_cache)
     settings = EngineSettings(source=file, out_dir=out_dir, metrics=tuple((n, options[n]) for n in names),
@@ -67,18 +82,16 @@ def score_sharded(
             bar.update(task, completed=done, total=total)
 
         if engine == "ray":
-            from evalign.engine.ray import RaySettings, run_ray
-
             summary, sys_df = run_ray(settings, RaySettings(address=address, workers=workers,
                                                             gpus_per_actor=gpus_per_actor), on_shard=on_shard)
         else:
-            from evalign.engine.local import run_local
-
             summary, sys_df = run_local(settings, on_shard=on_shard)
     if system_out:
-        from evalign.io import write_table
-
         write_table(sys_df, system_out)
+    _print_sharded(summary, sys_df, as_json=as_json, quiet=quiet, out_dir=out_dir)
+
+
+def _print_sharded(summary: dict[str, Any], sys_df: Any, *, as_json: bool, quiet: bool, out_dir: str) -> None:
     skipped: list[Any] = summary["skipped_rows"]
     for msg in skipped[:5]:
         err_console.print(f"[yellow]skipped[/yellow]: {escape(msg)}", highlight=False, soft_wrap=True)
