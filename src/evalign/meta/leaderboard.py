@@ -48,6 +48,7 @@ the Bootstrap.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -342,7 +343,7 @@ def combine_orders(battles: pd.DataFrame, *, verdict: str = "verdict") -> pd.Dat
     cf, cs = ba.code[f], _SWAP_CODE[ba.code[s]]
     out_code = np.where((cf <= TIE) & (cs <= TIE), np.where(cf == cs, cf, TIE), UNPARSEABLE)
     out = battles.copy()
-    col = out[verdict].astype(object).to_numpy()
+    col = out[verdict].astype(object).to_numpy(copy=True)
     col[f] = np.array(VERDICTS, dtype=object)[out_code]
     out[verdict] = col  # the lengths of the A-first row are the pair's lengths
     return out.drop(index=out.index[s]).reset_index(drop=True)
@@ -751,18 +752,7 @@ def _l1_logistic(X: np.ndarray, p: np.ndarray, w: np.ndarray, C: float, tol: flo
         q = _sigmoid(X @ beta)
         g = C * X.T @ (w * (q - p))
         H = C * (X.T * (w * q * (1 - q))) @ X
-        new = beta.copy()
-        for _sweep in range(1000):  # min g'(x-beta) + (x-beta)'H(x-beta)/2 + |x|_1
-            old = new.copy()
-            for j in range(d):
-                if H[j, j] <= 1e-300:
-                    new[j] = 0.0
-                    continue
-                gj = g[j] + H[j] @ (new - beta) - H[j, j] * (new[j] - beta[j])
-                u = beta[j] - gj / H[j, j]
-                new[j] = np.sign(u) * max(abs(u) - 1.0 / H[j, j], 0.0)
-            if np.max(np.abs(new - old)) < 1e-15:
-                break
+        new = _l1_quadratic(g, H, beta)
         step = new - beta
         if np.max(np.abs(step)) < tol:
             break
@@ -776,6 +766,32 @@ def _l1_logistic(X: np.ndarray, p: np.ndarray, w: np.ndarray, C: float, tol: flo
             t *= 0.5
         beta, f = cand, fc
     return beta
+
+
+def _l1_quadratic(g: np.ndarray, H: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Exact minimiser x of ``g'(x - beta) + (x - beta)'H(x - beta)/2 + ||x||_1`` for a few
+    coordinates: every sign pattern (-, 0, + per coordinate) gives a linear system on its non-zero
+    coordinates; the best sign-consistent solution is the minimum (the problem is convex)."""
+    d = beta.size
+    c = g - H @ beta  # the model is c'x + x'Hx/2 + |x|_1 + const
+    best, best_f = np.zeros(d), 0.0
+    for pattern in itertools.product((-1.0, 0.0, 1.0), repeat=d):
+        sg = np.array(pattern)
+        S = np.flatnonzero(sg)
+        if S.size == 0:
+            continue
+        Hs = H[np.ix_(S, S)]
+        if np.linalg.cond(Hs) > 1e12:
+            continue
+        xs = np.linalg.solve(Hs, -(c[S] + sg[S]))
+        if np.any(xs * sg[S] <= 0):
+            continue
+        x = np.zeros(d)
+        x[S] = xs
+        f = float(c @ x + 0.5 * x @ H @ x + np.abs(x).sum())
+        if f < best_f:
+            best, best_f = x, f
+    return best
 
 
 def _glm_fit(X: np.ndarray, p: np.ndarray, w: np.ndarray, s: LCSettings) -> tuple[np.ndarray, float]:
