@@ -278,6 +278,13 @@ def test_self_preference():
     assert sp.mask.tolist() == [True, False, True] and sp.n_battles == 2
     assert sp.pairs == (("openai/gpt-4*", "GPT-4-0613"), ("openai/gpt-4*", "gpt-4-0613"))
     assert "2 of 3 battles" in sp.warning and "--skip-self" in sp.warning
+    warned = leaderboard(df, settings=LeaderboardSettings(bt=BTSettings(n_bootstrap=0), judges=("openai/gpt-4*",)))
+    assert any("self-preference" in n and "2 of 3" in n for n in warned.notes)
+    assert warned.table["n_battles"].sum() == 6
+    skipped = leaderboard(
+        df, settings=LeaderboardSettings(bt=BTSettings(n_bootstrap=0), judges=("openai/gpt-4*",), skip_self=True)
+    )
+    assert skipped.table["system"].tolist() == ["mistral", "llama"] and skipped.table["n_battles"].sum() == 2
     none = self_preference(df, "prometheus-7b")
     assert not none.mask.any() and none.warning == ""
 

@@ -488,7 +488,7 @@ def _pcg(h: np.ndarray, g: np.ndarray, M: np.ndarray, rtol: float = 1e-13) -> np
 
     x = np.zeros_like(g)
     r = g.copy()
-    z = r @ M
+    z = np.einsum("ri,ij->rj", r, M)  # no BLAS: threads cost more than they save on small products
     p = z.copy()
     rz = np.einsum("ri,ri->r", r, z)
     stop = rtol * np.maximum(np.linalg.norm(g, axis=1), 1e-300)
@@ -501,7 +501,7 @@ def _pcg(h: np.ndarray, g: np.ndarray, M: np.ndarray, rtol: float = 1e-13) -> np
         alpha = np.where(live, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
         x += alpha[:, None] * p
         r -= alpha[:, None] * Ap
-        z = r @ M
+        z = np.einsum("ri,ij->rj", r, M)
         rz_new = np.einsum("ri,ri->r", r, z)
         beta = np.where(live, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
         p = z + beta[:, None] * p
@@ -1010,12 +1010,17 @@ class LeaderboardSettings:
             order-swapped pair, :func:`combine_orders`).
         bt: Bradley-Terry settings (anchor, bootstrap, clusters).
         lc: length-controlled win rate settings; None: no ``lc_win_rate`` column.
+        judges: the judge model names (or glob patterns) behind the verdicts, for the self-preference
+            check (:func:`self_preference`): a note when a judge is one of the systems.
+        skip_self: drop those battles (``--skip-self``) instead of only warning.
     """
 
     baseline: str | None = None
     orders: Literal["pool", "combine"] = "pool"
     bt: BTSettings = BTSettings()
     lc: LCSettings | None = LCSettings()
+    judges: tuple[str, ...] = ()
+    skip_self: bool = False
 
 
 @dataclass(frozen=True)
@@ -1049,6 +1054,14 @@ def leaderboard(
     win rates against the baseline, counts, mean lengths and position agreement (module doc)."""
     notes: list[str] = []
     positions = None
+    if settings.judges:
+        sp = self_preference(battles, settings.judges)
+        if sp.n_battles:
+            if settings.skip_self:
+                battles = battles[~sp.mask].reset_index(drop=True)
+                notes.append(f"self-preference: {sp.n_battles} battles including a judge's own outputs dropped")
+            else:
+                notes.append(sp.warning)
     raw = battle_arrays(battles, verdict=verdict)
     if raw.ids is not None:
         positions = position_agreement(raw)
