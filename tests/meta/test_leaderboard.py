@@ -21,6 +21,7 @@ from evalign.meta.leaderboard import (
     battle_arrays,
     bradley_terry,
     combine_orders,
+    judge_battles,
     judge_panel,
     lc_win_rates,
     leaderboard,
@@ -233,6 +234,28 @@ def test_leaderboard_table_pools_orders():
     ty = combined.table.set_index("system")
     assert ty.loc["Y", "win_rate"] == pytest.approx((0 + 2 * 0.5) / 3)  # A (X wins), tie, tie
     assert list(board.table.columns[:6]) == ["rank", "cluster", "system", "bt_score", "bt_low", "bt_high"]
+
+
+def test_judge_output_to_battles_always_first_judge():
+    """A judge that always answers "Output (a)" (base SmolLM2): every pair is a tie once both
+    orders are resolved; pooled, every system wins as often as it loses and the orders never agree."""
+    out = pd.DataFrame({
+        "id": ["1", "2", "3"], "system_a": ["X", "X", "Y"], "system_b": ["Y", "Z", "Z"],
+        "response_a": ["aa", "aaaa", "b"], "response_b": ["bbb", "c", "cc"],
+        "j": ["tie", "tie", "unparseable"], "j.ab": ["A", "A", None], "j.ba": ["B", "B", None],
+    })
+    both = judge_battles(out, "j")
+    assert both["verdict"].tolist() == ["A", "A", "unparseable", "A", "A", "unparseable"]
+    assert both["system_a"].tolist() == ["X", "X", "Y", "Y", "Z", "Z"]
+    assert both["response_a"].tolist()[3:] == ["bbb", "c", "cc"]
+    board = leaderboard(both, settings=LeaderboardSettings(baseline="X", bt=BTSettings(n_bootstrap=20), lc=None))
+    t = board.table.set_index("system")
+    assert t.loc["Y", "win_rate"] == 0.5 and t.loc["Z", "win_rate"] == 0.5
+    np.testing.assert_allclose(t["bt_score"], 1000.0, atol=1e-9)
+    assert board.positions.agreement == 0.0 and board.positions.first_position_rate == 1.0
+    assert t.loc["Z", "n_unparseable"] == 2 and t.loc["X", "mean_length"] == pytest.approx(3.0)
+    combined = judge_battles(out, "j", orders="combined")
+    assert combined["verdict"].tolist() == ["tie", "tie", "unparseable"]
 
 
 # --- judge panels -------------------------------------------------------------------------------

@@ -165,6 +165,49 @@ def _as_arrays(battles: pd.DataFrame | BattleArrays, verdict: str) -> BattleArra
     return battles if isinstance(battles, BattleArrays) else battle_arrays(battles, verdict=verdict)
 
 
+def judge_battles(table: pd.DataFrame, judge: str, *, orders: Literal["both", "combined"] = "both") -> pd.DataFrame:
+    """Battle rows from the output of ``evalign judge`` in relative mode (one row per pair).
+
+    ``table`` has ``system_a``, ``system_b``, optional ``id`` / ``response_a`` / ``response_b`` /
+    ``len_a`` / ``len_b`` / ``task``, and the judge's columns: ``<judge>`` (the pair's verdict, both
+    orders resolved), ``<judge>.ab`` and ``<judge>.ba`` (each order's verdict, mapped back to the
+    pair's orientation; None without a verdict). ``orders="combined"``: one battle per pair with the
+    ``<judge>`` verdict. ``orders="both"`` (when ``<judge>.ba`` exists and has a verdict somewhere):
+    two battles per pair, the A-first one with the ``.ab`` verdict and the B-first one with systems,
+    responses and lengths swapped and the ``.ba`` verdict as the judge gave it in that order (so
+    :func:`position_agreement` can match them); an order without a verdict is ``unparseable`` when
+    the other order has one, else the pair's own verdict column decides (missing or unparseable).
+    Rows without an ``id`` get their row number as id.
+    """
+    if judge not in table.columns:
+        raise InputError("no such judge column", field=judge)
+    keep = [c for c in ("id", "system_a", "system_b", "response_a", "response_b", "len_a", "len_b", "task")
+            if c in table.columns]
+    base = table[keep].copy()
+    if "id" not in base.columns:
+        base.insert(0, "id", [str(i) for i in range(len(base))])
+    ab_col, ba_col = f"{judge}.ab", f"{judge}.ba"
+    if orders == "combined" or ba_col not in table.columns or table[ba_col].isna().all():
+        return base.assign(verdict=table[judge].to_numpy()).reset_index(drop=True)
+    pair = table[judge].astype(object).where(table[judge].notna(), None).to_numpy()
+
+    def one(col: str) -> np.ndarray:
+        v = table[col].astype(object).where(table[col].notna(), None).to_numpy() if col in table.columns else None
+        out = np.empty(len(table), dtype=object)
+        for i in range(len(table)):
+            x = None if v is None else v[i]
+            out[i] = x if x is not None else ("unparseable" if pair[i] is not None else None)
+        return out
+
+    first = base.assign(verdict=one(ab_col))
+    second = base.copy()
+    for x, y in (("system_a", "system_b"), ("response_a", "response_b"), ("len_a", "len_b")):
+        if x in second.columns:
+            second[[x, y]] = base[[y, x]].to_numpy()
+    second["verdict"] = [{"A": "B", "B": "A"}.get(v, v) if isinstance(v, str) else v for v in one(ba_col)]
+    return pd.concat([first, second], ignore_index=True)
+
+
 # --- win rates ----------------------------------------------------------------------------------
 
 
@@ -1290,6 +1333,7 @@ __all__ = [
     "bradley_terry",
     "combine_orders",
     "fit_instruction_difficulty",
+    "judge_battles",
     "judge_panel",
     "lc_win_rates",
     "leaderboard",
