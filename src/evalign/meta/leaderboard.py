@@ -412,7 +412,11 @@ class BTSettings:
             paired bootstrap p-values of the rating differences; ``"overlap"``: intervals. See
             :func:`bradley_terry`.
         alpha: significance level of the paired rule.
-        tol, max_iter: Newton convergence (max absolute step in ``theta``) and iteration cap.
+        tol, max_iter: Newton convergence (max absolute step in ``theta``) and iteration cap. A
+            resample whose maximum does not exist (a system that won or lost all its resampled
+            battles) moves its ratings out by at most ``2 * scale / ln(base)`` per iteration until the
+            cap, like arena-hard's lbfgs stopping far out; such resamples are counted in
+            ``BTResult.n_nonconverged`` and the leaderboard notes them.
     """
 
     scale: float = 400.0
@@ -427,7 +431,7 @@ class BTSettings:
     clusters: Literal["paired", "overlap"] = "paired"
     alpha: float = 0.05
     tol: float = 1e-10
-    max_iter: int = 100
+    max_iter: int = 50
 
     def __post_init__(self) -> None:
         if self.n_bootstrap < 0:
@@ -504,14 +508,14 @@ def _bt_newton(
         Nn = N[idx]
         grad = wins[idx] - np.einsum("rij,rij->ri", Nn, p)
         h = Nn * p * (1.0 - p)
-        if precond is None:
+        if precond is None or k < _PCG_MIN_K:
             H = -h
             diag = np.einsum("rii->ri", H)
             diag += h.sum(axis=2)
             H += J
             step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
         else:
-            step = _pcg(h, grad, precond)
+            step = _pcg(h, grad, precond)  # k >= _PCG_MIN_K
         big = np.abs(step).max(axis=1)
         step *= np.minimum(1.0, 2.0 / np.maximum(big, 1e-300))[:, None]
         step -= step.mean(axis=1, keepdims=True)
@@ -535,7 +539,7 @@ def _pcg(h: np.ndarray, g: np.ndarray, M: np.ndarray, rtol: float = 1e-13) -> np
     p = z.copy()
     rz = np.einsum("ri,ri->r", r, z)
     stop = rtol * np.maximum(np.linalg.norm(g, axis=1), 1e-300)
-    for _ in range(4 * k):
+    for _ in range(min(4 * k, 200)):
         live = np.linalg.norm(r, axis=1) > stop
         if not live.any():
             break
@@ -562,6 +566,8 @@ def _ratings(theta: np.ndarray, fitted: np.ndarray, anchor: int | None, s: BTSet
     return r
 
 
+#: below this many systems a batched direct solve is cheaper than conjugate gradients
+_PCG_MIN_K = 48
 _CHUNK = 128  # resamples per batch: bounds memory at about 10 * _CHUNK * k * k floats
 
 
