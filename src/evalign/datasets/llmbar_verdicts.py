@@ -105,7 +105,7 @@ def load_verdicts(path: str | None = None) -> pd.DataFrame:
         if bad.any():
             raise InputError(f"winner must be 1, 2 or empty, got {df.loc[bad, c].iloc[0]!r}", file=str(p),
                              line=int(np.flatnonzero(bad)[0]) + 2, field=c)
-        df[c] = df[c].where(df[c] != "", None)
+        df[c] = pd.Series([v or None for v in df[c].tolist()], index=df.index, dtype=object)
     df.insert(1, "subset", df["set"].map(SET_NAMES))
     df.insert(4, "column", [judge_name(e, s) for e, s in zip(df["evaluator"], df["strategy"], strict=True)])
     return df
@@ -200,7 +200,8 @@ def verdict_columns(pairs: pd.DataFrame) -> pd.DataFrame:
             raise InputError(f"{col}: no verdict for {len(missing)} row(s) of its sets, e.g. {missing[0]}")
         for suffix, values in zip(SUFFIXES, (verdict, ab, ba, status, reason), strict=True):
             data[col + suffix] = values
-    return pd.DataFrame(data, index=pairs.index)
+    # object columns: a missing verdict stays None (pandas >= 3 would infer str with NaN)
+    return pd.DataFrame({k: pd.Series(v, index=pairs.index, dtype=object) for k, v in data.items()})
 
 
 def with_verdicts(pairs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
