@@ -17,8 +17,10 @@ Usage: ``python benchmarks/llmbar_parser.py [--data-dir DIR] [--examples K] [--j
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -61,13 +63,31 @@ def load_texts(data_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def category(upstream: str | None, ours: str | None, reason: str | None) -> str:
-    """A disagreement's category."""
-    if upstream is not None and ours is not None:
-        return f"different verdict (upstream {upstream}, evalign {ours})"
+def category(t: dict[str, Any], verdict: str | None, reason: str | None, position: int | None) -> str:
+    """A disagreement's category (what each side read, and where)."""
+    upstream = t["upstream"]
+    if upstream is not None and verdict is not None:
+        letter = "a" if upstream == "A" else "b"
+        exp = t["parsing"]["1" if upstream == "A" else "2"]
+        m = re.search(exp, (t["text"] or "").strip())
+        kind = "line-start" if exp.startswith("(?:^|") else "'is better'"
+        where = "the opening answer" if position == 0 else "the concluding claim"
+        when = "a later" if m is not None and position is not None and position < m.start() else "an earlier"
+        return (f"different verdict: evalign reads {where} ({verdict}); upstream's {kind} regex for ({letter}) "
+                f"matched {when} sentence")
     if upstream is None:
-        return f"evalign reads {ours}, upstream none"
-    return f"upstream {upstream}, evalign unscored: {reason}"
+        return f"evalign reads {verdict}, upstream none"
+    return f"upstream reads {upstream}, evalign unscored ({reason})"
+
+
+def write_table(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Every disagreement as a CSV row (the test table of ``tests/judges/test_llmbar_parsing.py``)."""
+    keys = ("set", "evaluator", "strategy", "index", "order", "upstream", "evalign", "reason", "category")
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(keys)
+        for r in sorted(rows, key=lambda r: (r["set"], r["evaluator"], r["strategy"], r["index"], r["order"])):
+            w.writerow(["" if r[k] is None else r[k] for k in keys])
 
 
 def main() -> None:
@@ -76,6 +96,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path(env) if env else ROOT.parent / "shared" / "data")
     ap.add_argument("--examples", type=int, default=2, help="examples shown per category")
     ap.add_argument("--json", type=Path, default=None, help="write the figures and every disagreement here")
+    ap.add_argument("--write-table", type=Path, default=None, help="write every disagreement as CSV (the test table)")
     args = ap.parse_args()
 
     texts = load_texts(args.data_dir)
@@ -97,11 +118,12 @@ def main() -> None:
         agree += same
         by_style[(t["style"], same)] += 1
         if not same:
-            c = category(t["upstream"], r.verdict, r.reason)
+            c = category(t, r.verdict, r.reason, r.position)
             cats[c] += 1
             examples[c].append({k: t[k] for k in ("set", "evaluator", "strategy", "index", "order", "style",
                                                   "finish", "upstream", "text")} | {"evalign": r.verdict,
-                                                                                    "reason": r.reason})
+                                                                                    "reason": r.reason,
+                                                                                    "category": c})
     n = len(texts)
     print(f"LLMBar judge texts: {n:,} ({n // 2:,} comparison rows x 2 orders); upstream regexes re-applied: "
           f"{n - mismatch:,} of {n:,} reproduce upstream's winner")
@@ -124,6 +146,8 @@ def main() -> None:
             "upstream_reproduced": n - mismatch, "categories": dict(cats.most_common()),
             "status": dict(status), "disagreements": [e for c in cats for e in examples[c]],
         }, indent=1), encoding="utf-8")
+    if args.write_table:
+        write_table(args.write_table, [e for c in cats for e in examples[c]])
     if seconds > 2.0:
         print(f"WARNING: parsing took {seconds:.2f} s (> 2 s target)", file=sys.stderr)
 

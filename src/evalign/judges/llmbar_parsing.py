@@ -13,21 +13,34 @@ tried in the order ``1`` then ``2``: ``(?:^|\\n) ?Output \\(a\\)`` (a line that 
 verdict, anywhere in the text) or ``Output \\(a\\) is better.`` (anywhere). So a text that mentions
 "Output (a) is better" anywhere reads as (a), even when it ends with "Therefore, Output (b) is
 better.", and ``Output (a) is better than Output (b)`` is (a) only because (a) is tried first.
-This parser keeps upstream's patterns as the floor and adds evalign's rules
+Measured on the 56,060 texts upstream released (``benchmarks/llmbar_parser.py``), the first
+regex read a later description ("\nOutput (a) provides ...") over the opening answer "Output (b)
+is better." 144 times and an earlier, reported claim ("Assistant (a) argues that Output (a) is
+better") over the concluding one 45 times. This parser keeps upstream's patterns as the floor
+(what they read as a verdict still is one, where it is a claim) and adds evalign's rules
 (:mod:`evalign.judges.parsing`):
 
 * An output cut off at ``max_tokens`` (``finish_reason == "length"``) is ``truncated``, unscored.
-* Phrases that name both outputs are not a verdict and are masked first: ``both Output (a) and
-  Output (b)``, ``Output (a) or Output (b)``, ``either/neither ...``, the prompt's quoted format
-  (``"Therefore, Output (a) is better." or "Therefore, Output (b) is better."``), negated claims
-  (``not ... Output (a) is better``) and conditional ones (``if Output (a) is better``).
+* A mention that is not a claim is never read: ``both Output (a) and Output (b)``, ``Output (a) or
+  Output (b)``, ``neither Output (a) nor Output (b)``, the prompt's quoted format (``"Therefore,
+  Output (a) is better." or "Therefore, Output (b) is better."``), headers and labels
+  (``# Output (a):``, ``Output (a): Yes``), descriptions (``Output (a) provides ...``, ``Output
+  (b) is incorrect``), negated or conditional claims (``not ... Output (a) is better``, ``if
+  Output (a) is better``, ``Output (a) is better if ...``, ``... in terms of ...``) and claims
+  reported from someone else (``Assistant (a) argues that Output (a) is better``, ``who thinks
+  ...``).
+* A claim is ``Output (x) is better`` (``is the better``, ``is superior``, ``is preferred``),
+  ``Therefore, Output (x).``, ``I choose Output (x)``, ``the better output ... is Output (x)``, or
+  a line holding only ``Output (x)``.
 * ``direct``: the verdict is the answer the text starts with (``Output (b)``, ``Output (b) is
-  better.``, ``**Output (b)**``, ``# Output (b)``), the rest being an explanation the judge added.
-  A text that does not start with one is read like a ``cot`` text.
-* ``cot``: the verdict is the judge's LAST claim ``Output (x) is better`` (also ``Therefore,
-  Output (x)``, ``Output (x) is the better``, ``I choose Output (x)``): the prompt asks for the
-  verdict at the end, after the reasoning. A lone line ``Output (x)`` also counts (a ``direct``
-  answer given to a ``cot`` prompt, e.g. PaLM2).
+  better.``, ``**Output (b)**``, ``# Output (b) is better.``, ``Output (a) (as it is ...)``), the
+  rest being an explanation the judge added. A text that does not start with one is read like a
+  ``cot`` text.
+* ``cot`` (and the rest of ``direct``): the verdict is the LAST claim of a concluding sentence
+  (``Therefore``, ``Thus``, ``In conclusion``, ``Overall``, ``I conclude that``, ...), as the prompt
+  asks for the verdict at the end; without a concluding sentence, the claims must all name the
+  same output, else the text is ``conflicting`` (e.g. Falcon writing "Output (a) is better." and
+  later "Output (b) is better.").
 * No claim: unscored ``no_score``; an empty text: ``empty``.
 
 Verdicts are in the order the outputs were SHOWN (``A`` = the text's Output (a)); a caller that
@@ -78,19 +91,32 @@ _LINE_AFTER = re.compile(r"[\"'*`_ \t]*[.!]?[ \t]*(?:\n|$)")
 _START = re.compile(r"[\s#>*\"'`_\-]*(?:answer\s*:\s*)?[\"'*`_]*$", re.IGNORECASE)
 #: the direct answer may go on with an aside: "Output (a) (as it is tailored ...)", "Output (b) - ..."
 _ASIDE = re.compile(r"[\"'*`_]*\s*[(\[\-–—,]")
-#: a clause that negates or conditions a claim, or reports someone else's ("who thinks Output (a) is better")
-_NEGATED = re.compile(r"\b(?:not|never|whether|if|unless|who|thinks|believes|argues|claims|says)\b|n't\b",
+#: a clause that negates or conditions a claim, or reports someone else's ("Assistant (a) argues that
+#: Output (a) is better", "who thinks Output (a) is better")
+_NEGATED = re.compile(
+    r"\b(?:not|never|whether|if|unless)\b|n't\b|\b(?:assistant\s*\(\s*[ab]\s*\)|who|they|he|she)\s+(?:\w+\s+){0,2}?"
+    r"(?:thinks?|believes?|believed|argues?|argued|claims?|claimed|says?|said|suggests?|suggested|states?|stated)\b",
+    re.IGNORECASE)
+#: after a claim: it holds only in part or under a condition ("Output (a) is better if ...", "... in terms of")
+_PARTIAL = re.compile(r"\s+(?:if|when|unless|only|in\s+terms\s+of|with\s+respect\s+to|regarding|on\s+the\s+other)\b",
                       re.IGNORECASE)
 #: a concluding sentence: its claim is the verdict
 _CONCLUDING = re.compile(r"\b(?:therefore|thus|hence|in\s+conclusion|in\s+summary|overall|to\s+conclude|"
-                         r"consequently|in\s+the\s+end|ultimately|final(?:ly)?)\b", re.IGNORECASE)
-_EXACT = {f"Output ({x}){p}": x.upper() for x in "ab" for p in ("", ".")}
+                         r"consequently|in\s+the\s+end|ultimately|final(?:ly)?|conclude|conclusion)\b", re.IGNORECASE)
+#: the exact answers (most texts): their results, built once
+_EXACT = {f"Output ({x}){p}": ParseResult(x.upper(), None, "", "", position=len("Output ("))
+          for x in "ab" for p in ("", ".")}
 _EOS = re.compile(r"(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<eos>|<end_of_turn>)\s*$")
 
 
-def _after_last(text: str, chars: str) -> str:
-    """``text`` after the last of ``chars`` (all of it when none occurs)."""
-    return text[max(text.rfind(c) for c in chars) + 1:]
+_CLAUSE_REV = re.compile(r"[^.;:!?,\n]*")
+_SENTENCE_REV = re.compile(r"[^.!?\n]*")
+
+
+def _after_last(text: str, rev: re.Pattern[str]) -> str:
+    """``text`` after its last clause / sentence end (``rev`` matches the reversed tail)."""
+    m = rev.match(text[::-1])
+    return text[len(text) - m.end():] if m else text
 
 
 def _claims(text: str) -> tuple[str | None, list[tuple[int, str, bool]]]:
@@ -107,7 +133,8 @@ def _claims(text: str) -> tuple[str | None, list[tuple[int, str, bool]]]:
     for i, (s, e, v) in enumerate(mentions):
         if i in paired:
             continue
-        is_better = _IS_BETTER.match(text, e) is not None
+        better = _IS_BETTER.match(text, e)
+        is_better = better is not None and not _PARTIAL.match(text, better.end())
         ends = is_better or _END.match(text, e) is not None
         if i == 0 and (ends or _ASIDE.match(text, e)) and _START.fullmatch(text, 0, s):
             leading = v
@@ -118,9 +145,9 @@ def _claims(text: str) -> tuple[str | None, list[tuple[int, str, bool]]]:
             lead_in = _LEAD_IN.search(before) is not None
             if not (lead_in or (_LINE_BEFORE.search(before) and _LINE_AFTER.match(text, e))):
                 continue
-        if is_better and _NEGATED.search(_after_last(before, ".;:!?,\n")):
+        if is_better and _NEGATED.search(_after_last(before, _CLAUSE_REV)):
             continue
-        sentence = _after_last(before, ".!?\n")
+        sentence = _after_last(before, _SENTENCE_REV)
         claims.append((s, v, _CONCLUDING.search(sentence) is not None))
     return leading, claims
 
@@ -137,7 +164,7 @@ def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: s
     clean = raw.strip()
     exact = _EXACT.get(clean)
     if exact is not None:
-        return ParseResult(exact, None, "", "", position=len("Output ("))
+        return exact
     clean = _EOS.sub("", clean).strip()
     if not clean:
         return unscored("empty")
