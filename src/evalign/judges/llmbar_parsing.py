@@ -44,7 +44,8 @@ better") over the concluding one 45 times. This parser keeps upstream's patterns
 * No claim: unscored ``no_score``; an empty text: ``empty``.
 
 Verdicts are in the order the outputs were SHOWN (``A`` = the text's Output (a)); a caller that
-showed them reversed maps the verdict back. Returns :class:`evalign.judges.parsing.ParseResult`.
+showed them reversed maps the verdict back. ``position`` is the offset of the deciding ``Output (x)``
+in the stripped text. Returns :class:`evalign.judges.parsing.ParseResult`.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ _PARTIAL = re.compile(r"\s+(?:if|when|unless|only|in\s+terms\s+of|with\s+respect
 _CONCLUDING = re.compile(r"\b(?:therefore|thus|hence|in\s+conclusion|in\s+summary|overall|to\s+conclude|"
                          r"consequently|in\s+the\s+end|ultimately|final(?:ly)?|conclude|conclusion)\b", re.IGNORECASE)
 #: the exact answers (most texts): their results, built once
-_EXACT = {f"Output ({x}){p}": ParseResult(x.upper(), None, "", "", position=len("Output ("))
+_EXACT = {f"Output ({x}){p}": ParseResult(x.upper(), None, "", "", position=0)
           for x in "ab" for p in ("", ".")}
 _EOS = re.compile(r"(?:</s>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<eos>|<end_of_turn>)\s*$")
 
@@ -119,8 +120,8 @@ def _after_last(text: str, rev: re.Pattern[str]) -> str:
     return text[len(text) - m.end():] if m else text
 
 
-def _claims(text: str) -> tuple[str | None, list[tuple[int, str, bool]]]:
-    """The direct answer the text starts with (or None) and every claim as (offset, ``A`` / ``B``,
+def _claims(text: str) -> tuple[tuple[int, str] | None, list[tuple[int, str, bool]]]:
+    """The direct answer the text starts with as (offset, ``A`` / ``B``) or None, and every claim as (offset, ``A`` / ``B``,
     concluding), in text order; mentions naming both outputs, headers ("Output (a):") and negated
     or conditional claims are left out."""
     mentions = [(m.start(), m.end(), m.group(1).upper()) for m in _MENTION.finditer(text)]
@@ -137,7 +138,7 @@ def _claims(text: str) -> tuple[str | None, list[tuple[int, str, bool]]]:
         is_better = better is not None and not _PARTIAL.match(text, better.end())
         ends = is_better or _END.match(text, e) is not None
         if i == 0 and (ends or _ASIDE.match(text, e)) and _START.fullmatch(text, 0, s):
-            leading = v
+            leading = (s, v)
         if not ends:
             continue
         before = text[max(0, s - 120):s]
@@ -170,7 +171,7 @@ def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: s
         return unscored("empty")
     leading, claims = _claims(clean)
     if style == "direct" and leading is not None:
-        return ParseResult(leading, None, "", clean, position=0)
+        return ParseResult(leading[1], None, "", clean, position=leading[0])
     if not claims:
         return unscored("no_score", "no 'Output (a)' / 'Output (b)' claim", clean)
     concluding = [c for c in claims if c[2]]
