@@ -36,7 +36,9 @@ reproduces upstream's reported accuracy for all 349 configurations.
 
 from __future__ import annotations
 
+import csv
 import functools
+import gzip
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -71,6 +73,9 @@ STRATEGIES = (
     "Metrics_Reference", "Swap", "Swap_CoT", "Rating", "Rating_NoRules", "Rating_Metrics",
     "Rating_Reference", "Rating_Metrics_Reference",
 )
+#: the columns of the verdicts file
+COLUMNS = ("set", "evaluator", "strategy", "index", "label", "winner_swap_false", "winner_swap_true",
+           "score_1", "score_2")
 #: the column suffixes written per judge, in order
 SUFFIXES = ("", ".ab", ".ba", ".status", ".reason")
 _WINNER = {"1": "A", "2": "B"}
@@ -94,21 +99,42 @@ def load_verdicts(path: str | None = None) -> pd.DataFrame:
     None), ``score_1`` / ``score_2`` (rating strategies; NaN otherwise or when unreadable).
     Cached: do not modify the returned frame."""
     p = Path(path) if path else bundled_path(*VERDICTS_FILE)
-    df = pd.read_csv(p, dtype={"set": str, "evaluator": str, "strategy": str, "winner_swap_false": str,
-                               "winner_swap_true": str}, keep_default_na=False, na_values={"score_1": [""],
-                                                                                          "score_2": [""]})
-    unknown = sorted(set(df["set"]) - set(SET_NAMES))
+    with gzip.open(p, "rt", encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = tuple(next(reader, ()))
+        if header != COLUMNS:
+            raise InputError(f"expected the columns {', '.join(COLUMNS)}", file=str(p), line=1)
+        rows = list(reader)
+    if any(len(r) != len(COLUMNS) for r in rows):
+        bad = next(i for i, r in enumerate(rows) if len(r) != len(COLUMNS))
+        raise InputError(f"expected {len(COLUMNS)} fields", file=str(p), line=bad + 2)
+    raw = dict(zip(COLUMNS, (list(c) for c in zip(*rows, strict=True)), strict=True)) if rows else \
+        {c: [] for c in COLUMNS}
+    unknown = sorted(set(raw["set"]) - set(SET_NAMES))
     if unknown:
         raise InputError(f"unknown LLMBar set(s) {unknown}", file=str(p), field="set")
     for c in ("winner_swap_false", "winner_swap_true"):
-        bad = ~df[c].isin(["1", "2", ""])
-        if bad.any():
-            raise InputError(f"winner must be 1, 2 or empty, got {df.loc[bad, c].iloc[0]!r}", file=str(p),
-                             line=int(np.flatnonzero(bad)[0]) + 2, field=c)
-        df[c] = pd.Series([v or None for v in df[c].tolist()], index=df.index, dtype=object)
-    df.insert(1, "subset", df["set"].map(SET_NAMES))
-    df.insert(4, "column", [judge_name(e, s) for e, s in zip(df["evaluator"], df["strategy"], strict=True)])
-    return df
+        for i, v in enumerate(raw[c]):
+            if v not in ("1", "2", ""):
+                raise InputError(f"winner must be 1, 2 or empty, got {v!r}", file=str(p), line=i + 2, field=c)
+    names = {et: judge_name(*et) for et in set(zip(raw["evaluator"], raw["strategy"], strict=True))}
+
+    def obj(values: list[object]) -> pd.Series:
+        return pd.Series(np.array(values, dtype=object), dtype=object)
+
+    return pd.DataFrame({
+        "set": obj(raw["set"]),
+        "subset": obj([SET_NAMES[x] for x in raw["set"]]),
+        "evaluator": obj(raw["evaluator"]),
+        "strategy": obj(raw["strategy"]),
+        "column": obj([names[et] for et in zip(raw["evaluator"], raw["strategy"], strict=True)]),
+        "index": np.array(raw["index"], dtype=np.int64),
+        "label": np.array(raw["label"], dtype=np.int64),
+        "winner_swap_false": obj([v or None for v in raw["winner_swap_false"]]),
+        "winner_swap_true": obj([v or None for v in raw["winner_swap_true"]]),
+        "score_1": np.array([float(v) if v else np.nan for v in raw["score_1"]]),
+        "score_2": np.array([float(v) if v else np.nan for v in raw["score_2"]]),
+    })
 
 
 def _order_key(evaluator: str, strategy: str) -> tuple[int, str, int, str]:
@@ -123,7 +149,7 @@ def configurations(subsets: Iterable[str] | None = None) -> list[tuple[str, str]
     df = load_verdicts()
     if subsets is not None:
         df = df[df["subset"].isin(list(subsets))]
-    pairs = set(zip(df["evaluator"], df["strategy"], strict=True))
+    pairs = set(df[["evaluator", "strategy"]].drop_duplicates().itertuples(index=False, name=None))
     return sorted(pairs, key=lambda p: _order_key(*p))
 
 
@@ -141,18 +167,20 @@ def resolve(ab: str | None, ba: str | None) -> str:
     return ab if ab == ba else "tie"
 
 
-def _row_positions(pairs: pd.DataFrame) -> dict[tuple[str, int], int]:
-    """(subset, upstream index) -> row position in ``pairs`` (from ``task`` and the id
-    ``<subset>/<index>`` of the LLMBar adapter)."""
+def _row_positions(pairs: pd.DataFrame) -> dict[str, int]:
+    """``<subset>/<index>`` (the LLMBar adapter's id) -> row position in ``pairs``; checks that
+    each id is ``<task>/<row>``."""
     for c in ("id", "task"):
         if c not in pairs.columns:
             raise InputError(f"the LLMBar pair table has no '{c}' column", field=c)
-    out: dict[tuple[str, int], int] = {}
-    for pos, (pid, task) in enumerate(zip(pairs["id"].astype(str), pairs["task"].astype(str), strict=True)):
+    out: dict[str, int] = {}
+    ids = pairs["id"].astype(str).to_numpy(dtype=object)
+    tasks = pairs["task"].astype(str).to_numpy(dtype=object)
+    for pos, (pid, task) in enumerate(zip(ids, tasks, strict=True)):
         prefix, _, k = pid.rpartition("/")
         if prefix != task or not k.isdigit():
             raise InputError(f"id {pid!r} is not '<subset>/<row>' of subset {task!r}", line=pos + 1, field="id")
-        out[(task, int(k))] = pos
+        out[pid] = pos
     return out
 
 
@@ -162,46 +190,54 @@ def verdict_columns(pairs: pd.DataFrame) -> pd.DataFrame:
 
     Returns a frame on ``pairs.index`` with, per configuration that judged any of the table's
     subsets (in the paper's order), the columns ``J``, ``J.ab``, ``J.ba``, ``J.status``,
-    ``J.reason`` (see the module doc). Rows of a subset the configuration did not judge are
-    ``skipped`` (verdicts None). Raises InputError when a judged row is not in the table's subset
-    or a row of a judged subset has no verdict.
+    ``J.reason`` (see the module doc; object columns, a missing verdict is None). Rows of a subset
+    the configuration did not judge are ``skipped`` (verdicts None). Raises InputError when a judged
+    row is not in the table or a row of a judged subset has no verdict.
     """
     positions = _row_positions(pairs)
-    subsets = sorted({s for s, _ in positions})
+    subsets = sorted({pid.rpartition("/")[0] for pid in positions})
     df = load_verdicts()
     df = df[df["subset"].isin(subsets)]
+    sub = df["subset"].to_numpy(dtype=object)
+    cols = df["column"].to_numpy(dtype=object)
+    idx = df["index"].to_numpy()
+    w0 = df["winner_swap_false"].to_numpy(dtype=object)
+    w1 = df["winner_swap_true"].to_numpy(dtype=object)
+    scored_ratings = np.isfinite(df["score_1"].to_numpy(dtype=float)) & np.isfinite(df["score_2"].to_numpy(dtype=float))
+    rating = np.array([is_rating(t) for t in df["strategy"].to_numpy(dtype=object)], dtype=bool)
+    rows: dict[str, list[int]] = {}
+    for k, c in enumerate(cols):
+        rows.setdefault(c, []).append(k)
     n = len(pairs)
-    data: dict[str, np.ndarray] = {}
-    groups = {k: g for k, g in df.groupby(["evaluator", "strategy"], sort=False)}
+    data: dict[str, pd.Series] = {}
     for evaluator, strategy in configurations(subsets):
-        g = groups[(evaluator, strategy)]
         col = judge_name(evaluator, strategy)
+        ks = rows[col]
         verdict = np.full(n, None, dtype=object)
         ab = np.full(n, None, dtype=object)
         ba = np.full(n, None, dtype=object)
         status = np.full(n, "skipped", dtype=object)
         reason = np.full(n, None, dtype=object)
-        rating = is_rating(strategy)
-        judged_sets = set(g["subset"])
-        for sub, k, w0, w1, s1, s2 in zip(g["subset"], g["index"], g["winner_swap_false"], g["winner_swap_true"],
-                                          g["score_1"], g["score_2"], strict=True):
-            pos = positions.get((sub, int(k)))
+        for k in ks:
+            key = f"{sub[k]}/{idx[k]}"
+            pos = positions.get(key)
             if pos is None:
-                raise InputError(f"{col}: no row {sub}/{k} in the pair table (has the set changed?)")
-            a = _WINNER.get(w0) if w0 is not None else None
-            b = _WINNER.get(w1) if w1 is not None else None
-            v = "unparseable" if rating and not (np.isfinite(s1) and np.isfinite(s2)) else resolve(a, b)
+                raise InputError(f"{col}: no row {key} in the pair table (has the set changed?)")
+            a, b = _WINNER.get(w0[k]), _WINNER.get(w1[k])
+            v = "unparseable" if rating[k] and not scored_ratings[k] else resolve(a, b)
             ab[pos], ba[pos], verdict[pos] = a, b, v
-            ok = v != "unparseable"
-            status[pos] = "scored" if ok else "unscored"
-            reason[pos] = None if ok else "no_score"
-        missing = [sub_k for sub_k, pos in positions.items() if sub_k[0] in judged_sets and status[pos] == "skipped"]
+            if v == "unparseable":
+                status[pos], reason[pos] = "unscored", "no_score"
+            else:
+                status[pos] = "scored"
+        judged = {sub[k] for k in ks}
+        missing = [pid for pid, pos in positions.items() if pid.rpartition("/")[0] in judged and status[pos] == "skipped"]
         if missing:
             raise InputError(f"{col}: no verdict for {len(missing)} row(s) of its sets, e.g. {missing[0]}")
         for suffix, values in zip(SUFFIXES, (verdict, ab, ba, status, reason), strict=True):
-            data[col + suffix] = values
-    # object columns: a missing verdict stays None (pandas >= 3 would infer str with NaN)
-    return pd.DataFrame({k: pd.Series(v, index=pairs.index, dtype=object) for k, v in data.items()})
+            # object columns: a missing verdict stays None (pandas >= 3 would infer str with NaN)
+            data[col + suffix] = pd.Series(values, index=pairs.index, dtype=object)
+    return pd.DataFrame(data)
 
 
 def with_verdicts(pairs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
