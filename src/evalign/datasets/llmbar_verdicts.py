@@ -24,7 +24,13 @@ Rating strategies (``rating``, ``rating_norules``, ``rating_metrics``, ``rating_
 output is scored alone, and upstream's two "orders" are its two tie-breaks (equal scores: output 2
 in the first, output 1 in the second). So ``J`` is ``A`` / ``B`` when the scores differ and ``tie``
 when they are equal; when a score is not an integer, upstream's ``.ab`` / ``.ba`` (1 / 2) are kept
-and ``J`` is ``unparseable``.
+and ``J`` is ``unparseable``. For these, the order diagnostics read upstream's tie-break, not a
+position bias: ``position_agreement`` is the share of pairs with different scores, and a tie counts
+as a pick of the output shown second in both "orders", so ``prefers_first`` < 0.5 when ties occur.
+
+The trust table of ``evalign meta`` ranks ``J``, which is right only when both orders are right
+(a tie is wrong against LLMBar's gold, which has no ties): that is ``accuracy_both``, not the
+average of the two orders (``accuracy_mean``) that LLMBar reports; the diagnostics give both.
 
 **Positional agreement, as upstream counts it**: the two orders agree when their verdicts are
 equal, and two null verdicts count as equal (upstream's ``equal += output_True == output_False``
