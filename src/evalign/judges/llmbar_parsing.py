@@ -125,7 +125,7 @@ def _claims(text: str) -> tuple[tuple[int, str] | None, list[tuple[int, str, boo
     concluding), in text order; mentions naming both outputs, headers ("Output (a):") and negated
     or conditional claims are left out."""
     mentions = [(m.start(), m.end(), m.group(1).upper()) for m in _MENTION.finditer(text)]
-    paired = set()
+    paired: set[int] = set()
     for i in range(len(mentions) - 1):
         if _PAIR_GAP.fullmatch(text, mentions[i][1], mentions[i + 1][0]):
             paired.update((i, i + 1))
