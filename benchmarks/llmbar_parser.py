@@ -101,8 +101,10 @@ def main() -> None:
 
     texts = load_texts(args.data_dir)
     mismatch = 0
-    for t in texts:  # upstream's regexes of the final stage reproduce upstream's winners
-        w = parse_upstream(t["text"], t["parsing"])
+    t0 = time.perf_counter()
+    upstream = [parse_upstream(t["text"], t["parsing"]) for t in texts]
+    upstream_seconds = time.perf_counter() - t0
+    for t, w in zip(texts, upstream, strict=True):  # upstream's regexes of the final stage reproduce its winners
         mismatch += ({"1": "A", "2": "B"}.get(w) if w else None) != t["upstream"]
     t0 = time.perf_counter()
     results = [parse_llmbar(t["text"], t["finish"], style=t["style"]) for t in texts]
@@ -127,11 +129,17 @@ def main() -> None:
     n = len(texts)
     print(f"LLMBar judge texts: {n:,} ({n // 2:,} comparison rows x 2 orders); upstream regexes re-applied: "
           f"{n - mismatch:,} of {n:,} reproduce upstream's winner")
-    print(f"parse time: {seconds:.2f} s ({n / seconds:,.0f} texts/s)")
+    print(f"parse time: {seconds:.2f} s ({n / seconds:,.0f} texts/s); upstream's two regexes, same texts: "
+          f"{upstream_seconds:.2f} s")
     print(f"agreement with upstream: {agree:,} / {n:,} = {agree / n:.2%}")
     for style in ("direct", "cot"):
         tot = by_style[(style, True)] + by_style[(style, False)]
         print(f"  {style:6s}: {by_style[(style, True)]:,} / {tot:,} = {by_style[(style, True)] / tot:.2%}")
+    by_evaluator: Counter[tuple[str, bool]] = Counter(
+        (t["evaluator"], r.verdict == t["upstream"]) for t, r in zip(texts, results, strict=True))
+    print("  by evaluator: " + ", ".join(
+        f"{e} {by_evaluator[(e, True)] / (by_evaluator[(e, True)] + by_evaluator[(e, False)]):.2%}"
+        for e in sorted({e for e, _ in by_evaluator})))
     print("evalign status: " + ", ".join(f"{k} {v:,}" for k, v in status.most_common()))
     print(f"disagreements: {n - agree:,}")
     for c, k in cats.most_common():
@@ -143,6 +151,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({
             "texts": n, "agreement": agree / n, "agree": agree, "seconds": seconds,
+            "upstream_seconds": upstream_seconds,
             "upstream_reproduced": n - mismatch, "categories": dict(cats.most_common()),
             "status": dict(status), "disagreements": [e for c in cats for e in examples[c]],
         }, indent=1), encoding="utf-8")

@@ -65,8 +65,9 @@ REAL = [
      "principles. [...]\n\nTherefore, I cannot claim that either Output (a) or Output (b) is better, as both outputs do "
      "not meet ethical standards.", "cot", None, BETTER, "2", "no_score", "a refusal naming both outputs"),
     ("ChatGPT/CoT GPTInst#51 ba", "In evaluating the two outputs, both Output (a) and Output (b) address the "
-     "instruction [...]. It also lacks specific suggestions for the shop to implement.\n\nTherefore, Output (a)", "cot",
-     "length", BETTER, None, "truncated", "cut off at max_tokens: the judge never finished (upstream: none either)"),
+     "instruction [...] during the night. However, Output (a) is better for several reasons. [...] It also lacks "
+     "specific suggestions for the shop to implement.\n\nTherefore, Output (a)", "cot", "length", BETTER, "1",
+     "truncated", "cut off at max_tokens: the judge never wrote its final sentence (upstream read a middle one)"),
     ("ChatGPT/Swap_CoT Manual#6 ba", "[...] Considering the evaluation criteria, Output (b) is better. It provides a "
      "more detailed and comprehensive response [...]. Therefore, Output (b) is better", "cot", "length", BETTER, "2",
      "truncated", "cut off at max_tokens (evalign's rule for every judge: the final word may be missing)"),
