@@ -183,3 +183,28 @@ def test_meta_reads_the_columns_and_the_diagnostics_run_on_them(pairs: tuple[pd.
         assert correct == d.accuracy_both, name
     gpt4 = table_order_diagnostics(natural, "judge:gpt-4/vanilla", "pref_1")
     assert (gpt4.accuracy_original, gpt4.accuracy_swapped, gpt4.accuracy_mean) == (0.95, 0.96, 0.955)
+
+
+def test_a_sample_of_rows_keeps_its_alignment(pairs: tuple[pd.DataFrame, list[str]], shared_data: Path) -> None:
+    full, _ = pairs
+    d = load_dataset("llmbar", subsets=["Natural", "Processed/FairEval"], data_dir=shared_data)
+    sample = d.pairs.sample(frac=0.3, random_state=1)
+    got, names = lv.with_verdicts(sample)
+    assert len(names) == 65 and list(got.index) == list(sample.index)
+    by_id = full.set_index("id")
+    for name in ("judge:gpt-4/vanilla", "judge:llama2/metrics_reference", "judge:gpt-4/rating"):
+        for suffix in lv.SUFFIXES:
+            assert got[name + suffix].tolist() == by_id.loc[got["id"], name + suffix].tolist()
+
+
+def test_bad_tables_are_refused() -> None:
+    from evalign.errors import InputError
+
+    d = load_dataset("llmbar", subsets=["Adversarial/GPTOut"])
+    with pytest.raises(InputError, match="no 'task' column"):
+        lv.verdict_columns(d.pairs.drop(columns=["task"]))
+    bad = d.pairs.copy()
+    bad.loc[bad.index[0], "id"] = "Natural/0"
+    with pytest.raises(InputError, match="is not '<subset>/<row>'"):
+        lv.verdict_columns(bad)
+    assert lv.verdict_columns(d.pairs.iloc[:0]).empty

@@ -197,8 +197,9 @@ def verdict_columns(pairs: pd.DataFrame) -> pd.DataFrame:
     Returns a frame on ``pairs.index`` with, per configuration that judged any of the table's
     subsets (in the paper's order), the columns ``J``, ``J.ab``, ``J.ba``, ``J.status``,
     ``J.reason`` (see the module doc; object columns, a missing verdict is None). Rows of a subset
-    the configuration did not judge are ``skipped`` (verdicts None). Raises InputError when a judged
-    row is not in the table or a row of a judged subset has no verdict.
+    the configuration did not judge are ``skipped`` (verdicts None). The table may hold only some
+    rows of a set (a sample); verdicts of rows it lacks are left out. Raises InputError when a row
+    of a set the configuration judged has no verdict (the set and the verdicts do not match).
     """
     positions = _row_positions(pairs)
     subsets = sorted({pid.rpartition("/")[0] for pid in positions})
@@ -227,8 +228,8 @@ def verdict_columns(pairs: pd.DataFrame) -> pd.DataFrame:
         for k in ks:
             key = f"{sub[k]}/{idx[k]}"
             pos = positions.get(key)
-            if pos is None:
-                raise InputError(f"{col}: no row {key} in the pair table (has the set changed?)")
+            if pos is None:  # a table with some rows of a set (a sample) is fine
+                continue
             a, b = _WINNER.get(w0[k]), _WINNER.get(w1[k])
             v = "unparseable" if rating[k] and not scored_ratings[k] else resolve(a, b)
             ab[pos], ba[pos], verdict[pos] = a, b, v
