@@ -12,6 +12,7 @@ import pytest
 from evalign.meta.order_diagnostics import (
     OrderDiagnostics,
     accuracy,
+    both_order_judges,
     order_diagnostics,
     position_agreement,
     prefers_first,
@@ -175,3 +176,10 @@ def test_table_diagnostics_read_the_judge_layout() -> None:
     assert d.prefers_longer == 3 / 4
     with pytest.raises(KeyError, match="both orders"):
         table_order_diagnostics(table.drop(columns=["judge:j.ba"]), "judge:j", "pref")
+
+
+def test_both_order_judges_finds_the_judges_with_two_orders() -> None:
+    cols = ["id", "judge:j", "judge:j.ab", "judge:j.ba", "judge:j.status", "judge:one", "judge:one.ab", "bleu",
+            "prometheus_relative", "prometheus_relative.ab", "prometheus_relative.ba"]
+    assert both_order_judges(cols) == ["judge:j", "prometheus_relative"]
+    assert both_order_judges(pd.DataFrame(columns=cols).columns) == ["judge:j", "prometheus_relative"]

@@ -192,6 +192,14 @@ def order_diagnostics(
     )
 
 
+def both_order_judges(columns: Sequence[str] | Any) -> list[str]:
+    """The judge columns ``J`` of a table that also has ``J.ab`` and ``J.ba`` (a pairwise judge run
+    in both orders, by ``evalign judge`` or shipped with a dataset), in column order."""
+    cols = [str(c) for c in columns]
+    present = set(cols)
+    return [c for c in cols if f"{c}.ab" in present and f"{c}.ba" in present]
+
+
 def table_order_diagnostics(
     table: Any,
     name: str,
