@@ -12,6 +12,7 @@ import pytest
 from evalign.meta.order_diagnostics import (
     OrderDiagnostics,
     accuracy,
+    as_codes,
     both_order_judges,
     order_diagnostics,
     position_agreement,
@@ -19,7 +20,6 @@ from evalign.meta.order_diagnostics import (
     prefers_longer,
     table_order_diagnostics,
     text_lengths,
-    verdict_codes,
 )
 
 FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",
@@ -112,12 +112,12 @@ def test_prefers_longer_leaves_out_equal_lengths_and_undecided() -> None:
 
 
 def test_verdict_forms_and_errors() -> None:
-    codes = verdict_codes(["A", "b", " TIE ", 1, -1.0, 0, 0.3, None, "", "unparseable", float("nan")])
+    codes = as_codes(["A", "b", " TIE ", 1, -1.0, 0, 0.3, None, "", "unparseable", float("nan")])
     assert codes[:7].tolist() == [1, -1, 0, 1, -1, 0, 1] and np.isnan(codes[7:]).all()
     with pytest.raises(ValueError, match="verdict must be"):
-        verdict_codes(["C"])
+        as_codes(["C"])
     with pytest.raises(ValueError, match="verdict must be"):
-        verdict_codes([True])
+        as_codes([True])
     with pytest.raises(ValueError, match="different lengths"):
         order_diagnostics(["A"], ["A", "B"], [1.0])
     with pytest.raises(ValueError, match="unit"):

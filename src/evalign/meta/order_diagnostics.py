@@ -63,7 +63,7 @@ class OrderDiagnostics:
         return asdict(self)
 
 
-def verdict_codes(verdicts: Sequence[Any]) -> np.ndarray:
+def as_codes(verdicts: Sequence[Any]) -> np.ndarray:
     """Verdicts as codes: ``"A"`` / +1 -> 1.0, ``"B"`` / -1 -> -1.0, ``"tie"`` / 0 -> 0.0, no verdict
     (None, NaN, ``""``, ``"unparseable"``) -> NaN. Raises ValueError on anything else."""
     out = np.full(len(verdicts), np.nan)
@@ -224,15 +224,15 @@ def table_order_diagnostics(
     if "response_a" in table.columns and "response_b" in table.columns:
         la = text_lengths(table["response_a"].tolist(), unit)[keep]
         lb = text_lengths(table["response_b"].tolist(), unit)[keep]
-    ab = verdict_codes(table[f"{name}.ab"].tolist())[keep]
-    ba = verdict_codes(table[f"{name}.ba"].tolist())[keep]
+    ab = as_codes(table[f"{name}.ab"].tolist())[keep]
+    ba = as_codes(table[f"{name}.ba"].tolist())[keep]
     return order_diagnostics(ab, ba, g[keep], length_a=la, length_b=lb, nulls_agree=nulls_agree)
 
 
 def _codes(v: Sequence[Any] | np.ndarray) -> np.ndarray:
     if isinstance(v, np.ndarray) and v.dtype.kind == "f":
         return np.sign(v)
-    return verdict_codes(list(v))
+    return as_codes(list(v))
 
 
 def _same_length(x: np.ndarray, y: np.ndarray) -> None:
