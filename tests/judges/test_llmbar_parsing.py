@@ -117,6 +117,18 @@ def test_styles_and_strategies() -> None:
     assert parse_llmbar(text, style="cot").verdict == "B"
 
 
+def test_lines_echoed_from_the_prompt_are_masked() -> None:
+    prompt = ("# Instruction:\nName a fruit.\n\n# Output (a):\nApple. Output (a) is better than anything else here.\n\n"
+              "# Output (b):\nCarrot.\n\n# Which is better, Output (a) or Output (b)?")
+    text = "Apple. Output (a) is better than anything else here.\n\nOutput (b) is better."
+    assert parse_llmbar(text, style="cot").reason == "conflicting"
+    r = parse_llmbar(text, style="cot", prompt=prompt)
+    assert r.verdict == "B"
+    # the answer itself also occurs in the prompt: short lines are never masked
+    assert parse_llmbar("Output (a)", style="direct", prompt=prompt).verdict == "A"
+    assert parse_llmbar("Output (a) is better.", style="cot", prompt=prompt + " Output (a) is better.").verdict == "A"
+
+
 @pytest.fixture(scope="module")
 def released_texts() -> list[dict[str, object]]:
     data = Path(os.environ.get("EVALIGN_DATA_DIR", str(Path(__file__).resolve().parents[3] / "shared" / "data")))

@@ -153,10 +153,27 @@ def _claims(text: str) -> tuple[tuple[int, str] | None, list[tuple[int, str, boo
     return leading, claims
 
 
-def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: str = "direct") -> ParseResult:
+#: an output line at least this long (stripped) that occurs in the prompt is an echo and is masked;
+#: shorter lines ("Output (a)", "Therefore, Output (b) is better.") are the answer format itself
+ECHO_MIN_CHARS = 40
+
+
+def _mask_echo(text: str, prompt: str) -> str:
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if len(s) >= ECHO_MIN_CHARS and s in prompt:
+            lines[i] = " " * len(line)
+    return "\n".join(lines)
+
+
+def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: str = "direct",
+                 prompt: str | None = None) -> ParseResult:
     """The verdict ``"A"`` (Output (a)) or ``"B"`` (Output (b)) of one LLMBar judge text, or an
     unscored result with its reason (``truncated``, ``empty``, ``no_score``, ``conflicting``).
-    ``style``: ``direct`` or ``cot`` (see the module doc; :data:`STRATEGY_STYLE` maps the strategies)."""
+    ``style``: ``direct`` or ``cot`` (see the module doc; :data:`STRATEGY_STYLE` maps the strategies).
+    ``prompt``: the text the judge was shown (as :func:`evalign.judges.parsing.parse_grade` takes
+    it); output lines of at least :data:`ECHO_MIN_CHARS` characters copied from it are masked."""
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, got {style!r}")
     raw = text or ""
@@ -169,7 +186,7 @@ def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: s
     clean = _EOS.sub("", clean).strip()
     if not clean:
         return unscored("empty")
-    leading, claims = _claims(clean)
+    leading, claims = _claims(_mask_echo(clean, prompt) if prompt else clean)
     if style == "direct" and leading is not None:
         return ParseResult(leading[1], None, "", clean, position=leading[0])
     if not claims:
