@@ -312,7 +312,7 @@ def absolute_data(graded: Sequence[GradedResponse], *, held_out: float = 0.2, se
     split = split_by_question([{"g": g, "question": g.question} for g in graded], held_out=held_out, seed=seed)
     train_g = [r["g"] for r in split.train]
     held_g = [r["g"] for r in split.held_out]
-    dropped: Counter[str] = Counter()
+    dropped: Counter[str] = Counter({"feedback_has_result": 0, "feedback_unparseable": 0})
     train = absolute_rows(train_g, template=template, per_feedback=per_feedback, prefix=prefix, dropped=dropped)
     held = absolute_rows(held_g, template=template, per_feedback=per_feedback, prefix=prefix, dropped=dropped)
     settings = {"held_out": held_out, "seed": seed, "per_feedback": per_feedback, "template": template,
