@@ -126,7 +126,7 @@ def split_by_question(rows: Sequence[Mapping[str, Any]], *, held_out: float = 0.
     ``held_out == 1``). The same rows and seed always give the same split."""
     if not 0 <= held_out <= 1:
         raise EvalignError(f"held_out must be in [0, 1], got {held_out}")
-    get = key if callable(key) else (lambda r: r[key])  # type: ignore[index]
+    get = key if callable(key) else (lambda r: r[key])
     keys = [str(get(r)) for r in rows]
     questions = sorted(set(keys))
     n = len(questions)

@@ -65,7 +65,7 @@ def plain_loss_trainer_class() -> type:
         from transformers import Trainer
         from trl import SFTTrainer
 
-        class PlainLossSFTTrainer(SFTTrainer):  # type: ignore[misc]
+        class PlainLossSFTTrainer(SFTTrainer):
             """``SFTTrainer`` with ``Trainer``'s loss (see :func:`plain_loss_trainer_class`)."""
 
             def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False,
@@ -73,7 +73,7 @@ def plain_loss_trainer_class() -> type:
                 inputs["use_cache"] = False
                 out = Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
                                            num_items_in_batch=num_items_in_batch)
-                if self.model.training and "attention_mask" in inputs and hasattr(self, "_total_train_tokens"):
+                if model.training and "attention_mask" in inputs and hasattr(self, "_total_train_tokens"):
                     n = self.accelerator.gather_for_metrics(inputs["attention_mask"].sum()).sum().item()
                     self._total_train_tokens += n // getattr(self, "_tp_size", 1)
                     self._metrics["train"]["num_tokens"] = [self._total_train_tokens]
