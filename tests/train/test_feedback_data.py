@@ -30,6 +30,7 @@ from evalign.train.feedback_data import (
     read_graded,
     split_by_question,
     vanilla_messages,
+    write_recipe,
     write_rows,
 )
 
@@ -145,6 +146,12 @@ def test_per_response_rows_and_training_file(graded: list[GradedResponse], tmp_p
     assert [e.instruction for e in ex] == [r["instruction"] for r in d.train]
     assert [e.output for e in ex] == [r["output"] for r in d.train]
     assert {e.system for e in ex} == {"You are a fair evaluator language model."}
+    paths = write_recipe(d, tmp_path / "recipe")
+    assert sorted(paths) == ["held_out", "manifest", "train"]
+    assert len(read_examples(paths["held_out"])) == len(d.held_out)
+    manifest = json.loads(paths["manifest"].read_text(encoding="utf-8"))
+    assert manifest["rows"] == {"train": len(d.train), "held_out": len(d.held_out)}
+    assert manifest["settings"]["per_feedback"] is False
 
 
 def test_bad_graded_rows(tmp_path: Path) -> None:

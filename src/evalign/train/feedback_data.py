@@ -440,3 +440,18 @@ def write_rows(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
         raise EvalignError(f"no rows to write to {path}")
     write_table(pd.DataFrame(list(rows)), path)
     return Path(path)
+
+
+def write_recipe(data: AbsoluteData | PairwiseData, out_dir: str | Path) -> dict[str, Path]:
+    """Write a recipe's data into ``out_dir``: ``train.jsonl``, ``held_out.jsonl`` (when anything was held
+    out) and ``manifest.json`` (:meth:`AbsoluteData.manifest` / :meth:`PairwiseData.manifest`: settings,
+    counts, drops and the question keys of each side). Returns ``{name: path}``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"train": write_rows(data.train, out / "train.jsonl")}
+    if data.held_out:
+        paths["held_out"] = write_rows(data.held_out, out / "held_out.jsonl")
+    manifest = out / "manifest.json"
+    manifest.write_text(json.dumps(data.manifest(), indent=2) + "\n", encoding="utf-8")
+    paths["manifest"] = manifest
+    return paths
