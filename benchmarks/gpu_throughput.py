@@ -74,9 +74,8 @@ def layer_params(model: Any) -> int:
 
 def run(name: str, config: Any, dtype: str, lengths: np.ndarray, args: argparse.Namespace, device: str) -> dict:
     import torch
-    from transformers import AutoModel
-
     from evalign.metrics._models import length_batches
+    from transformers import AutoModel
 
     torch.manual_seed(0)
     model = AutoModel.from_config(config).eval().to(device)

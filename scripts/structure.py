@@ -82,17 +82,13 @@ def complexity(node: ast.AST) -> int:
         n = stack.pop()
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             continue
-        if isinstance(n, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp | ast.Assert):
-            count += 1
-        elif isinstance(n, ast.ExceptHandler):
+        if isinstance(n, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp | ast.Assert) or isinstance(n, ast.ExceptHandler):
             count += 1
         elif isinstance(n, ast.BoolOp):
             count += len(n.values) - 1
         elif isinstance(n, ast.comprehension):
             count += 1 + len(n.ifs)
-        elif isinstance(n, ast.match_case):
-            count += 1
-        elif isinstance(n, ast.Try | ast.TryStar if hasattr(ast, "TryStar") else ast.Try) and n.orelse:
+        elif isinstance(n, ast.match_case) or (isinstance(n, ast.Try | ast.TryStar if hasattr(ast, "TryStar") else ast.Try) and n.orelse):
             count += 1
         stack.extend(ast.iter_child_nodes(n))
     return count
@@ -174,7 +170,7 @@ def measure(root: Path) -> Figures:
                         break
                 if id(node) in typing_only:
                     continue
-                if module.startswith(target + ".") or target.startswith(module + ".") and is_pkg:
+                if module.startswith(target + ".") or (target.startswith(module + ".") and is_pkg):
                     continue  # parent package, or a package's own submodule
                 if target != module and target in modules:
                     fig.edges.add((module, target))

@@ -25,6 +25,7 @@ from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.io import write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric
+from evalign.metrics.models import bundled_minilm_path
 from evalign.report import write_report
 from evalign.report.assemble import from_results
 from evalign.report.data import MERGED_TASK, merge_labels
@@ -36,8 +37,6 @@ LEXICAL = ("bleu", "chrf", "rouge_l", "exact_match")
 
 def offline_metrics() -> tuple[list[Metric], list[str]]:
     """The metrics that run offline here, and notes on those left out (and why)."""
-    from evalign.metrics._models import bundled_minilm_path  # private until the metrics layer names it
-
     metrics: list[Metric] = [get_metric(n) for n in LEXICAL]
     notes: list[str] = []
     minilm = bundled_minilm_path()

@@ -36,7 +36,7 @@ from evalign.datasets import HumanDataset, load_dataset_spec, pairs_to_items
 from evalign.errors import EvalignError
 from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
 from evalign.evaluate.spec import Human
-from evalign.io import _iter_records, detect_format, read_items, read_pairs, read_system_human
+from evalign.io import detect_format, iter_records, read_items, read_pairs, read_system_human
 
 __all__ = ["RULES", "InputSettings", "Inputs", "InputsError", "first_record", "load_inputs", "pref_candidates"]
 
@@ -110,7 +110,7 @@ class Inputs:
 
 def first_record(path: Path) -> dict[str, Any]:
     """The first record of a table file ({} when it has none)."""
-    for _, rec in _iter_records(path, detect_format(path)):
+    for _, rec in iter_records(path, detect_format(path)):
         return dict(rec)
     return {}
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from evalign.errors import InputError
 from evalign.meta.resampling import Resampling
-from evalign.metrics.base import BUILTIN_METRIC_MODULES, metric_class
+from evalign.metrics.base import builtin_metric_names, metric_class
 
 Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
@@ -103,7 +103,7 @@ class Column:
 
 def _declared_corpus(name: str) -> bool:
     """Whether ``name`` is a registered metric that declares a corpus-level system score."""
-    if name not in BUILTIN_METRIC_MODULES:
+    if name not in builtin_metric_names():
         return False
     try:
         return getattr(metric_class(name), "system_level", "mean") == "corpus"

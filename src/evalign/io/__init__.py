@@ -76,17 +76,6 @@ from evalign.io.writers import (
     write_text_atomic,
 )
 
-#: the former private names of the helpers above (other modules imported them; use the public names)
-_iter_records = iter_records
-_json_safe = json_safe
-_json_default = json_default
-_complete_json_line = complete_json_line
-_decoded_lines = decoded_lines
-_iter_csv = iter_csv
-_json_loads = json_loads
-_unbox = unbox
-_records_to_table = records_to_table
-
 __all__ = [
     "CORE_FIELDS",
     "FORMATS",

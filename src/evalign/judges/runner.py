@@ -42,7 +42,7 @@ import pandas as pd
 
 from evalign.cache import Cache, make_key
 from evalign.errors import InputError
-from evalign.io import PAIR_REQUIRED, _json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
+from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.judges.backends import Generation, GenerationRequest
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
@@ -561,7 +561,7 @@ def run_judge(
 
 
 def _log(fh: IO[str], obj: Mapping[str, Any]) -> None:
-    fh.write(json.dumps(_json_safe(dict(obj)), ensure_ascii=False) + "\n")
+    fh.write(json.dumps(json_safe(dict(obj)), ensure_ascii=False) + "\n")
     fh.flush()
 
 

@@ -911,6 +911,37 @@ def fit_instruction_difficulty(
     return dict(zip(items.tolist(), params[ns:].tolist(), strict=True))
 
 
+def _difficulty(
+    ba: BattleArrays, baseline: str, difficulty: Mapping[str, float] | None, gamed: pd.DataFrame | None,
+    s: LCSettings,
+) -> tuple[str, Mapping[str, float]]:
+    """The instruction difficulty's source (given / gamed / fitted / zero) and its values by item id."""
+    if difficulty is not None:
+        source, diff_map = "given", difficulty
+    elif gamed is not None:
+        first = gamed.drop_duplicates("index")
+        diff_map = dict(zip(first["index"].astype(str), first["instruction_difficulty"].astype(float), strict=True))
+        source = "gamed"
+    else:
+        source = s.difficulty
+        diff_map = fit_instruction_difficulty(ba, baseline, prior=s.difficulty_prior) if s.difficulty == "fitted" else {}
+    if ba.ids is None and source != "zero":
+        raise InputError("instruction difficulty needs an 'id' column (or settings.difficulty='zero')", field="id")
+    return source, diff_map
+
+
+def _gamed_rows(gamed: pd.DataFrame | None, s: LCSettings) -> tuple[np.ndarray, np.ndarray] | None:
+    """alpaca_eval's regularisation rows (features, targets), or None without ``gamed`` or lambda."""
+    if gamed is None or not s.regularize_to_baseline_lambda:
+        return None
+    features = np.column_stack([
+        np.tanh(gamed["std_delta_len"].to_numpy(np.float64)),
+        gamed["instruction_difficulty"].to_numpy(np.float64),
+        np.zeros(len(gamed)),
+    ])
+    return features, gamed["preference"].to_numpy(np.float64)
+
+
 def lc_win_rates(
     battles: pd.DataFrame | BattleArrays,
     baseline: str,
@@ -955,27 +986,8 @@ def lc_win_rates(
     if ba.len_a is None or ba.len_b is None:
         raise InputError("the length-controlled win rate needs len_a / len_b (or response_a / response_b)",
                          field="len_a")
-    source = "given"
-    diff_map: Mapping[str, float] | None = difficulty
-    if diff_map is None and gamed is not None:
-        first = gamed.drop_duplicates("index")
-        diff_map = dict(zip(first["index"].astype(str), first["instruction_difficulty"].astype(float), strict=True))
-        source = "gamed"
-    if diff_map is None:
-        source = s.difficulty
-        diff_map = fit_instruction_difficulty(ba, baseline, prior=s.difficulty_prior) if s.difficulty == "fitted" else {}
-    if ba.ids is None and source != "zero":
-        raise InputError("instruction difficulty needs an 'id' column (or settings.difficulty='zero')", field="id")
-    g_rows = None
-    if gamed is not None and s.regularize_to_baseline_lambda:
-        g_rows = (
-            np.column_stack([
-                np.tanh(gamed["std_delta_len"].to_numpy(np.float64)),
-                gamed["instruction_difficulty"].to_numpy(np.float64),
-                np.zeros(len(gamed)),
-            ]),
-            gamed["preference"].to_numpy(np.float64),
-        )
+    source, diff_map = _difficulty(ba, baseline, difficulty, gamed, s)
+    g_rows = _gamed_rows(gamed, s)
     rate = np.full(k, np.nan)
     se = np.full(k, np.nan)
     weights = np.full((k, 3), np.nan)

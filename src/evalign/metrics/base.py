@@ -119,8 +119,6 @@ METRICS.register("bartscore", lazy="evalign.metrics.learned:BartScore")
 METRICS.register("bleurt", lazy="evalign.metrics.bleurt:Bleurt")
 METRICS.register("discoscore", lazy="evalign.metrics.discoscore:DiscoScore")
 
-#: built-in metric name -> its module, read off the placeholders above (kept for older importers)
-BUILTIN_METRIC_MODULES: dict[str, str] = {name: METRICS.lazy_module(name) for name in METRICS.names(load=False)}
 
 
 def builtin_metric_names() -> list[str]:

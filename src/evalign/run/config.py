@@ -341,8 +341,8 @@ def _judge(v: Any, where: _Where, parent: Any, key: Any) -> JudgeConfig:
                                             "never the key itself")
     strs = {k: _typed(m, k, (str,), where) for k in ("model", "base_url", "template", "rubric", "rubric_column",
                                                      "name")}
-    if backend == "openai" and not strs["base_url"]:
-        raise where.error(m, "base_url" if "base_url" in m else None, "the openai backend needs a base_url "
+    if "base_url" in backend_class(backend).required_options and not strs["base_url"]:
+        raise where.error(m, "base_url" if "base_url" in m else None, f"the {backend} backend needs a base_url "
                                                                       "(e.g. http://localhost:8000/v1)")
     if not strs["model"]:
         raise where.error(m, "model" if "model" in m else None, "a judge needs a 'model'")

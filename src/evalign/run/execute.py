@@ -34,8 +34,8 @@ from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluat
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
 from evalign.evaluate.prepare import resolve_columns
 from evalign.io import (
-    _json_safe,  # private until io makes it public (json_safe)
     atomic_path,
+    json_safe,
     write_json_atomic,
     write_table,
     write_text_atomic,
@@ -628,7 +628,7 @@ def _write_resolved(path: Path, resolved: Mapping[str, Any]) -> None:
 
 def resolved_yaml(resolved: Mapping[str, Any]) -> str:
     """A resolved config (see :func:`resolve`) as YAML text."""
-    return yaml.safe_dump(_json_safe(dict(resolved)), sort_keys=False, allow_unicode=True, width=100)
+    return yaml.safe_dump(json_safe(dict(resolved)), sort_keys=False, allow_unicode=True, width=100)
 
 
 def dry_run(cfg: RunConfig, *, out: str | Path | None = None) -> str:

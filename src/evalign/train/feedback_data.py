@@ -40,16 +40,12 @@ from typing import Any
 import pandas as pd
 
 from evalign.datasets import load_dataset
+from evalign.datasets.external import find_set_dir
 from evalign.errors import EvalignError, InputError
 from evalign.io import write_table
 from evalign.judges.grading import join_instruction
 from evalign.judges.parsing import parse_grade
 from evalign.judges.prompts import load_template
-
-try:  # the finder of external dataset folders (renamed from _external in the structure step of issue 21)
-    from evalign.datasets.external import find_set_dir
-except ImportError:  # pragma: no cover - before that rename
-    from evalign.datasets._external import find_set_dir
 
 #: the absolute recipe's default template (the Prometheus benchmarks' own prompt)
 ABSOLUTE_TEMPLATE = "prometheus1_absolute"

@@ -13,7 +13,7 @@ from evalign.errors import BackendError, ModelLoadError
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.judges.backends.registry import register_backend
 from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
-from evalign.metrics._models import model_identity
+from evalign.metrics.models import model_identity
 from evalign.signature import stable_hash
 
 # --------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ class HFLocalBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """``{"kind": "hf", "model", "dtype", "chat_template"}``: ``model`` is the content hash of the
-        model's files (weights sampled, configs and tokenizer whole; :func:`evalign.metrics._models.model_identity`,
+        model's files (weights sampled, configs and tokenizer whole; :func:`evalign.metrics.models.model_identity`,
         as the model metrics use), so changed weights at the same path never reuse cached grades and the
         same model at another path does; the template is hashed; the device is left out."""
         template = getattr(self.tokenizer, "chat_template", None)
