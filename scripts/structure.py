@@ -44,6 +44,8 @@ LAYERS: dict[str, int] = {
 }
 
 COMPLEXITY_LIMIT = 25
+#: try statements (a ``try`` with an ``else`` branch adds a path)
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 LENGTH_LIMIT = 100
 
 
@@ -82,13 +84,13 @@ def complexity(node: ast.AST) -> int:
         n = stack.pop()
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             continue
-        if isinstance(n, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp | ast.Assert) or isinstance(n, ast.ExceptHandler):
+        if isinstance(n, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp | ast.Assert | ast.ExceptHandler):
             count += 1
         elif isinstance(n, ast.BoolOp):
             count += len(n.values) - 1
         elif isinstance(n, ast.comprehension):
             count += 1 + len(n.ifs)
-        elif isinstance(n, ast.match_case) or (isinstance(n, ast.Try | ast.TryStar if hasattr(ast, "TryStar") else ast.Try) and n.orelse):
+        elif isinstance(n, ast.match_case) or (isinstance(n, _TRY) and n.orelse):
             count += 1
         stack.extend(ast.iter_child_nodes(n))
     return count
