@@ -3,7 +3,8 @@ PyTorch loop (forward, backward, AdamW step) on the same tokenized examples, sam
 
 Data: ``--rows`` Feedback-Collection-style rows made by the tests' scripted teacher (``evalign synth``
 with an in-process backend), rendered with the prometheus_absolute template. Model: the tests' tiny
-random Llama (``--hidden``, ``--layers``), built offline; or ``--base-model DIR`` for a real one.
+random Llama (``--hidden``, ``--layers``), built offline; or ``--base-model`` a folder, GGUF file or alias
+(``smollm2-135m-instruct``) for a real one.
 Reports training tokens per second (input tokens, padding excluded) of both and the ratio
 (ours / plain loop: the cost of TRL's trainer around the same math). Full fine-tuning on both sides.
 Usage: ``python benchmarks/train_throughput.py [--steps 20] [--batch 4] [--threads 1] [--device cpu]``.
@@ -39,6 +40,7 @@ def main() -> None:
 
     from evalign.cache import Cache
     from evalign.io import write_table
+    from evalign.judges.backends.model_source import resolve_base_model
     from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
     from evalign.train import TrainSettings, build_trainer, train_judge
 
@@ -49,7 +51,7 @@ def main() -> None:
                     cache=Cache(tmp / "c.sqlite"))
     data = tmp / "data.jsonl"
     write_table(res.table, data)
-    base = Path(args.base_model) if args.base_model else build_tiny_llama(tmp / "base", hidden=args.hidden,
+    base = resolve_base_model(args.base_model).path if args.base_model else build_tiny_llama(tmp / "base", hidden=args.hidden,
                                                                           layers=args.layers, vocab_size=4000)
     settings = TrainSettings(lora=False, max_steps=args.steps, batch_size=args.batch, gradient_accumulation_steps=1,
                              learning_rate=1e-4, device=args.device, save_steps=10_000, logging_steps=10_000)

@@ -1,7 +1,7 @@
 """Judge training throughput, step by step through the fixes of :mod:`evalign.train.throughput`: TRL's
-``SFTTrainer`` as ``evalign train-judge`` builds it today (stock), without gradient checkpointing (TRL's
-default, which evalign's settings do not override yet), and also with ``Trainer``'s loss instead of
-TRL's fused LM head; each against the plain PyTorch loop of ``benchmarks/train_throughput.py``, measured
+``SFTTrainer`` with TRL's defaults (stock: gradient checkpointing on, the fused LM head), without
+gradient checkpointing (evalign's default), and also with ``Trainer``'s loss instead of TRL's fused LM
+head (evalign's default on a CPU); each against the plain PyTorch loop of ``benchmarks/train_throughput.py``, measured
 right after it in the same process. Same data and model as that benchmark (the scripted teacher's rows,
 the tests' tiny random Llama), or ``--base-model`` (a folder, a GGUF file or ``smollm2-135m-instruct``).
 Prints tokens per second (input tokens, padding excluded), the ratios and the first losses of each.
@@ -14,6 +14,7 @@ import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,16 +62,14 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
-    import trl
     from scripted_teacher import ScriptedTeacher
     from tiny_llama import build_tiny_llama
 
     from evalign.cache import Cache
     from evalign.io import write_table
+    from evalign.judges.backends.model_source import resolve_base_model
     from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
     from evalign.train import TrainSettings, build_trainer
-    from evalign.train.base_model import resolve_base_model
-    from evalign.train.throughput import sft_config_overrides, use_plain_loss
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -85,20 +84,14 @@ def main() -> None:
         base = build_tiny_llama(tmp / "base", hidden=args.hidden, layers=args.layers, vocab_size=4000)
     settings = TrainSettings(lora=args.lora, max_steps=args.steps, batch_size=args.batch, gradient_accumulation_steps=1,
                              learning_rate=1e-4, device=args.device, save_steps=10_000, logging_steps=1)
-    stock_config = trl.SFTConfig
+    variants = {"stock": replace(settings, gradient_checkpointing=True, fused_lm_head=True),
+                "no_checkpointing": replace(settings, fused_lm_head=True),
+                "no_checkpointing+plain_loss": replace(settings, fused_lm_head=False)}
     print(f"steps {args.steps}, batch {args.batch}, device {args.device}, threads {torch.get_num_threads()}, "
           f"{'LoRA' if args.lora else 'full fine-tuning'}")
     for variant in VARIANTS:
-        # until train/sft.py passes sft_config_overrides(settings) itself
-        overrides = {} if variant == "stock" else sft_config_overrides(settings)
-        trl.SFTConfig = lambda _o=overrides, **kw: stock_config(**{**kw, **_o})  # type: ignore[misc]
-        try:
-            trainer = build_trainer(data, base, tmp / variant, settings)
-            peer_trainer = build_trainer(data, base, tmp / f"{variant}-peer", settings)
-        finally:
-            trl.SFTConfig = stock_config
-        if variant.endswith("plain_loss"):
-            use_plain_loss(trainer)
+        trainer = build_trainer(data, base, tmp / variant, variants[variant])
+        peer_trainer = build_trainer(data, base, tmp / f"{variant}-peer", variants[variant])
         t0 = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - t0

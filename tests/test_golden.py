@@ -36,6 +36,28 @@ COLUMNS = "120"
 RESAMPLING = ["--bootstrap", "100", "--permutations", "100"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def data_dir_of_fixed_length() -> Iterator[None]:
+    """``$EVALIGN_DATA_DIR`` as a link of 17 characters (``/tmp/evXXXXXXXX/d``, as long as the data folder
+    the goldens were recorded with, ``/work/shared/data``): listings wrap their lines before ``<DATA>`` is
+    masked, so where the data folder lies (CI's clone sits elsewhere) must not move a line break."""
+    real = Path(os.environ.get("EVALIGN_DATA_DIR", "")).absolute()
+    folder = Path(tempfile.mkdtemp(prefix="ev", dir="/tmp"))
+    link = folder / "d"
+    link.symlink_to(real, target_is_directory=True)
+    assert len(str(link)) == len("/work/shared/data"), link
+    saved = os.environ.get("EVALIGN_DATA_DIR")
+    os.environ["EVALIGN_DATA_DIR"] = str(link)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("EVALIGN_DATA_DIR", None)
+        else:
+            os.environ["EVALIGN_DATA_DIR"] = saved
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
 def work() -> Iterator[Path]:
     """A fresh temporary folder with a short name of fixed length (so wrapped lines stay the same)."""
@@ -68,7 +90,7 @@ def check_run(name: str, args: list[str], cwd: Path, code: int = 0, columns: str
 # help texts
 
 HELP = [[], ["score"], ["metrics"], ["meta"], ["judge"], ["report"], ["demo"], ["synth"], ["train-judge"],
-        ["verify-judge"], ["run"], ["datasets"], ["datasets", "export"], ["cache"], ["cache", "info"],
+        ["verify-judge"], ["run"], ["datasets"], ["datasets", "export"], ["leaderboard"], ["cache"], ["cache", "info"],
         ["cache", "clear"]]
 
 
@@ -151,7 +173,7 @@ def test_score_significance_json(work: Path) -> None:
 
 def test_score_shards_local_engine(work: Path) -> None:
     """``score FILE --out-dir``: the local engine's Parquet shards, their manifest and summary, and a
-    re-run that resumes every shard. The input's mtime is pinned (the manifest records it)."""
+    re-run that resumes every shard. The manifest records the SHA-256 of the input (the mtime is pinned as before)."""
     evalign(["datasets", "export", "self_instruct", "-o", "items.jsonl"], work)
     os.utime(work / "items.jsonl", ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
     args = ["score", "items.jsonl", "-m", "bleu", "-m", "rouge_l", "--out-dir", "shards", "--shard-rows", "500"]

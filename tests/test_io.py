@@ -220,6 +220,7 @@ def test_parse_preference_strict() -> None:
     from evalign.io import parse_preference
 
     assert [parse_preference(v) for v in (1, -1, 0, 2, "A", "b", "TIE", "+1", "2")] == [1, -1, 0, -1, 1, -1, 0, 1, -1]
+    assert [parse_preference(v) for v in ("1.0", "-1.0", "0.0", "2.0")] == [1, -1, 0, -1]  # a float column in CSV
     assert math.isnan(parse_preference(None)) and math.isnan(parse_preference("")) and math.isnan(parse_preference(float("nan")))
     for bad in ("yes", "AB", 0.5, True, 3, "1.5"):
         with pytest.raises(ValueError, match="A/B/tie"):

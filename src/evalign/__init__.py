@@ -26,6 +26,21 @@ _LAZY = {
     "pairwise_accuracy": "evalign.meta",
     "pairwise_preference_accuracy": "evalign.meta",
     "load_dataset": "evalign.datasets",
+    "meta_evaluate": "evalign.evaluate.oneshot",
+    "meta_evaluate_pairs": "evalign.evaluate.oneshot",
+    "EvalResult": "evalign.evaluate",
+    "TrustTable": "evalign.evaluate",
+    "items_to_pairs": "evalign.datasets",
+    "leaderboard": "evalign.meta",
+    "LeaderboardSettings": "evalign.meta",
+    "BTSettings": "evalign.meta",
+    "LCSettings": "evalign.meta",
+    "bradley_terry": "evalign.meta",
+    "win_rates": "evalign.meta",
+    "lc_win_rates": "evalign.meta",
+    "judge_panel": "evalign.meta",
+    "run_leaderboard": "evalign.evaluate.leaderboard",
+    "LeaderboardSpec": "evalign.evaluate.leaderboard",
 }
 
 
@@ -35,23 +50,42 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'evalign' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
+    "BTSettings",
+    "EvalResult",
     "EvalignError",
     "InputError",
+    "LCSettings",
+    "LeaderboardSettings",
+    "LeaderboardSpec",
     "ModelLoadError",
+    "TrustTable",
     "__version__",
+    "bradley_terry",
     "correlation",
     "get_judge",
     "get_metric",
+    "items_to_pairs",
+    "judge_panel",
+    "lc_win_rates",
+    "leaderboard",
     "list_metrics",
     "load_dataset",
+    "meta_evaluate",
+    "meta_evaluate_pairs",
     "pairwise_accuracy",
     "pairwise_preference_accuracy",
     "parse_grade",
     "read_items",
     "read_pairs",
     "run_judge",
+    "run_leaderboard",
     "score",
     "system_scores",
+    "win_rates",
     "write_table",
 ]

@@ -3,17 +3,22 @@
 Embeddings (float arrays) and judge outputs (JSON) are stored here, each under a *namespace*
 (``"embedding"``, ``"judge"``, ...) and a *key* that hashes everything the value depends on
 (model signature, settings, input text). Every ``put`` is committed at once, so an interrupted
-run loses nothing that was already computed. Secrets (API keys) must never be part of a key
+run loses nothing that was already computed. Two runs on one cache pay each value once: a run
+takes a *lease* on the keys it is about to compute (:meth:`~Cache.claim`: a row in ``leases`` with an
+expiry, renewed while it works); another run that finds a key leased waits for the value and computes it itself only when the lease expires (its owner died). Secrets (API keys) must never be part of a key
 or a value: callers pass only what determines the result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +35,17 @@ CREATE TABLE IF NOT EXISTS entries (
     created REAL NOT NULL DEFAULT (julianday('now')),
     PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
 """
+
+#: seconds a lease lives without being renewed (a crashed run's keys are free again after this)
+LEASE_SECONDS = 30.0
 
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
 
@@ -59,6 +74,7 @@ class Cache:
         self.write = write
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         if read or write:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,12 +125,96 @@ class Cache:
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         if not pairs:
             return
-        with self._lock:
+        with self._lock, self._writing():
             self._conn.executemany(
                 "INSERT OR REPLACE INTO entries(namespace, key, value) VALUES (?, ?, ?)",
                 [(namespace, k, sqlite3.Binary(v)) for k, v in pairs],
             )
+            for i in range(0, len(pairs), _CHUNK):  # a stored value needs no lease any more
+                chunk = [k for k, _ in pairs[i : i + _CHUNK]]
+                self._conn.execute(f"DELETE FROM leases WHERE namespace=? AND owner=? AND key IN ({_marks(chunk)})",
+                                   [namespace, self.owner, *chunk])
             self._conn.commit()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a failed write (a full disk: "database or disk is full", a read-only file) into one line
+        naming the cache file."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            assert self._conn is not None
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.rollback()
+            raise EvalignError(
+                f"cache {self.path}: cannot write ({' '.join(str(e).split()) or type(e).__name__}); free some "
+                "space, set EVALIGN_CACHE to another file or run with --no-cache"
+            ) from None
+
+    # -- leases: two runs on one cache compute each value once ---------------------------------
+    @property
+    def shared(self) -> bool:
+        """Whether leases are used: only when the cache is both read and written."""
+        return self._conn is not None and self.read and self.write
+
+    def claim(self, namespace: str, keys: Sequence[str], seconds: float = LEASE_SECONDS) -> list[str]:
+        """Lease those of ``keys`` that no other live run holds and that have no value yet; returns the
+        keys this cache now holds (all of them when leases are not used)."""
+        if not self.shared or not keys:
+            return list(keys)
+        assert self._conn is not None
+        now = time.time()
+        mine: list[str] = []
+        with self._lock, self._writing():
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("DELETE FROM leases WHERE expires < ?", (now,))
+            for k in dict.fromkeys(keys):
+                if self._conn.execute("SELECT 1 FROM entries WHERE namespace=? AND key=?", (namespace, k)).fetchone():
+                    continue
+                cur = self._conn.execute(
+                    "INSERT INTO leases(namespace, key, owner, expires) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(namespace, key) DO UPDATE SET expires=excluded.expires WHERE owner=excluded.owner",
+                    (namespace, k, self.owner, now + seconds))
+                if cur.rowcount:
+                    mine.append(k)
+            self._conn.commit()
+        return mine
+
+    def renew(self, seconds: float = LEASE_SECONDS) -> None:
+        """Extend every lease this cache holds (called while the values are being computed)."""
+        if not self.shared:
+            return
+        assert self._conn is not None
+        with self._lock, self._writing():
+            self._conn.execute("UPDATE leases SET expires=? WHERE owner=?", (time.time() + seconds, self.owner))
+            self._conn.commit()
+
+    def release(self, namespace: str | None = None) -> None:
+        """Give back the leases this cache holds (of one namespace, or all): failed calls, end of a run."""
+        if not self.shared:
+            return
+        assert self._conn is not None
+        with self._lock, self._writing():
+            if namespace is None:
+                self._conn.execute("DELETE FROM leases WHERE owner=?", (self.owner,))
+            else:
+                self._conn.execute("DELETE FROM leases WHERE owner=? AND namespace=?", (self.owner, namespace))
+            self._conn.commit()
+
+    def leased_elsewhere(self, namespace: str, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` leased by another live run."""
+        if not self.shared or not keys:
+            return set()
+        assert self._conn is not None
+        out: set[str] = set()
+        uniq = list(dict.fromkeys(keys))
+        with self._lock:
+            for i in range(0, len(uniq), _CHUNK):
+                chunk = uniq[i : i + _CHUNK]
+                q = (f"SELECT key FROM leases WHERE namespace=? AND owner<>? AND expires>=? "
+                     f"AND key IN ({_marks(chunk)})")
+                out.update(k for (k,) in self._conn.execute(q, [namespace, self.owner, time.time(), *chunk]))
+        return out
 
     def count(self, namespace: str | None = None) -> int:
         """Number of stored entries (in one namespace, or in all)."""
@@ -170,6 +270,10 @@ class Cache:
         self.put_many(namespace, {k: _encode_array(np.asarray(v)) for k, v in items.items()})
 
 
+def _marks(items: Sequence[Any]) -> str:
+    return ",".join("?" * len(items))
+
+
 def _encode_array(a: np.ndarray) -> bytes:
     header = json.dumps({"dtype": a.dtype.str, "shape": list(a.shape)}).encode("ascii")
     return len(header).to_bytes(4, "little") + header + np.ascontiguousarray(a).tobytes()
@@ -199,13 +303,20 @@ def cache_stats(path: str | Path | None = None) -> dict[str, Any]:
     }
     if not p.is_file():
         return out
-    conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60.0)
     try:
-        rows = conn.execute(
+        conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60.0)
+    except sqlite3.Error as e:
+        raise EvalignError(f"cache {p}: cannot read ({' '.join(str(e).split())})") from None
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        rows = [] if "entries" not in tables else conn.execute(
             "SELECT namespace, COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM entries GROUP BY namespace ORDER BY namespace"
         ).fetchall()
-    except sqlite3.DatabaseError:  # not (yet) an evalign cache: no entries table
-        rows = []
+    except sqlite3.Error as e:  # unreadable, corrupt, or not an SQLite file at all
+        raise EvalignError(
+            f"cache {p}: not a readable evalign cache ({' '.join(str(e).split())}); move it away or "
+            "set EVALIGN_CACHE to another file"
+        ) from None
     finally:
         conn.close()
     out["by_namespace"] = {ns: {"entries": int(n), "value_bytes": int(b)} for ns, n, b in rows}

@@ -185,7 +185,15 @@ class Registry(Generic[T]):
 
     # -- lookup ------------------------------------------------------------------------------------
     def _resolve(self, name: str) -> str:
-        return self.aliases.get(name, name)
+        """The entry ``name`` stands for: itself, an alias, or the one entry or alias spelled the same
+        but for case (``chrF`` -> ``chrf``)."""
+        key = self.aliases.get(name, name)
+        if key in self._entries or not isinstance(name, str):
+            return key
+        folded = [k for k in (*self._entries, *self.aliases) if k.lower() == name.lower()]
+        if len(folded) == 1:
+            return self.aliases.get(folded[0], folded[0])
+        return key
 
     def _materialise(self, name: str) -> None:
         """Import a placeholder's module; its object replaces the placeholder."""

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,15 @@ def stable_hash(obj: Any, length: int = 16) -> str:
     """A short hex SHA-256 of a JSON-serialisable object (keys sorted), stable across runs."""
     data = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:length]
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def text_hash(text: str) -> str:

@@ -83,3 +83,24 @@ def test_first_run_says_where_the_cache_is(tmp_path: Path) -> None:
     assert f"created the evalign cache at {default_cache_path()}" in " ".join(res.stderr.split())
     res = runner.invoke(app, args)  # the second run says nothing about it
     assert res.exit_code == 0 and "created the evalign cache" not in res.stderr
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all " * 200, b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_info_on_a_corrupt_file_says_so(content: bytes) -> None:
+    p = default_cache_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(content)
+    res = runner.invoke(app, ["cache", "info"])
+    assert res.exit_code == 1
+    line = " ".join(res.output.split())
+    assert f"cache {p}: not a readable evalign cache" in line and "0 entries" not in line
+
+
+def test_info_on_an_empty_sqlite_file_is_zero_entries() -> None:
+    import sqlite3
+
+    p = default_cache_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    sqlite3.connect(p).close()
+    st = cache_stats()
+    assert st["exists"] is True and st["entries"] == 0

@@ -18,6 +18,7 @@ Actions (what to do with one request):
 * :class:`Truncate` — forward, but send only half of the response body, then close.
 * :class:`Malformed` — answer 200 with a body that is not JSON.
 * :class:`Rewrite` — forward, then answer with a function of the response JSON.
+* :class:`Slow` — wait ``seconds``, then forward (a server that takes its time).
 
 The schedule is a function ``(Seen) -> Action``; :func:`by_attempt` builds one from a table
 "marker -> actions for attempts 0, 1, 2 ..." (later attempts are forwarded).
@@ -80,6 +81,13 @@ class Rewrite:
     fn: Callable[[dict[str, Any]], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Slow:
+    """Wait ``seconds``, then pass the request on."""
+
+    seconds: float
+
+
 def strip_logprobs(data: dict[str, Any]) -> dict[str, Any]:
     """The response without any ``logprobs`` (as servers that do not support them answer)."""
     for c in data.get("choices") or []:
@@ -88,7 +96,7 @@ def strip_logprobs(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-Action = Forward | Status | Hang | Drop | Truncate | Malformed | Rewrite
+Action = Forward | Status | Hang | Drop | Truncate | Malformed | Rewrite | Slow
 
 
 @dataclass
@@ -284,6 +292,8 @@ class FaultProxy:
             return False
         if isinstance(action, Drop):
             return False
+        if isinstance(action, Slow):
+            await asyncio.sleep(action.seconds)
         if isinstance(action, Malformed):
             await _write(writer, 200, b'{"choices": [{"message": {"content": "cut', {})
             return True

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from evalign.errors import ModelLoadError
-from evalign.train import base_model as bm
-from evalign.train.base_model import (
+from evalign.judges.backends import model_source as bm
+from evalign.judges.backends.model_source import (
     ALIASES,
     GGUF_RECORD,
     PackagedGGUF,
@@ -26,7 +26,8 @@ from evalign.train.base_model import (
     packaged_gguf_path,
     resolve_base_model,
 )
-from evalign.train.data import file_sha256
+from evalign.judges.parsing import REASONS
+from evalign.signature import file_sha256
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judges"))
 
@@ -192,3 +193,38 @@ def test_default_models_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert default_models_dir() == tmp_path / "xdg" / "evalign" / "models"
     g = tmp_path / "a.gguf"
     assert converted_dir(g, "ab" * 32) == tmp_path / "xdg" / "evalign" / "models" / f"a-{'ab' * 8}"
+
+
+@pytest.mark.slow
+def test_judge_backend_hf_takes_the_alias(smollm2_roundtrip: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    """``evalign judge --backend hf --model smollm2-135m-instruct`` on 2 PandaLM pairs: the conversion is
+    reused from the cache (and says so on stderr), every item is parsed or unscored with a reason."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    r = smollm2_roundtrip
+    monkeypatch.setenv("EVALIGN_MODELS_DIR", str(r["cache"]))
+    monkeypatch.setenv("EVALIGN_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setattr(bm, "load_gguf", lambda *a, **k: pytest.fail("converted again"))
+    out = tmp_path / "judged.jsonl"
+    res = CliRunner().invoke(app, ["judge", "--dataset", "pandalm", "--mode", "pairwise", "--limit", "2",
+                                   "--backend", "hf", "--model", ALIAS, "--device", "cpu", "--batch-size", "2",
+                                   "--max-tokens", "24", "--temperature", "0", "--single-order", "-o", str(out),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    assert f"using the cached conversion of SmolLM2-135M-Instruct.Q4_1.gguf in {r['folder']}" in res.stderr
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 2
+    col = next(k[: -len(".status")] for k in rows[0] if k.startswith("prometheus_relative") and k.endswith(".status"))
+    for row in rows:
+        assert row[f"{col}.status"] in ("scored", "unscored")
+        if row[f"{col}.status"] == "scored":
+            assert row[col] in ("A", "B", "tie")
+        else:
+            assert row[f"{col}.reason"] in REASONS
+    summary = json.loads(res.stdout[res.stdout.index("{"):])
+    assert summary["signature"].count("backend.kind:hf") == 1 and "max_tokens:24" in summary["signature"]

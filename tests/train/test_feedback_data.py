@@ -244,3 +244,29 @@ def test_pandalm_bundled_counts(tmp_path: Path) -> None:
                         abs_tol=1)
     ex = read_examples(write_rows(d.train[:4], tmp_path / "pairs.jsonl"))
     assert ex[0].output == d.train[0]["output"] and ex[0].system == d.train[0]["system"]
+
+
+def test_judge_data_command_writes_both_recipes(tmp_path: Path) -> None:
+    """``evalign judge-data``: the files train-judge reads, split by question (none on both sides)."""
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    res = CliRunner().invoke(app, ["judge-data", "absolute", "--out", str(tmp_path / "abs"), "--set", "vicuna",
+                                   "--held-out", "0.25", "--seed", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    man = json.loads(res.stdout)
+    assert man["recipe"] == "absolute" and man["settings"]["sources"] == ["vicuna"] and man["settings"]["seed"] == 1
+    assert len(man["questions"]["held_out"]) == 20 and len(man["questions"]["train"]) == 60  # 80 questions
+    train = pd.read_json(tmp_path / "abs" / "train.jsonl", lines=True)
+    held = pd.read_json(tmp_path / "abs" / "held_out.jsonl", lines=True)
+    assert not set(train["question"]) & set(held["question"])
+    assert len(train) == man["rows"]["train"] and len(held) == man["rows"]["held_out"]
+    assert len(read_examples(tmp_path / "abs" / "train.jsonl")) == len(train)  # what train-judge reads
+    res = CliRunner().invoke(app, ["judge-data", "pairwise", "-o", str(tmp_path / "pw")])
+    assert res.exit_code == 0, res.output
+    man = json.loads((tmp_path / "pw" / "manifest.json").read_text())
+    assert man["rows"] == {"train": 2 * man["pairs_kept"], "held_out": 0}  # both orders, nothing held out
+    assert f"pairwise: {2 * man['pairs_kept']} training rows" in res.stdout
+    bad = CliRunner().invoke(app, ["judge-data", "graded", "-o", str(tmp_path / "x")])
+    assert bad.exit_code == 1 and "recipe must be 'absolute' or 'pairwise', got 'graded'" in bad.output

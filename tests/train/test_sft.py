@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from evalign.errors import InputError
+from evalign.signature import file_sha256
 from evalign.train import SIGNATURE_FILE, TrainSettings, build_trainer, latest_checkpoint, train_judge
-from evalign.train.data import file_sha256, prompt_messages, read_examples
+from evalign.train.data import prompt_messages, read_examples
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -86,3 +87,40 @@ def test_bad_training_data(tmp_path: Path, tiny_llama: Callable[..., Path]) -> N
                                    str(tmp_path / "o")])
     assert res.exit_code == 1
     assert "line 2, field 'output': must be a non-empty string" in res.output and "Traceback" not in res.output
+
+
+def test_resume_at_max_steps_trains_nothing(tiny_llama: Callable[..., Path], small_data: Path, tmp_path: Path) -> None:
+    """A checkpoint already at --max-steps is not trained from (transformers would run a 5th step): its
+    weights are merged and written, the signature says where the base model came from."""
+    from safetensors.torch import load_file
+
+    base = tiny_llama(None)
+    out = tmp_path / "judge"
+    settings = TrainSettings(max_steps=4, save_steps=4, learning_rate=1e-2, seed=1, **FAST)
+    first = train_judge(small_data, base, out, settings)
+    assert first.global_step == 4 and latest_checkpoint(out).name == "checkpoint-4"
+    weights = load_file(str(out / "model.safetensors"))
+    (out / "model.safetensors").unlink()
+    msgs: list[str] = []
+    again = train_judge(small_data, base, out, settings, resume=True, on_message=msgs.append)
+    assert again.global_step == 4 and again.losses == () and again.tokens_seen == 0 and again.seconds == 0
+    assert again.resumed_from.endswith("checkpoint-4") and latest_checkpoint(out).name == "checkpoint-4"
+    assert msgs == ["checkpoint-4 is already at --max-steps 4: nothing to train (raise --max-steps to continue); "
+                    "writing its merged model"]
+    restored = load_file(str(out / "model.safetensors"))
+    assert restored.keys() == weights.keys()
+    assert all(bool((restored[k] == weights[k]).all()) for k in weights)  # the checkpoint's trained weights
+    sig = json.loads((out / SIGNATURE_FILE).read_text())
+    assert sig["base_model"]["source"]["kind"] == "folder" and sig["global_step"] == 4
+    assert sig["trainer"] == "PlainLossSFTTrainer"  # the plain loss on a CPU by default
+
+
+def test_cli_base_model_alias_error_and_fused_flag(tmp_path: Path, small_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    res = CliRunner().invoke(app, ["train-judge", str(small_data), "--base-model", str(tmp_path / "nowhere"),
+                                   "-o", str(tmp_path / "o"), "--no-fused-lm-head"])
+    assert res.exit_code == 1
+    assert "neither a local folder, a GGUF file nor a known alias (smollm2-135m-instruct)" in " ".join(res.output.split())

@@ -4,6 +4,7 @@ tiny model at the same seed; TRL's gradient-checkpointing default is overridden.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,12 @@ def test_plain_loss_gives_the_same_first_five_losses(tiny_llama: Callable[[str |
     settings = TrainSettings(lora=lora, max_steps=5, batch_size=2, gradient_accumulation_steps=2,
                              learning_rate=1e-3, logging_steps=1, save_steps=1000, device="cpu", seed=3)
     base = tiny_llama("native")
-    stock = build_trainer(small_data, base, tmp_path / "stock", settings)
+    from trl import SFTTrainer
+
+    stock = build_trainer(small_data, base, tmp_path / "stock", replace(settings, fused_lm_head=True))
+    assert type(stock) is SFTTrainer and stock.args.gradient_checkpointing is False
     stock.train()
-    fast = use_plain_loss(build_trainer(small_data, base, tmp_path / "fast", settings))
+    fast = build_trainer(small_data, base, tmp_path / "fast", settings)  # on a CPU: the plain loss by default
     assert isinstance(fast, plain_loss_trainer_class())
     fast.train()
     a, b = losses(stock), losses(fast)

@@ -8,7 +8,7 @@ from scipy import stats
 
 from evalign.judges.prompts import rubric_from_mapping
 from evalign.meta import pairwise_preference_accuracy
-from evalign.train.verify import rubric_from_rendered, verify_judges
+from evalign.train.verify import rubric_from_rendered, unscored_reason, verify_judges
 
 
 def test_absolute_table_matches_scipy() -> None:
@@ -54,3 +54,21 @@ def test_pairwise_table_matches_meta() -> None:
 def test_rubric_from_rendered_roundtrip() -> None:
     r = rubric_from_mapping({"criteria": "Is it kind?", **{f"score{i}_description": f"level {i}" for i in range(1, 6)}})
     assert rubric_from_mapping(rubric_from_rendered(r.render())).hash() == r.hash()
+
+
+def test_n0_from_max_tokens_says_a_larger_limit_is_needed() -> None:
+    """A base model cut off at --max-tokens on every item: n = 0, never ranked, and the note says why."""
+    why = unscored_reason({"truncated": 12}, 64)
+    assert why == "truncated: 12; 12 outputs hit --max-tokens 64 before a grade: a larger --max-tokens is needed"
+    assert unscored_reason({"no_score": 3}, 64) == "no_score: 3"
+    rng = np.random.default_rng(2)
+    prefs = rng.choice([-1.0, 1.0], (12, 3))
+    df = pd.DataFrame({"p1": prefs[:, 0], "p2": prefs[:, 1], "p3": prefs[:, 2], "base": np.nan,
+                       "trained": rng.choice([-1.0, 1.0], 12)})
+    rep = verify_judges(df, {"base": "base", "trained": "trained"}, kind="pairwise", labels=["p1", "p2", "p3"],
+                        label_note="human", reasons={"base": why}, n_resamples=100)
+    t = rep.table.set_index("judge")
+    assert t.loc["base", "n"] == 0 and np.isnan(t.loc["base", "value"]) and t.loc["base", "beats_baselines"] is None
+    assert t.loc["base", "note"] == f"n = 0: no parseable grade ({why}); nothing to compare"
+    assert t.loc["trained", "n"] == 12 and {"always_a", "always_b", "random"} <= set(t.index)
+    assert rep.result is not None and "base" not in set(rep.result.trust[0].rows["metric"])  # never ranked

@@ -10,12 +10,13 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from evalign.cli.common import CliError, console, emit_json
+from evalign.cli.common import CliError, console, emit_json, err_console
 from evalign.cli.dataset_options import DATA_DIR
 from evalign.datasets import list_datasets
 from evalign.datasets.catalogue import CATALOGUE, TABLE_KINDS, DatasetEntry, load_dataset_spec, table_of
 from evalign.datasets.external import default_data_dir
-from evalign.io import write_json_atomic, write_table
+from evalign.errors import UsageError
+from evalign.io import STDIO, write_json_atomic, write_table
 
 
 def _data_root(data_dir: Path | None) -> Path:
@@ -108,6 +109,9 @@ AS: Any = typer.Option(
     help="items (the item table), pairs (the pair table) or pairs-as-items (both sides of each "
     "pair as item rows, for score/judge). Default: items if the dataset has them, else pairs.",
 )
+AGAINST: Any = typer.Option(
+    None, "--against", help="With --as pairs: pair every system of the item table with this SYSTEM (or 'all': every "
+    "two systems), for `judge` in relative mode and `leaderboard`.")
 EXPORT_JSON: Any = typer.Option(False, "--json", help="Print what was written as JSON.")
 
 
@@ -135,33 +139,41 @@ def datasets_cmd(ctx: typer.Context, data_dir: Path = DATA_DIR, as_json: bool = 
     _print_catalogue(rows, _data_root(data_dir))
 
 
-def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, data_dir: Path = DATA_DIR,
+def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, against: str = AGAINST, data_dir: Path = DATA_DIR,
                as_json: bool = EXPORT_JSON) -> None:
     """Write a dataset's item table or pair table, ready for `score`, `judge`, `meta` and `report`."""
     if as_ is not None and as_ not in TABLE_KINDS:
         raise CliError(f"--as must be one of {', '.join(TABLE_KINDS)}, got '{as_}'")
-    info, ds = export_dataset(name, out, as_, data_dir)
+    to_stdout = str(out) == STDIO
+    if to_stdout and as_json:
+        raise UsageError("--json: not with -o - (standard output carries the table)")
+    info, ds = export_dataset(name, out, as_, data_dir, against=against)
     if as_json:
         emit_json(info)
         return
-    console.print(escape(f"wrote {out} ({info['rows']} rows, {info['as']}; columns: {', '.join(info['columns'])})"),
+    say = err_console if to_stdout else console  # with -o -, stdout carries only the table
+    say.print(escape(f"wrote {out} ({info['rows']} rows, {info['as']}; columns: {', '.join(info['columns'])})"),
                   highlight=False, soft_wrap=True)
+    if to_stdout and ds.system_human and info["as"] == "items":
+        say.print(escape(f"note: {name}'s system-level human values are written beside an output file only "
+                         "(give -o FILE)"), highlight=False, soft_wrap=True)
     if "system_human" in info:
         flag = "" if ds.system_human_higher_is_better else " --lower-is-better"
         console.print(escape(f"wrote {info['system_human']} (system-level human values: "
                              f"meta {out} --system-human {info['system_human']}{flag} -m METRIC)"), highlight=False, soft_wrap=True)
 
 
-def export_dataset(name: str, out: Path, as_: str | None, data_dir: Path | None) -> tuple[dict[str, Any], Any]:
+def export_dataset(name: str, out: Path, as_: str | None, data_dir: Path | None,
+                   against: str | None = None) -> tuple[dict[str, Any], Any]:
     """Write the table of dataset ``name`` (``as_``: a table kind, default items if it has them, else
-    pairs) to ``out``, with its system-level human values beside an item table. Returns (what was
-    written, the dataset)."""
+    pairs; ``against``: pairs between the item table's systems, see :func:`table_of`) to ``out``, with
+    its system-level human values beside an item table. Returns (what was written, the dataset)."""
     ds = load_dataset_spec(name, data_dir)
-    kind = as_ or ("items" if ds.items is not None else "pairs")
-    table = table_of(ds, as_=kind)
+    kind = as_ or ("pairs" if against is not None or ds.items is None else "items")
+    table = table_of(ds, as_=kind, against=against)
     write_table(table, out)
-    info: dict[str, Any] = {"dataset": name, "as": kind, "rows": len(table),
+    info: dict[str, Any] = {"dataset": name, "as": kind, "against": against, "rows": len(table),
                             "columns": list(map(str, table.columns)), "out": str(out)}
-    if kind == "items" and ds.system_human:
+    if kind == "items" and ds.system_human and str(out) != STDIO:
         info["system_human"] = str(write_system_human(ds, out))
     return info, ds

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
-from evalign.cli.meta import trust_display
+from evalign.cli.meta import print_trust, trust_display
 from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
@@ -46,10 +46,10 @@ def demo_cmd(
     if as_json:
         emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
         return
-    for title, df in demo_tables(result):
-        print_table(df, title=title, digits=3)
-    for w in [*result.system_result.warnings, *result.pair_result.warnings]:
-        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+    (b_title, board), (s_title, s_df), (p_title, p_df) = demo_tables(result)
+    print_table(board, title=b_title, digits=3)
+    for res, title, df in ((result.system_result, s_title, s_df), (result.pair_result, p_title, p_df)):
+        print_trust(res.trust[0], df, title, [w for w in res.warnings if w not in res.trust[0].warnings])
     for line in demo_legend(result):
         err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     for note in result.notes:

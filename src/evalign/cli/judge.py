@@ -63,6 +63,7 @@ from evalign.judges.backends import (
     backend_class,
     create_backend,
     missing_options,
+    public_url,
 )
 from evalign.judges.base import Judge, get_judge, judge_class
 from evalign.judges.bias import LENGTH_UNITS
@@ -86,7 +87,7 @@ SYSTEM_PROMPT = typer.Option("role", "--system-prompt", help="openai: 'role' (a 
                              "(prepended to the user turn, for chat templates without a system role).")
 BASE_URL = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
                         "repeat it to spread calls over several servers of the same model.")
-MODEL = typer.Option(None, "--model", help="Model name (openai) or local model directory (hf).")
+MODEL = typer.Option(None, "--model", help="Model name (openai); hf: a model folder, a GGUF file or the alias smollm2-135m-instruct.")
 API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged).")
 SAMPLES = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported).")
 CONCURRENCY = typer.Option(8, "--concurrency", help="Requests in flight at most (openai).")
@@ -347,7 +348,7 @@ def checked_backend(name: str, options: BackendOptions) -> Backend:
         raise CliError(f"--base-url is required for --backend {name} (e.g. http://localhost:8000/v1)")
     urls = list(options.base_urls) if "base_url" in backend_class(name).required_options else []
     if len(set(urls)) < len(urls):  # one model on several servers: each once
-        raise UsageError(f"--base-url given twice: {next(u for u in urls if urls.count(u) > 1)}")
+        raise UsageError(f"--base-url given twice: {public_url(next(u for u in urls if urls.count(u) > 1))}")
     return create_backend(name, options)
 
 
@@ -367,7 +368,7 @@ def _validate(o: JudgeCommand) -> None:
     for url in (o.base_url or []) if _takes_base_url(o.backend) else []:
         parsed = urlparse(url)
         if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
-            raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {url!r}")
+            raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {public_url(url)!r}")
     check(o.concurrency >= 1, "--concurrency", ">= 1")
     check(o.batch_size >= 1, "--batch-size", ">= 1")
     check(o.timeout > 0, "--timeout", "> 0 seconds")

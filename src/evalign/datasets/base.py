@@ -132,3 +132,44 @@ def pairs_to_items(pairs: pd.DataFrame) -> pd.DataFrame:
     a = a.assign(side="a")
     b = b.assign(side="b")
     return pd.concat([a, b], ignore_index=True)
+
+
+#: ``against`` value of :func:`items_to_pairs` that pairs every two systems
+ALL_SYSTEMS = "all"
+
+
+def items_to_pairs(items: pd.DataFrame, against: str) -> pd.DataFrame:
+    """Battles between the systems of an item table: pairs of responses to the same instruction.
+
+    ``against``: a system (one row per item and other system, that system as ``system_a`` and
+    ``against`` as ``system_b``) or ``"all"`` (every two systems once, ``system_a`` the one listed
+    first in the table). Columns: ``id`` (unique per pair: ``ITEM::SYSTEM_A::SYSTEM_B``, as a pair
+    table needs), ``item_id`` (the item, which the leaderboard groups battles by), ``system_a``,
+    ``system_b``, ``instruction``, ``input``, ``reference``, ``response_a``, ``response_b`` and
+    ``task`` where the table has one. Items without a response of both systems are left out.
+    Raises ValueError naming the known systems for an unknown ``against``."""
+    systems = list(dict.fromkeys(items["system"].astype(str)))
+    if against != ALL_SYSTEMS and against not in systems:
+        raise ValueError(f"--against {against!r} is not a system of the table (systems: {', '.join(systems)}, or all)")
+    if against == ALL_SYSTEMS:
+        matches = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]]
+    else:
+        matches = [(s, against) for s in systems if s != against]
+    keep = [c for c in ("id", "instruction", "input", "reference", "task") if c in items.columns]
+    rows = items.dropna(subset=["response"]).assign(system=lambda d: d["system"].astype(str))
+    by_system = {s: g.drop_duplicates("id").set_index("id") for s, g in rows.groupby("system", sort=False)}
+    parts = []
+    for a, b in matches:
+        left, right = by_system.get(a), by_system.get(b)
+        if left is None or right is None:
+            continue
+        both = left.index.intersection(right.index, sort=False)
+        part = left.loc[both, [c for c in keep if c != "id"]].reset_index()
+        part = part.rename(columns={"id": "item_id"})
+        part.insert(0, "id", [f"{i}::{a}::{b}" for i in part["item_id"].astype(str)])
+        part["system_a"], part["system_b"] = a, b
+        part["response_a"] = left.loc[both, "response"].to_numpy()
+        part["response_b"] = right.loc[both, "response"].to_numpy()
+        parts.append(part)
+    cols = ["id", "item_id", "system_a", "system_b", *[c for c in keep if c != "id"], "response_a", "response_b"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)

@@ -23,10 +23,11 @@ from evalign.datasets.base import (
     DatasetEntry,
     HumanDataset,
     Variant,
+    items_to_pairs,
     list_datasets,
     pairs_to_items,
 )
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, did_you_mean
 
 __all__ = [
     "CATALOGUE",
@@ -48,8 +49,10 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     name or variant (the message lists the known ones)."""
     name, _, variant = spec.strip().partition(":")
     known = list_datasets()
+    name = next((k for k in known if k.lower() == name.lower()), name) if name not in known else name
     if name not in known:
-        raise EvalignError(f"unknown dataset '{name}' (known: {', '.join(known)}; see `evalign datasets`)")
+        raise EvalignError(f"unknown dataset '{name}'{did_you_mean(name, known)} (known: {', '.join(known)}; "
+                           "see `evalign datasets`)")
     if not variant:
         return name, None
     entry = CATALOGUE.get(name)
@@ -93,27 +96,44 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> HumanDat
     return replace(ds, **changes)
 
 
-def dataset_table(spec: str, data_dir: str | Path | None = None, *, as_: str = "auto-items") -> Any:
+def dataset_table(spec: str, data_dir: str | Path | None = None, *, as_: str = "auto-items",
+                  against: str | None = None) -> Any:
     """A table of the dataset ``spec`` (``NAME`` or ``NAME:VARIANT``), ready for the other verbs:
     :func:`load_dataset_spec` then :func:`table_of`."""
-    return table_of(load_dataset_spec(spec, data_dir), as_=as_)
+    return table_of(load_dataset_spec(spec, data_dir), as_=as_, against=against)
 
 
-def table_of(ds: Any, *, as_: str = "auto-items") -> Any:
+def _battle_pairs(ds: Any, kind: str, against: str) -> Any:
+    """The pairs between the systems of a dataset's item table (:func:`evalign.datasets.items_to_pairs`)."""
+    if kind != "pairs":
+        raise EvalignError(f"--against pairs the systems of an item table: use it with --as pairs, not '{kind}'")
+    if ds.items is None:
+        raise EvalignError(f"dataset '{ds.name}' has no item table to pair systems from (it has pairs: drop --against)")
+    try:
+        return items_to_pairs(ds.items, against)
+    except ValueError as e:
+        raise EvalignError(f"dataset '{ds.name}': {e}") from None
+
+
+def table_of(ds: Any, *, as_: str = "auto-items", against: str | None = None) -> Any:
     """A table of a loaded :class:`~evalign.datasets.HumanDataset`.
 
     ``as_``: ``"items"`` (the item table; error if the dataset has none), ``"pairs"`` (the pair
     table), ``"pairs-as-items"`` (both sides of each pair as item rows with ``side`` a/b, see
     :func:`evalign.datasets.pairs_to_items`), or ``"auto-items"`` (the item table if there is one,
-    else the pairs as items: what ``score`` and ``judge`` need). The table's ``attrs["source"]``
-    is ``"dataset NAME"``.
+    else the pairs as items: what ``score`` and ``judge`` need). ``against`` (with ``as_="pairs"``):
+    the pairs are battles between the systems of the item table, each system against that one or,
+    with ``"all"``, every two systems (:func:`evalign.datasets.items_to_pairs`). The table's
+    ``attrs["source"]`` is ``"dataset NAME"``.
     """
     kind = as_
     if kind == "auto-items":
         kind = "items" if ds.items is not None else "pairs-as-items"
     if kind not in TABLE_KINDS:
         raise EvalignError(f"table kind must be one of {', '.join(TABLE_KINDS)}, not '{as_}'")
-    if kind == "items":
+    if against is not None:
+        table = _battle_pairs(ds, kind, against)
+    elif kind == "items":
         if ds.items is None:
             raise EvalignError(f"dataset '{ds.name}' has no item table (it has pairs: use --as pairs or pairs-as-items)")
         table = ds.items.copy()

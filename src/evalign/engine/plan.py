@@ -21,12 +21,14 @@ from typing import Any
 
 from evalign.errors import InputError
 from evalign.io import (
+    bounded_lines,
     complete_json_line,
     decoded_lines,
     detect_format,
     iter_csv,
     iter_records,
     json_loads,
+    max_line_bytes,
     unbox,
 )
 
@@ -108,7 +110,7 @@ def _plan_jsonl(p: Path, file: str, shard_rows: int) -> list[ShardSpec]:
     shards: list[ShardSpec] = []
     start, first_line, count, pos, lineno, records = 0, 1, 0, 0, 0, 0
     with p.open("rb") as fh:
-        for raw in fh:
+        for raw in bounded_lines(fh, file):
             lineno += 1
             pos += len(raw)
             if raw.strip():
@@ -131,11 +133,11 @@ def _plan_document(p: Path, file: str, shard_rows: int) -> list[ShardSpec]:
 
 
 def _plan_csv(p: Path, file: str, shard_rows: int, sep: str) -> list[ShardSpec]:
-    csv.field_size_limit(2**31 - 1)
+    csv.field_size_limit(max_line_bytes())
     state = {"pos": 0, "line": 0}
 
     def lines(fh: Any) -> Iterator[str]:
-        for raw in fh:
+        for raw in bounded_lines(fh, file):
             state["pos"] += len(raw)
             state["line"] += 1
             yield raw.decode("utf-8", errors="replace")

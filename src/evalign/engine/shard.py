@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ from evalign.scoring import MetricRun, score
 
 #: hidden column carrying each record's line through validation (dropped before writing)
 _LINE = "__evalign_line__"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: the input fingerprint is a SHA-256 of the bytes (1: size and mtime)
+_CHUNK = 1 << 20
 
 
 def part_name(index: int) -> str:
@@ -73,7 +75,7 @@ def prepare(settings: EngineSettings) -> list[ShardSpec]:
     out = Path(settings.out_dir)
     path = out / "manifest.json"
     if path.exists():
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = _read_json(path)
         diff = [k for k in manifest if old.get(k) != json.loads(json.dumps(manifest[k]))]
         if diff:
             raise EvalignError(f"--out-dir {settings.out_dir}: holds shards of a different run ({', '.join(diff)} "
@@ -85,9 +87,53 @@ def prepare(settings: EngineSettings) -> list[ShardSpec]:
 
 
 def _fingerprint(source: str) -> list[list[Any]]:
+    """Per input file: its name, size and the SHA-256 of its bytes (streamed), so an input that
+    changed but kept its size and mtime (``cp -p``, ``rsync -a``, ``tar x``) is a different run."""
     p = Path(source)
     files = sorted(x for x in p.iterdir() if x.is_file()) if p.is_dir() else [p]
-    return [[x.name, x.stat().st_size, x.stat().st_mtime_ns] for x in files]
+    return [[x.name, x.stat().st_size, file_sha256(x)] for x in files]
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextmanager
+def shard_file(path: Path) -> Iterator[Path]:
+    """Read a file of the output folder: a damaged one (truncated, overwritten, not Parquet / JSON
+    / NPZ) is one :class:`~evalign.errors.EvalignError` naming it and saying how to redo its shard."""
+    try:
+        yield path
+    except EvalignError:
+        raise
+    except Exception as e:  # pyarrow, json, numpy and zipfile each raise their own kinds
+        stem = path.name.split(".")[0]
+        detail = " ".join(str(e).split())[:200] or type(e).__name__
+        fix = (f"delete {stem}.json in that folder and run the command again to redo this shard"
+               if stem.startswith("part-") else "give another --out-dir or remove that folder")
+        raise EvalignError(f"{path}: a damaged file of the output folder ({detail}); {fix}") from None
+
+
+def _read_json(path: Path) -> Any:
+    with shard_file(path):
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_parquet(path: Path, columns: list[str]) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    with shard_file(path):
+        return pq.read_table(path, columns=columns).to_pandas()
+
+
+def _read_keys(path: Path, take: Callable[[Any], Any]) -> Any:
+    with shard_file(path), np.load(path) as z:
+        return take(z)
 
 
 def is_done(settings: EngineSettings, index: int) -> bool:
@@ -227,21 +273,19 @@ def _shard_records(out: Path, shards: Sequence[ShardSpec]) -> list[dict[str, Any
         path = out / f"{part_name(s.index)}.json"
         if not path.exists():
             raise EvalignError(f"{out}: shard {s.index} was not written; run the command again to finish it")
-        records.append(json.loads(path.read_text(encoding="utf-8")))
+        records.append(_read_json(path))
     return records
 
 
 def _mean_values(out: Path, shards: Sequence[ShardSpec], records: Sequence[dict[str, Any]],
                  mean_cols: list[str]) -> tuple[dict[str, dict[str, list[np.ndarray]]], dict[str, int]]:
     """Per system: the item values of each mean-level column (in file order) and the row count."""
-    import pyarrow.parquet as pq
-
     values: dict[str, dict[str, list[np.ndarray]]] = {}
     counts: dict[str, int] = {}
     for s, r in zip(shards, records, strict=True):
         if not r["rows"]:
             continue
-        t = pq.read_table(out / f"{part_name(s.index)}.parquet", columns=["system", *mean_cols]).to_pandas()
+        t = _read_parquet(out / f"{part_name(s.index)}.parquet", ["system", *mean_cols])
         for system, group in t.groupby("system", sort=False):
             counts[system] = counts.get(system, 0) + len(group)
             per = values.setdefault(system, {})
@@ -293,14 +337,12 @@ def _metric_runs(records: Sequence[dict[str, Any]], metrics: Sequence[Metric], n
 
 def _check_duplicates(settings: EngineSettings, shards: Sequence[ShardSpec]) -> None:
     """The reader's duplicate ``(id, system)`` error for two rows in different shards."""
-    import pyarrow.parquet as pq
-
     out = Path(settings.out_dir)
     keys, owner = [], []
     for s in shards:
-        with np.load(out / f"{part_name(s.index)}.keys.npz") as z:
-            keys.append(z["keys"])
-            owner.append(np.full(len(z["keys"]), s.index, dtype=np.int32))
+        k = _read_keys(out / f"{part_name(s.index)}.keys.npz", lambda z: np.asarray(z["keys"]))
+        keys.append(k)
+        owner.append(np.full(len(k), s.index, dtype=np.int32))
     if not keys:
         return
     allk = np.concatenate(keys)
@@ -316,11 +358,12 @@ def _check_duplicates(settings: EngineSettings, shards: Sequence[ShardSpec]) -> 
         a, b = sorted((int(order[j]), int(order[j + 1])))
         sa, sb = int(own[a]), int(own[b])
         ra, rb = a - starts[sa], b - starts[sb]
-        ta = pq.read_table(out / f"{part_name(sa)}.parquet", columns=["id", "system"]).slice(ra, 1).to_pylist()[0]
-        tb = pq.read_table(out / f"{part_name(sb)}.parquet", columns=["id", "system"]).slice(rb, 1).to_pylist()[0]
+        ta = _read_parquet(out / f"{part_name(sa)}.parquet", ["id", "system"]).iloc[ra].to_dict()
+        tb = _read_parquet(out / f"{part_name(sb)}.parquet", ["id", "system"]).iloc[rb].to_dict()
         if ta == tb:
-            with np.load(out / f"{part_name(sa)}.keys.npz") as za, np.load(out / f"{part_name(sb)}.keys.npz") as zb:
-                found.append((int(zb["lines"][rb]), int(za["lines"][ra]), shards[sb], ta))
+            la = _read_keys(out / f"{part_name(sa)}.keys.npz", lambda z, r=ra: int(z["lines"][r]))
+            lb = _read_keys(out / f"{part_name(sb)}.keys.npz", lambda z, r=rb: int(z["lines"][r]))
+            found.append((lb, la, shards[sb], ta))
     if not found:
         return
     line, first, spec, key = min(found, key=lambda f: (f[2].index, f[0]))

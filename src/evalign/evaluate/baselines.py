@@ -3,9 +3,11 @@
 * ``always_tie`` (pairwise and preference accuracy): calls every pair a tie (epsilon 0). Its
   accuracy is the share of human ties (per group, averaged over groups).
 * ``always_a`` / ``always_b`` (pair tables): always prefers response A / B.
-* ``random``: a predictor choosing A, B or tie uniformly at random, by its exact expectation: 1/3
-  of the pairs right for pairwise and preference accuracy (with or without human ties), 0 for a
-  correlation. Per unit (item, pair) its expected value, so it can be tested like a metric.
+* ``random``: a uniform random predictor over the outcomes the human labels of the table contain, by
+  its exact expectation: with human ties it picks A, B or tie (1/3 of the pairs right, with or
+  without the human ties counted); without any human tie it picks A or B (1/2 right; a predicted
+  tie would score as wrong). 0 for a correlation. Per unit (item, pair) its expected value, so it
+  can be tested like a metric.
 * ``longer_is_better``: the response length in characters used as a metric (tie-calibrated like
   one; its system score is the mean length).
 * ``human_ceiling`` (several annotators): the agreement of one annotator with another on the same
@@ -32,7 +34,62 @@ from evalign.meta.significance import CORRELATIONS, Statistic
 from evalign.meta.trust import Predictor
 
 ACCURACIES = ("pairwise_accuracy", "preference_accuracy", "preference_accuracy_no_ties")
+#: the exact expected accuracy of the uniform random predictor: over A / B / tie, over A / B
 RANDOM_ACCURACY = 1.0 / 3.0
+RANDOM_ACCURACY_NO_TIES = 1.0 / 2.0
+
+
+def random_accuracy(labels_have_ties: bool) -> float:
+    """The expected accuracy of a uniform random predictor over the outcomes the labels contain:
+    1/3 over A, B and tie when the labels have ties, 1/2 over A and B when they have none."""
+    return RANDOM_ACCURACY if labels_have_ties else RANDOM_ACCURACY_NO_TIES
+
+
+def _has_duplicates(values: np.ndarray) -> bool:
+    v = values[np.isfinite(values)]
+    return bool(v.size != np.unique(v).size)
+
+
+def human_ties(human: np.ndarray, *, level: str, grouping: str, is_pairs: bool) -> bool:
+    """Whether the human labels of a table contain a tie among the pairs its accuracy compares: a
+    pair table's majority label 0 (annotators x pairs); in an item table (systems x items) two equal
+    values within an item (grouping ``item``), a system (``system``), anywhere (``none``), or two
+    systems with the same mean at system level."""
+    h = np.asarray(human, dtype=float)
+    if is_pairs:
+        label = majority_vote(h.T, fallback=0.0)
+        return bool(np.any(label[np.isfinite(label)] == 0))
+    if h.ndim == 1 or level == "system":
+        if h.ndim == 2:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                h = np.nanmean(h, axis=1)
+        return _has_duplicates(h)
+    if grouping == "item":
+        return any(_has_duplicates(h[:, j]) for j in range(h.shape[1]))
+    if grouping == "system":
+        return any(_has_duplicates(h[i]) for i in range(h.shape[0]))
+    return _has_duplicates(h.ravel())
+
+
+def definitions(statistic: str, labels_have_ties: bool) -> dict[str, str]:
+    """What each baseline row of a table ranked by ``statistic`` is (the JSON's ``definition`` and
+    the legend under a table)."""
+    if statistic in CORRELATIONS:
+        rnd = "random scores: expected correlation 0"
+    elif labels_have_ties:
+        rnd = "uniform random choice of A, B or tie (the labels have ties): exact expectation 1/3"
+    else:
+        rnd = ("uniform random choice of A or B (the labels have no tie; a predicted tie is wrong): "
+               "exact expectation 1/2")
+    return {
+        "always_tie": "calls every pair a tie (its accuracy is the share of human ties)",
+        "always_a": "always prefers response A",
+        "always_b": "always prefers response B",
+        "random": rnd,
+        "longer_is_better": "the response length in characters used as a metric",
+        "human_ceiling": "agreement of one annotator with another (not a trivial baseline)",
+    }
 
 
 def lengths_items(table: pd.DataFrame, systems: Sequence[str], items: Sequence[str]) -> np.ndarray | None:
@@ -70,9 +127,11 @@ def _pair_units(value: float, with_ties: bool) -> Statistic:
     return Statistic("random", "units", units=units)
 
 
-def random_statistic(statistic: str, level: str, grouping: str, is_pairs: bool) -> Statistic:
-    """The exact expectation of the uniform random predictor for ``statistic`` as a Statistic."""
-    value = 0.0 if statistic in CORRELATIONS else RANDOM_ACCURACY
+def random_statistic(statistic: str, level: str, grouping: str, is_pairs: bool,
+                     labels_have_ties: bool = True) -> Statistic:
+    """The exact expectation of the uniform random predictor for ``statistic`` as a Statistic (see
+    :func:`random_accuracy`)."""
+    value = 0.0 if statistic in CORRELATIONS else random_accuracy(labels_have_ties)
     if is_pairs:
         return _pair_units(value, statistic != "preference_accuracy_no_ties")
     if level == "system":
@@ -91,10 +150,12 @@ def trivial_baselines(
     is_pairs: bool,
     lengths: np.ndarray | None,
     present: np.ndarray | None = None,
+    labels_have_ties: bool = True,
 ) -> list[Predictor]:
     """The trivial baselines of a table whose ranking statistic is ``statistics[0]`` (the others
     are shown beside it). ``shape``: the shape of a metric's data; ``present``: the aligned cells
-    (baselines are evaluated on the same cells as the metrics)."""
+    (baselines are evaluated on the same cells as the metrics); ``labels_have_ties``: whether the
+    human labels contain a tie (see :func:`human_ties`; the random predictor's outcomes)."""
     ranking = statistics[0]
     out: list[Predictor] = []
 
@@ -111,7 +172,7 @@ def trivial_baselines(
                                  kind="baseline", epsilon=0.0))
             out.append(Predictor("always_b", masked(np.vstack([np.zeros(shape[-1]), np.ones(shape[-1])])),
                                  kind="baseline", epsilon=0.0))
-    rnd = {s: random_statistic(s, level, grouping, is_pairs) for s in statistics}
+    rnd = {s: random_statistic(s, level, grouping, is_pairs, labels_have_ties) for s in statistics}
     out.append(Predictor("random", masked(np.zeros(shape)), kind="baseline", statistics=rnd))
     if lengths is not None:
         out.append(Predictor("longer_is_better", masked(lengths), kind="baseline"))

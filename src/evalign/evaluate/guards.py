@@ -58,10 +58,26 @@ def tie_warnings(tie_rates: Mapping[str, float], epsilons: Mapping[str, float]) 
     return out
 
 
-def baseline_warnings(beats: Mapping[str, bool | None], best: str, best_value: float, alpha: float) -> list[str]:
-    """A warning per metric or judge that does not beat the best trivial baseline."""
+def baseline_warnings(beats: Mapping[str, bool | None], best: str, best_value: float, alpha: float,
+                      statistic: str = "") -> list[str]:
+    """A warning per metric or judge that does not beat the best trivial baseline, naming the
+    statistic and that baseline's value in its table."""
     losers = [m for m, b in beats.items() if b is False]
     if not losers:
         return []
-    return [f"{', '.join(losers)} {'does' if len(losers) == 1 else 'do'} not beat the best trivial baseline "
+    on = f" on {statistic}" if statistic else ""
+    return [f"{', '.join(losers)} {'does' if len(losers) == 1 else 'do'} not beat the best trivial baseline{on} "
             f"({best} = {best_value:.3f}) significantly at alpha {alpha:g}"]
+
+
+def no_answer(beats: Mapping[str, bool | None]) -> bool:
+    """True when the guard tested the metrics and judges against the baselines and none beats them
+    (then their ranks and clusters would rank nothing, and are withheld)."""
+    tested = [b for b in beats.values() if b is not None]
+    return bool(tested) and not any(tested)
+
+
+def no_answer_headline(statistic: str, best: str, best_value: float) -> str:
+    """The one-line headline of a table whose metrics and judges all fail to beat the baselines."""
+    return (f"No answer: no metric or judge beats the best trivial baseline on {statistic} "
+            f"({best} = {best_value:.3f}); ranks and clusters withheld")

@@ -89,6 +89,9 @@ class InputSettings:
     #: labels given whole (rule ``"labels"``)
     labels: Human | None = None
     rule: str = "flags"
+    #: score columns of ``file`` to rank: read as numbers (non-finite or text values are errors
+    #: naming the line and the column)
+    scores: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,8 @@ def _sides(s: InputSettings, pairs: pd.DataFrame, file_pairs: bool) -> pd.DataFr
 def _item_table(s: InputSettings, ds: HumanDataset | None, human: Human) -> pd.DataFrame:
     """The item table of the item path: the file (its labels joined from the dataset), else the dataset's."""
     if s.file is not None:
-        items = read_items(s.file, fields=s.fields, human=[human.column] if human.column and ds is None else [])
+        items = read_items(s.file, fields=s.fields, human=[human.column] if human.column and ds is None else [],
+                           scores=s.scores)
         return attach_labels(items, ds, human) if ds is not None else items
     assert ds is not None
     if ds.items is None:

@@ -223,7 +223,7 @@ class ItemEvaluation(Evaluation):
         if spec.baselines:
             preds += B.trivial_baselines(stats_needed, (self.n_systems_all, self.n_items_all), level=req.level,
                                          grouping=req.grouping, is_pairs=False, lengths=self.lengths,
-                                         present=self.common)
+                                         present=self.common, labels_have_ties=self.labels_have_ties(req))
         return preds
 
     def undefined(self, req: TrustRequest) -> Undefined:

@@ -169,7 +169,8 @@ class PairEvaluation(Evaluation):
                  for c in self.cols]
         if spec.baselines:
             preds += B.trivial_baselines([req.statistic, *also[:1]], (2, self.n_items_all), level="item",
-                                         grouping="item", is_pairs=True, lengths=self.lengths, present=self.common)
+                                         grouping="item", is_pairs=True, lengths=self.lengths, present=self.common,
+                                         labels_have_ties=self.labels_have_ties(req))
         return preds
 
     def undefined(self, req: TrustRequest) -> Undefined:

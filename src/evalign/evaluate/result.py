@@ -18,7 +18,10 @@ EPSILON_RULE = ("calibrated once per column on all aligned data (Deutsch et al. 
 class TrustTable:
     """One ranking: ``rows`` (columns ``group, n, kind, rank, cluster, metric, value, ci_low,
     ci_high, p_vs_best, beats_baselines``, further statistics, ``epsilon``, ``s_per_1000`` and
-    for judges ``n_unparseable``); ``groups`` (``group, n, status``); ``signature``."""
+    for judges ``n_unparseable``, for baselines their ``definition``); ``groups`` (``group, n,
+    status``); ``signature``. ``headline``: one line when no metric or judge beats the best trivial
+    baseline of ``(all)`` (ranks and clusters are then withheld, None); ``warnings``: the warnings of
+    this table (also in :attr:`EvalResult.warnings`)."""
 
     statistic: str
     level: str
@@ -27,10 +30,21 @@ class TrustTable:
     groups: pd.DataFrame
     signature: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    headline: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def for_group(self, group: str = "(all)") -> pd.DataFrame:
         """The rows of one group."""
         return self.rows[self.rows["group"] == group].reset_index(drop=True)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The ranking: the same as :attr:`rows` (the name :class:`evalign.meta.TrustReport` uses)."""
+        return self.rows
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The ranking as a DataFrame (a copy of :attr:`rows`)."""
+        return self.rows.copy()
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -39,6 +53,8 @@ class TrustTable:
             "level": self.level,
             "grouping": self.grouping,
             "signature": dict(self.signature),
+            "headline": self.headline,
+            "warnings": list(self.warnings),
             "notes": list(self.notes),
             "groups": self.groups.to_dict("records"),
             "rows": self.rows.to_dict("records"),
@@ -77,6 +93,11 @@ class EvalResult:
     warnings: tuple[str, ...] = ()
     refused: str | None = None
     human: str = ""
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The ranking: the rows of the first trust table (a copy; every group, baselines beside the
+        metrics and judges); an empty DataFrame when nothing was ranked."""
+        return self.trust[0].to_pandas() if self.trust else pd.DataFrame()
 
     @property
     def ok(self) -> bool:

@@ -26,6 +26,7 @@ import pandas as pd
 
 import evalign
 from evalign.errors import InputError
+from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
 from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
 from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
@@ -141,16 +142,41 @@ def with_ceiling(rows: pd.DataFrame, group_rows: pd.DataFrame, groups: Mapping[s
                             na_position="last").drop(columns="_o").reset_index(drop=True)
 
 
-def baseline_warnings(rows: pd.DataFrame, alpha: float) -> list[str]:
-    """The warnings of the metrics and judges that do not beat the best trivial baseline of ``(all)``."""
-    main = rows[rows["group"] == "(all)"]
-    trivial = main[(main["kind"] == "baseline") & (main["metric"] != "human_ceiling") & main["value"].notna()]
+def _best_trivial(rows: pd.DataFrame) -> pd.Series | None:
+    trivial = rows[(rows["kind"] == "baseline") & (rows["metric"] != "human_ceiling") & rows["value"].notna()]
     if not len(trivial):
+        return None
+    return trivial.sort_values("value", ascending=False, kind="stable").iloc[0]
+
+
+def _beats(rows: pd.DataFrame) -> dict[str, Any]:
+    return {m: (None if b is None or (isinstance(b, float) and np.isnan(b)) else bool(b))
+            for m, b, k in zip(rows["metric"], rows["beats_baselines"], rows["kind"], strict=True) if k != "baseline"}
+
+
+def baseline_warnings(rows: pd.DataFrame, alpha: float, statistic: str = "") -> list[str]:
+    """The warnings of the metrics and judges that do not beat the best trivial baseline of ``(all)``
+    (naming ``statistic`` and the baseline's value)."""
+    main = rows[rows["group"] == "(all)"]
+    best = _best_trivial(main)
+    if best is None:
         return []
-    best = trivial.sort_values("value", ascending=False).iloc[0]
-    beats = {m: b for m, b, k in zip(main["metric"], main["beats_baselines"], main["kind"], strict=True)
-             if k != "baseline"}
-    return G.baseline_warnings(beats, str(best["metric"]), float(best["value"]), alpha)
+    return G.baseline_warnings(_beats(main), str(best["metric"]), float(best["value"]), alpha, statistic)
+
+
+def withhold_ranks(rows: pd.DataFrame, statistic: str) -> tuple[pd.DataFrame, str | None]:
+    """When no metric or judge beats the best trivial baseline on all data (group ``(all)``): the
+    rows without ranks and clusters (in every group: the table answers nothing) and the table's
+    headline that says so; else ``rows`` and None (a group's ``beats_baselines`` tells the rest)."""
+    if rows.empty:
+        return rows, None
+    main = rows[rows["group"] == "(all)"]
+    best = _best_trivial(main)
+    if best is None or not G.no_answer(_beats(main)):
+        return rows, None
+    rows = rows.copy()
+    rows["rank"] = rows["cluster"] = np.nan
+    return rows, G.no_answer_headline(statistic, str(best["metric"]), float(best["value"]))
 
 
 def nothing_ranked(tables: Sequence[TrustTable]) -> str | None:
@@ -215,6 +241,10 @@ class Evaluation:
         have = self.presence()
         cols = self.cols
         empty = [c.name for c in cols if not have[c.name].any()]
+        hcol = self.spec.human.column
+        if hcol is not None and hcol in self.table.columns and not self.table[hcol].notna().any():
+            return self.refuse(f"{self.spec.dataset or self.source}: the human rating column '{hcol}' has no value "
+                               "on any row: nothing to compare with")
         if len(empty) == len(cols):
             has_refs = "reference" in self.table.columns and self.table["reference"].notna().any()
             computed = [c.name for c in cols if c.metric is not None]
@@ -294,9 +324,20 @@ class Evaluation:
             rows = with_ceiling(rows, group_rows, groups, ceiling)
         if not rows.empty:
             self.extra_columns(rows, groups)
-        self.warnings += baseline_warnings(rows, spec.resampling.alpha)
+            defs = B.definitions(req.statistic, self.labels_have_ties(req))
+            rows["definition"] = [defs.get(str(m)) if k == "baseline" else None
+                                  for m, k in zip(rows["metric"], rows["kind"], strict=True)]
+        rows, headline = withhold_ranks(rows, req.statistic)
+        warned = baseline_warnings(rows, spec.resampling.alpha, req.statistic)
+        self.warnings += warned
         return TrustTable(statistic=req.statistic, level=req.level, grouping=req.grouping, rows=rows,
-                          groups=group_rows, signature=signature(spec, req, test), notes=notes)
+                          groups=group_rows, signature=signature(spec, req, test), notes=notes,
+                          headline=headline, warnings=tuple(warned))
+
+    def labels_have_ties(self, req: TrustRequest) -> bool:
+        """Whether the aligned human labels contain a tie among the pairs ``req`` compares (the
+        outcomes of the random baseline; see :func:`evalign.evaluate.baselines.human_ties`)."""
+        return B.human_ties(self.human, level=req.level, grouping=req.grouping, is_pairs=self.is_pairs)
 
     def also(self, req: TrustRequest) -> list[str]:
         """The statistics shown beside the ranking statistic."""
@@ -360,4 +401,5 @@ __all__ = [
     "signature",
     "thin_curve",
     "with_ceiling",
+    "withhold_ranks",
 ]

@@ -30,16 +30,23 @@ Writers are atomic: after an error, Ctrl-C or SIGTERM (the command line turns SI
 exit) the output path holds either the old file or the complete new one. A new file gets the
 permissions of the user's umask; an overwritten file keeps its mode. Errors name the output
 path, never the temporary file. ``-`` writes JSONL to standard output.
+
+Reading is bounded: a line (a JSONL record, a line of a CSV file) or a CSV cell longer than 64 MiB
+(:data:`DEFAULT_MAX_LINE_BYTES`; the environment variable ``EVALIGN_MAX_LINE_BYTES`` sets another
+limit) is an error naming the file and the line, never an unbounded read into memory. A JSON
+document (one list over many lines) is read whole, its lines bounded the same way.
 """
 
 from __future__ import annotations
 
 from evalign.io.readers import (
     CORE_FIELDS,
+    DEFAULT_MAX_LINE_BYTES,
     FORMATS,
     STDIO,
     TEXT_FIELDS,
     binary_stream,
+    bounded_lines,
     check_text,
     check_value_text,
     complete_json_line,
@@ -51,14 +58,17 @@ from evalign.io.readers import (
     iter_frame,
     iter_records,
     json_loads,
+    max_line_bytes,
     unbox,
 )
 from evalign.io.validation import (
+    BATTLE_REQUIRED,
     PAIR_REQUIRED,
     PAIR_TEXT_FIELDS,
     check_systems,
     parse_number,
     parse_preference,
+    read_battles,
     read_items,
     read_pairs,
     read_system_human,
@@ -77,7 +87,9 @@ from evalign.io.writers import (
 )
 
 __all__ = [
+    "BATTLE_REQUIRED",
     "CORE_FIELDS",
+    "DEFAULT_MAX_LINE_BYTES",
     "FORMATS",
     "PAIR_REQUIRED",
     "PAIR_TEXT_FIELDS",
@@ -85,6 +97,7 @@ __all__ = [
     "TEXT_FIELDS",
     "atomic_path",
     "binary_stream",
+    "bounded_lines",
     "check_output",
     "check_systems",
     "check_text",
@@ -100,8 +113,10 @@ __all__ = [
     "json_default",
     "json_loads",
     "json_safe",
+    "max_line_bytes",
     "parse_number",
     "parse_preference",
+    "read_battles",
     "read_items",
     "read_pairs",
     "read_system_human",

@@ -9,6 +9,7 @@ import contextlib
 import csv
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -27,6 +28,25 @@ FORMATS = ("jsonl", "csv", "tsv", "parquet")
 STDIO = "-"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: the longest line (a JSONL record, a CSV row's line, a CSV cell) the readers accept, in bytes:
+#: 64 MiB unless the environment variable ``EVALIGN_MAX_LINE_BYTES`` says otherwise. A longer one
+#: is an error naming the file and line, not an unbounded read into memory.
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def max_line_bytes() -> int:
+    """The line / cell size limit in force (:data:`DEFAULT_MAX_LINE_BYTES` or the environment's)."""
+    raw = os.environ.get("EVALIGN_MAX_LINE_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"EVALIGN_MAX_LINE_BYTES={raw!r}: must be a whole number of bytes >= 1")
+    return value
 
 
 def detect_format(path: str | Path, *, output: bool = False) -> str:
@@ -89,10 +109,24 @@ def binary_stream(path: Path) -> IO[bytes]:
         raise InputError(f"cannot open ({e.strerror})", file=str(path)) from None
 
 
+def bounded_lines(fh: IO[bytes], file: str) -> Iterator[bytes]:
+    """The raw lines of a byte stream, each read with at most :func:`max_line_bytes` (+ its
+    newline) in memory: a longer line is an :class:`InputError` naming the file and the line."""
+    limit = max_line_bytes()
+    lineno = 0
+    while raw := fh.readline(limit + 1):
+        lineno += 1
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            raise InputError(f"a line longer than {limit:,} bytes (the readers' limit; set EVALIGN_MAX_LINE_BYTES to "
+                             "read longer lines)", file=file, line=lineno)
+        yield raw
+
+
 def decoded_lines(fh: IO[bytes], file: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text) of a UTF-8 stream; the BOM is skipped; invalid UTF-8 is an
-    :class:`InputError` naming the line and the 1-based character column."""
-    for lineno, raw in enumerate(fh, start=1):
+    """(1-based line number, text) of a UTF-8 stream (lines bounded as :func:`bounded_lines`); the
+    BOM is skipped; invalid UTF-8 is an :class:`InputError` naming the line and the 1-based
+    character column."""
+    for lineno, raw in enumerate(bounded_lines(fh, file), start=1):
         if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8):]
         try:
@@ -198,16 +232,43 @@ def complete_json_line(text: str) -> bool:
     return True
 
 
+def quoted_fields(raw: str, sep: str) -> list[bool]:
+    """Whether each field of one CSV record (``raw``: its text, line breaks included) is quoted, so
+    that a quoted empty field (``""``: an empty text) is told from an empty cell (missing)."""
+    out: list[bool] = []
+    i, n = 0, len(raw)
+    while True:
+        quoted = i < n and raw[i] == '"'
+        out.append(quoted)
+        if quoted:
+            i += 1
+            while i < n:
+                if raw[i] == '"':
+                    if i + 1 < n and raw[i + 1] == '"':
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        while i < n and raw[i] != sep and raw[i] not in "\r\n":
+            i += 1
+        if i >= n or raw[i] != sep:
+            return out
+        i += 1
+
+
 def iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of a CSV/TSV stream: empty cells and cells absent from short rows are missing (None);
-    a row with more cells than the header is an error."""
-    csv.field_size_limit(2**31 - 1)
+    """Records of a CSV/TSV stream: empty cells and cells absent from short rows are missing (None),
+    a quoted empty cell (``""``) is an empty text; a row with more cells than the header is an error."""
+    csv.field_size_limit(max_line_bytes())
     lines = decoded_lines(fh, file)
     state = {"line": 0}
+    raw: list[str] = []
 
     def text_lines() -> Iterator[str]:
         for lineno, text in lines:
             state["line"] = lineno
+            raw.append(text)
             yield text
 
     reader = csv.reader(text_lines(), delimiter=sep)
@@ -216,6 +277,8 @@ def iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[str
     try:
         for row in reader:
             row_line, start = start, state["line"] + 1
+            text = "".join(raw)
+            raw.clear()
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if header is None:
@@ -231,9 +294,14 @@ def iter_csv(fh: IO[bytes], file: str, sep: str) -> Iterator[tuple[int, dict[str
             if len(row) > len(header):
                 raise InputError(f"{len(row)} cells but the header has {len(header)} columns", file=file,
                                  line=row_line)
-            rec = {h: (row[i] if i < len(row) and row[i] != "" else None) for i, h in enumerate(header)}
+            quoted = quoted_fields(text, sep) if "" in row else []
+            rec = {h: (row[i] if i < len(row) and (row[i] != "" or (i < len(quoted) and quoted[i])) else None)
+                   for i, h in enumerate(header)}
             yield row_line, rec
     except csv.Error as e:
+        if "field larger than field limit" in str(e):
+            raise InputError(f"a cell longer than {max_line_bytes():,} characters (the readers' limit; set "
+                             "EVALIGN_MAX_LINE_BYTES to read longer cells)", file=file, line=start) from None
         raise InputError(f"cannot parse CSV ({e})", file=file, line=state["line"]) from None
 
 

@@ -30,6 +30,31 @@ from evalign.io.readers import (
     unbox,
 )
 
+#: the names other tools give a canonical field; a record with one of them (and not the field) gets
+#: the hint to map it with ``--<field>-field NAME``
+FIELD_SYNONYMS: Mapping[str, tuple[str, ...]] = {
+    "response": ("output", "outputs", "answer", "completion", "generation", "prediction", "hypothesis",
+                 "model_output", "response_text", "text"),
+    "reference": ("target", "gold", "references", "ref", "expected", "expected_output", "ground_truth"),
+    "instruction": ("prompt", "question", "query"),
+    "id": ("idx", "item_id", "example_id", "question_id", "uid"),
+    "system": ("model", "model_name", "generator", "system_name"),
+}
+
+
+def field_hint(field: str, present: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close name of ``present``, else, when a column named as other
+    tools name ``field`` is present (``output`` for ``response``), the flag that maps it."""
+    names = [str(k) for k in present]
+    close = did_you_mean(field, names)
+    if close:
+        return close
+    lower = {n.lower(): n for n in names}
+    for syn in FIELD_SYNONYMS.get(field, ()):
+        if syn in lower:
+            return f" (the field '{lower[syn]}' is present: map it with --{field}-field {lower[syn]})"
+    return ""
+
 
 @dataclass(frozen=True)
 class _Where:
@@ -48,8 +73,9 @@ class _Where:
     def missing(self, field: str, extra: str = "") -> InputError:
         src = self.fields.get(field, field)
         rec, fields = self.rec, self.fields
-        return self.err(f"missing{extra}{did_you_mean(src, [k for k in rec if k not in fields.values()]) if src not in rec else ''}",
-                        field)
+        others = [k for k in rec if k not in fields.values()]
+        hint = "" if src in rec else field_hint(src, others) if src == field else did_you_mean(src, others)
+        return self.err(f"missing{extra}{hint}", field)
 
 
 def _validate(
@@ -64,6 +90,7 @@ def _validate(
     numeric_from_text: bool,
     line_word: str = "line",
     check_text: bool = True,
+    scores: Sequence[str] = (),
 ) -> dict[str, Any]:
     where = _Where(rec, file, line, fields, line_word)
     out = dict(rec)
@@ -88,6 +115,10 @@ def _validate(
         if line_word != "row" and isinstance(out[h], float) and math.isnan(out[h]):  # JSON's NaN literal
             raise where.err("must be a finite number, got nan (write null for a missing rating)", h)
         out[h] = parse_number(out[h], from_text=numeric_from_text, file=file, line=line, field=h, line_word=line_word)
+    for c in scores:  # score columns to rank: numbers, finite (absent ones are computed or reported later)
+        if c in out and c not in human:
+            out[c] = parse_number(out[c], from_text=numeric_from_text, file=file, line=line, field=c,
+                                  line_word=line_word)
     return out
 
 
@@ -178,6 +209,7 @@ def records_to_table(
     numeric_from_text: bool,
     meta: dict[str, Any],
     on_invalid: str = "error",
+    scores: Sequence[str] = (),
 ) -> pd.DataFrame:
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid must be 'error' or 'skip', not {on_invalid!r}")
@@ -189,7 +221,8 @@ def records_to_table(
         word = meta.get("line_word", "line")
         try:
             row = _validate(rec, file=file, line=line, fields=fmap, human=human, require_reference=require_reference,
-                            default_system=default_system, numeric_from_text=numeric_from_text, line_word=word)
+                            default_system=default_system, numeric_from_text=numeric_from_text, line_word=word,
+                            scores=scores)
             key = (row["id"], row["system"])
             if key in seen:
                 raise InputError(f"duplicate (id, system) = ({key[0]!r}, {key[1]!r}); first seen on {word} {seen[key]}",
@@ -207,7 +240,7 @@ def records_to_table(
     df = pd.DataFrame(rows)
     front = [c for c in CORE_FIELDS if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
-    for h in human:
+    for h in [*human, *(c for c in scores if c in df.columns)]:
         df[h] = df[h].astype(float)
     df = df.reset_index(drop=True)
     df.attrs["source"] = file
@@ -226,6 +259,7 @@ def read_items(
     default_system: str | None = None,
     format: str | None = None,
     on_invalid: str = "error",
+    scores: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Read and validate an item table from JSONL / JSON list / CSV / TSV / Parquet, standard input
     (``"-"``, JSONL) or a DataFrame (see the module docstring for what is accepted).
@@ -233,7 +267,8 @@ def read_items(
     ``fields`` maps canonical names to source names (``{"response": "output"}``). ``human`` names
     numeric human rating columns (missing = NaN; text, booleans and infinities are errors).
     ``require_reference`` makes a missing reference an error. ``default_system`` is used when a
-    record has no ``system``. ``on_invalid="skip"`` leaves out rows that fail validation instead of
+    record has no ``system``. ``scores`` names score columns, read as ``human`` is where present
+    (text other than a number, booleans and infinities are errors naming the line). ``on_invalid="skip"`` leaves out rows that fail validation instead of
     raising; their messages are in ``df.attrs["skipped"]``. Raises
     :class:`~evalign.errors.InputError` naming file, line, field.
     """
@@ -242,12 +277,13 @@ def read_items(
         meta["line_word"] = "row"
         return records_to_table(iter_frame(source), file=str(source.attrs.get("source", "<DataFrame>")), fields=fields,
                                  human=human, require_reference=require_reference, default_system=default_system,
-                                 numeric_from_text=False, meta=meta, on_invalid=on_invalid)
+                                 numeric_from_text=False, meta=meta, on_invalid=on_invalid, scores=scores)
     path = Path(source) if str(source) != STDIO else Path(STDIO)
     fmt = format or detect_format(source)
     return records_to_table(iter_records(path, fmt, meta), file=_display(source), fields=fields, human=human,
                              require_reference=require_reference, default_system=default_system,
-                             numeric_from_text=fmt in ("csv", "tsv"), meta=meta, on_invalid=on_invalid)
+                             numeric_from_text=fmt in ("csv", "tsv"), meta=meta, on_invalid=on_invalid,
+                             scores=scores)
 
 
 def _display(source: str | Path) -> str:
@@ -259,14 +295,16 @@ PAIR_REQUIRED = ("id", "instruction", "response_a", "response_b")
 #: text fields of a pair table (never parsed as JSON in CSV files)
 PAIR_TEXT_FIELDS = ("id", "instruction", "input", "response_a", "response_b", "system_a", "system_b")
 
-_PREF_TEXT = {"+1": 1.0, "1": 1.0, "a": 1.0, "-1": -1.0, "2": -1.0, "b": -1.0, "0": 0.0, "tie": 0.0}
+_PREF_TEXT = {"+1": 1.0, "1": 1.0, "a": 1.0, "-1": -1.0, "2": -1.0, "b": -1.0, "0": 0.0, "tie": 0.0,
+              # as a float column is written to CSV (a table exported with missing labels)
+              "+1.0": 1.0, "1.0": 1.0, "-1.0": -1.0, "2.0": -1.0, "0.0": 0.0}
 
 
 def parse_preference(v: Any) -> float:
     """A human preference label as evalign's code: +1 (A better), -1 (B better), 0 (tie), NaN
     (missing: None, NaN, empty text). Accepted: the numbers +1 / -1 / 0, the numbers 1 / 2 / 0
-    (1 = A, 2 = B, 0 = tie), and the texts ``"+1"``, ``"1"``, ``"-1"``, ``"2"``, ``"0"``, ``"A"``,
-    ``"B"``, ``"tie"`` (case and surrounding spaces ignored). Anything else (``"yes"``, 0.5, a
+    (1 = A, 2 = B, 0 = tie), and the texts ``"+1"``, ``"1"``, ``"-1"``, ``"2"``, ``"0"`` (also
+    written ``"1.0"``, ... as a CSV writes a float column), ``"A"``, ``"B"``, ``"tie"`` (case and surrounding spaces ignored). Anything else (``"yes"``, 0.5, a
     boolean) raises :class:`ValueError`."""
     if is_missing(v) or (isinstance(v, str) and not v.strip()):
         return math.nan
@@ -467,3 +505,70 @@ def check_systems(df: pd.DataFrame) -> None:
         if is_missing(v) or v == "":
             raise InputError("missing (every row needs a system to be counted in system-level scores)",
                              file=str(df.attrs.get("source", "<DataFrame>")), line=i, line_word="row", field="system")
+
+
+#: fields a battle (verdict) table must have (see :func:`read_battles`)
+BATTLE_REQUIRED = ("system_a", "system_b")
+_BATTLE_NUMBERS = ("len_a", "len_b")
+
+
+def _validate_battle(rec: dict[str, Any], *, file: str, line: int, word: str, from_text: bool,
+                     columns: Sequence[str]) -> dict[str, Any]:
+    """One record of a battle table, checked (see :func:`read_battles`)."""
+
+    def err(msg: str, field: str) -> InputError:
+        return InputError(msg, file=file, line=line, line_word=word, field=field)
+
+    out = dict(rec)
+    for k, v in out.items():
+        if not isinstance(v, int | float | bool) and v is not None:
+            check_value_text(v, file=file, line=line, field=k, line_word=word)
+    for f in (*BATTLE_REQUIRED, *columns):
+        if f not in rec:
+            unused = [k for k in rec if k not in BATTLE_REQUIRED and k not in columns]
+            raise err(f"missing{did_you_mean(f, unused)}", f)
+    for f in BATTLE_REQUIRED:
+        v = out[f]
+        if is_missing(v) or (isinstance(v, str) and not v.strip()):
+            raise err("missing", f)
+        if not isinstance(v, str):
+            raise err(f"must be a string, got {type(v).__name__}", f)
+    if "id" in out and not is_missing(out["id"]):
+        if isinstance(out["id"], bool) or not isinstance(out["id"], str | int):
+            raise err(f"must be a string or an integer, got {type(out['id']).__name__}", "id")
+        out["id"] = str(out["id"])
+    for f in _BATTLE_NUMBERS:
+        if f in out:
+            out[f] = parse_number(out[f], from_text=from_text, file=file, line=line, field=f, line_word=word)
+    return out
+
+
+def read_battles(source: str | Path | pd.DataFrame, *, columns: Sequence[str] = ()) -> pd.DataFrame:
+    """Read and check a battle table: pairwise verdicts (JSONL / CSV / TSV / Parquet / DataFrame /
+    ``"-"``) with ``system_a``, ``system_b`` and every column of ``columns`` (the verdict columns,
+    whose values the statistics check); optional ``id``, ``task``, ``len_a`` / ``len_b`` (numbers),
+    ``response_a`` / ``response_b`` and any others (kept). Errors name the file, line and field;
+    ``attrs["lines"]`` holds each row's line number and ``attrs["line_word"]`` how lines are named,
+    so later checks of a row can name its line too."""
+    meta: dict[str, Any] = {}
+    if isinstance(source, pd.DataFrame):
+        name = str(source.attrs.get("source", "<DataFrame>"))
+        records: Iterable[tuple[int, dict[str, Any]]] = iter_frame(source)
+        meta["line_word"] = "row"
+        from_text = False
+    else:
+        name = _display(source)
+        fmt = detect_format(source)
+        from_text = fmt in ("csv", "tsv")
+        records = iter_records(Path(source), fmt, meta)
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    for line, rec in records:
+        rows.append(_validate_battle(rec, file=name, line=line, word=meta.get("line_word", "line"),
+                                     from_text=from_text, columns=columns))
+        lines.append(line)
+    if not rows:
+        raise InputError("no records", file=name)
+    df = pd.DataFrame(rows)
+    df.attrs.update(source=name, lines=lines, line_word=meta.get("line_word", "line"))
+    return df

@@ -166,6 +166,23 @@ def _json_ok(v: Any) -> bool:
     return True
 
 
+#: stands for an empty text while a CSV is written; replaced by ``""`` (a quoted empty cell)
+EMPTY_TEXT_MARK = "\x00evalign-empty\x00"
+
+
+def write_csv(df: pd.DataFrame, path: Path, sep: str) -> None:
+    """``df`` as CSV / TSV: a missing value is an empty cell, an empty text a quoted empty cell
+    (``""``), so that the readers tell them apart."""
+    marked = df.copy()
+    for c in marked.columns:
+        if marked[c].dtype == object or pd.api.types.is_string_dtype(marked[c]):
+            empty = marked[c].map(lambda v: isinstance(v, str) and v == "")
+            if empty.any():
+                marked[c] = marked[c].where(~empty, EMPTY_TEXT_MARK)
+    text = marked.to_csv(index=False, sep=sep)
+    path.write_text(text.replace(EMPTY_TEXT_MARK, '""'), encoding="utf-8", newline="")
+
+
 def write_table(df: pd.DataFrame, path: str | Path, format: str | None = None) -> None:
     """Write the item table atomically as JSONL, CSV, TSV or Parquet (by suffix unless ``format``);
     ``-`` writes JSONL to standard output. Dates and times are written as ISO 8601 text in JSONL.
@@ -192,7 +209,7 @@ def write_table(df: pd.DataFrame, path: str | Path, format: str | None = None) -
                     out[c] = out[c].map(lambda v: json.dumps(json_safe(v), ensure_ascii=False, default=json_default)
                                         if isinstance(v, list | tuple | dict) else v)
             try:
-                out.to_csv(tmp, index=False, sep="\t" if fmt == "tsv" else ",")
+                write_csv(out, tmp, "\t" if fmt == "tsv" else ",")
             except UnicodeEncodeError as e:
                 raise OutputError(f"{path}: cannot encode {e.object[e.start:e.end]!a} as UTF-8") from None
         else:

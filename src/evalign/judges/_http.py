@@ -6,15 +6,28 @@ Pure helpers (no I/O) so the rules can be tested on their own:
 * :class:`RetryPolicy` gives the wait before retry number ``k`` (exponential backoff with jitter,
   or the server's ``Retry-After`` when it sent one, capped).
 * :func:`is_retryable_status` says which HTTP statuses are worth retrying.
-* :func:`redact` removes a secret from any text before it is logged or raised.
+* :func:`redact` removes a secret from any text before it is logged or raised, in every form an
+  error can show it (raw, ``repr``/bytes-escaped, JSON-escaped, percent-encoded, stripped).
+* :func:`check_api_key` refuses a malformed key (control or non-ASCII characters) before any request,
+  in one line that never shows the key.
+* :func:`split_url_credentials` takes ``user:password@`` out of a base URL (it goes into the
+  ``Authorization`` header, never into a printed or stored URL).
+* :func:`scrub` redacts every string of a parsed JSON answer (a server that echoes the key).
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
+import json
 import random
 import time
+import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+from evalign.errors import EvalignError
 
 #: Statuses retried besides every 5xx: request timeout, conflict, too early, too many requests.
 RETRYABLE_4XX = frozenset({408, 409, 425, 429})
@@ -85,14 +98,118 @@ class RetryPolicy:
         return self.rng.uniform(d / 2.0, d)
 
 
-def snippet(text: str, secret: str | None, limit: int = 300) -> str:
+Secrets = str | Iterable[str] | None
+
+
+def snippet(text: str, secret: Secrets, limit: int = 300) -> str:
     """The first ``limit`` characters of ``text`` with ``secret`` redacted FIRST (so a secret cut by
     the limit cannot leak a prefix), whitespace-stripped."""
     return redact(text, secret).strip()[:limit]
 
 
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***`` (no-op for empty secrets)."""
+def secret_forms(secret: str) -> list[str]:
+    """Every spelling of ``secret`` an error message, a URL or a JSON text can show, longest first:
+    raw, stripped of surrounding whitespace, ``repr``-escaped, bytes-escaped (httpx's
+    ``b'Bearer sk-...\\r'``), JSON-escaped (ASCII or not) and percent-encoded (any case)."""
+    forms = {secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1],
+             json.dumps(secret, ensure_ascii=False)[1:-1], urllib.parse.quote(secret, safe=""),
+             urllib.parse.quote(secret), urllib.parse.quote_plus(secret),
+             repr(secret.encode("utf-8", "surrogateescape"))[2:-1],
+             repr(secret.encode("latin-1", "backslashreplace"))[2:-1],
+             secret.encode("unicode_escape").decode("ascii")}
+    pct = urllib.parse.quote(secret, safe="")
+    forms.add(pct.lower())
+    forms.add(pct.upper())
+    return sorted({secret, *(f for f in forms if len(f) >= 4)}, key=len, reverse=True)
+
+
+def _secret_list(secret: Secrets) -> list[str]:
     if not secret:
+        return []
+    items = [secret] if isinstance(secret, str) else [s for s in secret if s]
+    forms: set[str] = set()
+    for item in items:
+        forms.update(secret_forms(item))
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(text: str, secret: Secrets) -> str:
+    """``text`` with every occurrence of ``secret`` (or of each of several secrets), in every form of
+    :func:`secret_forms`, replaced by ``***`` (no-op for empty secrets)."""
+    forms = _secret_list(secret)
+    if not forms:
         return text
-    return text.replace(secret, "***")
+    for _ in range(3):  # a replacement can expose another spelling (e.g. an escaped form inside a raw one)
+        before = text
+        for f in forms:
+            text = text.replace(f, "***")
+            if f.isascii():
+                text = _replace_ci(text, f) if "%" in f else text
+        if text == before:
+            break
+    return text
+
+
+def _replace_ci(text: str, form: str) -> str:
+    """Replace ``form`` case-insensitively (percent escapes may be upper or lower case)."""
+    low, flow = text.lower(), form.lower()
+    out, i = [], 0
+    while True:
+        j = low.find(flow, i)
+        if j < 0:
+            return "".join(out) + text[i:]
+        out.append(text[i:j] + "***")
+        i = j + len(form)
+
+
+def scrub(value: Any, secret: Secrets) -> Any:
+    """A parsed JSON value with every string (keys of objects too) passed through :func:`redact`."""
+    if not _secret_list(secret):
+        return value
+    if isinstance(value, str):
+        return redact(value, secret)
+    if isinstance(value, list):
+        return [scrub(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secret): scrub(v, secret) for k, v in value.items()}
+    return value
+
+
+def check_api_key(key: str, where: str) -> None:
+    """Raise a one-line :class:`EvalignError` when ``key`` (read from ``where``, e.g. ``"$OPENAI_API_KEY"``)
+    cannot be sent in an HTTP header: a control character (a trailing ``\\r`` from a CRLF ``.env`` file,
+    a newline, a tab ...) or a non-ASCII character. The message gives the position, never the key."""
+    for pos, ch in enumerate(key, start=1):
+        if ord(ch) < 32 or ord(ch) == 127:
+            what = {"\r": "a carriage return (\\r, as a CRLF .env file leaves it)", "\n": "a newline",
+                    "\t": "a tab"}.get(ch, f"a control character (U+{ord(ch):04X})")
+        elif not ch.isascii():
+            what = f"a non-ASCII character (U+{ord(ch):04X})"
+        else:
+            continue
+        raise EvalignError(
+            f"the API key in {where} is malformed: character {pos} of {len(key)} is {what}; "
+            "an HTTP header takes printable ASCII only (re-save the file with LF line ends or fix the key)"
+        )
+
+
+def split_url_credentials(url: str) -> tuple[str, str | None, list[str]]:
+    """``(url without user:password@, Authorization header value or None, the secrets)``.
+
+    ``http://user:KEY@host/v1`` gives ``("http://host/v1", "Basic base64(user:KEY)", [KEY, user:KEY ...])``
+    (what curl and httpx would send for URL credentials); a user name alone gives ``Bearer user``
+    (``http://KEY@host/v1``, the way some proxies take a token)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None, []
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    clean = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment))
+    user_q, sep, pw_q = userinfo.partition(":")
+    user, pw = urllib.parse.unquote(user_q), urllib.parse.unquote(pw_q)
+    if sep and pw:  # the user name is not a secret, the password and the whole userinfo are
+        secrets = [s for s in (userinfo, pw_q, pw) if s]
+        token = base64.b64encode(f"{user}:{pw}".encode()).decode("ascii")
+        secrets.append(token)
+        return clean, f"Basic {token}", secrets
+    secrets = [s for s in (userinfo, user_q, user) if s]
+    return clean, (f"Bearer {user}" if user else None), secrets

@@ -11,7 +11,10 @@ template name/version/hash, the rubric hash, the request settings (sampling, gra
 sample (or round) index, the order (pairs), the re-ask attempt and the messages themselves. Running
 the same command again after Ctrl-C, a crash or a dead server therefore makes no call twice; a cache
 opened with ``read=False`` (``--no-cache``) makes every call anew (and stores the new outputs). Calls
-with equal keys within one run (duplicate rows) are made once.
+with equal keys within one run (duplicate rows) are made once, and so are calls of two runs on one
+cache at the same time: a run leases the keys it sends (:meth:`evalign.cache.Cache.claim`, renewed
+while the calls run) and another run waits for their outputs instead of paying for them again; it
+makes a call itself only when that lease expires (its owner died) or was given back (the call failed).
 
 A call that still fails after the backend's retries is reported as unscored ``backend_error`` with
 the backend's message in the ``J.error`` column and the summary, and is not cached, so the next run
@@ -40,7 +43,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
-from evalign.cache import Cache, make_key
+from evalign.cache import LEASE_SECONDS, Cache, make_key
 from evalign.errors import InputError
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.judges.backends import Generation, GenerationRequest
@@ -352,13 +355,54 @@ async def execute(
             by_key.setdefault(c.key, []).append(c)
         stored = cache.get_many(NAMESPACE, list(by_key))
         parsed = _parse_stored(judge, stored, by_key, progress)
+        from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
-        if todo:
-            reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in todo]
-            wave = _Wave(judge, cache, st, progress, log_fh, todo, by_key, parsed)
-            await backend.generate_many(reqs, wave.on_done)
-        pending = _next_wave(judge, p, st, by_key, parsed, set(stored), outstanding, progress)
+        while todo:
+            mine = cache.claim(NAMESPACE, todo)
+            if mine:
+                reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in mine]
+                wave = _Wave(judge, cache, st, progress, log_fh, mine, by_key, parsed)
+                await _leased(cache, backend.generate_many(reqs, wave.on_done))
+            rest = [k for k in todo if k not in parsed]
+            got = await _wait_for_other_run(cache, rest) if rest else {}
+            parsed.update(_parse_stored(judge, got, by_key, progress))
+            from_cache.update(got)
+            todo = [k for k in rest if k not in got]
+        pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
     return st
+
+
+async def _leased(cache: Cache, work: Any) -> Any:
+    """Await ``work`` while renewing this run's leases; give back the leases left (failed calls)
+    when it ends, however it ends."""
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            cache.renew()
+
+    task = asyncio.create_task(renew()) if cache.shared else None
+    try:
+        return await work
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        cache.release(NAMESPACE)
+
+
+async def _wait_for_other_run(cache: Cache, keys: Sequence[str], poll: float = 0.25) -> dict[str, bytes]:
+    """Wait until another run stores some of ``keys`` (returned) or gives up the lease of one of
+    them (then ``{}``: the caller claims it and makes the call itself)."""
+    while True:
+        got = cache.get_many(NAMESPACE, keys)
+        if got:
+            return got
+        if len(cache.leased_elsewhere(NAMESPACE, keys)) < len(set(keys)):
+            return {}
+        await asyncio.sleep(poll)
+        poll = min(2.0, poll * 1.5)
 
 
 def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str, list[Call]],

@@ -91,6 +91,11 @@ def item_arrays(
             vals = pd.to_numeric(table[col], errors="raise").astype(float)
         except (ValueError, TypeError) as e:
             raise InputError(f"must be numeric ({e})", file=source, field=col) from e
+        inf = np.flatnonzero(np.isinf(vals.to_numpy()))
+        if len(inf):  # a table that did not come through the readers' checks
+            i = int(inf[0])
+            raise InputError(f"must be a finite number, got {vals.iloc[i]} (id {table['id'].iloc[i]!r}, system "
+                             f"{table['system'].iloc[i]!r})", file=source, line=i + 1, field=col, line_word="row")
         wide = pd.Series(vals.to_numpy(), index=pd.MultiIndex.from_arrays(
             [table["system"].astype(str), table["id"].astype(str)])).unstack()
         return wide.reindex(index=list(systems), columns=list(items)).to_numpy(dtype=float)

@@ -84,6 +84,15 @@ class TrustReport:
         """The ranked rows of one group."""
         return self.table[self.table["group"] == group].reset_index(drop=True)
 
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The ranking: the same as :attr:`table` (the name :class:`evalign.evaluate.TrustTable` uses)."""
+        return self.table
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The ranking as a DataFrame (a copy of :attr:`table`)."""
+        return self.table.copy()
+
 
 def _costs(costs: Mapping[str, float] | Sequence[Any] | None) -> dict[str, float]:
     if costs is None:

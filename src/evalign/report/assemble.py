@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from evalign.evaluate.result import EvalResult
+from evalign.evaluate.result import EvalResult, TrustTable
 from evalign.meta.significance import CORRELATIONS
 from evalign.report.data import MERGED_TASK, ReportData
 from evalign.report.explorer import ExplorerSpec, item_explorer, pair_explorer
@@ -20,7 +20,7 @@ ACCURACIES = ("pairwise_accuracy", "preference_accuracy")
 
 def _tidy(rows: pd.DataFrame, **front: str) -> pd.DataFrame:
     """Trust rows for display: a constant ``group`` and all-NaN numeric columns dropped, labels in front."""
-    t = rows.copy()
+    t = rows.drop(columns=[c for c in ("definition",) if c in rows.columns])
     if "group" in t.columns:
         t = t[t["group"] == "(all)"].drop(columns=["group"])
     t = t.drop(columns=[c for c in t.columns if c not in ("value", "ci_low", "ci_high")
@@ -69,7 +69,8 @@ def from_results(
             parts.add_breakdown(r, by_task_label, min_group_size)
         for k, v in r.curves.items():
             parts.curves.setdefault(k, v)
-        parts.notes += [f"warning: {w}" for w in r.warnings] + list(r.notes)
+        own = {w for t in r.trust for w in t.warnings}
+        parts.notes += [f"warning: {w}" for w in r.warnings if w not in own] + list(r.notes)
     ok = [r for r in results if not r.refused]
     return ReportData(
         labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
@@ -96,6 +97,7 @@ def from_results(
         judge_cols=[j for j in judge_cols if item_table is not None and j in item_table.columns],
         higher_is_better=parts.hib,
         system_labels=parts.system_labels,
+        table_notes=parts.table_notes,
         notes=list(dict.fromkeys([*notes, *parts.notes])),
     )
 
@@ -120,6 +122,7 @@ class _Parts:
     task_n: dict[str, int] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
     min_size: int | None = None
+    table_notes: dict[str, list[str]] = field(default_factory=dict)
 
     def add_columns(self, r: EvalResult) -> None:
         for c in r.columns:
@@ -143,11 +146,22 @@ class _Parts:
                 if t.level == "system":  # the statistic is over the systems; n items is what each mean is over
                     rows.insert(rows.columns.get_loc(unit), "n systems", r.n_systems)
                 self.corr.append(rows)
+                self.add_table_notes("correlations", t)
             elif t.statistic in ACCURACIES:
                 what = f"{t.statistic} ({t.grouping} grouping)" if r.mode == "items" else f"{t.statistic} (with ties)"
                 self.acc.append(_tidy(t.rows, table=r.mode, statistic=what).rename(columns={"n": unit}))
+                self.add_table_notes("pair_accuracy", t)
             self.confidence = float(t.signature.get("confidence", self.confidence))
             self.notes.append(f"signature ({t.statistic}, {t.level} level): {t.signature['text']}")
+
+    def add_table_notes(self, key: str, t: TrustTable) -> None:
+        """A trust table's headline and warnings, shown under the report table it goes into."""
+        notes = self.table_notes.setdefault(key, [])
+        main = t.rows[t.rows["group"] == "(all)"] if "group" in t.rows.columns else t.rows
+        legend = [] if "definition" not in main.columns else [
+            f"{m}: {d}" for m, d in zip(main["metric"], main["definition"], strict=True) if isinstance(d, str)]
+        new = [*([t.headline] if t.headline else []), *(f"warning: {w}" for w in t.warnings), *legend]
+        notes.extend(n for n in new if n not in notes)
 
     def add_breakdown(self, r: EvalResult, by_task_label: str | None, min_group_size: int | None) -> None:
         """The breakdown by task: its groups, their sizes and the groups left out as too small."""

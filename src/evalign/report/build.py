@@ -99,6 +99,7 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
     s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
               if "low" in table.columns or "ci_low" in table.columns else "")
     s.tables[title] = format_results(table, data.digits)
+    s.after = list(data.table_notes.get(key, []))
     if "value" in table.columns:
         for stat, part in _blocks(table):
             what = _what(part, stat)

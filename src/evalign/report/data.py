@@ -64,6 +64,9 @@ class ReportData:
     system_labels: Mapping[str, str] = field(default_factory=dict)
     #: further tables to show as they are: title -> DataFrame
     extra_tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    #: lines shown directly under a result table (``correlations`` / ``pair_accuracy``): its
+    #: headline when it ranks nothing and its warnings
+    table_notes: Mapping[str, list[str]] = field(default_factory=dict)
     #: lines shown at the end (metric signatures, settings, licences)
     notes: list[str] = field(default_factory=list)
     #: digits after the decimal point in tables

@@ -49,6 +49,8 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     #: a bulleted list shown after the text (notes)
     items: list[str] = field(default_factory=list)
+    #: lines shown directly under the tables (a table's headline and warnings)
+    after: list[str] = field(default_factory=list)
     #: a ready HTML fragment shown after the figures (the item explorer); its texts are escaped by its maker
     html: str = ""
 
@@ -80,6 +82,8 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
             if len(s.tables) > 1 or name != s.title:
                 parts.append(f"<h3>{e(name)}</h3>")
             parts.append(_table_html(df))
+        if s.after:
+            parts.append('<ul class="note warn">' + "".join(f"<li>{e(i)}</li>" for i in s.after) + "</ul>")
         for f in s.figures:
             data = base64.b64encode(f.png).decode("ascii")
             parts.append(

@@ -152,7 +152,7 @@ def load_data(ev: Any) -> dict[str, Any]:
     except EvalignError as e:
         raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
     settings = InputSettings(file=d.file, dataset=d.dataset, data_dir=d.data_dir, fields=dict(d.fields),
-                             labels=labels, rule="labels")
+                             labels=labels, rule="labels", scores=tuple(c.name for c in ev.columns))
     try:
         inputs = load_inputs(settings)
     except InputsError as e:
@@ -266,8 +266,8 @@ def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any 
     pairs: pd.DataFrame | None = d["pairs"]
     data_dict = {"dataset": ev.data.dataset, "data_dir": ev.data.data_dir, "file": ev.data.file,
                  "fields": dict(ev.data.fields)}
-    data_key = _key("data", {k: str(v) for k, v in data_dict.items()}, _frame_key(items),
-                    _frame_key(pairs) if pairs is not None else None)
+    data_key = _key("data", {k: str(v) for k, v in data_dict.items()}, frame_key(items),
+                    frame_key(pairs) if pairs is not None else None)
     run = _Run(ev, folder, steps, step, data_key, items, pairs)
     run.metrics(on_progress)
     run.judges(cache)
@@ -434,10 +434,16 @@ def dry_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _frame_key(df: pd.DataFrame | None) -> str | None:
+def frame_key(df: pd.DataFrame | None) -> str | None:
+    """A key of a table's content, its columns AND its row order: the per-row hashes in order,
+    hashed together (a step's columns are attached by position, so a reordered table must never
+    find the steps of the old order)."""
     if df is None:
         return None
-    return str(pd.util.hash_pandas_object(df.astype(str), index=False).sum()) + f":{len(df)}:{list(df.columns)}"
+    rows = pd.util.hash_pandas_object(df.astype(str), index=False).to_numpy(dtype="uint64")
+    h = hashlib.sha256(rows.tobytes())
+    h.update(repr([(str(c), str(t)) for c, t in df.dtypes.items()]).encode("utf-8"))
+    return f"{h.hexdigest()}:{len(df)}"
 
 
 def _safe(name: str) -> str:

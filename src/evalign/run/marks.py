@@ -1,5 +1,14 @@
 """YAML that remembers where each value came from: mappings and lists whose entries know their
-1-based line, so that a config error can name the file, the line and the key."""
+1-based line, so that a config error can name the file, the line and the key.
+
+A config is untrusted input, so parsing is bounded: YAML tags (``!!python/tuple``, ``!custom``,
+even ``!!str``) are refused wherever they appear, and before anything is built the document's
+size *with its aliases expanded* is measured in one memoised pass over the node graph (each node
+once): more than :data:`MAX_VALUES` values, nesting deeper than :data:`MAX_DEPTH` or an alias
+that contains itself is one error naming the file and the line (a 505-byte "billion laughs"
+document of nine levels of ``&a [*b, *b, ...]`` is refused at once instead of expanding 10^9
+values).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import InputError
+
+#: the most values (mappings, lists and scalars, aliases expanded) one YAML document may hold
+MAX_VALUES = 100_000
+#: the deepest nesting of mappings and lists one YAML document may have (aliases expanded)
+MAX_DEPTH = 64
 
 
 class MarkedMap(dict[str, Any]):
@@ -31,15 +45,78 @@ def load_marked(text: str, file: str) -> Any:
     import yaml
 
     try:
+        _refuse_tags(text, file)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         raise InputError(f"not valid YAML: {e.problem or e}", file=file,
                          line=mark.line + 1 if mark is not None else None) from None
+    except RecursionError:  # the parser's own recursion, before any limit of ours could be checked
+        raise InputError(f"the YAML is nested deeper than {MAX_DEPTH} levels: not read", file=file) from None
     if node is None:
         return None
+    _measure(node, file, {}, set(), 1)
     constructor = yaml.SafeLoader("")
     return _convert(node, constructor, file)
+
+
+def _refuse_tags(text: str, file: str) -> None:
+    """A YAML tag anywhere in ``text`` is an :class:`InputError` naming its line (tags make
+    values of other types than the plain ones a config is made of); so is nesting deeper than
+    :data:`MAX_DEPTH`, found while scanning (the scanner's work grows with the nesting, so a deep
+    document is stopped before it is read whole)."""
+    import yaml
+
+    opens = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+             yaml.BlockMappingStartToken)
+    closes = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+    depth = 0
+    for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(tok, yaml.TagToken):
+            handle, suffix = tok.value
+            raise InputError(f"YAML tags are not read in a config (found '{handle or ''}{suffix}'): write plain "
+                             "values", file=file, line=tok.start_mark.line + 1)
+        depth += isinstance(tok, opens) - isinstance(tok, closes)
+        if depth > MAX_DEPTH:
+            raise InputError(f"the YAML is nested deeper than {MAX_DEPTH} levels: not read", file=file,
+                             line=tok.start_mark.line + 1)
+
+
+def _measure(node: Any, file: str, memo: dict[int, tuple[int, int]], active: set[int], depth: int) -> tuple[int, int]:
+    """(values, height) of ``node`` with its aliases expanded, each node measured once (``memo``);
+    over :data:`MAX_VALUES` values, :data:`MAX_DEPTH` levels or a node inside itself is an
+    :class:`InputError` naming the line of the node where the limit is passed."""
+    import yaml
+
+    key = id(node)
+    line = node.start_mark.line + 1
+    if depth > MAX_DEPTH:
+        raise InputError(f"the YAML is nested deeper than {MAX_DEPTH} levels (aliases expanded): not read",
+                         file=file, line=line)
+    if key in active:
+        raise InputError("an alias that contains itself (a recursive YAML document)", file=file, line=line)
+    if key not in memo:
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        active.add(key)
+        size, height = 1, 0
+        for child in children:
+            s, h = _measure(child, file, memo, active, depth + 1)
+            size, height = size + s, max(height, h + 1)
+            if size > MAX_VALUES:
+                raise InputError(f"the YAML expands to more than {MAX_VALUES:,} values (through its aliases): "
+                                 "not read", file=file, line=line)
+        active.discard(key)
+        memo[key] = (size, height)
+    size, height = memo[key]
+    if depth + height > MAX_DEPTH:
+        raise InputError(f"the YAML is nested deeper than {MAX_DEPTH} levels (aliases expanded): not read",
+                         file=file, line=line)
+    return size, height
 
 
 def _convert(node: Any, constructor: Any, file: str) -> Any:

@@ -11,7 +11,6 @@ system role gets the system prompt folded into the user turn (as the HF judge ba
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,15 +37,6 @@ class Example:
     instruction: str
     output: str
     system: str | None
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _text(v: Any) -> str | None:

@@ -451,3 +451,41 @@ def write_recipe(data: AbsoluteData | PairwiseData, out_dir: str | Path) -> dict
     manifest.write_text(json.dumps(data.manifest(), indent=2) + "\n", encoding="utf-8")
     paths["manifest"] = manifest
     return paths
+
+
+# --- one call: the settings of ``evalign judge-data`` -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecipeSettings:
+    """What ``evalign judge-data`` writes: ``recipe`` (``absolute``: Prometheus GPT-4 feedback of
+    ``sets``; ``pairwise``: PandaLM's majority preferences), the ``held_out`` fraction of questions and
+    the ``seed`` of the split, ``per_feedback`` (absolute: one row per GPT-4 feedback, else one per
+    response), ``both_orders`` (pairwise: both presentation orders) and ``data_dir`` (where the
+    external datasets are; None: ``$EVALIGN_DATA_DIR``)."""
+
+    recipe: str
+    held_out: float = 0.2
+    seed: int = 0
+    sets: tuple[str, ...] = tuple(PROMETHEUS_SETS)
+    per_feedback: bool = True
+    both_orders: bool = True
+    data_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.recipe not in ("absolute", "pairwise"):
+            raise EvalignError(f"recipe must be 'absolute' or 'pairwise', got {self.recipe!r}")
+        if not 0 <= self.held_out <= 1:
+            raise EvalignError(f"held_out must be in [0, 1], got {self.held_out}")
+
+
+def build_recipe(settings: RecipeSettings, out_dir: str | Path) -> tuple[AbsoluteData | PairwiseData, dict[str, Path]]:
+    """The recipe's data (:func:`absolute_data` of the Prometheus ``sets`` together, or
+    :func:`pandalm_pairwise_data`), split by question, written by :func:`write_recipe` into ``out_dir``."""
+    data: AbsoluteData | PairwiseData
+    if settings.recipe == "absolute":
+        graded = [g for name in settings.sets for g in load_prometheus_graded(name, settings.data_dir)]
+        data = absolute_data(graded, held_out=settings.held_out, seed=settings.seed, per_feedback=settings.per_feedback)
+    else:
+        data = pandalm_pairwise_data(both_orders=settings.both_orders, held_out=settings.held_out, seed=settings.seed)
+    return data, write_recipe(data, out_dir)

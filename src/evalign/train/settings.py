@@ -27,6 +27,9 @@ class TrainSettings:
     * ``system_prompt``: system turn for rows without a ``system`` column value (None: no system turn).
     * ``save_steps``, ``save_total_limit``, ``logging_steps``; ``seed``; ``bf16`` (None: when the GPU
       supports it); ``gradient_checkpointing``; ``device`` (``"cpu"`` forces the CPU; None: GPU if any).
+    * ``fused_lm_head``: TRL's chunked LM head loss (saves the memory of the full logits; slow on a
+      CPU) when True, the plain loss of ``transformers.Trainer`` (same losses) when False; None: the
+      fused head on a GPU, the plain loss on a CPU (:func:`evalign.train.throughput.wants_plain_loss`).
     """
 
     lora: bool = True
@@ -53,6 +56,7 @@ class TrainSettings:
     bf16: bool | None = None
     gradient_checkpointing: bool = False
     device: str | None = None
+    fused_lm_head: bool | None = None
 
     def __post_init__(self) -> None:
         positive = ("lora_r", "batch_size", "gradient_accumulation_steps", "max_length", "save_steps", "logging_steps")

@@ -12,6 +12,7 @@ Layout of the output folder ``OUT``:
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import EvalignError, ModelLoadError
-from evalign.signature import package_version
-from evalign.train.data import conversations, ensure_chat_template, file_sha256, read_examples
+from evalign.judges.backends.model_source import ResolvedModel, resolve_base_model
+from evalign.signature import file_sha256, package_version
+from evalign.train.data import conversations, ensure_chat_template, read_examples
 from evalign.train.settings import TrainSettings
+from evalign.train.throughput import plain_loss_trainer_class, sft_config_overrides, wants_plain_loss
 
 SIGNATURE_FILE = "evalign_train.json"
 CHECKPOINTS = "checkpoints"
@@ -123,7 +126,7 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
         disable_tqdm=True,
         include_num_input_tokens_seen="non_padding",
         dataset_num_proc=None,
-        **({"gradient_checkpointing": True} if settings.gradient_checkpointing else {}),
+        **sft_config_overrides(settings),
     )
     peft_config = None
     if settings.lora:
@@ -132,13 +135,41 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
         target: Any = list(settings.lora_target_modules) if settings.lora_target_modules else "all-linear"
         peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
                                  target_modules=target, task_type="CAUSAL_LM")
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tok,
+    trainer_class = plain_loss_trainer_class() if wants_plain_loss(settings.device, settings.fused_lm_head) else SFTTrainer
+    trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tok,
                          peft_config=peft_config)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # logs go to on_log, never to stdout (keeps --json clean)
     trainer.evalign_examples = examples  # type: ignore[attr-defined]
     return trainer
+
+
+def checkpoint_step(checkpoint: str | Path) -> int:
+    """The optimizer step a checkpoint was saved at (its ``trainer_state.json``, else its folder name)."""
+    state = Path(checkpoint) / "trainer_state.json"
+    if state.is_file():
+        return int(json.loads(state.read_text(encoding="utf-8")).get("global_step", 0))
+    return int(Path(checkpoint).name.rsplit("-", 1)[-1])
+
+
+def _run_or_restore(trainer: Any, resume_from: str | None, max_steps: int | None) -> tuple[float, bool]:
+    """Train (from ``resume_from`` when given); a checkpoint already at ``max_steps`` is loaded instead
+    of trained from (``transformers`` would run one more step before checking the limit).
+    Returns (seconds trained, whether the checkpoint was already done)."""
+    if resume_from is not None and max_steps is not None and checkpoint_step(resume_from) >= max_steps:
+        from transformers.trainer_callback import TrainerState
+
+        trainer._load_from_checkpoint(resume_from)  # the weights (adapters) of the checkpoint, nothing trained
+        trainer.state = TrainerState.load_from_json(str(Path(resume_from) / "trainer_state.json"))
+        return 0.0, True
+    gc.freeze()  # the objects alive now (libraries, model, data) are not scanned by the collections in train()
+    try:
+        t0 = time.perf_counter()
+        trainer.train(resume_from_checkpoint=resume_from)
+        return time.perf_counter() - t0, False
+    finally:
+        gc.unfreeze()
 
 
 def train_judge(
@@ -149,11 +180,16 @@ def train_judge(
     *,
     resume: bool = False,
     on_log: Callable[[dict[str, Any]], None] | None = None,
+    on_message: Callable[[str], None] | None = None,
 ) -> TrainResult:
-    """Fine-tune ``base_model`` (a local folder) on ``data`` and write the merged judge to ``out``.
+    """Fine-tune ``base_model`` on ``data`` and write the merged judge to ``out``.
 
-    ``resume``: continue from the latest checkpoint in ``out/checkpoints`` (an error when there is none).
-    ``on_log(logs)``: called with each Trainer log dict (``loss``, ``step``, ...).
+    ``base_model``: a model folder, a GGUF file or a package alias (``smollm2-135m-instruct``),
+    resolved by :func:`evalign.judges.backends.model_source.resolve_base_model` (a GGUF is dequantized
+    once into the model cache; ``on_message`` gets its one-line report; the signature records it).
+    ``resume``: continue from the latest checkpoint in ``out/checkpoints`` (an error when there is none);
+    a checkpoint already at ``settings.max_steps`` trains nothing (``on_message`` says so) and only
+    writes the merged model. ``on_log(logs)``: called with each Trainer log dict (``loss``, ``step``, ...).
     """
     from transformers import TrainerCallback
 
@@ -165,7 +201,8 @@ def train_judge(
         if ck is None:
             raise EvalignError(f"--resume: no checkpoint under {out / CHECKPOINTS}")
         resume_from = str(ck)
-    trainer = build_trainer(data, base_model, out, settings)
+    resolved = resolve_base_model(base_model, on_message=on_message)
+    trainer = build_trainer(data, resolved.path, out, settings)
     losses: list[tuple[int, float]] = []
 
     class _Log(TrainerCallback):  # type: ignore[misc]
@@ -176,11 +213,21 @@ def train_judge(
                 on_log({"step": int(state.global_step), **logs})
 
     trainer.add_callback(_Log())
-    t0 = time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume_from)
-    seconds = time.perf_counter() - t0
+    seconds, done = _run_or_restore(trainer, resume_from, settings.max_steps)
+    if done and on_message is not None:
+        on_message(f"{Path(str(resume_from)).name} is already at --max-steps {settings.max_steps}: nothing to "
+                   "train (raise --max-steps to continue); writing its merged model")
     state = trainer.state
-    tokens = int(getattr(state, "num_input_tokens_seen", 0) or 0)
+    tokens = 0 if done else int(getattr(state, "num_input_tokens_seen", 0) or 0)
+    _save_merged(trainer, out, settings)
+    signature = _signature(data, resolved, settings, trainer, resume_from, losses)
+    (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
+    return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
+                       tokens, seconds, signature)
+
+
+def _save_merged(trainer: Any, out: Path, settings: TrainSettings) -> None:
+    """The adapters merged into the base weights (LoRA) and the model and tokenizer saved in ``out``."""
     trainer.save_model()  # a last checkpoint-free save of adapters under checkpoints/ is not needed
     model = trainer.model
     if settings.lora:
@@ -188,16 +235,20 @@ def train_judge(
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out), safe_serialization=True)
     trainer.processing_class.save_pretrained(str(out))
-    signature = {
+
+
+def _signature(data: str | Path, resolved: ResolvedModel, settings: TrainSettings, trainer: Any,
+               resume_from: str | None, losses: list[tuple[int, float]]) -> dict[str, Any]:
+    """What ``OUT/evalign_train.json`` records: data, base model (folder identity and where it came from:
+    folder, GGUF file or alias), settings, library versions, steps and losses."""
+    return {
         "data": {"path": str(Path(data).resolve()), "sha256": file_sha256(data),
                  "rows": len(trainer.evalign_examples)},
-        "base_model": model_identity(base_model),
+        "base_model": {**model_identity(resolved.path), "source": resolved.as_dict()},
         "settings": settings.as_dict(),
+        "trainer": type(trainer).__name__,
         "versions": {d: package_version(d) for d in ("evalign", "torch", "transformers", "trl", "peft", "datasets")},
-        "global_step": int(state.global_step),
+        "global_step": int(trainer.state.global_step),
         "resumed_from": resume_from,
         "losses": losses,
     }
-    (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
-    return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
-                       tokens, seconds, signature)

@@ -264,9 +264,18 @@ def grade_dataset(
         # item judges: the 1-5 grade; pair judges: the verdict code (+1 A, -1 B, 0 tie; NaN none)
         table[col] = run.table[col if kind == "absolute" else f"{col}.code"].to_numpy(dtype=float)
         cols[name] = col
-        by = run.summary.get("unscored_by_reason") or {}
-        reasons[name] = ", ".join(f"{k}: {v}" for k, v in by.items())
+        reasons[name] = unscored_reason(run.summary.get("unscored_by_reason") or {}, options.max_tokens)
     return table, cols, reasons
+
+
+def unscored_reason(by_reason: Mapping[str, int], max_tokens: int) -> str:
+    """Why a judge's grades were missing, as shown in its note (``truncated: 12, no_grade: 3``); when
+    outputs were cut off at ``max_tokens`` it says that a larger ``--max-tokens`` is needed."""
+    text = ", ".join(f"{k}: {v}" for k, v in by_reason.items())
+    if by_reason.get("truncated"):
+        text += (f"; {by_reason['truncated']} outputs hit --max-tokens {max_tokens} before a grade: "
+                 "a larger --max-tokens is needed")
+    return text
 
 
 def verify_models(

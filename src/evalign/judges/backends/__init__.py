@@ -34,6 +34,7 @@ import importlib
 from typing import Any
 
 from evalign.errors import BackendError
+from evalign.judges._http import redact, split_url_credentials
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.judges.backends.registry import (
     BACKENDS,
@@ -54,6 +55,12 @@ _LAZY = {
     "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
     "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",
 }
+
+
+def public_url(url: str) -> str:
+    """``url`` without ``user:password@`` credentials: the form to print, log or store (the backend
+    sends the credentials in the Authorization header)."""
+    return split_url_credentials(url)[0]
 
 
 def __getattr__(name: str) -> Any:
@@ -85,5 +92,7 @@ __all__ = [
     "list_backends",
     "make_backend",
     "missing_options",
+    "public_url",
+    "redact",
     "register_backend",
 ]

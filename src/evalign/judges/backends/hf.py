@@ -4,13 +4,16 @@ torch / transformers are imported when an :class:`HFLocalBackend` is created."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalign.errors import BackendError, ModelLoadError
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.judges.backends.model_source import resolve_base_model
 from evalign.judges.backends.registry import register_backend
 from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
 from evalign.metrics.models import model_identity
@@ -34,7 +37,10 @@ def fallback_format(messages: Sequence[Message]) -> str:
 class HFLocalBackend(Backend):
     """A local Hugging Face causal LM (``transformers``), batched with left padding.
 
-    * ``model_path``: a local directory (or a model id already in the local HF cache).
+    * ``model_path``: a local directory, a GGUF file or a package alias such as
+      ``smollm2-135m-instruct`` (dequantized once into the model cache:
+      :func:`~evalign.judges.backends.model_source.resolve_base_model`; ``on_message`` gets its one-line
+      report), or a model id already in the local HF cache.
     * ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; default CUDA when available, else CPU.
     * ``batch_size``: prompts per forward batch. ``dtype``: ``"float32"``, ``"bfloat16"``, ``"float16"``
       or None (float32 on CPU, the checkpoint's dtype elsewhere).
@@ -51,11 +57,14 @@ class HFLocalBackend(Backend):
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:
-        """The local model in the directory ``options.model`` (with ``device`` and ``batch_size``)."""
-        return cls(**{"model_path": options.model, **options.given("device", "batch_size"), **options.extra})
+        """The local model ``options.model`` (a folder, GGUF file or alias; with ``device`` and
+        ``batch_size``); what the GGUF conversion did is printed to stderr."""
+        return cls(**{"model_path": options.model, "on_message": _to_stderr, **options.given("device", "batch_size"),
+                      **options.extra})
 
     def __init__(
-        self, model_path: str, *, device: str | None = None, batch_size: int = 8, dtype: str | None = None
+        self, model_path: str, *, device: str | None = None, batch_size: int = 8, dtype: str | None = None,
+        on_message: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
         if batch_size < 1:
@@ -67,7 +76,8 @@ class HFLocalBackend(Backend):
             raise ModelLoadError(
                 "the 'hf' judge backend needs torch and transformers: pip install 'evalign[models]'"
             ) from exc
-        self.model_path = str(model_path)
+        self.source = resolve_base_model(model_path, must_exist=False, on_message=on_message)
+        self.model_path = str(self.source.path) if self.source.kind != "name" else str(model_path)
         self.batch_size = batch_size
         self.concurrency = 1
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -101,8 +111,12 @@ class HFLocalBackend(Backend):
             tok.pad_token = tok.eos_token
         self._system_mode: str | None = None  # "native" | "fold" | None (not yet probed)
         self._content_id: str | None = None
-        #: the model's name for --skip-self (the folder name)
-        self.display_model = self.model_path.rstrip("/").rsplit("/", 1)[-1]
+        #: the model's name for --skip-self (the folder name; the alias or GGUF file name as given)
+        shown = self.model_path if self.source.kind in ("folder", "name") else self.source.spec
+        self.display_model = shown.rstrip("/").rsplit("/", 1)[-1]
+        #: the named inputs of the model's forward (a tokenizer may return more, e.g. token_type_ids; the
+        #: **kwargs of transformers' models are attention settings, not inputs: generate() rejects others)
+        self._inputs = frozenset(inspect.signature(self.model.forward).parameters)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -122,6 +136,11 @@ class HFLocalBackend(Backend):
             "dtype": self.dtype,
             "chat_template": stable_hash(template) if template else "fallback",
         }
+
+    def model_inputs(self, enc: Any) -> dict[str, Any]:
+        """The tokenizer's outputs that the model's ``forward`` accepts (drops e.g. ``token_type_ids``
+        of tokenizers that return them for models that take none)."""
+        return {k: v for k, v in enc.items() if k in self._inputs}
 
     # -- prompts ---------------------------------------------------------------------------
     def _apply_template(self, messages: Sequence[Message]) -> str:
@@ -229,7 +248,7 @@ class HFLocalBackend(Backend):
             if proto.seed is not None:
                 torch.manual_seed(proto.seed)
             try:
-                out = self.model.generate(**enc, **gen_kwargs)
+                out = self.model.generate(**self.model_inputs(enc), **gen_kwargs)
             except (RuntimeError, ValueError) as exc:
                 raise BackendRequestError(f"generation with {self.model_path!r} failed: {exc}") from exc
         seqs = out.sequences[:, n_prompt:].cpu()
@@ -294,6 +313,10 @@ class HFLocalBackend(Backend):
                     top[s] = max(top.get(s, float("-inf")), float(v))
                 tops.append(top if req.top_logprobs else {})
         return Choice(text, finish, tops, tokens, lps), gen_ids, n_tokens
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:

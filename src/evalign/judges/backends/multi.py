@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalign.judges._http import RetryPolicy, is_retryable_status
+from evalign.judges._http import RetryPolicy, is_retryable_status, split_url_credentials
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.backends.registry import register_backend
@@ -146,7 +146,7 @@ class MultiEndpointBackend(Backend):
                 raise ValueError("model is required with base_urls")
             dup = sorted({u for u in base_urls if list(base_urls).count(u) > 1})
             if dup:
-                raise ValueError(f"base URL given more than once: {dup[0]}")
+                raise ValueError(f"base URL given more than once: {split_url_credentials(dup[0])[0]}")  # never its credentials
             endpoints = [
                 OpenAICompatibleBackend(u, model, max_retries=0, deadline=deadline, seed=seed, **endpoint_options)
                 for u in base_urls

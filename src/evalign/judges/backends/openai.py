@@ -17,13 +17,17 @@ import random
 import sys
 from typing import Any, Literal
 
+from evalign.errors import EvalignError
 from evalign.judges._http import (
     FATAL_STATUSES,
     RetryPolicy,
+    check_api_key,
     is_retryable_status,
     parse_retry_after,
     redact,
+    scrub,
     snippet,
+    split_url_credentials,
 )
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.judges.backends.registry import BACKENDS, register_backend
@@ -54,7 +58,13 @@ class OpenAICompatibleBackend(Backend):
     * ``base_url``: the API root including the version, e.g. ``"http://localhost:8080/v1"``.
     * ``model``: the model name sent with each request.
     * ``api_key_env``: name of the environment variable holding the key (read at each request;
-      no ``Authorization`` header when it is unset or empty — fine for local servers).
+      no ``Authorization`` header when it is unset or empty — fine for local servers). A key with a
+      control character (a trailing ``\\r`` from a CRLF ``.env`` file) or a non-ASCII character is
+      refused before any request, in one line that does not show it. Credentials in the URL
+      (``http://user:KEY@host/v1``) are taken out of it and sent as ``Authorization: Basic ...``
+      (``http://KEY@host/v1``: ``Bearer KEY``) unless the key variable is set; the URL without
+      them is the one shown and stored. Every secret is redacted from error messages and from the
+      answers (a server that echoes the key) before they are stored.
     * ``endpoint``: ``"chat"`` (``/chat/completions``) or ``"completions"`` (``/completions``).
     * ``concurrency``: requests in flight at most. ``timeout``: seconds per attempt (whole request).
     * ``connect_timeout``: seconds to establish a connection (default 10; a dead host fails fast).
@@ -127,7 +137,8 @@ class OpenAICompatibleBackend(Backend):
             raise ValueError(f"system_prompt must be 'role' or 'fold', got {system_prompt!r}")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+        clean, self._url_auth, self._url_secrets = split_url_credentials(base_url)
+        self.base_url = clean.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
         self.endpoint = endpoint
@@ -261,14 +272,28 @@ class OpenAICompatibleBackend(Backend):
                 await self._client.aclose()
         self._client = None
 
-    def _headers(self) -> tuple[dict[str, str], str | None]:
+    def _headers(self) -> tuple[dict[str, str], list[str]]:
+        """The request headers and the secrets they hold (for :func:`redact`). The key is checked
+        first (:func:`check_api_key`): a malformed one is a fatal error that does not show it."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        secrets = list(self._url_secrets)
         if key:
+            secrets.append(key)
+            try:
+                check_api_key(key, f"${self.api_key_env}")
+            except EvalignError as exc:
+                raise BackendRequestError(redact(str(exc), secrets), fatal=True) from None
             headers["Authorization"] = f"Bearer {key}"
-        return headers, key
+        elif self._url_auth:
+            try:
+                check_api_key(self._url_auth, "the credentials of --base-url")
+            except EvalignError as exc:
+                raise BackendRequestError(redact(str(exc), secrets), fatal=True) from None
+            headers["Authorization"] = self._url_auth
+        return headers, secrets
 
-    async def _attempt(self, client: Any, body: dict[str, Any], headers: dict[str, str], key: str | None) -> dict:
+    async def _attempt(self, client: Any, body: dict[str, Any], headers: dict[str, str], key: list[str]) -> dict:
         import httpx
 
         limit = self.timeout
@@ -284,6 +309,9 @@ class OpenAICompatibleBackend(Backend):
             raise _Retry(f"cannot connect ({type(exc).__name__}: {redact(str(exc), key)})") from exc
         except httpx.RequestError as exc:  # dropped connection, truncated body, bad encoding ...
             raise _Retry(f"connection failed ({type(exc).__name__}: {redact(str(exc), key)})") from exc
+        except (ValueError, TypeError) as exc:  # httpx refusing a header value; never shows it raw
+            raise BackendRequestError(f"POST {self.url}: request refused by the HTTP client "
+                                      f"({type(exc).__name__}: {redact(str(exc), key)})", fatal=True) from None
         status = resp.status_code
         text = _body_text(resp)
         if status != 200:
@@ -310,7 +338,7 @@ class OpenAICompatibleBackend(Backend):
             raise _Retry(f"HTTP 200 but the body is not JSON ({len(resp.content)} bytes); body starts: {first!r}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise _Retry(f"HTTP 200 but the JSON has no 'choices'; body starts: {snippet(text, key, 200)!r}")
-        return data
+        return scrub(data, key) if key else data  # type: ignore[no-any-return]
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST with retries; returns (response JSON, number of retries).

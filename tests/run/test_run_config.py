@@ -16,7 +16,7 @@ from evalign.cli import app
 from evalign.io import write_table
 
 runner = CliRunner()
-SHIPPED = Path(__file__).resolve().parents[1] / "src" / "evalign" / "data" / "configs" / "demo.yaml"
+SHIPPED = Path(__file__).resolve().parents[2] / "src" / "evalign" / "data" / "configs" / "demo.yaml"
 
 
 def _run(args: list[str], code: int = 0) -> Any:
@@ -461,7 +461,7 @@ def test_readme_config_example_is_a_valid_config() -> None:
     from evalign.run.config import parse_config
     from evalign.run.marks import load_marked
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = re.findall(r"## Config files\n.*?```yaml\n(.*?)```", readme, re.S)[0]
     cfg = parse_config(load_marked(block, "README.md"), file="README.md")
     ev = cfg.evaluations[0]

@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalign.errors import ModelLoadError
-from evalign.signature import package_version
-from evalign.train.data import file_sha256
+from evalign.signature import file_sha256, package_version
 
 #: environment variable that moves the model cache
 MODELS_ENV = "EVALIGN_MODELS_DIR"

@@ -1,0 +1,202 @@
+"""A leaderboard from a file of pairwise verdicts: one spec in (:class:`LeaderboardSpec`), one result out
+(:class:`LeaderboardOutcome`). Reads the battle table (:func:`evalign.io.read_battles`: errors name
+file, line and field), picks the ranked column (a verdict column, the output of ``evalign judge`` in
+relative mode, or a panel of several columns) and runs :func:`evalign.meta.leaderboard.leaderboard`.
+The command line, ``evalign run`` and the Python API all come through :func:`run_leaderboard`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalign.errors import InputError, UsageError
+from evalign.io import read_battles
+from evalign.meta.leaderboard import (
+    A_WINS,
+    B_WINS,
+    TIE,
+    UNPARSEABLE,
+    Leaderboard,
+    LeaderboardSettings,
+    PanelResult,
+    judge_battles,
+    judge_panel,
+    leaderboard,
+    read_verdicts,
+)
+
+#: the column the ranked verdicts are in when a panel is ranked
+PANEL_COLUMN = "panel"
+#: the item a battle's instruction comes from, when ``id`` names the pair (see :func:`battles_of`)
+ITEM_ID = "item_id"
+
+
+@dataclass(frozen=True)
+class LeaderboardSpec:
+    """What to rank and how.
+
+    Attributes:
+        verdict: a verdict column (A / B / tie / unparseable); the default when neither ``judge``
+            nor ``panel`` is given is ``"verdict"``.
+        judge: the name of a judge column of ``evalign judge`` output in relative mode (``NAME``,
+            ``NAME.ab``, ``NAME.ba``): both presentation orders become battles.
+        panel: two or more verdict columns combined into one judge (:func:`judge_panel`).
+        panel_rule: ``"majority"`` (plurality vote, ``tie_rule`` without a winner) or ``"mean"``
+            (mean of the codes A = +1, tie = 0, B = -1; its sign is the verdict).
+        tie_rule: the panel's verdict when a majority vote has no winner.
+        board: the statistics' settings.
+    """
+
+    verdict: str | None = None
+    judge: str | None = None
+    panel: tuple[str, ...] = ()
+    panel_rule: Literal["majority", "mean"] = "majority"
+    tie_rule: Literal["tie", "unparseable", "first"] = "tie"
+    board: LeaderboardSettings = field(default_factory=LeaderboardSettings)
+
+    def __post_init__(self) -> None:
+        given = [n for n, v in (("--verdict", self.verdict), ("--judge", self.judge), ("--panel", self.panel)) if v]
+        if len(given) > 1:
+            raise UsageError(f"give one of --verdict, --judge or --panel, not {' and '.join(given)}")
+        if self.panel and len(self.panel) < 2:
+            raise UsageError("--panel needs at least two columns")
+        if self.panel_rule not in ("majority", "mean"):
+            raise UsageError(f"unknown panel rule {self.panel_rule!r}; choose majority or mean")
+
+    @property
+    def column(self) -> str:
+        """The ranked column's name (the judge, the verdict column or ``panel``)."""
+        if self.panel:
+            return PANEL_COLUMN
+        return self.judge or self.verdict or "verdict"
+
+
+@dataclass(frozen=True)
+class LeaderboardOutcome:
+    """The leaderboard and what it was computed from."""
+
+    board: Leaderboard
+    spec: LeaderboardSpec
+    source: str
+    n_rows: int
+    panel: PanelResult | None = None
+
+
+def _used_columns(spec: LeaderboardSpec, columns: Any) -> list[str]:
+    if spec.panel:
+        return list(spec.panel)
+    if spec.judge:
+        return [spec.judge] + [c for c in (f"{spec.judge}.ab", f"{spec.judge}.ba") if c in columns]
+    return [spec.column]
+
+
+def _check_verdicts(table: pd.DataFrame, columns: list[str]) -> None:
+    """Every verdict readable; an error names the file and the line of the first bad one."""
+    lines = table.attrs.get("lines")
+    for c in columns:
+        try:
+            read_verdicts(table[c].to_numpy(), c)
+        except InputError as e:
+            line = lines[e.line - 1] if lines and e.line else e.line
+            raise InputError(e.reason, file=table.attrs.get("source"), line=line, field=c,
+                             line_word=table.attrs.get("line_word", "line")) from None
+
+
+def _panel(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame, PanelResult]:
+    cols = list(spec.panel)
+    if spec.panel_rule == "majority":
+        res = judge_panel(table, cols, how="majority", tie_rule=spec.tie_rule)
+        verdicts = np.asarray(res.combined, dtype=object)
+    else:
+        signed = {A_WINS: 1.0, B_WINS: -1.0, TIE: 0.0}
+        codes = pd.DataFrame({c: [signed.get(int(x), np.nan) for x in read_verdicts(table[c].to_numpy(), c)]
+                              for c in cols})
+        res = judge_panel(codes, cols, how="mean")
+        mean = np.asarray(res.combined, dtype=float)
+        verdicts = np.where(np.isnan(mean), "unparseable", np.where(mean > 0, "A", np.where(mean < 0, "B", "tie")))
+    return table.assign(**{PANEL_COLUMN: verdicts}), res
+
+
+def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame, PanelResult | None]:
+    """The battle table to rank (verdicts in column ``verdict``) and the panel's agreement, if any.
+    Battles are grouped by instruction by ``item_id`` where every row has one (pairs exported with
+    ``evalign datasets export --as pairs --against``, whose ``id`` is unique per pair), else ``id``."""
+    _check_verdicts(table, _used_columns(spec, table.columns))
+    if ITEM_ID in table.columns and table[ITEM_ID].notna().all():
+        table = table.assign(id=table[ITEM_ID].astype(str))
+    if spec.judge:
+        return judge_battles(table, spec.judge), None
+    panel = None
+    if spec.panel:
+        table, panel = _panel(table, spec)
+    return table.rename(columns={spec.column: "verdict"}) if spec.column != "verdict" else table, panel
+
+
+def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec()) -> LeaderboardOutcome:
+    """Read a verdict table and rank its systems (module doc); errors name the file, line and field."""
+    table = read_battles(source, columns=_used_columns(spec, ()))
+    battles, panel = battles_of(table, spec)
+    systems = set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str))
+    for option, name in (("--baseline-system", spec.board.baseline), ("--anchor", spec.board.bt.anchor)):
+        if name is not None and name not in systems:
+            raise UsageError(f"{option} {name!r} is not a system of {table.attrs['source']} "
+                             f"(systems: {', '.join(sorted(systems))})")
+    codes = read_verdicts(battles["verdict"].to_numpy(), spec.column)
+    if not np.isin(codes, (A_WINS, B_WINS, TIE)).any():
+        n_bad = int((codes == UNPARSEABLE).sum())
+        raise InputError(f"no resolved verdict to rank: {n_bad} unparseable, {len(codes) - n_bad} missing",
+                         file=str(table.attrs["source"]), field=spec.column)
+    board = leaderboard(battles, settings=spec.board)
+    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def panel_summary(panel: PanelResult) -> dict[str, Any]:
+    """The panel's members and agreement, JSON-ready."""
+    return {
+        "members": list(panel.members),
+        "rule": panel.how,
+        "fleiss_kappa": _finite(panel.fleiss_kappa),
+        "krippendorff_alpha": _finite(panel.krippendorff_alpha),
+        "mean_cohen_kappa": _finite(panel.mean_cohen_kappa),
+        "cohen_kappa": {f"{a} vs {b}": _finite(v) for (a, b), v in panel.cohen_kappa.items()},
+        "n_complete": panel.n_complete,
+    }
+
+
+def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
+    """The whole result, JSON-ready: the system table, the win-rate matrix, settings, notes, panel."""
+    b = out.board
+    bt = b.bt.settings
+    pos = b.positions
+    return {
+        "source": out.source,
+        "column": out.spec.column,
+        "n_rows": out.n_rows,
+        "baseline": b.settings.baseline,
+        "orders": b.settings.orders,
+        "bradley_terry": {"anchor": bt.anchor, "scale": bt.scale, "n_bootstrap": bt.n_bootstrap,
+                          "resample": "items" if bt.cluster else "battles", "confidence": bt.confidence,
+                          "seed": bt.seed, "alpha": bt.alpha, "converged": b.bt.converged},
+        "lc_difficulty": b.lc.difficulty_source if b.lc is not None else None,
+        "position_agreement": None if pos is None else {
+            "agreement": _finite(pos.agreement), "n_pairs": pos.n_pairs, "n_unmatched": pos.n_unmatched,
+            "first_position_rate": _finite(pos.first_position_rate)},
+        "systems": b.table.to_dict(orient="records"),
+        "win_rate_matrix": {"systems": list(b.matrix.systems),
+                            "rate": [[_finite(v) for v in row] for row in b.matrix.rate],
+                            "n": b.matrix.n.astype(int).tolist()},
+        "panel": panel_summary(out.panel) if out.panel is not None else None,
+        "notes": list(b.notes),
+    }
+
+
+__all__ = ["ITEM_ID", "PANEL_COLUMN", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "outcome_dict", "panel_summary",
+           "run_leaderboard"]
