@@ -16,10 +16,17 @@ The normaliser masks only what legitimately varies between two runs of the same 
 * stderr lines of progress bars (a carriage return, or a tqdm bar ``NN%|``) are dropped; a command run
   without a terminal prints none today.
 
-Everything else (numbers, table layout, messages, column order, JSON formatting) is compared byte for byte.
+Everything else (table layout, messages, column order, JSON formatting) is compared byte for byte, and so
+are the numbers, up to the noise of floating point between processors: the same code gives
+``0.3333333333333332`` on one CPU and ``...31`` on another (numpy's SIMD sums), and a sentence-transformer's
+float32 kernels move SemScore by ~1e-8. So where the texts differ, they still match when everything but the
+numbers is identical and each number equals its golden within :data:`REL_TOL` (relative) or
+:data:`ABS_TOL` (absolute); a decimal printed with at most 6 decimals may also move by one unit in its last
+place (a value on a rounding boundary). Integers must be equal.
 Small outputs are stored whole (``NAME``), so a mismatch shows a readable diff; big ones (scored JSONL, the
-demo's HTML report) as ``NAME.sha256``: the sha256 of the normalised text, then a short hash per line, so a
-mismatch names the first differing line and prints it.
+demo's HTML report) as ``NAME.sha256``: the sha256 of the normalised text, then per line a short hash of the
+line with its full-precision numbers (:data:`LONG_NUMBER`) taken out, followed by those numbers, so a mismatch
+names the first differing line and prints it.
 """
 
 from __future__ import annotations
@@ -51,6 +58,12 @@ _JSON_TIME_OBJECT = re.compile(r'"(?:s_per_1000|seconds[A-Za-z0-9_]*)"\s*:\s*\{[
 _JSON_NUMBER = re.compile(r'("\s*:\s*)(-?[0-9][0-9.eE+-]*)')
 _SIGNATURE_TIME = re.compile(r" \([0-9]+(?:\.[0-9]+)?s\)$", re.MULTILINE)
 _PROGRESS = re.compile(r"\r|[0-9]+%\|")
+#: a number as printed (integer, decimal, exponent)
+NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+#: a number printed at full precision (7 or more digits after the point): the ones noise can move
+LONG_NUMBER = re.compile(r"-?[0-9]+\.[0-9]{7,}(?:[eE][-+]?[0-9]+)?")
+REL_TOL = 1e-6
+ABS_TOL = 1e-9
 
 
 # ------------------------------------------------------------------------------------------------
@@ -247,6 +260,32 @@ def _diff(expected: str, actual: str, name: str, limit: int = 80) -> str:
     return "\n".join(lines[:limit]) + more
 
 
+def numbers_close(expected: str, actual: str) -> bool:
+    """Two printed numbers equal up to floating-point noise (see the module's docstring)."""
+    if expected == actual:
+        return True
+    if not any(c in expected + actual for c in ".eE"):  # integers: exactly
+        return False
+    a, b = float(expected), float(actual)
+    if abs(a - b) <= max(REL_TOL * max(abs(a), abs(b)), ABS_TOL):
+        return True
+    decimals = [len(x.split(".")[1]) if "." in x and "e" not in x.lower() else None for x in (expected, actual)]
+    return decimals[0] is not None and decimals[0] == decimals[1] and decimals[0] <= 6 \
+        and abs(a - b) <= 1.01 * 10.0 ** -decimals[0]
+
+
+def same_up_to_noise(expected: str, actual: str) -> bool:
+    """``expected`` and ``actual`` identical but for numbers that are :func:`numbers_close` (runs of spaces
+    around a number of another width allowed)."""
+    want, got = NUMBER.findall(expected), NUMBER.findall(actual)
+    if len(want) != len(got):
+        return False
+    skeleton = [re.sub(" +", " ", part) for part in NUMBER.split(expected)]
+    if skeleton != [re.sub(" +", " ", part) for part in NUMBER.split(actual)]:
+        return False
+    return all(numbers_close(w, g) for w, g in zip(want, got, strict=True))
+
+
 def check_text(name: str, text: str) -> None:
     """Compare ``text`` with the golden file ``name`` (or write it under EVALIGN_UPDATE_GOLDEN=1)."""
     path = GOLDEN_DIR / name
@@ -257,22 +296,33 @@ def check_text(name: str, text: str) -> None:
     assert path.exists(), f"no golden file {path} (record it with EVALIGN_UPDATE_GOLDEN=1)"
     with path.open(encoding="utf-8", newline="") as f:
         expected = f.read()
-    if expected != text:
+    if expected != text and not same_up_to_noise(expected, text):
         raise AssertionError(f"output differs from golden/{name}:\n{_diff(expected, text, name)}")
 
 
-def _line_hash(line: str) -> str:
-    return hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]
+def _line_record(line: str) -> str:
+    """A line's record: the short hash of the line with its full-precision numbers taken out, then them."""
+    numbers = LONG_NUMBER.findall(line)
+    masked = LONG_NUMBER.sub("#", line)
+    return " ".join([hashlib.sha256(masked.encode("utf-8")).hexdigest()[:16], *numbers])
+
+
+def _record_matches(record: str, line: str) -> bool:
+    digest, *numbers = record.split(" ")
+    got = _line_record(line).split(" ")
+    return got[0] == digest and len(got) - 1 == len(numbers) \
+        and all(numbers_close(w, g) for w, g in zip(numbers, got[1:], strict=True))
 
 
 def check_hashed(name: str, text: str) -> None:
-    """Compare a big ``text`` with ``name.sha256`` (its sha256, then a short hash per line): on a mismatch
-    the message names the first differing line and shows it."""
+    """Compare a big ``text`` with ``name.sha256`` (its sha256, then a record per line: a short hash and the
+    line's full-precision numbers, compared up to noise): on a mismatch the message names the first
+    differing line and shows it."""
     path = GOLDEN_DIR / f"{name}.sha256"
     lines = text.split("\n")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     record = f"sha256 {digest} bytes {len(text.encode('utf-8'))} lines {len(lines)}\n" + "".join(
-        f"{_line_hash(line)}\n" for line in lines)
+        f"{_line_record(line)}\n" for line in lines)
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(record, encoding="utf-8", newline="")
@@ -282,9 +332,11 @@ def check_hashed(name: str, text: str) -> None:
     if head.split()[1] == digest:
         return
     for i, line in enumerate(lines):
-        if i >= len(hashes) or hashes[i] != _line_hash(line):
+        if i >= len(hashes) or not _record_matches(hashes[i], line):
             raise AssertionError(f"golden/{name}: first difference at line {i + 1} "
                                  f"(golden: {head}; now {len(lines)} lines):\n{line[:3000]}")
+    if len(hashes) == len(lines):
+        return  # every line equal up to noise
     raise AssertionError(f"golden/{name}: {len(hashes) - len(lines)} line(s) missing at the end (golden: {head})")
 
 

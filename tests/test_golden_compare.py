@@ -1,0 +1,35 @@
+"""The golden comparison tolerates floating-point noise between processors and nothing else."""
+
+from __future__ import annotations
+
+from golden.compare import _line_record, _record_matches, numbers_close, same_up_to_noise
+
+
+def test_noise_in_the_last_digits_passes() -> None:
+    assert same_up_to_noise('{"value": 0.3333333333333332}', '{"value": 0.3333333333333331}')
+    assert same_up_to_noise('"semscore": 0.81234561', '"semscore": 0.81234562')
+    assert numbers_close("0.33333333333333315", "0.33333333333333326")
+
+
+def test_a_rounding_boundary_may_move_one_unit() -> None:
+    assert same_up_to_noise("| 0.334 |", "| 0.333 |")
+    assert not same_up_to_noise("| 0.335 |", "| 0.333 |")
+
+
+def test_real_changes_fail() -> None:
+    assert not same_up_to_noise("n = 80", "n = 81")  # integers exactly
+    assert not same_up_to_noise('{"value": 0.5}', '{"value": 0.5001}')
+    assert not same_up_to_noise('{"value": 0.3333333}', '{"value": 0.3334333}')
+    assert not same_up_to_noise("rank 1 bleu", "rank 1 chrf")
+    assert not same_up_to_noise("a 1 b 2", "a 1 b")
+    assert not numbers_close("1e-3", "2e-3")
+
+
+def test_hashed_line_records() -> None:
+    line = '{"id": "q1", "semscore": 0.8123456123, "bleu": 12.5}'
+    record = _line_record(line)
+    assert record.split(" ")[1:] == ["0.8123456123"]
+    assert _record_matches(record, line.replace("0.8123456123", "0.8123456129"))
+    assert not _record_matches(record, line.replace("0.8123456123", "0.8124456123"))
+    assert not _record_matches(record, line.replace("12.5", "12.6"))
+    assert not _record_matches(record, line.replace("q1", "q2"))
