@@ -43,7 +43,8 @@ FILE: Any = typer.Argument(None, help="Scored items or a judged pair table (JSON
                                       "optional with --dataset.")
 HUMAN: Any = typer.Option(None, "--human", help="Human rating column (item-level ratings).")
 METRIC: Any = typer.Option(
-    [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
+    [], "--metric", "-m", help="Metric or judge column, a metric name to compute on the fly, or a glob of judge "
+    "columns ('judge:gpt-4/*') (repeatable). Default with --dataset: the dataset's shipped judge columns."
 )
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
@@ -89,18 +90,20 @@ def meta_cmd(
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+    from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
-    if not metrics:
+    if not metrics and dataset is None:
         raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
     fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
                        language_field)
     settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
                              system_human=system_human, lower_is_better=lower_is_better,
-                             pref=tuple(split_multi(pref)), rule="flags", scores=tuple(metrics))
+                             pref=tuple(split_multi(pref)), rule="flags",
+                             scores=tuple(n for n in metrics if not is_glob(n)))
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
@@ -136,10 +139,20 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
               **spec_kw: Any) -> Any:
     """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
     (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
-    computed (``option``: their ``--option`` values), and the remaining spec fields ``spec_kw``."""
+    computed (``option``: their ``--option`` values; a glob selects judge columns; none: the
+    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), and the
+    remaining spec fields ``spec_kw``."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+    from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
     inputs = meta_inputs(settings)
+    default = list(inputs.ds.judge_columns) if inputs.ds is not None and inputs.pairs is not None else []
+    try:
+        metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
+                               source=inputs.source)
+    except EvalignError as e:
+        suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
+        raise CliError(f"{e}{suffix}") from None
     options = {n: _options(option, n, no_cache) for n in metrics}
     table, cols, runs = _columns(inputs, metrics, lower, options)
     try:
