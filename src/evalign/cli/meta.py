@@ -247,10 +247,12 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
+    from evalign.meta.order_diagnostics import FIELDS  # numpy only, but evalign.meta is heavy
+
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
-    rows = rows.drop(columns=[c for c in ("definition",) if c in rows.columns])
+    rows = rows.drop(columns=[c for c in ("definition", *FIELDS) if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -268,6 +270,33 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
         c for c in rows.columns if c not in front and c not in ("group", "n")]]
     return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
                                 "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+
+
+#: the order diagnostics shown under a trust table, with their short headers
+DIAGNOSTICS_SHOWN = {"accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
+                     "position_agreement": "orders agree", "prefers_first": "picks first shown",
+                     "prefers_longer": "picks longer"}
+
+
+def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
+    """The order diagnostics of the judges run in both orders, for one group of a trust table's
+    rows, in the table's order (empty when no judge has them): the key figures of
+    :data:`evalign.meta.order_diagnostics.FIELDS` (all of them are in ``--json``)."""
+    rows = pd.DataFrame(rows)
+    if rows.empty or "accuracy_both" not in rows.columns:
+        return pd.DataFrame()
+    rows = rows[(rows["group"] == group) & pd.to_numeric(rows["accuracy_both"], errors="coerce").notna()]
+    return rows[["metric", *DIAGNOSTICS_SHOWN]].rename(columns=DIAGNOSTICS_SHOWN).reset_index(drop=True)
+
+
+def print_diagnostics(rows: Any) -> None:
+    """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
+    df = diagnostics_display(rows)
+    if df.empty:
+        return
+    print_table(df, title="Judges run in both orders: accuracy as LLMBar reports it (mean of the two orders), "
+                          "when both orders are right (the ranked verdict), how often the orders agree, and the "
+                          "share of decided verdicts that picked the first-shown or the longer response", digits=3)
 
 
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
@@ -370,5 +399,6 @@ def render(r: Any) -> None:
                               highlight=False)
     for t in r.trust:
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
+        print_diagnostics(t.rows)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
