@@ -55,8 +55,9 @@ def demo_cmd(
         print_diagnostics(result.llmbar_result.trust[0].rows)
     for line in demo_legend(result):
         err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+    shown = {w for res in results if res is not None for w in res.warnings}
     for note in result.notes:
-        if note not in result.system_result.warnings and note not in result.pair_result.warnings:
+        if note not in shown:
             err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
