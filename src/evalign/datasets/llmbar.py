@@ -151,8 +151,7 @@ def load_llmbar(
             "LLMBar: instruction + two outputs, the objectively better one marked by the authors "
             "(Natural 100, Adversarial Neighbor 134 / GPTInst 92 / GPTOut 47 / Manual 46); no ties, no references"
         ),
-        licence="MIT (judge verdicts: MIT)" if not any(n in PROCESSED for n in names) else
-        "MIT (judge verdicts: MIT; Processed sets: third-party, not checked)",
+        licence="MIT" if not any(n in PROCESSED for n in names) else "MIT (Processed sets: third-party, not checked)",
         citation=FULL_CITATION,
         pairs=pairs,
         pref_columns=["pref_1"],
