@@ -160,3 +160,31 @@ def test_tulu_shows_baselines_and_says_which_metrics_do_not_beat_them(monkeypatc
     text = " ".join(res.output.split())
     assert "rouge_l does not beat the best trivial baseline" in text
     assert "rouge_l calls 99.4% of pairs ties" in text
+
+
+def test_llmbar_ranks_its_shipped_judges_by_default_and_a_glob_selects_them() -> None:
+    from evalign.datasets.llmbar_verdicts import judge_columns
+
+    fast = ["--bootstrap", "30", "--permutations", "30", "--json"]
+    every = _json(["meta", "--dataset", "llmbar:natural", *fast])
+    rows = [r for r in every["trust"][0]["rows"] if r["group"] == "(all)"]
+    judges = [r for r in rows if r["kind"] == "judge"]
+    assert sorted(r["metric"] for r in judges) == sorted(judge_columns(["Natural"])) and len(judges) == 65
+    assert {r["metric"] for r in rows if r["kind"] == "baseline"} >= {"always_a", "always_b", "random"}
+    gpt4 = {r["metric"]: r for r in judges if r["metric"].startswith("judge:gpt-4/")}
+    # GPT-4 Vanilla on Natural: upstream reports 95.5 (the mean of the two orders); both orders right 93
+    v = gpt4["judge:gpt-4/vanilla"]
+    assert (v["accuracy_mean"], v["value"], v["accuracy_both"]) == (pytest.approx(0.955), 0.93, 0.93)
+    assert all(r["cluster"] is not None and r["ci_low"] <= r["value"] <= r["ci_high"] for r in judges)
+    picked = _json(["meta", "--dataset", "llmbar:natural", "-m", "judge:gpt-4/*", *fast])
+    names = [r["metric"] for r in picked["trust"][0]["rows"] if r["kind"] == "judge"]
+    assert sorted(names) == sorted(gpt4) and len(names) == 15
+    assert [r["value"] for r in picked["trust"][0]["rows"] if r["metric"] == "judge:gpt-4/vanilla"] == [0.93]
+    res = runner.invoke(app, ["meta", "--dataset", "llmbar:natural", "-m", "judge:gpt-5/*"])
+    assert res.exit_code == 1 and "'judge:gpt-5/*' matches no judge column" in " ".join(res.output.split())
+
+
+def test_a_dataset_without_judge_columns_still_needs_metric() -> None:
+    res = runner.invoke(app, ["meta", "--dataset", "hhh"])
+    assert res.exit_code == 1
+    assert "with --metric (the dataset ships no judge columns)" in " ".join(res.output.split())

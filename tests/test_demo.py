@@ -47,7 +47,8 @@ def test_second_run_reads_embeddings_from_cache(demo_run: tuple[subprocess.Compl
 def test_demo_prints_tables(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     proc, _root = demo_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for title in ("Self-Instruct leaderboard", "System-level agreement", "PandaLM: pairwise preference accuracy"):
+    for title in ("Self-Instruct leaderboard", "System-level agreement", "PandaLM: pairwise preference accuracy",
+                  "LLMBar Natural + Adversarial", "Judges run in both orders"):
         assert title in proc.stdout
     assert "semscore" in proc.stdout
     assert "semscore = semscore[model=all-MiniLM-L6-v2]" in " ".join(proc.stderr.split())
@@ -82,6 +83,12 @@ def test_demo_files_and_numbers(demo_run: tuple[subprocess.CompletedProcess[str]
     assert pref.loc["always_tie", "value"] == pytest.approx(105 / 999)
     assert "judge:gpt-3.5-turbo" in proc.stdout and "always_tie" in proc.stdout
     assert summary["pandalm"]["signature"]["statistic"] == "preference_accuracy"
+    # LLMBar: the published judges with their order diagnostics, beside the baselines
+    llmbar = pd.read_csv(out / "llmbar_judges.csv").set_index("metric")
+    assert llmbar.loc["judge:gpt-4/vanilla", "kind"] == "judge" and llmbar.loc["always_b", "kind"] == "baseline"
+    assert llmbar.loc["judge:gpt-4/vanilla", "value"] == llmbar.loc["judge:gpt-4/vanilla", "accuracy_both"]
+    rows = {r["metric"]: r for r in summary["llmbar"]["trust"][0]["rows"]}
+    assert rows["judge:gpt-4/vanilla"]["n"] == 419 and 0 < rows["judge:gpt-4/vanilla"]["position_agreement"] < 1
     assert "bleu (corpus)" in lb.columns  # the declared system score
     scored = pd.read_json(out / "self_instruct_scored.jsonl", lines=True)
     assert len(scored) == 2016 and scored["semscore[model=all-MiniLM-L6-v2]"].between(-1, 1).all()

@@ -8,6 +8,11 @@
    the humans' majority vote (pairwise preference accuracy with a calibrated tie threshold), in one
    trust table with the upstream GPT-3.5-turbo and PandaLM-7B judge verdicts on the same pairs and
    the baselines (always A / B / tie, random, longer is better, the human ceiling).
+3. LLMBar Natural + Adversarial (419 pairs, the objectively better output marked by the authors):
+   the published verdicts of LLMBar's LLM evaluators (GPT-4, ChatGPT, LLaMA2, PaLM2, Falcon, each
+   judged in both orders): each evaluator's best strategy on these pairs plus the named
+   :data:`LLMBAR_NAMED`, ranked with the baselines, with the order diagnostics. No metric: LLMBar
+   has no reference answers.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import bundled_path
+from evalign.datasets.llmbar import FULL_CITATION as LLMBAR_CITATION
 from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
+from evalign.evaluate.columns import verdict_codes
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.io import write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric
@@ -33,6 +41,31 @@ from evalign.scoring import MetricRun, score
 
 #: lexical metrics of the demo (always available)
 LEXICAL = ("bleu", "chrf", "rouge_l", "exact_match")
+#: the LLMBar set of the demo (Natural + the four Adversarial subsets) and the judges named in its
+#: table beside each evaluator's best strategy (LLMBar's Vanilla prompt, the one a live judge runs)
+LLMBAR_SET = "llmbar"
+LLMBAR_NAMED = ("judge:gpt-4/vanilla", "judge:chatgpt/vanilla", "judge:llama2/vanilla")
+
+
+def best_per_evaluator(pairs: pd.DataFrame, judges: Sequence[str], gold: str = "pref_1") -> list[str]:
+    """Each evaluator's best judge column (``judge:<evaluator>/<strategy>``) on ``pairs``: the
+    highest share of verdicts equal to ``gold`` (a verdict resolved over both orders; none =
+    wrong), the first in ``judges``' order on a tie; evaluators in the order of ``judges``."""
+    labels = pairs[gold].to_numpy(dtype=float)
+    best: dict[str, tuple[float, str]] = {}
+    for j in judges:
+        evaluator = j.removeprefix("judge:").split("/", 1)[0]
+        codes, skipped = verdict_codes(pairs, j)
+        keep = ~skipped & np.isfinite(labels)
+        acc = float(np.mean(codes[keep] == labels[keep])) if keep.any() else float("nan")
+        if evaluator not in best or acc > best[evaluator][0]:
+            best[evaluator] = (acc, j)
+    return [j for _, j in best.values()]
+
+
+def llmbar_judges(pairs: pd.DataFrame, judges: Sequence[str]) -> list[str]:
+    """The demo's LLMBar judges: :func:`best_per_evaluator` and :data:`LLMBAR_NAMED`, once each."""
+    return list(dict.fromkeys([*best_per_evaluator(pairs, judges), *(j for j in LLMBAR_NAMED if j in judges)]))
 
 
 def offline_metrics() -> tuple[list[Metric], list[str]]:
@@ -77,6 +110,8 @@ class DemoResult:
     preference: pd.DataFrame
     system_result: Any = None  # evalign.evaluate.EvalResult
     pair_result: Any = None  # evalign.evaluate.EvalResult
+    #: LLMBar: the published judges ranked with the baselines (None in a demo without it)
+    llmbar_result: Any = None  # evalign.evaluate.EvalResult
     notes: list[str] = field(default_factory=list)
 
 
@@ -129,14 +164,16 @@ def run_demo(
     pair_result = evaluate(EvalSpec(human=pl_in.human, columns=pair_cols, items=pair_items, pairs=eval_pairs,
                                     by=MERGED_TASK, resampling=resampling, source="PandaLM", dataset="PandaLM",
                                     costs={r.column: r.seconds_per_1000 for r in pair_runs}, curves=True))
+    lb_result = llmbar_evaluation(resampling, step)
     signatures = [f"{r.column}: {r.signature}" for r in runs]
     rd = from_results(
-        [si_result, pair_result],
+        [si_result, pair_result, lb_result],
         title="evalign demo: which metric or judge agrees with people?",
         subtitle=(
             f"Self-Instruct: {len(items)} items, {items['system'].nunique()} systems, human system ranks. "
             f"PandaLM: {len(pl.pairs)} pairs, 3 annotators, with the upstream GPT-3.5-turbo and PandaLM-7B "
-            f"verdicts. Sources: {si.citation} {pl.citation}"
+            f"verdicts. LLMBar: {lb_result.n_items} pairs (Natural + Adversarial), the published verdicts of its "
+            f"LLM evaluators. Sources: {si.citation} {pl.citation} {LLMBAR_CITATION}"
         ),
         notes=[*notes, *signatures],
         by_task_label="PandaLM: preference accuracy (with ties)",
@@ -160,8 +197,22 @@ def run_demo(
         preference=pair_result.trust[0].for_group().drop(columns=["group"]),
         system_result=si_result,
         pair_result=pair_result,
-        notes=[*notes, *si_result.warnings, *pair_result.warnings],
+        llmbar_result=lb_result,
+        notes=[*notes, *si_result.warnings, *pair_result.warnings, *lb_result.warnings],
     )
+
+
+def llmbar_evaluation(resampling: Resampling, step: Callable[[str], None]) -> Any:
+    """The demo's LLMBar trust table: :func:`llmbar_judges` against the authors' gold, with the
+    baselines and the order diagnostics (an :class:`~evalign.evaluate.EvalResult`)."""
+    lb_in = load_inputs(InputSettings(dataset=LLMBAR_SET))
+    ds = lb_in.ds
+    assert ds is not None and lb_in.pairs is not None
+    chosen = llmbar_judges(lb_in.pairs, ds.judge_columns)
+    step(f"ranking {len(chosen)} of LLMBar's {len(ds.judge_columns)} published judges on {len(lb_in.pairs)} pairs")
+    return evaluate(EvalSpec(human=lb_in.human, columns=tuple(Column(j, "judge", verdict=True) for j in chosen),
+                             items=lb_in.items, pairs=lb_in.pairs, resampling=resampling, source="LLMBar",
+                             dataset="LLMBar"))
 
 
 def write_demo(result: DemoResult, out: Path) -> dict[str, Path]:
@@ -174,6 +225,7 @@ def write_demo(result: DemoResult, out: Path) -> dict[str, Path]:
         ("leaderboard.csv", result.leaderboard),
         ("correlations.csv", result.correlations),
         ("pandalm_preference_accuracy.csv", result.preference),
+        *((("llmbar_judges.csv", result.llmbar_result.trust[0].for_group().drop(columns=["group"])),) if result.llmbar_result else ()),
     ):
         write_table(df, out / name)
         paths[name] = out / name
@@ -194,6 +246,7 @@ def write_demo(result: DemoResult, out: Path) -> dict[str, Path]:
         "pandalm_preference_accuracy": result.preference.to_dict("records"),
         "self_instruct": result.system_result.to_json() if result.system_result is not None else None,
         "pandalm": result.pair_result.to_json() if result.pair_result is not None else None,
+        "llmbar": result.llmbar_result.to_json() if result.llmbar_result is not None else None,
         "notes": result.notes,
         "files": sorted(str(p.relative_to(out)) for p in paths.values() if p.is_relative_to(out)),
     }

@@ -61,6 +61,7 @@ def test_demo_tables_at_80_columns(demo_result) -> None:
     assert text.count("davinci-self-instruct-and-superni-ft") == 2
     assert text.count("judge:gpt-3.5-turbo") >= 2 and "PandaLM (continued)" in text
     assert "[0.000, 0.000]" in _cells(lines)
+    assert "LLMBar Natural + Adversarial (continued)" in text and text.count("judge:gpt-4/vanilla") >= 2
     legend = demo_legend(demo_result)
     assert "semscore = semscore[model=all-MiniLM-L6-v2]" in legend
     assert any(line.startswith("human rank = rank among 12 models") for line in legend)

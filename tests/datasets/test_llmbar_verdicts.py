@@ -34,8 +34,24 @@ def raw(shared_data: Path) -> dict[Config, list[dict[str, object]]]:
 
 @pytest.fixture(scope="module")
 def pairs(shared_data: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The adapter's pair table (the verdict columns wired in) and its judge columns."""
     d = load_dataset("llmbar", processed=True, data_dir=shared_data)
-    return lv.with_verdicts(d.pairs)
+    return d.pairs, d.judge_columns
+
+
+def test_the_adapter_ships_the_verdict_columns(pairs: tuple[pd.DataFrame, list[str]]) -> None:
+    table, names = pairs
+    assert names == lv.judge_columns() and names[:2] == ["judge:gpt-4/vanilla", "judge:gpt-4/vanilla_norules"]
+    base = table[[c for c in table.columns if not c.startswith("judge:")]]
+    again, again_names = lv.with_verdicts(base)
+    assert again_names == names
+    pd.testing.assert_frame_equal(again, table)
+    # a variant carries only the configurations that judged its sets (65 on Natural)
+    nat = load_dataset("llmbar", subsets=["Natural"])
+    assert len(nat.judge_columns) == 65 and len(nat.pairs) == 100
+    assert nat.judge_columns == lv.judge_columns(["Natural"])
+    assert "judge:gpt-4/vanilla.ab" in nat.pairs.columns and "judge:gpt-4/vanilla.ab" not in nat.judge_columns
+    assert "MIT" in nat.licence and "princeton-nlp/LLMBar" in nat.citation
 
 
 def _code(w: object) -> float:

@@ -104,7 +104,7 @@ def test_pairwise_file_and_dataset(llama_server, tmp_path: Path) -> None:
             "--max-tokens", "96", "--seed", "1"]
     res = CliRunner().invoke(app, ["judge", str(src), "--mode", "pairwise", *base, "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "order-swap agreement" in res.output and "first position picked" in res.output
+    assert "position_agreement" in res.output and "prefers_first" in res.output
     t = pd.read_csv(out)
     col = "prometheus_relative[helpfulness]"
     assert set(t[f"{col}.ab"]) <= {"A", "B"} and set(t[col]) <= {"A", "B", "tie"}

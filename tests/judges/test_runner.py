@@ -247,10 +247,10 @@ def test_pairwise_both_orders_on_server(llama_server, fault_proxy, tmp_path: Pat
         assert row[f"{col}.code"] == {"A": 1.0, "B": -1.0, "tie": 0.0}[expected]
         assert row[f"{col}.consistent"] == (ab == ba)
     swap = run.summary["bias"]["order_swap"]
-    assert swap["agreement"] == pytest.approx((t[f"{col}.ab"] == t[f"{col}.ba"]).mean())
+    assert swap["position_agreement"] == pytest.approx((t[f"{col}.ab"] == t[f"{col}.ba"]).mean())
     assert swap["n_pairs"] == 5 and swap["n_verdicts"] == 10
     picked_first = (t[f"{col}.ab"] == "A").sum() + (t[f"{col}.ba"] == "B").sum()
-    assert swap["first_position_rate"] == pytest.approx(picked_first / 10)
+    assert swap["prefers_first"] == pytest.approx(picked_first / 10)
     assert sum(run.summary["distribution"].values()) == 5
 
 
@@ -418,9 +418,15 @@ def test_bias_functions() -> None:
     assert out["overall"]["n"] == 6
     assert out["by_human"]["1"]["n"] == 3 and out["by_human"]["2"]["n"] == 2
     assert math.isnan(out["by_human"]["2"]["spearman"])  # fewer than 3 items
-    sw = order_swap_agreement(["A", "B", "A", None], ["A", "A", "tie", "B"])
-    assert sw["agreement"] == pytest.approx(1 / 3) and sw["n_pairs"] == 3
+    sw = order_swap_agreement(["A", "B", "A", None, None], ["A", "A", "tie", "B", None])
+    # equal: pair 1 and pair 5 (two missing verdicts agree, as LLMBar counts them) -> 2 of 5
+    assert sw["position_agreement"] == pytest.approx(2 / 5) and sw["n_pairs"] == 5
     # first shown picked: ab "A" twice; ba "B" once -> 3 of 6 decided verdicts
-    assert sw["first_position_rate"] == pytest.approx(3 / 6) and sw["n_verdicts"] == 6
+    assert sw["prefers_first"] == pytest.approx(3 / 6) and sw["n_verdicts"] == 6
     pl = pairwise_length_bias([1, -1, 0, 1], ["long text", "x", "y", "zz"], ["s", "longer", "q", "zzzz"])
-    assert pl["n_decided"] == 3 and pl["longer_wins"] == pytest.approx(2 / 3)
+    assert pl["n_decided"] == 3 and pl["prefers_longer"] == pytest.approx(2 / 3)
+    # both orders pooled: the longer is A, B, (equal), B; ab picks A, A, -, B (2 of 3 decided on
+    # pairs of different lengths), ba picks A, B, -, A (2 of 3) -> 4 of 6
+    pooled = pairwise_length_bias([1, 0, 0, 0], ["long text", "x", "y", "zz"], ["s", "longer", "q", "zzzz"],
+                                  orders=[["A", "A", "A", "B"], ["A", "B", "tie", "A"]])
+    assert pooled["n_decided"] == 6 and pooled["prefers_longer"] == pytest.approx(4 / 6)

@@ -45,6 +45,7 @@ def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
                 "tables": list(e.tables),
                 "labels": e.labels,
                 "licence": e.licence,
+                "citation": e.citation or None,
                 "ships_with_evalign": e.ships,
                 "needs_files": (not e.ships) or any(v.needs_files for v in e.variants.values()),
                 "where": e.where or None,
@@ -75,6 +76,8 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
             ships = "needs files"
         wrapped(f"{r['name']}  {'+'.join(r['tables'])}  {ships}  {r['licence']}")
         wrapped(f"  labels: {r['labels']}")
+        if r["citation"]:
+            wrapped(f"  cite: {r['citation']}")
         for v in r["variants"]:
             star = " *" if v["needs_files"] and r["ships_with_evalign"] else ""
             wrapped(f"  variant {v['name']}: {v['description']}{star}")

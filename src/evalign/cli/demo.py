@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
-from evalign.cli.meta import print_trust, trust_display
+from evalign.cli.meta import print_diagnostics, print_trust, trust_display
 from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
@@ -46,14 +46,18 @@ def demo_cmd(
     if as_json:
         emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
         return
-    (b_title, board), (s_title, s_df), (p_title, p_df) = demo_tables(result)
+    (b_title, board), *trust_tables = demo_tables(result)
     print_table(board, title=b_title, digits=3)
-    for res, title, df in ((result.system_result, s_title, s_df), (result.pair_result, p_title, p_df)):
+    results = (result.system_result, result.pair_result, result.llmbar_result)
+    for res, (title, df) in zip(results, trust_tables, strict=False):
         print_trust(res.trust[0], df, title, [w for w in res.warnings if w not in res.trust[0].warnings])
+    if result.llmbar_result is not None:
+        print_diagnostics(result.llmbar_result.trust[0].rows)
     for line in demo_legend(result):
         err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+    shown = {w for res in results if res is not None for w in res.warnings}
     for note in result.notes:
-        if note not in result.system_result.warnings and note not in result.pair_result.warnings:
+        if note not in shown:
             err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
@@ -65,7 +69,8 @@ def register(app: typer.Typer) -> None:
 
 def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     """The demo's terminal tables (title, table): the Self-Instruct leaderboard, the system-level
-    trust table and the PandaLM trust table, with short metric names (see :func:`demo_legend`)."""
+    trust table, the PandaLM trust table and (when the demo ran it) the LLMBar judges' trust table,
+    with short metric names (see :func:`demo_legend`)."""
     short = _short_names(result.metric_cols)
     board = result.leaderboard.rename(columns=_short_labels(result.leaderboard.columns, short))
     board["human_rank"] = board["human_rank"].astype(int)
@@ -73,7 +78,7 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     si = result.system_result.trust[0]
     pt = result.pair_result.trust[0]
     n = result.leaderboard["system"].nunique()
-    return [
+    out = [
         (f"Self-Instruct leaderboard ({n} systems): system scores beside the published human rank (1 = best; "
          "see the legend); bleu and chrf are corpus scores, the others means of item scores", board),
         ("System-level agreement with the human ranking (Kendall tau over the "
@@ -85,6 +90,17 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
          _show(trust_display(pt.for_group(), pt.signature["confidence"], "acc_ties"), short,
                {"preference_accuracy_no_ties": "acc_no_ties"})),
     ]
+    lb = result.llmbar_result
+    if lb is not None:
+        t = lb.trust[0]
+        out.append((f"LLMBar Natural + Adversarial ({lb.n_items} pairs, gold marked by the authors): the published "
+                    "LLM judges, each evaluator's best strategy here (chosen on these pairs) and the named Vanilla "
+                    "ones; a verdict counts when both orders agree and are right (95% bootstrap CI; cluster 1 = "
+                    "not significantly worse than the best)",
+                    _show(trust_display(t.for_group(), t.signature["confidence"], "acc_both"), {},
+                          {"preference_accuracy_no_ties": "acc_no_ties"}).drop(
+                              columns=["acc_no_ties", "acc. parsed only", "epsilon"], errors="ignore")))
+    return out
 
 
 def demo_legend(result: Any) -> list[str]:

@@ -468,16 +468,17 @@ def _bias_table(bias: dict[str, Any]) -> Table:
     b = _table("Bias audit", ("check", "left"), ("value", "right"), ("n", "right"))
     length = bias["length"]
     unit = length["unit"]
-    what = "verdict vs length(A) - length(B)" if "longer_wins" in length else f"score vs length ({unit})"
+    what = "verdict vs length(A) - length(B)" if "prefers_longer" in length else f"score vs length ({unit})"
     ov = length["overall"]
     b.add_row(f"Spearman {what}", fmt_value(ov["spearman"], 3), str(ov["n"]))
     b.add_row(f"Kendall {what}", fmt_value(ov["kendall"], 3), str(ov["n"]))
     for g, c in length.get("by_human", {}).items():
         b.add_row(f"Spearman score vs length | human = {g}", fmt_value(c["spearman"], 3), str(c["n"]))
-    if "longer_wins" in length:
-        b.add_row("longer response wins", fmt_value(length["longer_wins"], 3), str(length["n_decided"]))
+    if "prefers_longer" in length:
+        b.add_row("prefers_longer", fmt_value(length["prefers_longer"], 3), str(length["n_decided"]))
     swap = bias.get("order_swap")
     if swap:
-        b.add_row("order-swap agreement", fmt_value(swap["agreement"], 3), str(swap["n_pairs"]))
-        b.add_row("first position picked", fmt_value(swap["first_position_rate"], 3), str(swap["n_verdicts"]))
+        b.add_row("position_agreement", fmt_value(swap["position_agreement"], 3), str(swap["n_pairs"]))
+        b.add_row("prefers_first", fmt_value(swap["prefers_first"], 3),
+                  str(swap["n_verdicts"]))
     return b

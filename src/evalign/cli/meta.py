@@ -43,7 +43,8 @@ FILE: Any = typer.Argument(None, help="Scored items or a judged pair table (JSON
                                       "optional with --dataset.")
 HUMAN: Any = typer.Option(None, "--human", help="Human rating column (item-level ratings).")
 METRIC: Any = typer.Option(
-    [], "--metric", "-m", help="Metric or judge column, or a metric name to compute on the fly (repeatable)."
+    [], "--metric", "-m", help="Metric or judge column, a metric name to compute on the fly, or a glob of judge "
+    "columns ('judge:gpt-4/*') (repeatable). Default with --dataset: the dataset's shipped judge columns."
 )
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
@@ -89,18 +90,20 @@ def meta_cmd(
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+    from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
-    if not metrics:
+    if not metrics and dataset is None:
         raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
     fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
                        language_field)
     settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
                              system_human=system_human, lower_is_better=lower_is_better,
-                             pref=tuple(split_multi(pref)), rule="flags", scores=tuple(metrics))
+                             pref=tuple(split_multi(pref)), rule="flags",
+                             scores=tuple(n for n in metrics if not is_glob(n)))
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
@@ -136,10 +139,20 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
               **spec_kw: Any) -> Any:
     """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
     (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
-    computed (``option``: their ``--option`` values), and the remaining spec fields ``spec_kw``."""
+    computed (``option``: their ``--option`` values; a glob selects judge columns; none: the
+    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), and the
+    remaining spec fields ``spec_kw``."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+    from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
     inputs = meta_inputs(settings)
+    default = list(inputs.ds.judge_columns) if inputs.ds is not None and inputs.pairs is not None else []
+    try:
+        metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
+                               source=inputs.source)
+    except EvalignError as e:
+        suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
+        raise CliError(f"{e}{suffix}") from None
     options = {n: _options(option, n, no_cache) for n in metrics}
     table, cols, runs = _columns(inputs, metrics, lower, options)
     try:
@@ -234,10 +247,12 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
+    from evalign.meta.order_diagnostics import FIELDS  # numpy only, but evalign.meta is heavy
+
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
-    rows = rows.drop(columns=[c for c in ("definition",) if c in rows.columns])
+    rows = rows.drop(columns=[c for c in ("definition", *FIELDS) if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -255,6 +270,33 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
         c for c in rows.columns if c not in front and c not in ("group", "n")]]
     return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
                                 "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+
+
+#: the order diagnostics shown under a trust table, with their short headers
+DIAGNOSTICS_SHOWN = {"accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
+                     "position_agreement": "orders agree", "prefers_first": "picks first shown",
+                     "prefers_longer": "picks longer"}
+
+
+def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
+    """The order diagnostics of the judges run in both orders, for one group of a trust table's
+    rows, in the table's order (empty when no judge has them): the key figures of
+    :data:`evalign.meta.order_diagnostics.FIELDS` (all of them are in ``--json``)."""
+    rows = pd.DataFrame(rows)
+    if rows.empty or "accuracy_both" not in rows.columns:
+        return pd.DataFrame()
+    rows = rows[(rows["group"] == group) & pd.to_numeric(rows["accuracy_both"], errors="coerce").notna()]
+    return rows[["metric", *DIAGNOSTICS_SHOWN]].rename(columns=DIAGNOSTICS_SHOWN).reset_index(drop=True)
+
+
+def print_diagnostics(rows: Any) -> None:
+    """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
+    df = diagnostics_display(rows)
+    if df.empty:
+        return
+    print_table(df, title="Judges run in both orders: accuracy as LLMBar reports it (mean of the two orders), "
+                          "when both orders are right (the ranked verdict), how often the orders agree, and the "
+                          "share of decided verdicts that picked the first-shown or the longer response", digits=3)
 
 
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
@@ -357,5 +399,6 @@ def render(r: Any) -> None:
                               highlight=False)
     for t in r.trust:
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
+        print_diagnostics(t.rows)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

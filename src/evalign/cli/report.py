@@ -120,10 +120,15 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     report's :class:`~evalign.evaluate.EvalSpec` (its trust tables by the labels' kind; the breakdown
     by ``task`` when it has several values, its labels merged by case)."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
-    from evalign.evaluate.prepare import resolve_columns  # scipy: not at every command's start
+    from evalign.evaluate.prepare import expand_names, resolve_columns  # scipy: not at every command's start
 
     inputs = report_inputs(settings)
     hum, pairs = inputs.human, inputs.pairs
+    try:  # globs (``judge:gpt-4/*``) select judge columns
+        metrics, judges = (expand_names(n, table=inputs.items, pairs=pairs, source=inputs.source) if n else []
+                           for n in (metrics, judges))
+    except EvalignError as e:
+        raise CliError(str(e)) from None
     names, lower = existing_columns(inputs.items, list(dict.fromkeys([*metrics, *judges])), lower, {})
     table, cols, runs = resolve_columns(inputs.items, names, source=inputs.source, pairs=pairs, lower_is_better=lower)
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]

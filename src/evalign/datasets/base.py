@@ -89,6 +89,8 @@ class DatasetEntry:
     #: the folder under the data folder that holds the files
     folder: str = ""
     variants: dict[str, Variant] = field(default_factory=dict)
+    #: how to cite the set (and what ships with it), shown by ``evalign datasets`` when given
+    citation: str = ""
 
 
 #: the dataset registry (adapter functions; plugins from the ``evalign.datasets`` entry points)

@@ -1,7 +1,12 @@
 """LLMBar (Zeng et al. 2024): pairs of outputs for one instruction, with the objectively better one
 marked by the authors; Natural (100) and four Adversarial subsets (319), bundled (MIT).
 The third-party *Processed* sets (FairEval, LLMEval^2, MT-Bench human judgments; licences not
-checked) are not bundled and are read from a local copy with ``processed=True``."""
+checked) are not bundled and are read from a local copy with ``processed=True``.
+
+Every set carries the published verdicts of LLMBar's LLM evaluators as judge columns
+``judge:<evaluator>/<strategy>`` (with ``.ab`` / ``.ba`` / ``.status`` / ``.reason``; see
+:mod:`evalign.datasets.llmbar_verdicts`): they are plain columns of the pair table, listed in
+:attr:`~evalign.datasets.base.HumanDataset.judge_columns`."""
 
 from __future__ import annotations
 
@@ -13,12 +18,15 @@ import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
 from evalign.datasets.external import find_set_dir
+from evalign.datasets.llmbar_verdicts import with_verdicts
 from evalign.errors import InputError
 
 CITATION = (
     "Zeng et al. 2024, Evaluating Large Language Models at Evaluating Instruction Following, "
     "ICLR 2024, arXiv 2310.07641."
 )
+#: the set's citation, with where its pairs and the shipped judge verdicts come from
+FULL_CITATION = f"{CITATION} Pairs and judge verdicts: github.com/princeton-nlp/LLMBar (MIT)."
 #: subset name (the pair table's ``task``) -> folder in the bundled ``data/llmbar``
 SUBSETS = {
     "Natural": "Natural",
@@ -72,11 +80,13 @@ _ADVERSARIAL = ("Neighbor", "GPTInst", "GPTOut", "Manual")
 @register_dataset("llmbar", entry=DatasetEntry(
     "llmbar",
     ("pairs",),
-    "419 pairs, gold better output marked by the authors (no ties)",
-    "MIT (processed sets: third-party, not checked)",
+    "419 pairs, gold better output marked by the authors (no ties); published verdicts of 6 LLM "
+    "evaluators x up to 15 strategies in both orders (judge:<evaluator>/<strategy>)",
+    "MIT (judge verdicts: MIT; processed sets: third-party, not checked)",
     True,
     where=_LLMBAR_WHERE,
     folder="llmbar",
+    citation=FULL_CITATION,
     variants={
         "natural": Variant("Natural (100 pairs)", {"subsets": ["Natural"]}),
         "adversarial": Variant(
@@ -107,7 +117,11 @@ def load_llmbar(
     """LLMBar as a pair table: ``task`` = subset (``Natural``, ``Adversarial/Neighbor``,
     ``Adversarial/GPTInst``, ``Adversarial/GPTOut``, ``Adversarial/Manual``), ``id`` =
     ``<subset>/<row>``, ``system_a``/``system_b`` = ``output_1``/``output_2``, one gold column
-    ``pref_1`` (+1 = output_1 better, -1 = output_2 better; no ties), no reference.
+    ``pref_1`` (+1 = output_1 better, -1 = output_2 better; no ties), no reference; and the
+    published judge verdicts of every LLMBar evaluator configuration that judged these sets as
+    judge columns ``judge:<evaluator>/<strategy>`` (``J``, ``J.ab``, ``J.ba``, ``J.status``,
+    ``J.reason``; :func:`evalign.datasets.llmbar_verdicts.with_verdicts`), named in
+    ``judge_columns`` (what ``evalign meta`` ranks when no ``-m`` is given).
 
     ``subsets`` picks subsets (default: the five bundled ones). ``processed=True`` adds the
     Processed FairEval / LLMEval2 / MT-Bench sets from ``data_dir`` (see
@@ -130,6 +144,7 @@ def load_llmbar(
         rows += _read_subset(path, name)
     pairs = pd.DataFrame(rows)
     pairs["pref_1"] = pairs["pref_1"].astype(np.float64)
+    pairs, judges = with_verdicts(pairs)
     return HumanDataset(
         name="llmbar",
         description=(
@@ -137,7 +152,8 @@ def load_llmbar(
             "(Natural 100, Adversarial Neighbor 134 / GPTInst 92 / GPTOut 47 / Manual 46); no ties, no references"
         ),
         licence="MIT" if not any(n in PROCESSED for n in names) else "MIT (Processed sets: third-party, not checked)",
-        citation=CITATION,
+        citation=FULL_CITATION,
         pairs=pairs,
         pref_columns=["pref_1"],
+        judge_columns=judges,
     )

@@ -249,7 +249,9 @@ def verdict_columns(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def with_verdicts(pairs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """``pairs`` with the upstream judge columns added (:func:`verdict_columns`) and the judge
-    column names, for :class:`evalign.datasets.base.HumanDataset` ``judge_columns``."""
+    column names, for :class:`evalign.datasets.base.HumanDataset` ``judge_columns``. Columns of
+    ``pairs`` with the same names (a table that has them already) are replaced."""
     cols = verdict_columns(pairs)
     names = [c for c in cols.columns if not c.endswith(SUFFIXES[1:])]
-    return pd.concat([pairs, cols], axis=1), names
+    base = pairs.drop(columns=[c for c in cols.columns if c in pairs.columns])
+    return pd.concat([base, cols], axis=1), names

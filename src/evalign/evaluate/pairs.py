@@ -18,6 +18,14 @@ from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import Ceiling, Evaluation, Undefined, require, signature
 from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import PairArrays, breakdown, group_index, pair_arrays, pair_scores
+from evalign.meta.order_diagnostics import (
+    FIELDS,
+    OrderDiagnostics,
+    as_codes,
+    both_order_judges,
+    order_diagnostics,
+    text_lengths,
+)
 from evalign.meta.pairwise import pairwise_preference_accuracy
 from evalign.meta.significance import Statistic
 from evalign.meta.trust import PREFERENCES, Predictor
@@ -190,12 +198,41 @@ class PairEvaluation(Evaluation):
         return ceiling
 
     def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
-        """``n_unparseable`` of each judge's verdicts in each group (when a judge is evaluated)."""
+        """``n_unparseable`` of each judge's verdicts in each group (when a judge is evaluated), and
+        the order diagnostics (:data:`evalign.meta.order_diagnostics.FIELDS`) of each judge with both orders
+        (``J.ab`` / ``J.ba``) over the group's compared pairs (NaN for the other rows)."""
         if not self.verdicts:
             return
         verdict_cols = {c.name for c in self.cols if c.verdict}
         rows["n_unparseable"] = [n_unparseable(self.data[m][:, groups[g]]) if m in verdict_cols else np.nan
                                  for g, m in zip(rows["group"], rows["metric"], strict=True)]
+        both = set(both_order_judges(self.table.columns)) & verdict_cols
+        if not both:
+            return
+        diags = self.order_diagnostics(sorted(both), groups)
+        for f in FIELDS:
+            rows[f] = [getattr(diags[(g, m)], f) if (g, m) in diags else np.nan
+                       for g, m in zip(rows["group"], rows["metric"], strict=True)]
+
+    def order_diagnostics(self, judges: Sequence[str],
+                          groups: Mapping[str, np.ndarray]) -> dict[tuple[str, str], OrderDiagnostics]:
+        """(group, judge) -> the judge's :func:`~evalign.meta.order_diagnostics.order_diagnostics`
+        over the group's compared pairs (gold: the annotators' majority; lengths in characters)."""
+        t = self.table
+        la = text_lengths(t["response_a"].tolist()) if "response_a" in t.columns else None
+        lb = text_lengths(t["response_b"].tolist()) if "response_b" in t.columns else None
+        codes = {j: (as_codes(t[f"{j}.ab"].tolist()), as_codes(t[f"{j}.ba"].tolist())) for j in judges}
+        out: dict[tuple[str, str], OrderDiagnostics] = {}
+        for g, idx in groups.items():
+            sel = np.zeros(len(t), dtype=bool)
+            sel[idx] = True
+            for j in judges:
+                keep = sel & self.common & ~np.isnan(self.data[j][1])  # compared and not skipped
+                ab, ba = codes[j]
+                out[(g, j)] = order_diagnostics(
+                    ab[keep], ba[keep], self.labels[keep],
+                    length_a=la[keep] if la is not None else None, length_b=lb[keep] if lb is not None else None)
+        return out
 
     # -- breakdown, curves, sign ---------------------------------------------------------------
 

@@ -4,6 +4,8 @@ columns to evaluate (existing metric and judge columns, or metrics computed on t
 from __future__ import annotations
 
 import difflib
+import fnmatch
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -65,6 +67,63 @@ def attach_labels(items: pd.DataFrame, ds: Any, human: Human) -> pd.DataFrame:
     out = items.astype({"id": str, "system": str}).merge(keep, on=["id", "system"], how="left", validate="one_to_one")
     out.attrs.update(items.attrs)
     return out
+
+
+def is_glob(name: str) -> bool:
+    """Whether a ``-m`` name is a glob (it holds ``*`` or ``?``; ``[`` is part of column names
+    such as ``prometheus[rubric]`` and is matched literally)."""
+    return "*" in name or "?" in name
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
+
+
+def judge_column_names(*tables: pd.DataFrame | None) -> list[str]:
+    """The judge columns of ``tables`` (see :mod:`evalign.evaluate.columns`), without their
+    companions ``J.ab`` / ``J.ba`` / ``J.status`` / ... (a column ``X.suffix`` beside a column
+    ``X``), in column order, each once."""
+    out: dict[str, None] = {}
+    for t in tables:
+        if t is None:
+            continue
+        cols = set(map(str, t.columns))
+        for c in map(str, t.columns):
+            if c.rpartition(".")[0] in cols:
+                continue
+            if is_judge_column(t, c):
+                out[c] = None
+    return list(out)
+
+
+def expand_names(names: Sequence[str], *, table: pd.DataFrame | None, pairs: pd.DataFrame | None = None,
+                 default: Sequence[str] = (), source: str = "") -> list[str]:
+    """The column names to evaluate: each glob of ``names`` (``judge:gpt-4/*``; see :func:`is_glob`)
+    replaced by the judge columns of ``pairs`` / ``table`` it matches (in column order), other names
+    kept; without names, ``default`` (a dataset's shipped judge columns). Raises InputError for a
+    glob that matches no judge column, or when there are neither names nor defaults."""
+    if not names:
+        if not default:
+            raise InputError("name the metric or judge columns (or metrics to compute)", file=source or None,
+                             field="metric")
+        return list(default)
+    judges: list[str] | None = None
+    out: dict[str, None] = {}
+    for n in names:
+        if not is_glob(n):
+            out[n] = None
+            continue
+        if judges is None:
+            judges = judge_column_names(pairs, table)
+        rx = _glob_regex(n)
+        hits = [j for j in judges if rx.fullmatch(j)]
+        if not hits:
+            shown = ", ".join(judges[:5]) + (", ..." if len(judges) > 5 else "")
+            raise InputError(f"'{n}' matches no judge column" + (f" (judge columns: {shown})" if judges else
+                                                                 " (the table has no judge columns)"),
+                             file=source or None, field="metric")
+        out.update(dict.fromkeys(hits))
+    return list(out)
 
 
 def _registered(name: str) -> Any:

@@ -18,7 +18,8 @@ EPSILON_RULE = ("calibrated once per column on all aligned data (Deutsch et al. 
 class TrustTable:
     """One ranking: ``rows`` (columns ``group, n, kind, rank, cluster, metric, value, ci_low,
     ci_high, p_vs_best, beats_baselines``, further statistics, ``epsilon``, ``s_per_1000`` and
-    for judges ``n_unparseable``, for baselines their ``definition``); ``groups`` (``group, n,
+    for judges ``n_unparseable`` and, for a pairwise judge run in both orders, the order diagnostics
+    :data:`evalign.meta.order_diagnostics.FIELDS`; for baselines their ``definition``); ``groups`` (``group, n,
     status``); ``signature``. ``headline``: one line when no metric or judge beats the best trivial
     baseline of ``(all)`` (ranks and clusters are then withheld, None); ``warnings``: the warnings of
     this table (also in :attr:`EvalResult.warnings`)."""

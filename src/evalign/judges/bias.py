@@ -7,9 +7,13 @@ Pure functions over arrays (scipy.stats for the rank correlations); every judge 
   correlation that remains where humans gave the same grade points at the judge, not the data).
 * :func:`pairwise_length_bias`: for pairs, the rank correlation between the verdict code
   (+1 = A better, -1 = B better, 0 = tie) and the length difference ``len(A) - len(B)``, and how
-  often the longer response wins a decided pair.
+  often a decided verdict picks the longer response (``prefers_longer``).
 * :func:`order_swap_agreement`: for pairs judged in both orders (A/B and B/A), the share of pairs
-  whose two verdicts agree once mapped back, and how often the response shown first was picked.
+  whose two verdicts agree once mapped back (``position_agreement``), and how often the response
+  shown first was picked (``prefers_first``).
+
+The names and definitions of ``position_agreement``, ``prefers_first`` and ``prefers_longer`` are
+those of the trust table's order diagnostics (:mod:`evalign.meta.order_diagnostics`).
 
 NaN scores (unscored items) are left out; a statistic on fewer than 3 items, or on constant input,
 is NaN.
@@ -110,23 +114,29 @@ def pairwise_length_bias(
     responses_b: Sequence[Any],
     *,
     unit: str = "chars",
+    orders: Sequence[Sequence[str | None]] = (),
 ) -> dict[str, Any]:
     """Length bias of pairwise verdicts.
 
     ``codes``: +1 = A better, -1 = B better, 0 = tie (NaN = no verdict). Returns the rank
-    correlation between the codes and ``len(A) - len(B)`` and ``longer_wins``: among pairs with a
-    non-tie verdict and responses of different length, the share won by the longer response
-    (0.5 = no length preference), with its count ``n_decided``.
+    correlation between the codes and ``len(A) - len(B)`` and ``prefers_longer``: among the
+    decided verdicts (A or B) on pairs of different lengths, the share that picked the longer
+    response (0.5 = no length preference), with its count ``n_decided``. ``orders``: the verdicts
+    of each order (``"A"`` / ``"B"`` / ``"tie"`` / None, in the original orientation) of a judge
+    run in both orders: ``prefers_longer`` then pools them (each single-order verdict counts once).
     """
     c = np.asarray(codes, dtype=float)
     diff = response_length(responses_a, unit) - response_length(responses_b, unit)
-    decided = np.isfinite(c) & (c != 0) & np.isfinite(diff) & (diff != 0)
-    longer = (np.sign(c[decided]) == np.sign(diff[decided])).sum()
-    n = int(decided.sum())
+    picks = [np.array([{"A": 1.0, "B": -1.0}.get(str(v), np.nan) for v in o]) for o in orders] or [c]
+    longer = n = 0
+    for p in picks:
+        decided = np.isfinite(p) & (p != 0) & np.isfinite(diff) & (diff != 0)
+        longer += int((np.sign(p[decided]) == np.sign(diff[decided])).sum())
+        n += int(decided.sum())
     return {
         "unit": unit,
         "overall": rank_correlation(c, diff).as_dict(),
-        "longer_wins": float(longer / n) if n else float("nan"),
+        "prefers_longer": float(longer / n) if n else float("nan"),
         "n_decided": n,
     }
 
@@ -134,15 +144,16 @@ def pairwise_length_bias(
 def order_swap_agreement(ab: Sequence[str | None], ba: Sequence[str | None]) -> dict[str, Any]:
     """Position-bias audit of pairs judged in both orders.
 
-    ``ab`` / ``ba``: the verdict of each pair in the A-first and the B-first order, both mapped back
-    to the original orientation (``"A"``, ``"B"``, ``"tie"``; None = no verdict).
-    Returns ``agreement`` (share of pairs with both verdicts whose verdicts are equal), ``n_pairs``,
-    ``first_position_rate`` (share of non-tie single-order verdicts that picked the response shown
-    first; 0.5 = no position preference) and ``n_verdicts``.
+    ``ab`` / ``ba``: the verdict of each judged pair in the A-first and the B-first order, both
+    mapped back to the original orientation (``"A"``, ``"B"``, ``"tie"``; None = no verdict).
+    Returns ``position_agreement`` (share of the pairs whose two verdicts are equal; two missing
+    verdicts count as equal, as LLMBar counts them), ``n_pairs``, ``prefers_first`` (share of the
+    decided single-order verdicts, A or B, that picked the response shown first; 0.5 = no position
+    preference) and ``n_verdicts``.
     """
     if len(ab) != len(ba):
         raise ValueError("ab and ba must have the same length")
-    both = [(x, y) for x, y in zip(ab, ba, strict=True) if x is not None and y is not None]
+    both = list(zip(ab, ba, strict=True))
     agree = sum(1 for x, y in both if x == y)
     first = 0
     decided = 0
@@ -155,8 +166,8 @@ def order_swap_agreement(ab: Sequence[str | None], ba: Sequence[str | None]) -> 
             decided += 1
             first += y == "B"
     return {
-        "agreement": agree / len(both) if both else float("nan"),
+        "position_agreement": agree / len(both) if both else float("nan"),
         "n_pairs": len(both),
-        "first_position_rate": first / decided if decided else float("nan"),
+        "prefers_first": first / decided if decided else float("nan"),
         "n_verdicts": decided,
     }

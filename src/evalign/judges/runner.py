@@ -673,6 +673,11 @@ def _summary(
     )
 
 
+def _verdicts(column: pd.Series, keep: np.ndarray) -> list[str | None]:
+    """The single-order verdicts of the kept rows (``"A"`` / ``"B"`` / ``"tie"``; None = none)."""
+    return [v if isinstance(v, str) and v in ("A", "B", "tie") else None for v in column[keep].tolist()]
+
+
 def _pair_statistics(
     judge: Judge, out: pd.DataFrame, length_unit: str
 ) -> tuple[dict[str, int], float, dict[str, Any], dict[str, int]]:
@@ -684,11 +689,15 @@ def _pair_statistics(
     distribution = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
     finite = codes[np.isfinite(codes)]
     mean = float(finite.mean()) if finite.size else float("nan")
+    both = bool(getattr(judge, "both_orders", False))
+    judged = (status != "skipped").to_numpy()
+    orders = [_verdicts(out[f"{col}.{o}"], judged) for o in ("ab", "ba")] if both else []
     bias: dict[str, Any] = {
-        "length": pairwise_length_bias(codes, out["response_a"].tolist(), out["response_b"].tolist(), unit=length_unit)
+        "length": pairwise_length_bias(codes[judged], out["response_a"][judged].tolist(),
+                                       out["response_b"][judged].tolist(), unit=length_unit, orders=orders)
     }
-    if getattr(judge, "both_orders", False):
-        bias["order_swap"] = order_swap_agreement(out[f"{col}.ab"].tolist(), out[f"{col}.ba"].tolist())
+    if both:
+        bias["order_swap"] = order_swap_agreement(*orders)
     rounds: dict[str, int] = {}
     if f"{col}.rounds" in out.columns:
         used = [int(r) for r, s in zip(out[f"{col}.rounds"], status, strict=True) if s != "skipped"]

@@ -63,6 +63,12 @@ class OrderDiagnostics:
         return asdict(self)
 
 
+#: the figures of :class:`OrderDiagnostics` (all but ``n``), in order: the columns a trust table
+#: gives a judge run in both orders
+FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",
+          "prefers_first", "prefers_longer")
+
+
 def as_codes(verdicts: Sequence[Any]) -> np.ndarray:
     """Verdicts as codes: ``"A"`` / +1 -> 1.0, ``"B"`` / -1 -> -1.0, ``"tie"`` / 0 -> 0.0, no verdict
     (None, NaN, ``""``, ``"unparseable"``) -> NaN. Raises ValueError on anything else."""

@@ -57,6 +57,8 @@ def from_results(
     the coverage table; ``min_group_size`` is the breakdown's (default 30 pairs, 10 items);
     ``human_scale`` says what a human system rank is a rank among."""
     parts = _Parts(label=by_task_label or "statistic")
+    # several pair results (the demo's PandaLM and LLMBar) are told apart by their source
+    parts.name_pairs = sum(r.mode == "pairs" and not r.refused for r in results) > 1
     for r in results:
         parts.add_columns(r)
         if r.refused:
@@ -123,6 +125,8 @@ class _Parts:
     left_out: dict[str, int] = field(default_factory=dict)
     min_size: int | None = None
     table_notes: dict[str, list[str]] = field(default_factory=dict)
+    #: whether a pair result's rows are labelled ``pairs (<source>)`` rather than ``pairs``
+    name_pairs: bool = False
 
     def add_columns(self, r: EvalResult) -> None:
         for c in r.columns:
@@ -149,7 +153,8 @@ class _Parts:
                 self.add_table_notes("correlations", t)
             elif t.statistic in ACCURACIES:
                 what = f"{t.statistic} ({t.grouping} grouping)" if r.mode == "items" else f"{t.statistic} (with ties)"
-                self.acc.append(_tidy(t.rows, table=r.mode, statistic=what).rename(columns={"n": unit}))
+                table = f"pairs ({r.source})" if r.mode == "pairs" and self.name_pairs else r.mode
+                self.acc.append(_tidy(t.rows, table=table, statistic=what).rename(columns={"n": unit}))
                 self.add_table_notes("pair_accuracy", t)
             self.confidence = float(t.signature.get("confidence", self.confidence))
             self.notes.append(f"signature ({t.statistic}, {t.level} level): {t.signature['text']}")
