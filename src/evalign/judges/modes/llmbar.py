@@ -52,6 +52,12 @@ PARSERS = {"llmbar_direct": "direct", "llmbar_cot": "cot"}
 #: upstream's logit bias values (``tokens_to_avoid`` / ``tokens_to_favor``)
 AVOID_BIAS = -100.0
 FAVOR_BIAS = 7.0
+#: LLMBar's strategy names (``upstream_configs/<Evaluator>/<Strategy>.json``) -> evalign's templates
+STRATEGY_TEMPLATES = {
+    "Vanilla": "llmbar_vanilla", "Vanilla_NoRules": "llmbar_vanilla_norules", "CoT": "llmbar_cot",
+    "Metrics": "llmbar_metrics", "Reference": "llmbar_reference", "Metrics_Reference": "llmbar_metrics_reference",
+    "Swap": "llmbar_swap", "Swap_CoT": "llmbar_swap_cot",
+}  # fmt: skip
 #: the synthesis round's orders
 SYNTHESIS = {"ab": "swap_ab", "ba": "swap_ba"}
 _WINNER = {"A": "1", "B": "2"}
