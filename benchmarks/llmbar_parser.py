@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import re
@@ -69,6 +70,7 @@ def load_texts(data_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache
 def template_style(strategy: str, synthesis: bool) -> str:
     """The answer format evalign reads a text of ``strategy`` in: its template's parser (the synthesis
     round's for a Swap text from that round); ``direct`` for the 1-/2-shot strategies (no template)."""

@@ -6,22 +6,18 @@ making no call, the logit bias accepted by the server."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from llama_server import LlamaServer, ServerInfo  # tests/judges, on the path by conftest.py
 
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
 from evalign.judges.backends.model_source import packaged_gguf_path
 from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.parsing import REASONS
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from llama_server import LlamaServer, ServerInfo  # noqa: E402
 
 pytestmark = pytest.mark.server
 
