@@ -7,16 +7,20 @@ resumed run repeating none; the logit bias option; ``--mode pairwise --template 
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from evalign.cache import Cache
+from evalign.cli import app
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, read_pairs, run_judge
 from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
@@ -327,3 +331,60 @@ def test_mode_pairwise_with_an_llmbar_template_and_options() -> None:
     t = load_template("llmbar_metrics")
     edited = type(t)(**{**t.__dict__, "stages": (type(t.stages[0])(**{**t.stages[0].__dict__, "prompt": "x"}),)})
     assert edited.hash(False) != t.hash(False)
+
+
+# --- through the command line, over HTTP --------------------------------------------------------------
+
+
+class _Chat(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint answering like :func:`swap_answer`; keeps every request body."""
+
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append(body)
+        text = swap_answer(GenerationRequest(messages=body["messages"], max_tokens=body["max_tokens"]))
+        out = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
+                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                       "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_cli_mode_pairwise_template_llmbar_swap_with_logit_bias(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        src = tmp_path / "pairs.jsonl"
+        pairs().to_json(src, orient="records", lines=True)
+        out = tmp_path / "judged.jsonl"
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        res = CliRunner().invoke(app, ["judge", str(src), "--mode", "pairwise", "--template", "llmbar_swap",
+                                       "--logit-bias", "--base-url", url, "--model", "m", "--json", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        summary = json.loads(Path(f"{out}.summary.json").read_text(encoding="utf-8"))
+        assert summary["judge"] == "llmbar" and summary["column"] == "llmbar_swap"
+        assert summary["distribution"] == {"A": 2, "B": 2} and summary["calls"]["new"] == 12
+        table = pd.read_json(out, lines=True)
+        assert table["llmbar_swap"].tolist() == ["B", "B", "A", "A"]
+        bodies = _Chat.bodies
+        assert len(bodies) == 12 and all(b["logit_bias_type"] == "tokens" for b in bodies)
+        # first round (CoT): tokens to avoid only; synthesis (answer only): Output (a) / (b) favoured too
+        assert sorted(len(b["logit_bias"]) for b in bodies) == [11] * 8 + [13] * 4
+        assert {b["temperature"] for b in bodies} == {0.0}
+    finally:
+        server.shutdown()
+    res = CliRunner().invoke(app, ["judge", str(src), "--mode", "pairwise", "--logit-bias", "--base-url", url,
+                                   "--model", "m"])
+    assert res.exit_code == 1 and "--logit-bias applies to the LLMBar templates" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, ["judge", str(src), "--mode", "pairwise", "--template", "llmbar_cot", "--tie",
+                                   "--base-url", url, "--model", "m"])
+    assert res.exit_code == 1 and "no tie answer" in res.output
