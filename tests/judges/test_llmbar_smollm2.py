@@ -24,7 +24,6 @@ pytestmark = pytest.mark.server
 PAIRS = [
     ("Name the capital of France.", "Paris is the capital of France.", "The Eiffel Tower is tall."),
     ("Give one synonym of 'happy'.", "Sad.", "Joyful."),
-    ("Add 2 and 3.", "2 + 3 = 5.", "2 + 3 = 6."),
 ]
 
 
@@ -56,7 +55,7 @@ def counted(run: object, calls: int) -> None:
     assert s.calls.new == s.calls.total == calls and s.calls.failed == 0
 
 
-@pytest.mark.parametrize(("template", "calls"), [("llmbar_vanilla", 6), ("llmbar_reference", 9)])
+@pytest.mark.parametrize(("template", "calls"), [("llmbar_vanilla", 4), ("llmbar_metrics", 6)])
 def test_llmbar_template_on_smollm2(smollm2_server: ServerInfo, tmp_path: Path, template: str, calls: int) -> None:
     cache = Cache(tmp_path / "c.sqlite")
     judge = get_judge("pairwise", template=template, max_tokens=24)
@@ -64,14 +63,14 @@ def test_llmbar_template_on_smollm2(smollm2_server: ServerInfo, tmp_path: Path, 
     counted(run, calls)
     col = run.column
     assert set(run.table[col]) <= {"A", "B", "tie", "unparseable"}
-    if template == "llmbar_reference":  # the stage's output is in the verdict prompts and in its column
-        assert run.table[f"{col}.reference_output"].map(lambda v: isinstance(v, str)).all()
-    # temperature 0: the same texts call by call, without the cache
-    again = run_judge(table(), get_judge("pairwise", template=template, max_tokens=24), backend(smollm2_server),
-                      cache=Cache(tmp_path / "c2.sqlite"))
-    assert [(c["row"], c["order"], c["value"], c["reason"]) for c in again.calls] == \
-        [(c["row"], c["order"], c["value"], c["reason"]) for c in run.calls]
-    assert again.table[f"{col}.feedback"].tolist() == run.table[f"{col}.feedback"].tolist()
+    if template == "llmbar_metrics":  # the stage's output (the questions) is in its column
+        assert run.table[f"{col}.questions"].map(lambda v: isinstance(v, str)).all()
+    if template == "llmbar_vanilla":  # temperature 0: the same texts call by call, without the cache
+        again = run_judge(table(), get_judge("pairwise", template=template, max_tokens=24), backend(smollm2_server),
+                          cache=Cache(tmp_path / "c2.sqlite"))
+        assert [(c["row"], c["order"], c["value"], c["reason"]) for c in again.calls] == \
+            [(c["row"], c["order"], c["value"], c["reason"]) for c in run.calls]
+        assert again.table[f"{col}.feedback"].tolist() == run.table[f"{col}.feedback"].tolist()
     # resumed: no call made
     resumed = run_judge(table(), get_judge("pairwise", template=template, max_tokens=24), backend(smollm2_server),
                         cache=cache)
@@ -83,4 +82,4 @@ def test_logit_bias_on_smollm2(smollm2_server: ServerInfo, tmp_path: Path) -> No
     """The server takes upstream's logit bias as token texts; the answers are still counted."""
     judge = get_judge("pairwise", template="llmbar_vanilla", max_tokens=12, logit_bias=True)
     run = run_judge(table(), judge, backend(smollm2_server), cache=Cache(tmp_path / "c.sqlite"))
-    counted(run, 6)
+    counted(run, 4)
