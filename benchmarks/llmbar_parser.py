@@ -1,8 +1,11 @@
 """evalign's LLMBar verdict parser on every real judge text LLMBar released (56,060 completions).
 
 Re-parses ``completion_swap_false`` / ``completion_swap_true`` of the 28,030 comparison rows of
-``<data>/llmbar/evaluators/*.jsonl`` with :func:`evalign.judges.llmbar_parsing.parse_llmbar` (the
-answer format of the strategy's final stage) and compares with upstream's parsed winner. Rating rows
+``<data>/llmbar/evaluators/*.jsonl`` with the parser of the matching ``llmbar_*`` template, as the
+``llmbar`` judge reads its calls (``LLMBarJudge.parse_call``: the template's ``parser``, or its
+``synthesis`` round's; the 1-/2-shot strategies, which have no template, with
+:func:`evalign.judges.llmbar_parsing.parse_llmbar` in the ``direct`` format), and compares with
+upstream's parsed winner. Rating rows
 (no comparison text) are left out. Prints the agreement rate, the disagreement categories with
 counts and examples, and the time to parse all texts (target: under 2 s).
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import re
@@ -27,7 +31,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalign.judges import get_judge
 from evalign.judges.llmbar_parsing import STRATEGY_STYLE, parse_llmbar, parse_upstream
+from evalign.judges.modes.llmbar import PARSERS, STRATEGY_TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[1]
 _SHOWN = {"false": {"1": "A", "2": "B"}, "true": {"1": "B", "2": "A"}}
@@ -51,7 +57,7 @@ def load_texts(data_dir: Path) -> list[dict[str, Any]]:
                 stages = configs[(r["evaluator"], strategy)]
                 synthesis = strategy in ("Swap", "Swap_CoT") and bool(r.get("stages"))
                 final = stages[1] if synthesis else stages[0] if strategy in ("Swap", "Swap_CoT") else stages[-1]
-                style = STRATEGY_STYLE[strategy] if strategy not in ("Swap", "Swap_CoT") or synthesis else "cot"
+                style = template_style(strategy, synthesis)
                 for order in ("false", "true"):
                     w = r[f"winner_swap_{order}"]
                     out.append({
@@ -59,7 +65,35 @@ def load_texts(data_dir: Path) -> list[dict[str, Any]]:
                         "order": "ab" if order == "false" else "ba", "text": r[f"completion_swap_{order}"],
                         "finish": r.get(f"finish_swap_{order}") or None, "style": style,
                         "parsing": final["parsing"], "upstream": _SHOWN[order].get(w) if w is not None else None,
+                        "call": "swap_ab" if synthesis else "ab",
                     })
+    return out
+
+
+@functools.cache
+def template_style(strategy: str, synthesis: bool) -> str:
+    """The answer format evalign reads a text of ``strategy`` in: its template's parser (the synthesis
+    round's for a Swap text from that round); ``direct`` for the 1-/2-shot strategies (no template)."""
+    name = STRATEGY_TEMPLATES.get(strategy)
+    if name is None:
+        return STRATEGY_STYLE[strategy]
+    judge = get_judge("pairwise", template=name)
+    parser = judge.template.synthesis.parser if synthesis and judge.template.synthesis else judge.template.parser
+    return PARSERS[parser]
+
+
+def parse_all(texts: list[dict[str, Any]]) -> list[Any]:
+    """evalign's result for every text: the ``llmbar`` judge of the strategy's template reading the
+    call (first round or synthesis) the text answered; 1-/2-shot: :func:`parse_llmbar` (direct)."""
+    judges = {s: get_judge("pairwise", template=n) for s, n in STRATEGY_TEMPLATES.items()}
+    out = []
+    for t in texts:
+        judge = judges.get(t["strategy"])
+        if judge is None:
+            out.append(parse_llmbar(t["text"], t["finish"], style=t["style"]))
+        else:
+            gen = {"choices": [{"text": t["text"], "finish_reason": t["finish"]}]}
+            out.append(judge.parse_call(gen, None, t["call"]))
     return out
 
 
@@ -106,9 +140,9 @@ def main() -> None:
     upstream_seconds = time.perf_counter() - t0
     for t, w in zip(texts, upstream, strict=True):  # upstream's regexes of the final stage reproduce its winners
         mismatch += ({"1": "A", "2": "B"}.get(w) if w else None) != t["upstream"]
-    t0 = time.perf_counter()
-    results = [parse_llmbar(t["text"], t["finish"], style=t["style"]) for t in texts]
-    seconds = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), time.process_time()
+    results = parse_all(texts)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 
     agree = 0
     cats: Counter[str] = Counter()
@@ -129,8 +163,8 @@ def main() -> None:
     n = len(texts)
     print(f"LLMBar judge texts: {n:,} ({n // 2:,} comparison rows x 2 orders); upstream regexes re-applied: "
           f"{n - mismatch:,} of {n:,} reproduce upstream's winner")
-    print(f"parse time: {seconds:.2f} s ({n / seconds:,.0f} texts/s); upstream's two regexes, same texts: "
-          f"{upstream_seconds:.2f} s")
+    print(f"parse time: {seconds:.2f} s ({n / seconds:,.0f} texts/s; CPU {cpu:.2f} s); upstream's two regexes, "
+          f"same texts: {upstream_seconds:.2f} s")
     print(f"agreement with upstream: {agree:,} / {n:,} = {agree / n:.2%}")
     for style in ("direct", "cot"):
         tot = by_style[(style, True)] + by_style[(style, False)]
@@ -150,7 +184,7 @@ def main() -> None:
             print(f"          {e['evaluator']}/{e['strategy']} {e['set']}#{e['index']} {e['order']}: {short!r}")
     if args.json:
         args.json.write_text(json.dumps({
-            "texts": n, "agreement": agree / n, "agree": agree, "seconds": seconds,
+            "texts": n, "agreement": agree / n, "agree": agree, "seconds": seconds, "cpu_seconds": cpu,
             "upstream_seconds": upstream_seconds,
             "upstream_reproduced": n - mismatch, "categories": dict(cats.most_common()),
             "status": dict(status), "disagreements": [e for c in cats for e in examples[c]],

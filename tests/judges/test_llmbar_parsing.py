@@ -140,8 +140,14 @@ def released_texts() -> list[dict[str, object]]:
     finally:
         sys.path.remove(str(BENCHMARKS))
     texts = llmbar_parser.load_texts(data)
-    for t in texts:
-        r = parse_llmbar(t["text"], t["finish"], style=t["style"])
+    # each template's parser as the llmbar judge reads its calls (1-/2-shot: parse_llmbar, direct)
+    assert [llmbar_parser.template_style(s, syn) for s, syn in
+            (("Vanilla", False), ("CoT", False), ("Metrics_Reference", False), ("Swap", False), ("Swap", True),
+             ("Swap_CoT", True), ("Vanilla_2shot", False))] == ["direct", "cot", "direct", "cot", "direct", "cot",
+                                                                 "direct"]
+    for i, (t, r) in enumerate(zip(texts, llmbar_parser.parse_all(texts), strict=True)):
+        if i % 97 == 0:  # the judge reads a call as parse_llmbar reads the text in the template's format
+            assert r == parse_llmbar(t["text"], t["finish"], style=t["style"])
         t["evalign"], t["reason"] = r.verdict, r.reason
         t["category"] = llmbar_parser.category(t, r.verdict, r.reason, r.position)
     return texts
@@ -184,7 +190,15 @@ def test_every_disagreement_with_upstream_is_in_the_table(released_texts: list[d
                   (r["upstream"], r["evalign"], r["reason"], r["category"]) for r in csv.DictReader(fh)}
     assert found == listed
     assert set(Counter(v[3] for v in listed.values())) <= set(WHY)
-    agree = sum(t["evalign"] == t["upstream"] for t in texts) / len(texts)
-    assert agree > 0.995
+    # the agreement figures (benchmarks/llmbar_parser.py prints them): 55,780 of 56,060 = 99.50%
+    assert sum(t["evalign"] == t["upstream"] for t in texts) == 55_780
+    assert Counter(v[3] for v in listed.values()).most_common(3) == [
+        ("different verdict: evalign reads the opening answer (B); upstream's line-start regex for (a) matched a "
+         "later sentence", 144),
+        ("different verdict: evalign reads the concluding claim (B); upstream's line-start regex for (a) matched an "
+         "earlier sentence", 69),
+        ("different verdict: evalign reads the concluding claim (B); upstream's 'is better' regex for (a) matched an "
+         "earlier sentence", 45),
+    ]
     # evalign never reads a verdict from a text where upstream's regexes found none, except the listed ones
     assert sum(1 for v in listed.values() if not v[0]) == 4

@@ -65,7 +65,7 @@ from evalign.judges.backends import (
     missing_options,
     public_url,
 )
-from evalign.judges.base import Judge, get_judge, judge_class
+from evalign.judges.base import Judge, get_judge, judge_class, judge_for_template
 from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.parsing import REASONS
 from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
@@ -101,6 +101,8 @@ SEED = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s)
 GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp).")
 REASK = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed.")
 TIE = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer.")
+LOGIT_BIAS = typer.Option(False, "--logit-bias", help="LLMBar templates: decode with upstream's logit bias "
+                          "(tokens_to_avoid -100, tokens_to_favor +7; servers that take token texts, e.g. llama-cpp-python).")
 SINGLE_ORDER = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order.")
 NO_REFERENCE = typer.Option(False, "--no-reference", help="Use the reference-free template.")
 SKIP_SELF = typer.Option(None, "--skip-self", help="Skip rows whose system matches this glob "
@@ -159,6 +161,7 @@ class JudgeCommand:
     grammar: Path | None
     reask: int
     tie: bool
+    logit_bias: bool
     single_order: bool
     no_reference: bool
     skip_self: list[str] | None
@@ -208,7 +211,8 @@ def judge_cmd(
     api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
-    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, single_order: bool = SINGLE_ORDER,
+    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, logit_bias: bool = LOGIT_BIAS,
+    single_order: bool = SINGLE_ORDER,
     no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
     geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
     no_cache: bool = NO_CACHE, human: str = HUMAN, length_unit: str = LENGTH_UNIT, name: str = NAME,
@@ -222,7 +226,7 @@ def judge_cmd(
     o = JudgeCommand(**locals())  # every option, as given
     _validate(o)
     mode = _judge_mode(o)
-    cls = judge_class(mode)
+    cls = judge_for_template(mode, o.template)
     table = _load_table(o, cls.pairwise)
     judge = get_judge(mode, **_judge_options(o, cls, mode))
     be = checked_backend(o.backend, o.backend_options())
@@ -267,10 +271,14 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         opts.update(rubric=o.rubric, rubric_column=o.rubric_column, rubric_map=list(o.rubric_map) if o.rubric_map else None)
     elif o.rubric or o.rubric_column or o.rubric_map:
         raise CliError(f"--mode {mode} does not use a rubric")
-    if cls.name == "prometheus_relative":
+    if cls.name in ("prometheus_relative", "llmbar"):
         opts.update(tie=o.tie, both_orders=not o.single_order)
     elif o.tie or o.single_order:
         raise CliError("--tie and --single-order apply to --mode pairwise")
+    if cls.name == "llmbar":
+        opts["logit_bias"] = o.logit_bias
+    elif o.logit_bias:
+        raise CliError("--logit-bias applies to the LLMBar templates (--mode pairwise --template llmbar_*)")
     if cls.name == "prometheus_ranking":
         opts["max_rounds"] = o.max_rounds
     if cls.name == "geval":

@@ -245,8 +245,26 @@ class Judge(ABC):
 
     def next_calls(self, results: Mapping[tuple[int, str], ParseResult]) -> list[tuple[int, str]]:
         """Further ``(sample, order)`` calls one row needs once every call so far has its final
-        result (``results``); default none. The ranking protocol asks for its next round here."""
+        result (``results``); default none. The ranking protocol asks for its next round here, a
+        judge with stages (LLMBar's Metrics, Reference, Swap) its next stage."""
         return []
+
+    def call_messages(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool, sample: int, order: str,
+                      done: Mapping[tuple[int, str], tuple[ParseResult, str]]) -> list[Message]:
+        """The messages of the follow-up call ``(sample, order)`` (asked for by :meth:`next_calls`);
+        ``done``: the row's final calls so far, ``(sample, order) -> (result, output text)``, for a
+        stage that shows an earlier stage's output. Default: the call's prompt of :meth:`prompts`."""
+        return dict(self.prompts(row, rubric, reference))[order]
+
+    def call_settings(self, sample: int, order: str) -> dict[str, Any]:
+        """The request settings of the call ``(sample, order)``; default :meth:`request_settings` (a
+        judge with stages gives each stage its own, e.g. ``max_tokens``)."""
+        return self.request_settings(sample)
+
+    def parse_call(self, gen: Mapping[str, Any], prompt: str | None, order: str) -> ParseResult:
+        """Read the output of the call of ``order``; default :meth:`parse` (a judge with stages reads
+        each stage's output in its own way)."""
+        return self.parse(gen, prompt)
 
     def run_options(self, columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """What the run itself decided and the signature must record (e.g. G-Eval's method)."""
@@ -274,6 +292,7 @@ JUDGES.register("prometheus_relative", lazy="evalign.judges.modes.relative:Prome
 JUDGES.register("geval", lazy="evalign.judges.modes.geval:GEval", aliases=("geval", "g-eval"))
 JUDGES.register("criteria", lazy="evalign.judges.modes.criteria:CriteriaJudge", aliases=("criteria",))
 JUDGES.register("prometheus_ranking", lazy="evalign.judges.modes.ranking:PrometheusRanking", aliases=("ranking",))
+JUDGES.register("llmbar", lazy="evalign.judges.modes.llmbar:LLMBarJudge", aliases=("llmbar",))
 
 #: mode names (as used by the CLI's --mode) -> judge names (the registry's aliases)
 MODE_ALIASES: dict[str, str] = JUDGES.aliases
@@ -292,9 +311,31 @@ def judge_class(name: str) -> type[Judge]:
     return JUDGES.get(name)
 
 
-def get_judge(name: str, **options: Any) -> Judge:
-    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``."""
+def judge_for_template(name: str, template: str | Template | None) -> type[Judge]:
+    """The judge class of ``name`` (a judge or mode), given the template it is asked to run: a template
+    of another pair judge (its ``mode``, e.g. ``llmbar`` for ``llmbar_cot``) with ``pairwise`` /
+    ``relative`` runs that judge (``--mode pairwise --template llmbar_cot``); with another mode it is
+    an error."""
     cls = judge_class(name)
+    if template is None:
+        return cls
+    t = template if isinstance(template, Template) else load_template(template)
+    if t.mode not in JUDGES:
+        return cls
+    own = JUDGES.get(t.mode)
+    if own is cls or not own.pairwise or own.name == "prometheus_relative":
+        return cls
+    if cls.name != "prometheus_relative":
+        raise EvalignError(f"template '{t.name}' is a template of the {own.name} judge: use --mode pairwise "
+                           f"(or {own.mode}) with it")
+    return own
+
+
+def get_judge(name: str, **options: Any) -> Judge:
+    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``;
+    ``get_judge("pairwise", template="llmbar_cot")`` is the judge of that template
+    (:func:`judge_for_template`)."""
+    cls = judge_for_template(name, options.get("template"))
     try:
         return cls(**options)
     except TypeError as e:

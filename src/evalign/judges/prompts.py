@@ -5,8 +5,17 @@ Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version`
 two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
 that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
-(relative); any other brace text (e.g. a JSON example) is left as it is. Substitution is one pass, so
-a response that contains ``{rubric}`` is never expanded.
+(relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages) and
+``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate); any other brace text (e.g. a JSON
+example) is left as it is. Substitution is one pass, so a response that contains ``{rubric}`` is never
+expanded.
+
+A template may also declare (LLMBar's strategies do): ``parser`` (the answer format its judge reads,
+e.g. ``llmbar_direct``), ``sampling`` (the judge's defaults for it, e.g. ``max_tokens``),
+``tokens_to_avoid`` / ``tokens_to_favor`` (a logit bias, sent only when the judge is asked to),
+``stages`` (prompts generated first, once per item, whose outputs fill the placeholder named by the
+stage: ``{questions}``, ``{reference_output}``) and ``synthesis`` (a further round with the two
+first-round outputs, e.g. LLMBar's Swap). See :class:`Stage`.
 
 Rubrics live in ``evalign/judges/rubrics/<name>.yaml``: ``criteria`` and exactly five descriptions
 ``score1_description`` .. ``score5_description`` (``score1`` .. ``score5`` are accepted too), plus
@@ -41,7 +50,8 @@ from evalign.signature import stable_hash
 Message = dict[str, str]
 
 #: placeholders a template may use
-PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B")
+PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B", "questions",
+                "reference_output", "explanation_A", "explanation_B")
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 #: number of score descriptions of a rubric (the 1-5 Prometheus scale)
@@ -74,8 +84,35 @@ RUBRICS: Registry[Any] = Registry("rubric", entry_point_group="evalign.rubrics",
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One more prompt of a template (``stages`` / ``synthesis`` in its file): ``name`` (for a stage:
+    the placeholder its output fills), ``system`` and ``prompt`` (the user turn), and its own
+    ``parser``, ``max_tokens``, ``tokens_to_avoid`` / ``tokens_to_favor`` (empty / None: none)."""
+
+    name: str
+    system: str
+    prompt: str
+    parser: str = ""
+    max_tokens: int | None = None
+    tokens_to_avoid: tuple[str, ...] = ()
+    tokens_to_favor: tuple[str, ...] = ()
+
+    def render(self, fields: Mapping[str, str], template: str = "template") -> list[Message]:
+        """Chat messages (system prompt when non-empty, then the filled prompt)."""
+        messages: list[Message] = [{"role": "system", "content": self.system}] if self.system else []
+        return [*messages, {"role": "user", "content": fill(self.prompt, fields, template=template)}]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stage in its file form (for hashes)."""
+        return {"name": self.name, "system": self.system, "prompt": self.prompt, "parser": self.parser,
+                "max_tokens": self.max_tokens, "tokens_to_avoid": list(self.tokens_to_avoid),
+                "tokens_to_favor": list(self.tokens_to_favor)}
+
+
+@dataclass(frozen=True)
 class Template:
-    """A judge prompt template (see the module doc)."""
+    """A judge prompt template (see the module doc). ``sampling``: the judge's sampling defaults for
+    this template, as ``(key, value)`` pairs."""
 
     name: str
     version: int
@@ -85,6 +122,12 @@ class Template:
     format_hint: str
     with_reference: str | None
     without_reference: str
+    parser: str = ""
+    sampling: tuple[tuple[str, Any], ...] = ()
+    tokens_to_avoid: tuple[str, ...] = ()
+    tokens_to_favor: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    synthesis: Stage | None = None
 
     @property
     def has_reference(self) -> bool:
@@ -100,8 +143,27 @@ class Template:
         return self.without_reference
 
     def hash(self, reference: bool) -> str:
-        """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint."""
-        return stable_hash({"system": self.system, "prompt": self.text(reference), "format": self.format_hint})
+        """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint (and,
+        when the template declares them, its parser, sampling defaults, logit bias tokens and stages)."""
+        content: dict[str, Any] = {"system": self.system, "prompt": self.text(reference), "format": self.format_hint}
+        extra = self._extra()
+        if extra:
+            content["extra"] = extra
+        return stable_hash(content)
+
+    def _extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.parser:
+            extra["parser"] = self.parser
+        if self.sampling:
+            extra["sampling"] = dict(self.sampling)
+        if self.tokens_to_avoid or self.tokens_to_favor:
+            extra["bias"] = [list(self.tokens_to_avoid), list(self.tokens_to_favor)]
+        if self.stages:
+            extra["stages"] = [st.as_dict() for st in self.stages]
+        if self.synthesis is not None:
+            extra["synthesis"] = self.synthesis.as_dict()
+        return extra
 
     def tag(self, reference: bool) -> str:
         """``name@version#hash`` of the variant, as shown in signatures."""
@@ -149,6 +211,13 @@ def load_template(spec: str | Path) -> Template:
             continue
         if key in data and not isinstance(data[key], str):
             raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)
+    sampling = data.get("sampling") or {}
+    if not isinstance(sampling, Mapping):
+        raise InputError(f"must be a mapping, got {type(sampling).__name__}", file=str(path), field="sampling")
+    stages = data.get("stages") or []
+    if not isinstance(stages, list):
+        raise InputError(f"must be a list, got {type(stages).__name__}", file=str(path), field="stages")
+    synthesis = data.get("synthesis")
     return Template(
         name=str(data["name"]),
         version=int(data["version"]),
@@ -158,6 +227,40 @@ def load_template(spec: str | Path) -> Template:
         format_hint=str(data.get("format_hint", "")),
         with_reference=data["with_reference"],
         without_reference=data["without_reference"],
+        parser=str(data.get("parser") or ""),
+        sampling=tuple((str(k), v) for k, v in sampling.items()),
+        tokens_to_avoid=_strings(data, "tokens_to_avoid", path),
+        tokens_to_favor=_strings(data, "tokens_to_favor", path),
+        stages=tuple(_stage(st, path, f"stages[{i}]") for i, st in enumerate(stages)),
+        synthesis=None if synthesis is None else _stage(synthesis, path, "synthesis", name="synthesis"),
+    )
+
+
+def _strings(data: Mapping[str, Any], key: str, path: Path, where: str = "") -> tuple[str, ...]:
+    value = data.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError("must be a list of strings", file=str(path), field=f"{where}{key}")
+    return tuple(value)
+
+
+def _stage(data: Any, path: Path, where: str, name: str | None = None) -> Stage:
+    """A stage of a template file (``where``: its place, for errors)."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"must be a mapping, got {type(data).__name__}", file=str(path), field=where)
+    for key in ("prompt",) if name else ("name", "prompt"):
+        if not isinstance(data.get(key), str):
+            raise InputError("missing or not a string", file=str(path), field=f"{where}.{key}")
+    max_tokens = data.get("max_tokens")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise InputError("must be an integer >= 1", file=str(path), field=f"{where}.max_tokens")
+    return Stage(
+        name=name or str(data["name"]),
+        system=str(data.get("system") or ""),
+        prompt=str(data["prompt"]),
+        parser=str(data.get("parser") or ""),
+        max_tokens=max_tokens,
+        tokens_to_avoid=_strings(data, "tokens_to_avoid", path, f"{where}."),
+        tokens_to_favor=_strings(data, "tokens_to_favor", path, f"{where}."),
     )
 
 

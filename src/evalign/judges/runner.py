@@ -241,10 +241,11 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
     )
 
 
-def safe_parse(judge: Judge, gen: Mapping[str, Any], prompt: str | None) -> ParseResult:
-    """``judge.parse``, but a parser failure is an unscored ``parser_error`` with the text kept."""
+def safe_parse(judge: Judge, gen: Mapping[str, Any], prompt: str | None, order: str = "") -> ParseResult:
+    """``judge.parse_call`` (the output of a call of ``order``), but a parser failure is an unscored
+    ``parser_error`` with the text kept."""
     try:
-        return judge.parse(gen, prompt)
+        return judge.parse_call(gen, prompt, order)
     except Exception as exc:  # a parser bug must not abort the run
         text = ""
         with contextlib.suppress(Exception):
@@ -265,9 +266,10 @@ class _Plan:
     calls: list[Call]
 
 
-def _make_call(judge: Judge, plan: _Plan, row: int, sample: int, order: str) -> Call:
-    prompts = dict(judge.prompts(plan.records[row], plan.rubrics[row], plan.reference))
-    c = Call(row, sample, order, 0, prompts[order], judge.request_settings(sample))
+def _make_call(judge: Judge, plan: _Plan, row: int, sample: int, order: str,
+               done: Mapping[tuple[int, str], tuple[ParseResult, str]]) -> Call:
+    messages = judge.call_messages(plan.records[row], plan.rubrics[row], plan.reference, sample, order, done)
+    c = Call(row, sample, order, 0, messages, judge.call_settings(sample, order))
     c.key = call_key(plan.identity, judge, plan.reference, plan.rubrics[row], c)
     return c
 
@@ -298,9 +300,8 @@ def plan(
             continue
         prompts = judge.prompts(rec, rubrics[i], reference)
         for s in range(judge.samples):
-            settings = judge.request_settings(s)
             for order, messages in prompts:
-                c = Call(i, s, order, 0, messages, settings)
+                c = Call(i, s, order, 0, messages, judge.call_settings(s, order))
                 c.key = call_key(identity, judge, reference, rubrics[i], c)
                 p.calls.append(c)
     return p
@@ -326,6 +327,7 @@ class _State:
     """What execution produced: final results indexed by row, errors by row, counters."""
 
     results: dict[int, dict[tuple[int, str], ParseResult]] = field(default_factory=dict)
+    texts: dict[int, dict[tuple[int, str], str]] = field(default_factory=dict)
     errors: dict[int, str] = field(default_factory=dict)
     call_log: list[dict[str, Any]] = field(default_factory=list)
     call_reasons: Counter[str] = field(default_factory=Counter)
@@ -412,7 +414,7 @@ def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str
     bad = 0
     for k, raw in stored.items():
         gen = json.loads(raw.decode("utf-8"))["generation"]
-        res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages))
+        res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages), by_key[k][0].order)
         parsed[k] = (res, gen["choices"][0].get("text") or "")
         bad += 0 if res.ok else 1
     if stored:
@@ -445,7 +447,7 @@ class _Wave:
     def _answered(self, key: str, c: Call, res: Generation) -> None:
         data = res.to_json()
         self.cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
-        r = safe_parse(self.judge, data, prompt_text(c.messages))
+        r = safe_parse(self.judge, data, prompt_text(c.messages), c.order)
         self.parsed[key] = (r, data["choices"][0].get("text") or "")
         self.st.http_retries += res.retries
         self.progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
@@ -489,13 +491,15 @@ def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Cal
                 nxt.append(n)
                 continue
             st.results.setdefault(c.row, {})[(c.sample, c.order)] = res
+            st.texts.setdefault(c.row, {})[(c.sample, c.order)] = text
             outstanding[c.row] -= 1
             touched.add(c.row)
     reasked = len({c.key for c in nxt})
     for row in sorted(touched):
         if outstanding[row] == 0:
+            done = {k: (r, st.texts[row][k]) for k, r in st.results[row].items()}
             for s, o in judge.next_calls(st.results[row]):
-                nxt.append(_make_call(judge, p, row, s, o))
+                nxt.append(_make_call(judge, p, row, s, o, done))
     for c in nxt:  # a re-ask replaces its call: the row's outstanding count is unchanged
         outstanding[c.row] += 0 if c.attempt else 1
     if nxt:

@@ -216,8 +216,8 @@ class HFLocalBackend(Backend):
         import torch
 
         proto = reqs[0]
-        if proto.grammar is not None or proto.response_format is not None:
-            raise BackendRequestError("the 'hf' backend supports neither 'grammar' nor 'response_format'")
+        if proto.grammar is not None or proto.response_format is not None or proto.logit_bias:
+            raise BackendRequestError("the 'hf' backend supports neither 'grammar', 'response_format' nor 'logit_bias'")
         tok = self.tokenizer
         rendered = [self.render(r) for r in reqs]
         add_special = rendered[0][1]

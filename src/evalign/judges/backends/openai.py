@@ -225,6 +225,9 @@ class OpenAICompatibleBackend(Backend):
             body["grammar"] = req.grammar
         if req.response_format is not None:
             body["response_format"] = req.response_format
+        if req.logit_bias:
+            body["logit_bias"] = dict(req.logit_bias)
+            body["logit_bias_type"] = "tokens"
         body.update(self.extra_body)
         return body
 

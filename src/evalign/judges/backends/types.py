@@ -29,6 +29,10 @@ class GenerationRequest:
     * ``repetition_penalty``: llama.cpp ``repeat_penalty`` / HF ``repetition_penalty`` (1.0 = off).
     * ``grammar``: a GBNF grammar (llama.cpp servers) constraining the output.
     * ``response_format``: passed through (e.g. ``{"type": "json_object"}``).
+    * ``logit_bias``: token TEXTS -> a bias added to their logits (LLMBar's ``tokens_to_avoid`` -100,
+      ``tokens_to_favor`` +7). The openai backend sends ``logit_bias`` with ``logit_bias_type:
+      "tokens"`` (llama-cpp-python's server tokenizes each text and biases all its tokens); servers
+      that take token ids only (OpenAI's API, vLLM) reject it. The hf backend does not support it.
     """
 
     messages: list[Message] | None = None
@@ -44,6 +48,7 @@ class GenerationRequest:
     repetition_penalty: float | None = None
     grammar: str | None = None
     response_format: dict[str, Any] | None = None
+    logit_bias: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
