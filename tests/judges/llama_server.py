@@ -240,14 +240,16 @@ class LlamaServer:
         model_path: str | Path,
         *,
         n_ctx: int = 8192,
-        chat_format: str = "chatml",
+        chat_format: str | None = "chatml",
         n_threads: int = 1,
+        alias: str = MODEL_ALIAS,
         log_path: str | Path | None = None,
         startup_timeout: float = 120.0,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.chat_format = chat_format
+        self.alias = alias
         self.n_threads = n_threads
         self.log_path = Path(log_path) if log_path else self.model_path.with_suffix(".server.log")
         self.startup_timeout = startup_timeout
@@ -256,19 +258,21 @@ class LlamaServer:
 
     @property
     def info(self) -> ServerInfo:
-        return ServerInfo(f"http://127.0.0.1:{self.port}/v1", MODEL_ALIAS)
+        return ServerInfo(f"http://127.0.0.1:{self.port}/v1", self.alias)
 
     def command(self) -> list[str]:
+        """The server's command line (``chat_format`` None: the chat template stored in the GGUF)."""
+        fmt = [] if self.chat_format is None else ["--chat_format", self.chat_format]
         return [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path),
-            "--model_alias", MODEL_ALIAS,
+            "--model_alias", self.alias,
             "--host", "127.0.0.1",
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
-            "--chat_format", self.chat_format,
+            *fmt,
             "--logits_all", "True",
             "--verbose", "False",
         ]  # fmt: skip
