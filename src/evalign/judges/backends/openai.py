@@ -97,6 +97,8 @@ class OpenAICompatibleBackend(Backend):
     * ``max_tokens_field``: the body field for ``max_tokens`` (``"max_completion_tokens"`` for OpenAI
       reasoning models).
     * ``seed``: seeds the backoff jitter (not the model).
+    * ``server_name``: what names the server in :meth:`identity` (cache keys) instead of ``base_url``,
+      e.g. ``llama.cpp:<sha256 of the GGUF>`` for a server evalign started on a random port.
     * ``repetition_penalty_fields``: body fields that carry a request's repetition penalty; default
       ``("repeat_penalty", "repetition_penalty")`` (llama.cpp; vLLM / TGI), and none for
       ``api.openai.com``, which rejects unknown fields.
@@ -141,6 +143,7 @@ class OpenAICompatibleBackend(Backend):
         max_tokens_field: str = "max_tokens",
         seed: int | None = None,
         repetition_penalty_fields: tuple[str, ...] | None = None,
+        server_name: str | None = None,
     ) -> None:
         super().__init__()
         if endpoint not in _ENDPOINT_PATHS:
@@ -188,6 +191,7 @@ class OpenAICompatibleBackend(Backend):
             official = "api.openai.com" in self.base_url
             repetition_penalty_fields = () if official else ("repeat_penalty", "repetition_penalty")
         self.repetition_penalty_fields = tuple(repetition_penalty_fields)
+        self.server_name = server_name
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -207,7 +211,8 @@ class OpenAICompatibleBackend(Backend):
     def identity(self) -> dict[str, Any]:
         """``{"kind": "openai", "base_url", "model", "endpoint"}`` plus ``extra_body`` when set (never the key)."""
         ident: dict[str, Any] = {
-            "kind": self.kind, "base_url": self.base_url, "model": self.model, "endpoint": self.endpoint,
+            "kind": self.kind, "base_url": self.server_name or self.base_url, "model": self.model,
+            "endpoint": self.endpoint,
             "system_prompt": self.system_prompt,
         }
         if self.extra_body:
