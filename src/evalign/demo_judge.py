@@ -136,7 +136,7 @@ def live_backend(kind: str = "auto") -> Iterator[Any]:
         return
     gguf = packaged_gguf_path(LIVE_MODEL)
     log = Path(tempfile.gettempdir()) / f"evalign-live-judge-{os.getpid()}.log"
-    with LlamaServer(gguf, n_ctx=4096, n_threads=max(1, os.cpu_count() or 1), alias="smollm2-135m-instruct",
+    with LlamaServer(gguf, n_ctx=8192, n_threads=max(1, os.cpu_count() or 1), alias="smollm2-135m-instruct",
                      log_path=log) as info:
         yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
                                       server_name=f"llama.cpp:{file_sha256(gguf)}")
