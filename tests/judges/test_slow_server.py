@@ -42,7 +42,9 @@ def test_merge_stream_rebuilds_chat_and_completions_answers() -> None:
                                                                  "top_logprobs": [{"A": -1.0}]}}]},
             {"choices": [{"index": 0, "text": "B", "finish_reason": "length",
                           "logprobs": {"tokens": ["B"], "token_logprobs": [-2.0], "top_logprobs": [{"B": -2.0}]}}]}]
-    c = merge_stream(comp)["choices"][0]
+    merged = merge_stream(comp)
+    assert merged["usage"] == {"prompt_tokens": 0, "completion_tokens": 2, "counted_from_chunks": True}
+    c = merged["choices"][0]
     assert c["text"] == "AB" and c["finish_reason"] == "length"
     assert c["logprobs"]["tokens"] == ["A", "B"] and c["logprobs"]["token_logprobs"] == [-1.0, -2.0]
     assert sse_data(": ping") is None and sse_data("data: [DONE]") == "[DONE]"

@@ -233,9 +233,12 @@ def merge_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     chunks (``choices[i].text``) give ``choices[i].text``. Per choice: the last ``finish_reason``
     sent, the logprobs of every chunk in order (chat ``logprobs.content`` lists, or the completions
     ``tokens`` / ``token_logprobs`` / ``top_logprobs`` / ``text_offset`` lists), and the ``usage`` of
-    the chunk that carries one (``stream_options.include_usage``). ``id`` / ``model`` / ``created``
+    the chunk that carries one (``stream_options.include_usage``); a stream without one (llama-cpp-python)
+    gets ``{"prompt_tokens": 0, "completion_tokens": <chunks that carried text>, "counted_from_chunks": true}``
+    (one token per chunk on llama.cpp; the prompt is not counted). ``id`` / ``model`` / ``created``
     come from the first chunk that has them. No chunk with a choice gives ``"choices": []``.
     """
+    texts = 0
     states: dict[int, dict[str, Any]] = {}
     out: dict[str, Any] = {}
     for ch in chunks:
@@ -257,8 +260,10 @@ def merge_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 st["chat"] = True
                 if delta.get("content"):
                     st["parts"].append(str(delta["content"]))
+                    texts += 1
             elif c.get("text") is not None:
                 st["parts"].append(str(c["text"]))
+                texts += 1 if c["text"] else 0
             if c.get("finish_reason"):
                 st["finish"] = c["finish_reason"]
             _merge_logprobs(st, c.get("logprobs"))
@@ -274,6 +279,8 @@ def merge_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
         if st["has_lp"]:
             choice["logprobs"] = {"content": st["content"]} if st["chat"] else st["lp"]
         choices.append(choice)
+    if "usage" not in out and texts:
+        out["usage"] = {"prompt_tokens": 0, "completion_tokens": texts, "counted_from_chunks": True}
     out["object"] = "chat.completion" if any(s["chat"] for s in states.values()) else "text_completion"
     out["choices"] = choices
     return out
