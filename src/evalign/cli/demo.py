@@ -94,8 +94,9 @@ def _live_judge(out: Path, n_pairs: int, kind: str, bootstrap: int, seed: int, q
 def _print_live(out: Path) -> None:
     """The live judge's trust table, as written by :func:`_live_judge`."""
     data = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
-    df = trust_display(data["trust"], data["confidence"], "accuracy")
-    df = df[[c for c in df.columns if c not in ("table", "statistic", "level", "group", "n")]]
+    df = trust_display(data["trust"], data["confidence"], "accuracy").rename(columns={"unparseable": "unparsed"})
+    df = df[[c for c in ("cluster", "metric", "accuracy", f"{round(100 * data['confidence'])}% CI", "unparsed")
+             if c in df.columns]]  # fits 80 columns; rows in rank order
     title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, LLMBar's Vanilla prompt, both "
              f"orders) beside the published judges and the baselines ({round(100 * data['confidence'])}% bootstrap CI; "
              "cluster 1 = not significantly worse than the best)")
