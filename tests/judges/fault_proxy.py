@@ -19,6 +19,14 @@ Actions (what to do with one request):
 * :class:`Malformed` — answer 200 with a body that is not JSON.
 * :class:`Rewrite` — forward, then answer with a function of the response JSON.
 * :class:`Slow` — wait ``seconds``, then forward (a server that takes its time).
+* :class:`Trickle` — answer as a server-sent-events stream, one event every ``every`` seconds (a
+  slow server that is working); :class:`Stall` — start such a stream, then say nothing (a server
+  that hangs mid-answer). Both stream the stub answer (or the upstream one, asked for without
+  streaming and cut into pieces).
+
+Requests asking for ``"stream": true`` are forwarded as they are (the upstream answer is relayed
+whole); for :class:`Rewrite` the proxy asks upstream without streaming (it rewrites JSON), and the
+client reads the JSON answer it gets.
 
 The schedule is a function ``(Seen) -> Action``; :func:`by_attempt` builds one from a table
 "marker -> actions for attempts 0, 1, 2 ..." (later attempts are forwarded).
@@ -88,6 +96,21 @@ class Slow:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Trickle:
+    """Answer as a stream of ``pieces`` events, one every ``every`` seconds."""
+
+    every: float
+    pieces: int = 6
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Send the stream's headers and its first event, then say nothing for ``seconds`` and close."""
+
+    seconds: float
+
+
 def strip_logprobs(data: dict[str, Any]) -> dict[str, Any]:
     """The response without any ``logprobs`` (as servers that do not support them answer)."""
     for c in data.get("choices") or []:
@@ -96,7 +119,36 @@ def strip_logprobs(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-Action = Forward | Status | Hang | Drop | Truncate | Malformed | Rewrite | Slow
+Action = Forward | Status | Hang | Drop | Truncate | Malformed | Rewrite | Slow | Trickle | Stall
+
+
+def _unstreamed(raw: bytes, body: Any) -> bytes:
+    """The request body without ``stream`` / ``stream_options`` (the upstream answers JSON)."""
+    if not isinstance(body, dict) or "stream" not in body:
+        return raw
+    return json.dumps({k: v for k, v in body.items() if k not in ("stream", "stream_options")}).encode()
+
+
+def _events(answer: dict[str, Any], pieces: int) -> list[bytes]:
+    """A non-streamed answer cut into ``pieces`` server-sent events (chat deltas or completions text)."""
+    c = answer["choices"][0]
+    chat = "message" in c
+    text = (c["message"].get("content") if chat else c.get("text")) or ""
+    step = max(1, -(-len(text) // pieces))
+    parts = [text[i : i + step] for i in range(0, len(text), step)] or [""]
+    out = []
+    for k, part in enumerate(parts):
+        last = k == len(parts) - 1
+        ch: dict[str, Any] = {"index": 0, "finish_reason": c.get("finish_reason") if last else None}
+        if chat:
+            ch["delta"] = {"content": part}
+        else:
+            ch["text"] = part
+        chunk = {"id": answer.get("id", "x"), "model": answer.get("model", "x"), "choices": [ch]}
+        if last and answer.get("usage"):
+            chunk["usage"] = answer["usage"]
+        out.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    return out
 
 
 @dataclass
@@ -297,6 +349,11 @@ class FaultProxy:
         if isinstance(action, Malformed):
             await _write(writer, 200, b'{"choices": [{"message": {"content": "cut', {})
             return True
+        if isinstance(action, (Trickle, Stall)):
+            await self._stream(action, method, path, headers, raw, body, writer)
+            return False
+        if isinstance(action, Rewrite):
+            raw = _unstreamed(raw, body)
         status, payload, ctype = await self._forward(method, path, headers, raw, body)
         if isinstance(action, Rewrite) and status == 200:
             payload = json.dumps(action.fn(json.loads(payload))).encode()
@@ -307,6 +364,23 @@ class FaultProxy:
             return False
         await _write(writer, status, payload, {"Content-Type": ctype})
         return True
+
+    async def _stream(self, action: Trickle | Stall, method: str, path: str, headers: dict[str, str], raw: bytes,
+                      body: Any, writer: asyncio.StreamWriter) -> None:
+        _, payload, _ = await self._forward(method, path, headers, _unstreamed(raw, body), body)
+        events = _events(json.loads(payload), action.pieces if isinstance(action, Trickle) else 4)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        if isinstance(action, Stall):
+            writer.write(events[0])
+            await writer.drain()
+            await asyncio.sleep(action.seconds)
+            return
+        for ev in events:
+            writer.write(b": ping\n\n" + ev)
+            await writer.drain()
+            await asyncio.sleep(action.every)
+        writer.write(b"data: [DONE]\n\n")
+        await writer.drain()
 
     async def _forward(
         self, method: str, path: str, headers: dict[str, str], raw: bytes, body: Any

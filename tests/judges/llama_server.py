@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import inspect
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any
 
 import numpy as np
+
+from evalign.judges.backends.llama_server import LlamaServer as _LlamaServer
+from evalign.judges.backends.llama_server import ServerInfo, free_port, require_llama_cpp
+
+__all__ = ["LlamaServer", "ServerInfo", "build_tiny_gguf", "cached_tiny_gguf", "free_port", "require_llama_cpp"]
 
 MODEL_ALIAS = "tiny-judge"
 
@@ -192,132 +192,13 @@ def cached_tiny_gguf(cache_dir: str | Path | None = None) -> Path:
     return path
 
 
-def require_llama_cpp() -> None:
-    """Raise RuntimeError with install instructions when llama-cpp-python[server] is missing.
+class LlamaServer(_LlamaServer):
+    """:class:`evalign.judges.backends.llama_server.LlamaServer` with the tests' defaults: the model
+    name ``tiny-judge``, the ChatML chat format and one thread."""
 
-    Looks the packages up without importing them (importing llama_cpp loads its shared library)."""
-    missing = [m for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
-               if importlib.util.find_spec(m) is None]  # fmt: skip
-    if not missing:
-        spec = importlib.util.find_spec("llama_cpp")
-        locations = list(spec.submodule_search_locations or []) if spec else []
-        if not any((Path(loc) / "server" / "__main__.py").exists() for loc in locations):
-            missing.append("llama_cpp.server")
-    if missing:
-        raise RuntimeError(
-            f"the judge server tests need llama-cpp-python with its [server] extra (missing: {', '.join(missing)}). "
-            "Install it with scripts/build_llama_server.sh (builds a CPU wheel once, then reuses it)."
-        )
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerInfo(NamedTuple):
-    """What the ``llama_server`` fixture yields: ``base_url, model = llama_server``.
-
-    ``base_url`` ends in ``/v1`` (give it to OpenAI-compatible clients); ``model`` is the name to send.
-    """
-
-    base_url: str
-    model: str
-
-    @property
-    def root_url(self) -> str:
-        """``base_url`` without ``/v1`` (for proxies)."""
-        return self.base_url.removesuffix("/v1")
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` as a subprocess. Use as a context manager."""
-
-    def __init__(
-        self,
-        model_path: str | Path,
-        *,
-        n_ctx: int = 8192,
-        chat_format: str = "chatml",
-        n_threads: int = 1,
-        log_path: str | Path | None = None,
-        startup_timeout: float = 120.0,
-    ) -> None:
-        self.model_path = Path(model_path)
-        self.n_ctx = n_ctx
-        self.chat_format = chat_format
-        self.n_threads = n_threads
-        self.log_path = Path(log_path) if log_path else self.model_path.with_suffix(".server.log")
-        self.startup_timeout = startup_timeout
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def info(self) -> ServerInfo:
-        return ServerInfo(f"http://127.0.0.1:{self.port}/v1", MODEL_ALIAS)
-
-    def command(self) -> list[str]:
-        return [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_path),
-            "--model_alias", MODEL_ALIAS,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
-            "--chat_format", self.chat_format,
-            "--logits_all", "True",
-            "--verbose", "False",
-        ]  # fmt: skip
-
-    def start(self) -> ServerInfo:
-        require_llama_cpp()
-        self.port = free_port()
-        log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self._log = log
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.startup_timeout
-        url = f"http://127.0.0.1:{self.port}/v1/models"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError(
-                    f"llama.cpp server exited with code {self.proc.returncode}; log tail:\n{self._tail()}"
-                )
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        return self.info
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"llama.cpp server did not answer {url} in {self.startup_timeout:g} s:\n{self._tail()}")
-
-    def _tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        with contextlib.suppress(AttributeError):
-            self._log.close()
-
-    def __enter__(self) -> ServerInfo:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __init__(self, model_path: str | Path, *, chat_format: str | None = "chatml", alias: str = MODEL_ALIAS,
+                 **kw: Any) -> None:
+        super().__init__(model_path, chat_format=chat_format, alias=alias, **kw)
 
 
 if __name__ == "__main__":  # build the model and serve it until Ctrl-C: python tests/judges/llama_server.py

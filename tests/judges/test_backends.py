@@ -140,7 +140,8 @@ def test_run_refuses_a_running_loop_and_missing_server_is_explained(monkeypatch:
         asyncio.run(inside())
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "sse_starlette" else real_find_spec(n, *a))
-    with pytest.raises(RuntimeError, match=r"missing: sse_starlette\)\. Install it with scripts/build_llama_server\.sh"):
+    with pytest.raises(RuntimeError, match=r"missing: sse_starlette\)\. Install it with `pip install 'llama-cpp-python\[server\]'`.*"
+                       r"scripts/build_llama_server\.sh"):
         require_llama_cpp()
 
 

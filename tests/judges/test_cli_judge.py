@@ -106,7 +106,7 @@ def test_pairwise_file_and_dataset(llama_server, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "position_agreement" in res.output and "prefers_first" in res.output
     t = pd.read_csv(out)
-    col = "prometheus_relative[helpfulness]"
+    col = "prometheus_relative"  # no --rubric: not named after the default rubric
     assert set(t[f"{col}.ab"]) <= {"A", "B"} and set(t[col]) <= {"A", "B", "tie"}
     res = CliRunner().invoke(app, ["judge", "--dataset", "pandalm", "--mode", "pairwise", "--limit", "2", *base,
                                    "--json"])

@@ -57,10 +57,11 @@ SCRIPT = {
     "p0": [(4, 2)],                                  # A at once
     "p1": [(3, 3), (2, 5)],                          # tie, then B
     "p2": [(3, 3), (2, 2), (5, 5)],                  # tie in every round -> tie
-    "p3": [(None, 4), (None, 4), (None, 4)],         # A never parseable -> unparseable
+    "p3": [(None, 4), (None, 4), (None, 4)],         # A never parseable -> unparseable after 2 rounds
     "p4": [(None, 4), (2, 1)],                       # unparseable, then A
 }  # fmt: skip
-EXPECTED = {"p0": ("A", 1), "p1": ("B", 2), "p2": ("tie", 3), "p3": ("unparseable", 3), "p4": ("A", 2)}
+# p3: unparseable rounds have their own cap (max_unparseable, default 2), below max_rounds
+EXPECTED = {"p0": ("A", 1), "p1": ("B", 2), "p2": ("tie", 3), "p3": ("unparseable", 2), "p4": ("A", 2)}
 
 
 def ranking_answer(req: GenerationRequest) -> str:
@@ -94,8 +95,8 @@ def test_ranking_protocol_exact_verdicts_and_rounds(tmp_path: Path) -> None:
     assert max(c.seed for c in be.calls) == SEED + 2  # type: ignore[type-var]
     s = run.summary
     assert s.kind == "verdict" and s.distribution == {"A": 2, "B": 1, "tie": 1, "unparseable": 1}
-    assert s.rounds == {"1": 1, "2": 2, "3": 2}
-    assert "ranking:yes" in s.signature and "max_rounds:3" in s.signature
+    assert s.rounds == {"1": 1, "2": 3, "3": 1}
+    assert "ranking:yes" in s.signature and "max_rounds:3" in s.signature and "max_unparseable:2" in s.signature
     # the absolute prompt with the HHH rubric, one response per call
     assert "###Score Rubrics:\n[" in be.calls[0].messages[-1]["content"]  # type: ignore[index]
     # a rerun makes no call

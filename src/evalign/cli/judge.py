@@ -120,7 +120,14 @@ HUMAN = typer.Option(None, "--human", help="Human rating column (length bias wit
 LENGTH_UNIT = typer.Option("chars", "--length-unit", help="chars or words (length-bias audit).")
 NAME = typer.Option(None, "--name", help="Column name of the judge's scores.")
 LIMIT = typer.Option(None, "--limit", help="Judge only the first N rows.")
-TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per request attempt (openai).")
+TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds to wait for an answer to start (openai; an answer that "
+                       "is still streaming is never cut: see --idle-timeout).")
+IDLE_TIMEOUT = typer.Option(120.0, "--idle-timeout", help="Seconds without a byte from a started answer before it "
+                            "is abandoned (openai; a server that keeps streaming is waited for).")
+STREAM = typer.Option(True, "--stream/--no-stream", help="Ask the server to stream its answers (openai; without "
+                      "it --timeout bounds the whole answer).")
+MAX_UNPARSEABLE = typer.Option(2, "--max-unparseable-rounds", help="--ranking: rounds with an unparseable grade "
+                               "before a pair is given up (unparseable).")
 CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", help="Seconds to connect to the server (openai).")
 DEADLINE = typer.Option(None, "--deadline", help="Seconds for all requests together; past it the run "
                         "stops (finished calls stay cached).")
@@ -138,6 +145,7 @@ class JudgeCommand:
     mode: str
     ranking: bool
     max_rounds: int
+    max_unparseable_rounds: int
     dataset: str | None
     data_dir: Path | None
     rubric: str | None
@@ -177,6 +185,8 @@ class JudgeCommand:
     timeout: float
     connect_timeout: float
     deadline: float | None
+    idle_timeout: float
+    stream: bool
     max_retries: int
     out: Path | None
     id_field: str | None
@@ -194,7 +204,7 @@ class JudgeCommand:
             model=self.model, base_url=list(self.base_url) if self.base_url else None,
             api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
             max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
-            system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
+            idle_timeout=self.idle_timeout, stream=self.stream, system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
         )  # fmt: skip
 
 
@@ -205,6 +215,7 @@ def register(app: typer.Typer) -> None:
 
 def judge_cmd(
     file: Path = FILE, mode: str = MODE, ranking: bool = RANKING, max_rounds: int = MAX_ROUNDS,
+    max_unparseable_rounds: int = MAX_UNPARSEABLE,
     dataset: str = DATASET, data_dir: Path = DATA_DIR, rubric: str = RUBRIC, rubric_column: str = RUBRIC_COLUMN,
     rubric_map: list[str] = RUBRIC_MAP, template: str = TEMPLATE, backend: str = BACKEND,
     system_prompt: str = SYSTEM_PROMPT, base_url: list[str] = BASE_URL, model: str = MODEL,
@@ -217,7 +228,7 @@ def judge_cmd(
     geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
     no_cache: bool = NO_CACHE, human: str = HUMAN, length_unit: str = LENGTH_UNIT, name: str = NAME,
     limit: int = LIMIT, timeout: float = TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT,
-    deadline: float = DEADLINE, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
+    deadline: float = DEADLINE, idle_timeout: float = IDLE_TIMEOUT, stream: bool = STREAM, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
     system_field: str = SYSTEM_FIELD, instruction_field: str = INSTRUCTION_FIELD, input_field: str = INPUT_FIELD,
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
     as_json: bool = AS_JSON,
@@ -281,6 +292,7 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         raise CliError("--logit-bias applies to the LLMBar templates (--mode pairwise --template llmbar_*)")
     if cls.name == "prometheus_ranking":
         opts["max_rounds"] = o.max_rounds
+        opts["max_unparseable"] = o.max_unparseable_rounds
     if cls.name == "geval":
         opts.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
     if o.score_criterion is not None:
@@ -315,6 +327,9 @@ def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
     summary = run.summary.as_dict()
     if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
         summary["endpoints"] = be.endpoint_stats()
+    abandoned = be.stats().get("abandoned", 0)
+    if abandoned:  # said, never silent: requests given up on a timeout and sent again
+        summary["calls"]["abandoned"] = abandoned
     if o.out:
         write_table(run.table, o.out)
         summary_path = Path(f"{o.out}.summary.json")
@@ -392,6 +407,8 @@ def _validate(o: JudgeCommand) -> None:
     check(o.reask >= 0, "--reask", ">= 0")
     check(0 <= o.max_failed <= 1, "--max-failed", "a fraction in [0, 1]")
     check(o.max_rounds >= 1, "--max-rounds", ">= 1")
+    check(o.max_unparseable_rounds >= 1, "--max-unparseable-rounds", ">= 1")
+    check(o.idle_timeout > 0, "--idle-timeout", "> 0 seconds")
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
     check(o.system_prompt in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
@@ -440,6 +457,8 @@ def _counts_table(summary: dict[str, Any]) -> Table:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    if calls.get("abandoned"):
+        t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
     return t

@@ -213,3 +213,87 @@ def split_url_credentials(url: str) -> tuple[str, str | None, list[str]]:
         return clean, f"Basic {token}", secrets
     secrets = [s for s in (userinfo, user_q, user) if s]
     return clean, (f"Bearer {user}" if user else None), secrets
+
+
+def sse_data(line: str) -> str | None:
+    """The payload of one server-sent-events line: the text after ``data:`` (None for comments such
+    as keep-alive pings, other fields and blank lines)."""
+    if not line.startswith("data:"):
+        return None
+    return line[5:].strip()
+
+
+_LP_FIELDS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
+
+
+def merge_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The answer of a non-streaming request rebuilt from the chunks of a streamed one.
+
+    Chat chunks (``choices[i].delta.content``) give ``choices[i].message.content``; completions
+    chunks (``choices[i].text``) give ``choices[i].text``. Per choice: the last ``finish_reason``
+    sent, the logprobs of every chunk in order (chat ``logprobs.content`` lists, or the completions
+    ``tokens`` / ``token_logprobs`` / ``top_logprobs`` / ``text_offset`` lists), and the ``usage`` of
+    the chunk that carries one (``stream_options.include_usage``); a stream without one (llama-cpp-python)
+    gets ``{"prompt_tokens": 0, "completion_tokens": <chunks that carried text>, "counted_from_chunks": true}``
+    (one token per chunk on llama.cpp; the prompt is not counted). ``id`` / ``model`` / ``created``
+    come from the first chunk that has them. No chunk with a choice gives ``"choices": []``.
+    """
+    texts = 0
+    states: dict[int, dict[str, Any]] = {}
+    out: dict[str, Any] = {}
+    for ch in chunks:
+        if not isinstance(ch, dict):
+            continue
+        if isinstance(ch.get("usage"), dict):
+            out["usage"] = ch["usage"]
+        for k in ("id", "model", "created", "system_fingerprint"):
+            if k in ch and k not in out:
+                out[k] = ch[k]
+        for c in ch.get("choices") or []:
+            if not isinstance(c, dict):
+                continue
+            i = c.get("index", 0) if isinstance(c.get("index", 0), int) else 0
+            st = states.setdefault(i, {"parts": [], "finish": None, "chat": False, "content": [],
+                                       "lp": {f: [] for f in _LP_FIELDS}, "has_lp": False})
+            delta = c.get("delta")
+            if isinstance(delta, dict):
+                st["chat"] = True
+                if delta.get("content"):
+                    st["parts"].append(str(delta["content"]))
+                    texts += 1
+            elif c.get("text") is not None:
+                st["parts"].append(str(c["text"]))
+                texts += 1 if c["text"] else 0
+            if c.get("finish_reason"):
+                st["finish"] = c["finish_reason"]
+            _merge_logprobs(st, c.get("logprobs"))
+    choices = []
+    for i in sorted(states):
+        st = states[i]
+        text = "".join(st["parts"])
+        choice: dict[str, Any] = {"index": i, "finish_reason": st["finish"]}
+        if st["chat"]:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        if st["has_lp"]:
+            choice["logprobs"] = {"content": st["content"]} if st["chat"] else st["lp"]
+        choices.append(choice)
+    if "usage" not in out and texts:
+        out["usage"] = {"prompt_tokens": 0, "completion_tokens": texts, "counted_from_chunks": True}
+    out["object"] = "chat.completion" if any(s["chat"] for s in states.values()) else "text_completion"
+    out["choices"] = choices
+    return out
+
+
+def _merge_logprobs(st: dict[str, Any], lp: Any) -> None:
+    if not isinstance(lp, dict):
+        return
+    if isinstance(lp.get("content"), list):
+        st["content"].extend(lp["content"])
+        st["has_lp"] = True
+        return
+    for f in _LP_FIELDS:
+        if isinstance(lp.get(f), list):
+            st["lp"][f].extend(lp[f])
+            st["has_lp"] = True

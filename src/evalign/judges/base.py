@@ -107,7 +107,8 @@ class Judge(ABC):
     * sampling: ``temperature``, ``top_p``, ``max_tokens``, ``repetition_penalty`` (0 = not sent, for
       servers that reject it), ``seed`` (defaults per judge, see ``sampling_defaults``).
     * ``grammar`` (GBNF, llama.cpp) / ``response_format``: constrain the judge's output.
-    * ``column``: the column name (default: the judge name, plus ``[rubric]`` for rubric judges).
+    * ``column``: the column name (default: the judge name, plus ``[rubric]`` for rubric judges; a
+      pairwise judge run without a rubric is named after the judge alone, not its default rubric).
     """
 
     name: ClassVar[str]
@@ -164,6 +165,8 @@ class Judge(ABC):
         if not self.sampling.get("repetition_penalty", 1):
             self.sampling.pop("repetition_penalty")  # 0 = off: not sent (servers that reject it)
         self._column = column
+        #: whether a rubric was chosen (a pairwise judge without one is not named after its default)
+        self._rubric_chosen = rubric is not None or rubric_column is not None
 
     # -- naming and signature -------------------------------------------------------------------
     @property
@@ -171,7 +174,7 @@ class Judge(ABC):
         """The score column name."""
         if self._column:
             return self._column
-        if self.uses_rubric:
+        if self.uses_rubric and (self._rubric_chosen or not self.pairwise or self.mode == "ranking"):
             rub = self.rubric_column or (self.rubric.name if self.rubric else "")
             return f"{self.name}[{rub}]"
         return self.name

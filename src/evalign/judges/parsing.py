@@ -26,6 +26,7 @@ Rules (shared by every mode):
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -46,6 +47,7 @@ REASONS: dict[str, str] = {
     "not_integer": "the score is not an integer",
     "wrong_scale": "the score is given on another scale (e.g. out of 10)",
     "conflicting": "several different final scores",
+    "rubric_levels_listed": "the output lists the scale's levels ([Score 1][Score 2][Score 3] ...), not one grade",
     "tie_not_allowed": "the judge answered tie, but ties were not offered",
     "invalid_json": "no JSON object near the end of the output",
     "missing_field": "a rating is missing from the JSON object",
@@ -249,6 +251,8 @@ def _numeric(
     values = {h.value for h in hits}
     if len({float(v) for v in values}) > 1:
         shown = ", ".join(h.value for h in hits)
+        if levels_listed([h.value for h in hits]):
+            return unscored("rubric_levels_listed", f"the levels {shown} in a row, as the rubric lists them", clean)
         return unscored("conflicting", f"several final scores: {shown}", clean)
     hit = hits[-1]
     feedback = _feedback(clean[: offset + hit.start], sentence=not strong)
@@ -260,6 +264,16 @@ def _numeric(
     if not lo <= n <= hi:
         return unscored("out_of_range", f"score {hit.value} outside {lo}-{hi}", feedback)
     return ParseResult(float(n), None, "", feedback, position=offset + hit.value_start)
+
+
+def levels_listed(values: list[str]) -> bool:
+    """True when ``values`` (in text order) are at least three consecutive integers counting up by
+    one (``1, 2, 3``): a judge copying the scale's levels, not giving conflicting grades."""
+    try:
+        nums = [float(v) for v in values]
+    except ValueError:
+        return False
+    return len(nums) >= 3 and all(b - a == 1 for a, b in itertools.pairwise(nums))
 
 
 def _feedback(text: str, sentence: bool = False) -> str:

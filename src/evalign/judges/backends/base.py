@@ -26,8 +26,8 @@ class BackendOptions:
     ``model``: the model name (OpenAI-compatible servers) or a local model directory (``hf``).
     ``base_url``: the API root, or several (one model on several servers). ``api_key_env``: the NAME
     of the environment variable holding the key (None: no key). ``concurrency``, ``timeout``,
-    ``connect_timeout``, ``max_retries``, ``deadline``, ``system_prompt``: the HTTP backends'
-    settings; ``device``, ``batch_size``: local models'. ``extra``: further keyword arguments of the
+    ``connect_timeout``, ``max_retries``, ``deadline``, ``idle_timeout``, ``stream``, ``system_prompt``:
+    the HTTP backends' settings; ``device``, ``batch_size``: local models'. ``extra``: further keyword arguments of the
     backend's constructor (e.g. ``endpoint``, ``dtype``), passed as they are.
     """
 
@@ -39,6 +39,8 @@ class BackendOptions:
     connect_timeout: float | None = None
     max_retries: int | None = None
     deadline: float | None = None
+    idle_timeout: float | None = None
+    stream: bool | None = None
     system_prompt: str | None = None
     device: str | None = None
     batch_size: int | None = None

@@ -118,6 +118,8 @@ class HFLocalBackend(Backend):
         #: **kwargs of transformers' models are attention settings, not inputs: generate() rejects others)
         self._inputs = frozenset(inspect.signature(self.model.forward).parameters)
         self._lock = threading.Lock()
+        #: set when the run is cancelled: the generation loop stops at its next token
+        self._stop = threading.Event()
 
     def __repr__(self) -> str:
         return f"HFLocalBackend(model_path={self.model_path!r}, device={self.device!r}, dtype={self.dtype!r})"
@@ -188,7 +190,11 @@ class HFLocalBackend(Backend):
         *,
         raise_errors: bool = False,
     ) -> list[Generation | BackendError]:
-        """Group requests with equal settings into batches of ``batch_size`` and run them in a thread."""
+        """Group requests with equal settings into batches of ``batch_size`` and run them in a thread;
+        ``on_done`` gets each result as its batch finishes (the runner caches it there). Cancelled
+        (Ctrl-C, SIGTERM, a fatal error elsewhere), the batch being generated stops at its next token
+        (a stop flag the generation loop checks) and is thrown away: only finished batches count."""
+        self._stop.clear()
         results: list[Generation | BackendError | None] = [None] * len(reqs)
         groups: dict[str, list[int]] = {}
         for i, r in enumerate(reqs):
@@ -200,6 +206,9 @@ class HFLocalBackend(Backend):
                     gens: list[Generation | BackendError] = list(
                         await asyncio.to_thread(self._generate_batch, [reqs[i] for i in batch])
                     )
+                except asyncio.CancelledError:
+                    self._stop.set()  # the worker thread ends at its next token; nothing of it is kept
+                    raise
                 except BackendError as exc:
                     if raise_errors:
                         raise
@@ -247,10 +256,13 @@ class HFLocalBackend(Backend):
                 gen_kwargs["tokenizer"] = tok
             if proto.seed is not None:
                 torch.manual_seed(proto.seed)
+            gen_kwargs["stopping_criteria"] = _stop_criteria(self._stop)
             try:
                 out = self.model.generate(**self.model_inputs(enc), **gen_kwargs)
             except (RuntimeError, ValueError) as exc:
                 raise BackendRequestError(f"generation with {self.model_path!r} failed: {exc}") from exc
+            if self._stop.is_set():
+                raise BackendRequestError("generation interrupted (the run was cancelled)", fatal=True)
         seqs = out.sequences[:, n_prompt:].cpu()
         logits = out.logits if proto.logprobs else None
         per_req = proto.n if sample else 1
@@ -313,6 +325,18 @@ class HFLocalBackend(Backend):
                     top[s] = max(top.get(s, float("-inf")), float(v))
                 tops.append(top if req.top_logprobs else {})
         return Choice(text, finish, tops, tokens, lps), gen_ids, n_tokens
+
+
+def _stop_criteria(flag: threading.Event) -> Any:
+    """A transformers ``StoppingCriteriaList`` that ends every sequence once ``flag`` is set."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Flag(StoppingCriteria):  # type: ignore[misc]
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), flag.is_set(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Flag()])
 
 
 def _to_stderr(message: str) -> None:

@@ -113,7 +113,8 @@ class MultiEndpointBackend(Backend):
     def from_options(cls, options: BackendOptions) -> Backend:
         """One model on every URL of ``options.base_url`` (each endpoint an OpenAI-compatible client)."""
         urls = {"base_urls": list(options.base_urls)} if options.base_urls else {}
-        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt")
+        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt",
+                            "idle_timeout", "stream")
         return cls(**{**urls, "model": options.model, "api_key_env": options.api_key_env, **own, **options.extra})
 
     def __init__(
@@ -340,8 +341,9 @@ class MultiEndpointBackend(Backend):
             await ep.backend.aclose()
 
     def stats(self) -> dict[str, int]:
-        """Counters of the requests (as :meth:`Backend.stats`); per endpoint see :meth:`endpoint_stats`."""
-        return super().stats()
+        """Counters of the requests (as :meth:`Backend.stats`, plus ``abandoned``: requests given up on a
+        timeout, over every endpoint); per endpoint see :meth:`endpoint_stats`."""
+        return {**super().stats(), "abandoned": sum(getattr(ep.backend, "abandoned", 0) for ep in self._eps)}
 
 
 def _shared_identity(backend: Backend) -> dict[str, Any]:

@@ -23,11 +23,13 @@ from evalign.judges._http import (
     RetryPolicy,
     check_api_key,
     is_retryable_status,
+    merge_stream,
     parse_retry_after,
     redact,
     scrub,
     snippet,
     split_url_credentials,
+    sse_data,
 )
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.judges.backends.registry import BACKENDS, register_backend
@@ -42,11 +44,14 @@ log = logging.getLogger(__name__)
 class _Retry(Exception):
     """Internal: this attempt failed in a retryable way."""
 
-    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None,
+                 abandoned: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
         self.status = status
+        #: the request was given up on a timeout (the server may still be computing it)
+        self.abandoned = abandoned
 
 
 _ENDPOINT_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
@@ -66,7 +71,19 @@ class OpenAICompatibleBackend(Backend):
       them is the one shown and stored. Every secret is redacted from error messages and from the
       answers (a server that echoes the key) before they are stored.
     * ``endpoint``: ``"chat"`` (``/chat/completions``) or ``"completions"`` (``/completions``).
-    * ``concurrency``: requests in flight at most. ``timeout``: seconds per attempt (whole request).
+    * ``concurrency``: requests in flight at most.
+    * ``stream``: ask the server to stream its answer (``"stream": true``, server-sent events; default
+      True). Streamed chunks are put back together into the one answer a non-streaming request gives
+      (text, finish reason, logprobs, usage), so a judge, the cache and ``raw`` see no difference; a
+      server that answers a streaming request with plain JSON is read as such.
+    * ``timeout``: seconds to wait for the answer to *start* (status and headers; without ``stream``, the
+      whole answer). It never cuts an answer that is still arriving.
+    * ``idle_timeout``: seconds without a single byte once the answer has started (default 120): a
+      server that streams, or sends its keep-alive pings while it reads a long prompt, is working and
+      is waited for; one that stops sending is abandoned. A streamed request that is abandoned closes
+      its connection, which tells llama.cpp / vLLM to stop computing it. A request abandoned on a
+      timeout is re-sent only as a counted retry (:attr:`abandoned`, warned in the log: without
+      ``stream`` the server may still be computing the abandoned one).
     * ``connect_timeout``: seconds to establish a connection (default 10; a dead host fails fast).
     * ``deadline``: seconds for all requests of this backend together, from its first request
       (None = no limit); past it every request fails with a fatal error (the run stops, finished
@@ -80,6 +97,8 @@ class OpenAICompatibleBackend(Backend):
     * ``max_tokens_field``: the body field for ``max_tokens`` (``"max_completion_tokens"`` for OpenAI
       reasoning models).
     * ``seed``: seeds the backoff jitter (not the model).
+    * ``server_name``: what names the server in :meth:`identity` (cache keys) instead of ``base_url``,
+      e.g. ``llama.cpp:<sha256 of the GGUF>`` for a server evalign started on a random port.
     * ``repetition_penalty_fields``: body fields that carry a request's repetition penalty; default
       ``("repeat_penalty", "repetition_penalty")`` (llama.cpp; vLLM / TGI), and none for
       ``api.openai.com``, which rejects unknown fields.
@@ -97,7 +116,8 @@ class OpenAICompatibleBackend(Backend):
             return BACKENDS.create("multi", options)  # type: ignore[no-any-return]
         if not urls or not options.model:
             raise ValueError("the openai backend needs a base_url and a model")
-        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt")
+        own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt",
+                            "idle_timeout", "stream")
         return cls(**{"base_url": urls[0], "model": options.model, "api_key_env": options.api_key_env, **own,
                       **options.extra})
 
@@ -113,6 +133,8 @@ class OpenAICompatibleBackend(Backend):
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
         deadline: float | None = None,
+        idle_timeout: float | None = 120.0,
+        stream: bool = True,
         system_prompt: Literal["role", "fold"] = "role",
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
@@ -121,6 +143,7 @@ class OpenAICompatibleBackend(Backend):
         max_tokens_field: str = "max_tokens",
         seed: int | None = None,
         repetition_penalty_fields: tuple[str, ...] | None = None,
+        server_name: str | None = None,
     ) -> None:
         super().__init__()
         if endpoint not in _ENDPOINT_PATHS:
@@ -131,6 +154,8 @@ class OpenAICompatibleBackend(Backend):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if connect_timeout <= 0:
             raise ValueError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
         if deadline is not None and deadline <= 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
         if system_prompt not in ("role", "fold"):
@@ -145,6 +170,10 @@ class OpenAICompatibleBackend(Backend):
         self.concurrency = concurrency
         self.timeout = float(timeout)
         self.connect_timeout = float(connect_timeout)
+        self.idle_timeout = None if idle_timeout is None else float(idle_timeout)
+        self.stream = bool(stream)
+        #: requests abandoned on a timeout (no answer started, or no byte for idle_timeout) and re-sent
+        self.abandoned = 0
         self.deadline = None if deadline is None else float(deadline)
         self.system_prompt = system_prompt
         self._deadline_at: float | None = None
@@ -162,6 +191,7 @@ class OpenAICompatibleBackend(Backend):
             official = "api.openai.com" in self.base_url
             repetition_penalty_fields = () if official else ("repeat_penalty", "repetition_penalty")
         self.repetition_penalty_fields = tuple(repetition_penalty_fields)
+        self.server_name = server_name
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -181,7 +211,8 @@ class OpenAICompatibleBackend(Backend):
     def identity(self) -> dict[str, Any]:
         """``{"kind": "openai", "base_url", "model", "endpoint"}`` plus ``extra_body`` when set (never the key)."""
         ident: dict[str, Any] = {
-            "kind": self.kind, "base_url": self.base_url, "model": self.model, "endpoint": self.endpoint,
+            "kind": self.kind, "base_url": self.server_name or self.base_url, "model": self.model,
+            "endpoint": self.endpoint,
             "system_prompt": self.system_prompt,
         }
         if self.extra_body:
@@ -260,7 +291,9 @@ class OpenAICompatibleBackend(Backend):
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop or self._client.is_closed:
             limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-            timeout = httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout))
+            # read: the longest wait for the next bytes of an answer that has started (idle_timeout)
+            read = self.idle_timeout if self.stream else None
+            timeout = httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout), read=read)
             self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
             self._sem = asyncio.Semaphore(self.concurrency)
             self._loop = loop
@@ -296,18 +329,73 @@ class OpenAICompatibleBackend(Backend):
             headers["Authorization"] = self._url_auth
         return headers, secrets
 
+    async def _exchange(self, client: Any, body: dict[str, Any], headers: dict[str, str], limit: float,
+                        key: list[str]) -> tuple[int, str, Any, dict[str, Any] | None]:
+        """Send one request: ``(status, body text, response headers, merged stream or None)``.
+
+        Without ``stream`` the whole request has ``limit`` seconds. With it, the answer must *start*
+        within ``limit``; then it may take as long as it keeps sending (httpx's read timeout is the
+        idle timeout; the deadline, when set, bounds it)."""
+        if not self.stream:
+            resp = await _within(client.post(self.url, json=body, headers=headers), limit)
+            return resp.status_code, _body_text(resp), resp.headers, None
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        request = client.build_request("POST", self.url, json=body, headers=headers)
+        resp = await _within(client.send(request, stream=True), limit)
+        try:
+            ctype = resp.headers.get("content-type", "")
+            rest = self._deadline_left()
+            if resp.status_code != 200 or "text/event-stream" not in ctype.lower():
+                await _within(resp.aread(), rest)
+                return resp.status_code, _body_text(resp), resp.headers, None
+            return 200, "", resp.headers, await _within(self._read_events(resp, key), rest)
+        finally:
+            await resp.aclose()
+
+    async def _read_events(self, resp: Any, key: list[str]) -> dict[str, Any]:
+        """The chunks of a server-sent-events answer, merged (:func:`merge_stream`)."""
+        chunks: list[dict[str, Any]] = []
+        async for line in resp.aiter_lines():
+            payload = sse_data(line)
+            if payload is None or not payload:
+                continue
+            if payload == "[DONE]":
+                break
+            try:
+                chunk = json.loads(payload)
+            except json.JSONDecodeError as exc:
+                raise _Retry(f"HTTP 200 but a streamed event is not JSON: {snippet(payload, key, 200)!r}") from exc
+            if isinstance(chunk, dict) and chunk.get("error") is not None:
+                raise _Retry(f"the server sent an error in the stream: {snippet(json.dumps(chunk['error']), key)}")
+            chunks.append(chunk)
+        return merge_stream(chunks)
+
+    def _deadline_left(self) -> float | None:
+        """Seconds left before the deadline (None when there is none)."""
+        if self._deadline_at is None:
+            return None
+        return max(0.001, self._deadline_at - asyncio.get_running_loop().time())
+
     async def _attempt(self, client: Any, body: dict[str, Any], headers: dict[str, str], key: list[str]) -> dict:
         import httpx
 
         limit = self.timeout
-        if self._deadline_at is not None:
-            limit = max(0.001, min(limit, self._deadline_at - asyncio.get_running_loop().time()))
+        left = self._deadline_left()
+        if left is not None:
+            limit = min(limit, left)
         try:
-            resp = await _within(client.post(self.url, json=body, headers=headers), limit)
+            status, text, rheaders, streamed = await self._exchange(client, body, headers, limit, key)
         except httpx.ConnectTimeout as exc:
             raise _Retry(f"cannot connect (no connection within {self.connect_timeout:g} s)") from exc
+        except httpx.ReadTimeout as exc:
+            raise _Retry(f"abandoned: no byte from the server for {self.idle_timeout:g} s (--idle-timeout)",
+                         abandoned=True) from exc
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
-            raise _Retry(f"timed out after {limit:g} s without an answer") from exc
+            if self._deadline_at is not None and asyncio.get_running_loop().time() >= self._deadline_at:
+                self._check_deadline(asyncio.get_running_loop())
+            what = "an answer" if not self.stream else "the answer to start"
+            raise _Retry(f"abandoned: timed out after {limit:g} s waiting for {what} (--timeout)",
+                         abandoned=True) from exc
         except httpx.ConnectError as exc:
             raise _Retry(f"cannot connect ({type(exc).__name__}: {redact(str(exc), key)})") from exc
         except httpx.RequestError as exc:  # dropped connection, truncated body, bad encoding ...
@@ -315,19 +403,25 @@ class OpenAICompatibleBackend(Backend):
         except (ValueError, TypeError) as exc:  # httpx refusing a header value; never shows it raw
             raise BackendRequestError(f"POST {self.url}: request refused by the HTTP client "
                                       f"({type(exc).__name__}: {redact(str(exc), key)})", fatal=True) from None
-        status = resp.status_code
-        text = _body_text(resp)
+        if streamed is not None:
+            if not streamed["choices"]:
+                raise _Retry("HTTP 200 but the stream ended without a choice")
+            return scrub(streamed, key) if key else streamed  # type: ignore[no-any-return]
+        return self._read_json(status, text, rheaders, key)
+
+    def _read_json(self, status: int, text: str, rheaders: Any, key: list[str]) -> dict[str, Any]:
+        """A non-streamed answer: its JSON, or the retry / error its status and body call for."""
+        ctype = rheaders.get("content-type", "")
         if status != 200:
             shown = snippet(text, key)
             if is_retryable_status(status):
-                raise _Retry(f"HTTP {status}: {shown}", parse_retry_after(resp.headers.get("retry-after")), status)
+                raise _Retry(f"HTTP {status}: {shown}", parse_retry_after(rheaders.get("retry-after")), status)
             hint = " (check the API key and its variable)" if status in (401, 403) else ""
             if status == 400 and "system" in text.lower() and self.system_prompt == "role":
                 hint = " (the server may not accept a system message: try --system-prompt fold)"
             raise BackendRequestError(
                 f"POST {self.url}: HTTP {status}{hint}: {shown}", status=status, fatal=status in FATAL_STATUSES
             )
-        ctype = resp.headers.get("content-type", "")
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, ValueError) as exc:
@@ -338,7 +432,7 @@ class OpenAICompatibleBackend(Backend):
                     f"(is --base-url the API root, e.g. http://host:8000/v1?); body starts: {first!r}",
                     status=status, fatal=True,
                 ) from exc
-            raise _Retry(f"HTTP 200 but the body is not JSON ({len(resp.content)} bytes); body starts: {first!r}") from exc
+            raise _Retry(f"HTTP 200 but the body is not JSON ({len(text)} characters); body starts: {first!r}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise _Retry(f"HTTP 200 but the JSON has no 'choices'; body starts: {snippet(text, key, 200)!r}")
         return scrub(data, key) if key else data  # type: ignore[no-any-return]
@@ -377,8 +471,14 @@ class OpenAICompatibleBackend(Backend):
             wait = self.policy.delay(retry, last.retry_after)
             if last.status == 429 and last.retry_after is not None:
                 self._pause_until = max(self._pause_until, loop.time() + wait)
-            log.info("retrying %s in %.2f s (retry %d/%d): %s", self.url, wait, retry + 1,
-                     self.policy.max_retries, last.reason)
+            if last.abandoned:  # never silent: the server may still be computing the abandoned request
+                self.abandoned += 1
+                log.warning("re-sending a request to %s abandoned on a timeout (retry %d/%d; %s)%s", self.url,
+                            retry + 1, self.policy.max_retries, last.reason,
+                            "" if self.stream else "; the server may still be computing the abandoned one")
+            else:
+                log.info("retrying %s in %.2f s (retry %d/%d): %s", self.url, wait, retry + 1,
+                         self.policy.max_retries, last.reason)
             retry += 1
             if self._deadline_at is not None:
                 wait = min(wait, max(0.0, self._deadline_at - loop.time()))
@@ -391,6 +491,10 @@ class OpenAICompatibleBackend(Backend):
                 "(--deadline); finished calls are cached, run the same command again to go on",
                 fatal=True,
             )
+
+    def stats(self) -> dict[str, int]:
+        """The counters of :meth:`Backend.stats` plus ``abandoned`` (requests given up on a timeout and re-sent)."""
+        return {**super().stats(), "abandoned": self.abandoned}
 
     async def generate(self, req: GenerationRequest) -> Generation:
         """Send ``req``; retry on transient failures; raise :class:`BackendError` when it fails for good.

@@ -1,7 +1,8 @@
 """``prometheus_ranking`` (``--mode absolute --ranking``): Prometheus' protocol for preference data:
 responses A and B of a pair are graded independently with the absolute prompt; while the scores are
 equal (or one is unparseable) both are graded again (temperature > 0) up to ``max_rounds``; then the
-pair is a tie (or unparseable)."""
+pair is a tie (or unparseable). Rounds with an unparseable grade have their own, smaller cap
+(``max_unparseable``): a judge that cannot answer in the format is not asked ``max_rounds`` times."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from evalign.judges.prompts import Message, Rubric
 
 #: default number of rounds of the ranking protocol (a first grading and up to 4 re-gradings)
 RANKING_MAX_ROUNDS = 5
+#: default number of rounds with an unparseable grade after which a pair is given up (unparseable)
+RANKING_MAX_UNPARSEABLE = 2
 
 
 @register_judge
@@ -23,7 +26,8 @@ class PrometheusRanking(SingleJudge):
     the absolute prompt): responses A and B of a pair are graded independently (1-5 under the
     rubric). While their scores are equal, or one is unparseable, both are graded again (a new
     round: temperature > 0, default 1.0 as in the paper, seed + round) up to ``max_rounds`` rounds;
-    then the pair is a ``tie`` (equal scores) or ``unparseable``. Every round's call is cached, so a
+    then the pair is a ``tie`` (equal scores) or ``unparseable``. Re-grading for an unparseable
+    grade stops after ``max_unparseable`` such rounds (default 2; ties alone use ``max_rounds``). Every round's call is cached, so a
     resumed run repeats no call. Verdict ``A`` when A's score is higher, ``B`` when B's is.
     """
 
@@ -36,10 +40,14 @@ class PrometheusRanking(SingleJudge):
     default_template = "prometheus_absolute"
     default_rubric = "helpfulness"
 
-    def __init__(self, *, max_rounds: int = RANKING_MAX_ROUNDS, **kw: Any) -> None:
+    def __init__(self, *, max_rounds: int = RANKING_MAX_ROUNDS, max_unparseable: int = RANKING_MAX_UNPARSEABLE,
+                 **kw: Any) -> None:
         if int(max_rounds) < 1:
             raise EvalignError(f"max_rounds must be >= 1, got {max_rounds}")
+        if int(max_unparseable) < 1:
+            raise EvalignError(f"max_unparseable must be >= 1, got {max_unparseable}")
         self.max_rounds = int(max_rounds)
+        self.max_unparseable = int(max_unparseable)
         super().__init__(**kw)
         if self.samples != 1:
             raise EvalignError("the ranking protocol draws its own rounds; samples must be 1")
@@ -47,7 +55,7 @@ class PrometheusRanking(SingleJudge):
             raise EvalignError("the ranking protocol re-grades ties: temperature must be > 0")
 
     def extra_options(self) -> dict[str, Any]:
-        return {"ranking": True, "max_rounds": self.max_rounds}
+        return {"ranking": True, "max_rounds": self.max_rounds, "max_unparseable": self.max_unparseable}
 
     def prompts(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> list[tuple[str, list[Message]]]:
         out = []
@@ -70,6 +78,9 @@ class PrometheusRanking(SingleJudge):
         a, b = self._round(results, last)
         if a is not None and b is not None and a != b:
             return []
+        bad = sum(1 for r in range(last + 1) if None in self._round(results, r))
+        if bad >= self.max_unparseable:
+            return []  # the judge does not answer in the format: asking again burns rounds
         return [(last + 1, "a"), (last + 1, "b")]
 
     def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
