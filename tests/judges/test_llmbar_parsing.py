@@ -202,3 +202,11 @@ def test_every_disagreement_with_upstream_is_in_the_table(released_texts: list[d
     ]
     # evalign never reads a verdict from a text where upstream's regexes found none, except the listed ones
     assert sum(1 for v in listed.values() if not v[0]) == 4
+
+
+def test_smollm2_phrasings_are_claims() -> None:
+    """What SmolLM2-135M-Instruct answers to the Vanilla prompt (seen through llama.cpp): a claim with
+    "indeed", before the other output is named, is a verdict; negated, it is not."""
+    assert parse_llmbar("Output (a) is indeed better than Output (b).", style="direct").value == "A"
+    assert parse_llmbar("Output (b) is indeed the better option.", style="direct").value == "B"
+    assert parse_llmbar("Output (b) is not indeed better.", style="direct").value is None

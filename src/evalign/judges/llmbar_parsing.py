@@ -77,7 +77,7 @@ _MENTION = re.compile(r"output\s*\(\s*([ab])\s*\)", re.IGNORECASE)
 _PAIR_GAP = re.compile(r"(?:\s+is\s+better\.?[\"'”])?[\"'”]?\s*,?\s*(?:and|or|nor|&|/|vs\.?|versus|,)\s+"
                        r"[\"'“]?(?:therefore,\s*)?", re.IGNORECASE)
 #: after a mention: a claim "is better" (and close variants)
-_IS_BETTER = re.compile(r"[\"'*`_]*\s+is\s+(?:the\s+|clearly\s+|slightly\s+|much\s+|significantly\s+|definitely\s+)?"
+_IS_BETTER = re.compile(r"[\"'*`_]*\s+is\s+(?:(?:the|clearly|slightly|much|significantly|definitely|indeed)\s+){0,2}"
                         r"(?:better|superior|preferred|preferable|the\s+better)\b", re.IGNORECASE)
 #: before a mention: "Therefore, Output (x)", "I choose Output (x)", "the better output is Output (x)"
 _LEAD_IN = re.compile(
