@@ -12,14 +12,13 @@ import pandas as pd
 
 from evalign.errors import InputError
 from evalign.meta.resampling import Resampling
-from evalign.metrics.base import builtin_metric_names, metric_class
+from evalign.meta.system_level import SYSTEM_LEVELS, declares_corpus, system_label
 
 Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 #: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
-SYSTEM_LEVELS = ("corpus", "mean")
 
 
 @dataclass(frozen=True)
@@ -93,22 +92,9 @@ class Column:
     def system_label(self) -> str:
         """The header of this column's system-level score: ``bleu (corpus)``; ``bleu (mean of items)``
         for a metric that declares a corpus score but came as a score column only; else the name."""
-        if self.system_level == "corpus":
-            return f"{self.name} (corpus)"
-        declared = getattr(self.metric, "system_level", None) if self.metric is not None else None
-        if declared == "corpus" or (self.metric is None and self.kind == "metric" and _declared_corpus(self.name)):
-            return f"{self.name} (mean of items)"
-        return self.name
-
-
-def _declared_corpus(name: str) -> bool:
-    """Whether ``name`` is a registered metric that declares a corpus-level system score."""
-    if name not in builtin_metric_names():
-        return False
-    try:
-        return getattr(metric_class(name), "system_level", "mean") == "corpus"
-    except Exception:  # optional dependency missing: not a corpus metric we could recompute
-        return False
+        declared = (getattr(self.metric, "system_level", None) == "corpus" if self.metric is not None
+                    else self.kind == "metric" and declares_corpus(self.name))
+        return system_label(self.name, self.system_level, declared_corpus=declared)
 
 
 @dataclass(frozen=True)
