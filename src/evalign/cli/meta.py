@@ -30,7 +30,7 @@ from evalign.cli.common import (
     print_table,
     split_multi,
 )
-from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.score import parse_options
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
 
 
 def meta_cmd(
-    file: Path = FILE, dataset: str = DATASET, data_dir: Path = DATA_DIR, human: str = HUMAN,
+    file: Path = FILE, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS, human: str = HUMAN,
     metric: list[str] = METRIC, system_human: Path = SYSTEM_HUMAN, lower_is_better: bool = LOWER_IS_BETTER,
     metric_lower: list[str] = METRIC_LOWER, pref: list[str] = PREF, level: str = LEVEL, grouping: str = GROUPING,
     by: str = BY, bootstrap: int = BOOTSTRAP, permutations: int = PERMUTATIONS, seed: int = SEED,
@@ -100,7 +100,7 @@ def meta_cmd(
                        language_field)
     settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
                              system_human=system_human, lower_is_better=lower_is_better,
-                             pref=tuple(split_multi(pref)), rule="flags", scores=tuple(metrics))
+                             pref=tuple(split_multi(pref)), rule="flags", scores=tuple(metrics), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,

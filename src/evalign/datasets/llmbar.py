@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.base import (
+    DatasetEntry,
+    HumanDataset,
+    LabelSet,
+    Variant,
+    bundled_path,
+    register_dataset,
+)
 from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 
@@ -77,6 +84,9 @@ _ADVERSARIAL = ("Neighbor", "GPTInst", "GPTOut", "Manual")
     True,
     where=_LLMBAR_WHERE,
     folder="llmbar",
+    label_sets={"preference": LabelSet("pairs", "the better output (no ties)",
+                                       "1 label per pair (the authors' gold; processed sets: the humans' majority)",
+                                       pref=("pref_1",))},
     variants={
         "natural": Variant("Natural (100 pairs)", {"subsets": ["Natural"]}),
         "adversarial": Variant(

@@ -39,6 +39,9 @@ class Human:
     annotators: tuple[str, ...] = ()
     source: LabelSource = "human"
     label: str = "humans"
+    #: what to know about these labels, printed with the evaluation's warnings (e.g. one annotator
+    #: column of four chosen)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         given = [self.column is not None, self.system is not None, bool(self.pref_columns)]

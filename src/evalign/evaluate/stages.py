@@ -221,6 +221,7 @@ class Evaluation:
 
     def run(self) -> EvalResult:
         """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
+        self.warnings += list(self.spec.human.warnings)
         refusal = self.align()
         if refusal is not None:
             return refusal
