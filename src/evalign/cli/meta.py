@@ -48,7 +48,8 @@ METRIC: Any = typer.Option(
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
 )
-LOWER_IS_BETTER: Any = typer.Option(False, "--lower-is-better", help="Lower human values are better (ranks).")
+LOWER_IS_BETTER: Any = typer.Option(False, "--lower-is-better", "--human-lower-is-better",
+                                    help="Lower human values are better (ranks, errors); the same switch as report's.")
 METRIC_LOWER: Any = typer.Option(
     [], "--metric-lower-is-better", help="Metric columns where lower is better (repeatable)."
 )
@@ -323,10 +324,12 @@ def render(r: Any) -> None:
         head = f"{r.n_items} pairs, annotators {r.human}"
     if not r.overview.empty:
         title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
-        print_table(r.overview, title=f"{title} ({head})")
+        overview = r.overview if r.rater == "human" else r.overview.rename(
+            columns={"human_tie_rate": f"{r.rater}_tie_rate"})
+        print_table(overview, title=f"{title} ({head})")
     print_warnings(result_warnings(r))
     if r.systems is not None and r.human == "system-level":
-        print_table(r.systems, title="System ranking (human; each metric's declared system score)")
+        print_table(r.systems, title=f"System ranking ({r.rater}; each metric's declared system score)")
     if not r.missing.empty and (r.missing["missing"] > 0).any():
         wide = r.missing.pivot(index="system", columns="metric", values="missing").reset_index()
         wide.columns.name = None

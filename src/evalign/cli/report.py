@@ -29,10 +29,12 @@ HUMAN: Any = typer.Option(None, "--human", help="Item-level human rating column 
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="System-level human values: JSON {system: value} or CSV system,value."
 )
-HUMAN_LOWER: Any = typer.Option(False, "--human-lower-is-better", help="Human values are ranks/errors.")
+HUMAN_LOWER: Any = typer.Option(False, "--human-lower-is-better", "--lower-is-better",
+                                help="Lower human values are better (ranks, errors); the same switch as meta's.")
 PAIRS_FILE: Any = typer.Option(None, "--pairs", help="Pair table with human preferences (pref_1, ...).")
 PREF: Any = typer.Option([], "--pref", help="Preference columns of the pair table (default: pref_*).")
-LOWER_IS_BETTER: Any = typer.Option([], "--lower-is-better", help="Metric columns where lower is better.")
+METRIC_LOWER: Any = typer.Option([], "--metric-lower-is-better",
+                                 help="Metric columns where lower is better (repeatable), as in meta.")
 BY: Any = typer.Option(None, "--by", help="Column for the per-task breakdown (default: task, when present).")
 BOOTSTRAP: Any = typer.Option(1000, "--bootstrap", help="Bootstrap resamples (and permutations).")
 CONFIDENCE: Any = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
@@ -51,7 +53,7 @@ def report_cmd(
     scored_file: Path = SCORED_FILE, metric: list[str] = METRIC, judge: list[str] = JUDGE, human: str = HUMAN,
     system_human: Path = SYSTEM_HUMAN, human_lower_is_better: bool = HUMAN_LOWER, pairs_file: Path = PAIRS_FILE,
     pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS,
-    lower_is_better: list[str] = LOWER_IS_BETTER, by: str = BY, bootstrap: int = BOOTSTRAP,
+    metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
@@ -73,7 +75,7 @@ def report_cmd(
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
-    job = report_job(settings, metrics, judges, split_multi(lower_is_better), by=by, resampling=resampling)
+    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())

@@ -65,6 +65,19 @@ class Human:
         """``Agreement with humans`` or ``Agreement with GPT-4 grades`` (model labels)."""
         return f"Agreement with {self.label}"
 
+    @property
+    def rater(self) -> str:
+        """Who gave the labels, as a word before ``rank``, ``grade``, ``ceiling`` or ``ties``:
+        ``human``, or the grading model for model labels (``GPT-4``)."""
+        return rater_of(self.source, self.label)
+
+
+def rater_of(source: str, label: str) -> str:
+    """``human`` for human labels; for model labels the grader (``GPT-4 grades`` -> ``GPT-4``)."""
+    if source == "human":
+        return "human"
+    return label.removesuffix(" grades").removesuffix(" grade").strip() or "model"
+
 
 @dataclass(frozen=True)
 class Column:
