@@ -117,7 +117,7 @@ def _body_rows(table: pd.DataFrame, order: Any, cols: Sequence[tuple[str, str, s
         tds = []
         for c, kind, role in cols:
             shown, key = _cell(rec[c], digits)
-            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "task")
+            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "system_a", "system_b", "task")
                           else "") + (" resp" if str(c).startswith("response") else "")
             tds.append(f'<td class="{cls}" data-v="{html.escape(key, quote=True)}">'
                        f'<div>{html.escape(shown)}</div></td>')
