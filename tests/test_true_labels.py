@@ -84,11 +84,10 @@ def test_no_path_of_this_machine_in_signatures_and_notes() -> None:
     assert path is not None and os.path.isabs(str(path))
     sig = str(get_metric("semscore", model=str(path)).signature())
     assert sig.startswith("semscore|model:all-MiniLM-L6-v2|model_id:") and str(path) not in sig
-    assert _relative("use --option bertscore.model=/path/to/model") == "use --option bertscore.model=/path/to/model"
-    here = str(bundled_path("self_instruct"))
-    assert _relative(f"read {here}/x.json") == "read data/self_instruct/x.json" or here not in _relative(here)
+    note = "run `evalign score -m bertscore --option bertscore.model=/path/to/model` where you have them"
+    assert _relative(note) == note  # an example command is kept as written (it was mangled to to/model)
     home = str(Path.home())
-    assert home not in _relative(f"cache in {home}/.cache/evalign")
+    assert _relative(f"cache in {home}/.cache/evalign/x.sqlite") == "cache in evalign/x.sqlite"
 
 
 def test_lower_is_better_flags_mean_the_same_in_meta_and_report(tmp_path: Path) -> None:

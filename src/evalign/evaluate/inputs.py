@@ -180,7 +180,7 @@ def _with_label_set(s: InputSettings) -> InputSettings:
     """The settings with the label set ``s.label_set`` of the dataset turned into ``human`` / ``pref``
     (a system-level set: the dataset's system values, which those two left empty choose)."""
     given = [flag for flag, v in (("--human", s.human), ("--pref", s.pref), ("--system-human", s.system_human),
-                                  ("labels", s.labels)) if v]
+                                  ("meta.human", s.labels)) if v]
     if given:
         raise InputError(f"--labels picks the labels: not with {', '.join(given)}", field="labels")
     if not s.dataset:

@@ -313,19 +313,17 @@ def _axis_label(part: pd.DataFrame, stat: str) -> str:
 
 
 def _relative(note: str) -> str:
-    """A note with the paths of this machine shortened: the current folder's prefix removed, the home
-    folder written ``~``, another existing path reduced to its last two parts (notes carry no user's
-    machine layout); a path that names nothing here (an example such as ``/path/to/model``) is kept."""
+    """A note with absolute paths shortened: the current folder's prefix removed, a path elsewhere
+    reduced to its last two parts (notes carry no user's machine layout); a path inside a
+    ``code`` span is an example of a command (``--option bertscore.model=/path/to/model``) and is
+    kept as written."""
     cwd = os.getcwd().rstrip("/") + "/"
-    note = note.replace(cwd, "")
-    home = os.path.expanduser("~").rstrip("/")
-    if home and home != "/":
-        note = re.sub(re.escape(home) + r"(?=/|\b)", "~", note)
 
     def short(m: re.Match[str]) -> str:
         parts = [p for p in m.group(0).split("/") if p]
-        if len(parts) <= 2 or not os.path.exists(m.group(0)):
-            return m.group(0)
-        return "/".join(parts[-2:])
+        return "/".join(parts[-2:]) if len(parts) > 2 else m.group(0)
 
-    return re.sub(r"(?<![\w.:])/(?:[\w.@+-]+/)+[\w.@+-]*", short, note)
+    pieces = note.split("`")
+    for i in range(0, len(pieces), 2):  # outside the code spans
+        pieces[i] = re.sub(r"(?<![\w.:])/(?:[\w.@+-]+/)+[\w.@+-]*", short, pieces[i].replace(cwd, ""))
+    return "`".join(pieces)
