@@ -103,3 +103,25 @@ def test_demo_golden_outputs(demo_run: tuple[subprocess.CompletedProcess[str], P
     check_text("demo.stdout", normalise_stdout(proc.stdout, [root]))
     check_text("demo.stderr", normalise_stderr(proc.stderr, [root]))
     check_files("demo_files", root / "out")
+
+
+def test_demo_outputs_hold_no_path_of_this_machine(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """No absolute path of the user's machine (home, the Python environment, the working folder) in the
+    JSON, HTML, CSV or Markdown the demo writes; an example path of a note is kept as written."""
+    proc, root = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = root / "out"
+    private = {str(Path.home()), sys.prefix, sys.base_prefix, os.getcwd()}
+    private = {p for p in private if len(p) > 1}
+    files = [p for p in out.rglob("*") if p.suffix in (".json", ".html", ".csv", ".md", ".tex")]
+    assert any(p.name == "report.html" for p in files) and any(p.name == "summary.json" for p in files)
+    for p in files:
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for prefix in private:
+            assert prefix + "/" not in text, f"{p.name} holds {prefix}"
+        assert "site-packages" not in text, p.name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["semscore[model=all-MiniLM-L6-v2]"]["signature"].startswith(
+        "semscore|model:all-MiniLM-L6-v2|model_id:")
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "bertscore.model=/path/to/model" in report and "model=to/model" not in report

@@ -2,21 +2,64 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from evalign.cli import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_python_api_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module")
+def api_example() -> tuple[dict, list[str]]:
+    """The README's Python API block, run once: its namespace and its printed lines."""
     block = re.findall(r"## Python API\n\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
-    exec(compile(block, str(README), "exec"), {})
-    out = capsys.readouterr().out.splitlines()
+    namespace: dict = {}
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(compile(block, str(README), "exec"), namespace)
+    return namespace, buf.getvalue().splitlines()
+
+
+def test_python_api_example_runs(api_example: tuple[dict, list[str]]) -> None:
+    out = api_example[1]
     assert out[0].startswith("rouge_l|tok:rouge|stem:no|evalign:")
-    assert out[1] == "1.0"
+    assert out[1] == "1.0 as given"
+    assert out[2] == "{'rouge_l': 'rouge_l', 'bleu': 'bleu (corpus)', 'chrf': 'chrf (corpus)'}"
     assert any(line.startswith("longer-is-better: ") for line in out)
+
+
+def test_python_api_example_agrees_with_meta_cli(api_example: tuple[dict, list[str]]) -> None:
+    """One BLEU everywhere: the README's system scores and trust table (corpus BLEU) are the numbers
+    ``evalign meta --dataset self_instruct -m bleu`` prints (same defaults: 1000 resamples, seed 0)."""
+    ns = api_example[0]
+    res = CliRunner().invoke(app, ["meta", "--dataset", "self_instruct", "-m", "bleu", "--json"])
+    assert res.exit_code == 0, res.output
+    cli = json.loads(res.stdout)
+    cli_sys = {r["system"]: r["bleu (corpus)"] for r in cli["systems"]}
+    api_sys = ns["systems"]["bleu"].to_dict()
+    assert api_sys == pytest.approx(cli_sys, abs=1e-9)
+    assert api_sys["text-davinci-003"] == pytest.approx(12.382, abs=5e-4)  # corpus BLEU, not the item mean
+    cli_row = next(r for r in cli["trust"][0]["rows"] if r["metric"] == "bleu")
+    api_row = ns["report"].table.set_index("metric").loc["bleu"]
+    assert cli_row["value"] == pytest.approx(1.0)
+    for key in ("value", "ci_low", "ci_high"):
+        assert float(api_row[key]) == pytest.approx(cli_row[key], abs=1e-12), key
+    assert ns["tau"].value == pytest.approx(cli["overview"][0]["system_kendall"])
+    # the one-call API gives the same row
+    from evalign import load_dataset, meta_evaluate
+
+    data = load_dataset("self_instruct")
+    one = meta_evaluate(data.items, human=data.system_human, human_lower_is_better=True, metrics=["bleu"])
+    row = one.to_pandas().set_index("metric").loc["bleu"]
+    assert (float(row["value"]), float(row["ci_low"]), float(row["ci_high"])) == pytest.approx(
+        (cli_row["value"], cli_row["ci_low"], cli_row["ci_high"]), abs=1e-12)
 
 
 def test_readme_names_the_two_commands() -> None:

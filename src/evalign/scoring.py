@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.errors import InputError
 from evalign.io import check_systems, references_of, responses_of
 from evalign.metrics.base import Metric, get_metric
 
@@ -93,18 +94,29 @@ def score(
 def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.DataFrame:
     """One row per system, one column per metric: the metric's declared system-level score
     (``Metric.system_level``: ``corpus`` for BLEU and chrF, sacrebleu's corpus score; ``mean``
-    otherwise, the mean item score) - the same score ``meta``, ``report`` and the demo use."""
+    otherwise, the mean item score) - the same score ``meta``, ``report`` and the demo use.
+
+    A corpus metric needs the texts (``response`` and ``reference``); when the table has only its
+    score column, the column is the mean of its item scores and is named so: ``bleu (mean of items)``.
+    """
     ms = resolve_metrics(metrics)
     check_systems(table)  # a row without a system is an error, never silently left out
+    texts = "response" in table.columns and "reference" in table.columns
     rows = []
     for system, group in table.groupby("system", sort=True):
-        responses = [str(r) for r in group["response"].tolist()]
-        refs = references_of(group)
         row: dict[str, Any] = {"system": system, "n_items": len(group)}
+        responses = [str(r) for r in group["response"].tolist()] if texts else []
+        refs = references_of(group) if texts else []
         for m in ms:
-            if m.column in group.columns and getattr(m, "system_level", "mean") == "mean":
+            corpus = getattr(m, "system_level", "mean") == "corpus"
+            if m.column in group.columns and not (corpus and texts):
                 vals = group[m.column].to_numpy(dtype=float)
-                row[m.column] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+                mean = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+                row[f"{m.column} (mean of items)" if corpus else m.column] = mean
+            elif not texts:
+                raise InputError(f"cannot score {m.name} per system without its column or the texts "
+                                 "(response and reference)", field="response" if "response" not in table.columns
+                                 else "reference")
             else:
                 row[m.column] = m.system_score(responses, refs)
         rows.append(row)

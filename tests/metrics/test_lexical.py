@@ -379,10 +379,11 @@ def test_bleu_chrf_parity_generated_multi_reference(hyp: str, refs: list[str]) -
 def test_bleu_options_and_signature() -> None:
     m = get_metric("bleu")
     sig = str(m.signature())
-    assert sig.startswith("bleu|case:mixed|eff:yes|tok:13a|smooth:exp|evalign:")
+    assert sig.startswith("bleu|case:mixed|eff:items-yes,corpus-no|tok:13a|smooth:exp|evalign:")
     assert sig.endswith(f"sacrebleu:{sacrebleu.__version__}")
     m2 = get_metric("bleu", tokenize="char", smooth_method="floor", lowercase=True)
-    assert dict(m2.signature().options) == {"case": "lc", "eff": "yes", "tok": "char", "smooth": "floor[0.10]"}
+    assert dict(m2.signature().options) == {"case": "lc", "eff": "items-yes,corpus-no", "tok": "char",
+                                                "smooth": "floor[0.10]"}
     assert m2.column == "bleu[tok=char]"
     assert m2.score(["ABC"], [["abc"]]).values[0] == BLEU(
         tokenize="char", smooth_method="floor", lowercase=True, effective_order=True
@@ -395,6 +396,23 @@ def test_bleu_options_and_signature() -> None:
     assert c.score(["a cat sat"], [["the cat sat"]]).values[0] == CHRF(word_order=2).sentence_score(
         "a cat sat", ["the cat sat"]
     ).score
+
+
+def test_bleu_signature_states_each_level_against_sacrebleu() -> None:
+    """A 3-item system whose responses share no 4-gram with the references: corpus BLEU is 0.0 as
+    ``sacrebleu.corpus_bleu`` (no effective order) computes it, the item scores are sentence BLEU with
+    effective order; the signature says so (``eff:yes`` alone claimed the corpus score used it)."""
+    hyps = ["the cat sat", "a dog ran", "good"]
+    refs = ["the cat sat down", "a dog ran to its home", "very good"]
+    table = pd.DataFrame({"id": ["1", "2", "3"], "system": "s", "response": hyps, "reference": refs})
+    scored, runs = score(table, ["bleu"])
+    corpus = float(system_scores(scored, ["bleu"])["bleu"].iloc[0])
+    assert corpus == sacrebleu.corpus_bleu(hyps, [refs]).score == 0.0
+    with_eff = BLEU(effective_order=True).corpus_score(hyps, [refs]).score
+    assert with_eff > 20  # what the corpus score would be with effective order: not what is computed
+    assert list(scored["bleu"]) == [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps, refs, strict=True)]
+    assert "|eff:items-yes,corpus-no|" in runs[0].signature
+    assert "eff:yes" not in runs[0].signature
 
 
 def test_no_reference_gives_nan() -> None:

@@ -176,3 +176,47 @@ def test_report_explorer_and_figures_in_chromium(pandalm_report: Path, tmp_path:
             browser.close()
     assert errors == []
     assert all(r == url or r.startswith("data:") for r in requests), requests
+
+
+def test_pair_explorer_shows_the_responses_at_laptop_width(tmp_path: Path) -> None:
+    """The PandaLM pair explorer (every column the demo shows) at 1280 px: the first row is at most
+    about 8 lines tall and both responses start inside the visible part of the table, beside the
+    disagreement (they were pushed past 1,500 px by the id, task, system, instruction and input columns)."""
+    from playwright.sync_api import sync_playwright
+
+    from evalign.datasets import load_dataset
+    from evalign.report.explorer import pair_explorer
+
+    ds = load_dataset("pandalm")
+    pairs = ds.pairs.head(60).copy()
+    metrics = ["bleu", "chrf", "rouge_l", "exact_match"]
+    for k, m in enumerate(metrics):
+        pairs[f"{m}_a"] = np.arange(len(pairs), dtype=float) * (k + 1)
+        pairs[f"{m}_b"] = 0.5
+    spec = pair_explorer(pairs, None, pref_columns=ds.pref_columns, metrics=metrics, judges=ds.judge_columns)
+    page_file = tmp_path / "explorer.html"
+    page_file.write_text("<!doctype html><html><head><meta charset='utf-8'><title>x</title></head>"
+                         f"<body style='margin:2em'>{spec.html()}</body></html>", encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium(), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(page_file.resolve().as_uri(), wait_until="load")
+            m = page.evaluate("""() => {
+              const s = document.querySelector('section.evalign-explorer');
+              const sc = s.querySelector('.ex-scroll').getBoundingClientRect();
+              const heads = [...s.querySelectorAll('th')].map(t => t.textContent.trim());
+              const row = s.querySelector('tbody tr');
+              const cells = [...row.querySelectorAll('td')];
+              const at = name => { const r = cells[heads.indexOf(name)].getBoundingClientRect();
+                                   return [r.left - sc.left, r.right - sc.left]; };
+              const fs = parseFloat(getComputedStyle(row).fontSize);
+              return {visible: sc.width, row: row.getBoundingClientRect().height, font: fs,
+                      a: at('response_a'), b: at('response_b'), first: heads.slice(0, 4)};
+            }""")
+        finally:
+            browser.close()
+    assert m["first"] == ["disagreement", "vs", "response_a", "response_b"]
+    assert m["row"] <= 9 * m["font"] * 1.4  # at most about 8 lines of 1.4 line height
+    assert m["visible"] > 1000
+    assert m["a"][0] < 400 and m["b"][1] < m["visible"], m  # both responses in view, whole

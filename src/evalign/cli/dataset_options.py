@@ -1,4 +1,4 @@
-"""``--dataset`` and ``--data-dir``: declared once for every verb.
+"""``--dataset``, ``--data-dir`` and ``--labels``: declared once for every verb.
 
 The catalogue, the ``NAME:VARIANT`` specs and the tables they load live in
 :mod:`evalign.datasets.catalogue` (re-exported here for the verbs).
@@ -32,6 +32,7 @@ __all__ = [
     "CATALOGUE",
     "DATASET",
     "DATA_DIR",
+    "LABELS",
     "TABLE_KINDS",
     "DatasetEntry",
     "Variant",
@@ -54,4 +55,11 @@ DATA_DIR: Any = typer.Option(
     "--data-dir",
     help="Folder of dataset files that do not ship with evalign (default: $EVALIGN_DATA_DIR, "
     "else ~/.cache/evalign/data).",
+)
+#: ``--labels``: one of the dataset's label sets (``evalign datasets`` lists them)
+LABELS: Any = typer.Option(
+    None,
+    "--labels",
+    help="One of the dataset's label sets, e.g. tulu1's acceptability or preference (listed by `evalign datasets`; "
+    "default: the first).",
 )

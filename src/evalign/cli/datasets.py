@@ -11,9 +11,16 @@ from rich.markup import escape
 from rich.text import Text
 
 from evalign.cli.common import CliError, console, emit_json, err_console
-from evalign.cli.dataset_options import DATA_DIR
+from evalign.cli.dataset_options import DATA_DIR, LABELS
 from evalign.datasets import list_datasets
-from evalign.datasets.catalogue import CATALOGUE, TABLE_KINDS, DatasetEntry, load_dataset_spec, table_of
+from evalign.datasets.catalogue import (
+    CATALOGUE,
+    TABLE_KINDS,
+    DatasetEntry,
+    label_set,
+    load_dataset_spec,
+    table_of,
+)
 from evalign.datasets.external import default_data_dir
 from evalign.errors import UsageError
 from evalign.io import STDIO, write_json_atomic, write_table
@@ -51,6 +58,11 @@ def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
                 "where": e.where or None,
                 "folder": str(root / e.folder) if e.folder else None,
                 "files_found": found,
+                "label_sets": [
+                    {"name": k, "kind": ls.kind, "description": ls.description, "annotators": ls.annotators,
+                     "column": ls.column, "pref": list(ls.pref), "default": i == 0}
+                    for i, (k, ls) in enumerate(e.label_sets.items())
+                ],
                 "variants": [
                     {"name": f"{name}:{k}", "description": v.description, "needs_files": v.needs_files or not e.ships}
                     for k, v in e.variants.items()
@@ -76,6 +88,9 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
             ships = "needs files"
         wrapped(f"{r['name']}  {'+'.join(r['tables'])}  {ships}  {r['licence']}")
         wrapped(f"  labels: {r['labels']}")
+        for ls in r["label_sets"]:
+            default = " (default)" if ls["default"] and len(r["label_sets"]) > 1 else ""
+            wrapped(f"  --labels {ls['name']}{default}: {ls['description']}; {ls['annotators']}")
         if r["citation"]:
             wrapped(f"  cite: {r['citation']}")
         for v in r["variants"]:
@@ -86,7 +101,7 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
             wrapped(f"  files: {state} in {r['folder']}")
             wrapped(f"  get them: {r['where']}")
     wrapped(f"Data folder: {root} (--data-dir, else $EVALIGN_DATA_DIR, else ~/.cache/evalign/data). "
-            "* = needs files. Use a variant as --dataset NAME:VARIANT.")
+            "* = needs files. Use a variant as --dataset NAME:VARIANT, a label set as --labels NAME.")
 
 
 def write_system_human(ds: Any, out: Path) -> Path:
@@ -143,14 +158,14 @@ def datasets_cmd(ctx: typer.Context, data_dir: Path = DATA_DIR, as_json: bool = 
 
 
 def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, against: str = AGAINST, data_dir: Path = DATA_DIR,
-               as_json: bool = EXPORT_JSON) -> None:
+               labels: str = LABELS, as_json: bool = EXPORT_JSON) -> None:
     """Write a dataset's item table or pair table, ready for `score`, `judge`, `meta` and `report`."""
     if as_ is not None and as_ not in TABLE_KINDS:
         raise CliError(f"--as must be one of {', '.join(TABLE_KINDS)}, got '{as_}'")
     to_stdout = str(out) == STDIO
     if to_stdout and as_json:
         raise UsageError("--json: not with -o - (standard output carries the table)")
-    info, ds = export_dataset(name, out, as_, data_dir, against=against)
+    info, ds = export_dataset(name, out, as_, data_dir, against=against, labels=labels)
     if as_json:
         emit_json(info)
         return
@@ -167,16 +182,26 @@ def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, against: str = 
 
 
 def export_dataset(name: str, out: Path, as_: str | None, data_dir: Path | None,
-                   against: str | None = None) -> tuple[dict[str, Any], Any]:
+                   against: str | None = None, labels: str | None = None) -> tuple[dict[str, Any], Any]:
     """Write the table of dataset ``name`` (``as_``: a table kind, default items if it has them, else
-    pairs; ``against``: pairs between the item table's systems, see :func:`table_of`) to ``out``, with
+    pairs; ``labels``: a label set, whose table is the default: pairs for preferences, else items;
+    ``against``: pairs between the item table's systems, see :func:`table_of`) to ``out``, with
     its system-level human values beside an item table. Returns (what was written, the dataset)."""
+    ls = label_set(name, labels) if labels is not None else None
+    if ls is not None:
+        wanted = ("pairs", "pairs-as-items") if ls.kind == "pairs" else ("items",)
+        if as_ is not None and as_ not in wanted:
+            raise CliError(f"--labels {labels} is in the {'pair' if ls.kind == 'pairs' else 'item'} table: "
+                           f"--as {' or '.join(wanted)}, not {as_}")
+        as_ = as_ or wanted[0]
     ds = load_dataset_spec(name, data_dir)
     kind = as_ or ("pairs" if against is not None or ds.items is None else "items")
     table = table_of(ds, as_=kind, against=against)
     write_table(table, out)
     info: dict[str, Any] = {"dataset": name, "as": kind, "against": against, "rows": len(table),
                             "columns": list(map(str, table.columns)), "out": str(out)}
+    if labels is not None:
+        info["labels"] = labels
     if kind == "items" and ds.system_human and str(out) != STDIO:
         info["system_human"] = str(write_system_human(ds, out))
     return info, ds

@@ -30,7 +30,7 @@ from evalign.cli.common import (
     print_table,
     split_multi,
 )
-from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.score import parse_options
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
@@ -49,7 +49,8 @@ METRIC: Any = typer.Option(
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="JSON file: {system: human score or rank} (or {'ranks': {...}})."
 )
-LOWER_IS_BETTER: Any = typer.Option(False, "--lower-is-better", help="Lower human values are better (ranks).")
+LOWER_IS_BETTER: Any = typer.Option(False, "--lower-is-better", "--human-lower-is-better",
+                                    help="Lower human values are better (ranks, errors); the same switch as report's.")
 METRIC_LOWER: Any = typer.Option(
     [], "--metric-lower-is-better", help="Metric columns where lower is better (repeatable)."
 )
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
 
 
 def meta_cmd(
-    file: Path = FILE, dataset: str = DATASET, data_dir: Path = DATA_DIR, human: str = HUMAN,
+    file: Path = FILE, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS, human: str = HUMAN,
     metric: list[str] = METRIC, system_human: Path = SYSTEM_HUMAN, lower_is_better: bool = LOWER_IS_BETTER,
     metric_lower: list[str] = METRIC_LOWER, pref: list[str] = PREF, level: str = LEVEL, grouping: str = GROUPING,
     by: str = BY, bootstrap: int = BOOTSTRAP, permutations: int = PERMUTATIONS, seed: int = SEED,
@@ -103,7 +104,7 @@ def meta_cmd(
     settings = InputSettings(file=file, dataset=dataset, data_dir=data_dir, fields=fields, human=human,
                              system_human=system_human, lower_is_better=lower_is_better,
                              pref=tuple(split_multi(pref)), rule="flags",
-                             scores=tuple(n for n in metrics if not is_glob(n)))
+                             scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
@@ -365,10 +366,12 @@ def render(r: Any) -> None:
         head = f"{r.n_items} pairs, annotators {r.human}"
     if not r.overview.empty:
         title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
-        print_table(r.overview, title=f"{title} ({head})")
+        overview = r.overview if r.rater == "human" else r.overview.rename(
+            columns={"human_tie_rate": f"{r.rater}_tie_rate"})
+        print_table(overview, title=f"{title} ({head})")
     print_warnings(result_warnings(r))
     if r.systems is not None and r.human == "system-level":
-        print_table(r.systems, title="System ranking (human; each metric's declared system score)")
+        print_table(r.systems, title=f"System ranking ({r.rater}; each metric's declared system score)")
     if not r.missing.empty and (r.missing["missing"] > 0).any():
         wide = r.missing.pivot(index="system", columns="metric", values="missing").reset_index()
         wide.columns.name = None

@@ -13,8 +13,9 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
-from evalign.cli.dataset_options import DATA_DIR, DATASET
+from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.meta import existing_columns
+from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report import write_report
 from evalign.report.data import MERGED_TASK, merge_labels
@@ -28,10 +29,12 @@ HUMAN: Any = typer.Option(None, "--human", help="Item-level human rating column 
 SYSTEM_HUMAN: Any = typer.Option(
     None, "--system-human", help="System-level human values: JSON {system: value} or CSV system,value."
 )
-HUMAN_LOWER: Any = typer.Option(False, "--human-lower-is-better", help="Human values are ranks/errors.")
+HUMAN_LOWER: Any = typer.Option(False, "--human-lower-is-better", "--lower-is-better",
+                                help="Lower human values are better (ranks, errors); the same switch as meta's.")
 PAIRS_FILE: Any = typer.Option(None, "--pairs", help="Pair table with human preferences (pref_1, ...).")
 PREF: Any = typer.Option([], "--pref", help="Preference columns of the pair table (default: pref_*).")
-LOWER_IS_BETTER: Any = typer.Option([], "--lower-is-better", help="Metric columns where lower is better.")
+METRIC_LOWER: Any = typer.Option([], "--metric-lower-is-better",
+                                 help="Metric columns where lower is better (repeatable), as in meta.")
 BY: Any = typer.Option(None, "--by", help="Column for the per-task breakdown (default: task, when present).")
 BOOTSTRAP: Any = typer.Option(1000, "--bootstrap", help="Bootstrap resamples (and permutations).")
 CONFIDENCE: Any = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
@@ -49,8 +52,8 @@ def register(app: typer.Typer) -> None:
 def report_cmd(
     scored_file: Path = SCORED_FILE, metric: list[str] = METRIC, judge: list[str] = JUDGE, human: str = HUMAN,
     system_human: Path = SYSTEM_HUMAN, human_lower_is_better: bool = HUMAN_LOWER, pairs_file: Path = PAIRS_FILE,
-    pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR,
-    lower_is_better: list[str] = LOWER_IS_BETTER, by: str = BY, bootstrap: int = BOOTSTRAP,
+    pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS,
+    metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
@@ -59,8 +62,9 @@ def report_cmd(
 
     metrics = split_multi(metric)
     judges = split_multi(judge)
-    if not metrics and not judges:
-        raise CliError("give at least one --metric (or --judge) column")
+    if not metrics and not judges and (scored_file is not None or not dataset):
+        raise CliError("give at least one --metric (or --judge) column (with --dataset NAME alone, the dataset's "
+                       "default metrics are computed)")
     if human and system_human:
         raise CliError("give either --human or --system-human, not both")
     if bootstrap < 1 or not 0 < confidence < 1:
@@ -69,9 +73,9 @@ def report_cmd(
         raise CliError("give a SCORED_FILE or --dataset NAME")
     settings = InputSettings(file=scored_file, dataset=dataset, data_dir=data_dir, human=human,
                              system_human=system_human, lower_is_better=human_lower_is_better,
-                             pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables")
+                             pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
-    job = report_job(settings, metrics, judges, split_multi(lower_is_better), by=by, resampling=resampling)
+    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
@@ -124,6 +128,13 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
 
     inputs = report_inputs(settings)
     hum, pairs = inputs.human, inputs.pairs
+    if not metrics and not judges and inputs.ds is not None:  # --dataset NAME alone: its default metrics
+        metrics = default_metrics(inputs.ds)
+        if not metrics:
+            raise CliError(f"dataset '{inputs.ds.name}' has no references and no judge columns: name the columns "
+                           "to evaluate with --metric or --judge")
+        err_console.print(escape(f"metrics: {', '.join(metrics)} (the dataset's defaults; choose with --metric)"),
+                          highlight=False)
     try:  # globs (``judge:gpt-4/*``) select judge columns
         metrics, judges = (expand_names(n, table=inputs.items, pairs=pairs, source=inputs.source) if n else []
                            for n in (metrics, judges))

@@ -71,6 +71,31 @@ class Variant:
     needs_files: bool = False
 
 
+#: what a label set holds: item ratings (a column of the item table), system-level values, or
+#: annotator preference columns of the pair table
+LABEL_KINDS = ("item", "system", "pairs")
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """One set of labels of a dataset, picked with ``--labels NAME`` (every verb) or ``data.labels``
+    (run configs). ``kind``: one of :data:`LABEL_KINDS`; ``column``: the item rating column
+    (``item``); ``pref``: every annotator column of the pair table (``pairs``); ``annotators``: how
+    many annotators gave each label, as people say it (``3 per pair``)."""
+
+    kind: str
+    description: str
+    annotators: str
+    column: str | None = None
+    pref: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in LABEL_KINDS:
+            raise ValueError(f"label set kind must be one of {', '.join(LABEL_KINDS)}, got {self.kind!r}")
+        if (self.kind == "item") != (self.column is not None) or (self.kind == "pairs") != bool(self.pref):
+            raise ValueError("an item label set names its column, a pairs label set its annotator columns")
+
+
 @dataclass(frozen=True)
 class DatasetEntry:
     """What ``evalign datasets`` says about one adapter (declared with the adapter, see
@@ -91,6 +116,8 @@ class DatasetEntry:
     variants: dict[str, Variant] = field(default_factory=dict)
     #: how to cite the set (and what ships with it), shown by ``evalign datasets`` when given
     citation: str = ""
+    #: the dataset's label sets by name, the default first (``--labels NAME``)
+    label_sets: dict[str, LabelSet] = field(default_factory=dict)
 
 
 #: the dataset registry (adapter functions; plugins from the ``evalign.datasets`` entry points)

@@ -22,6 +22,7 @@ from evalign.datasets.base import (
     DATASETS,
     DatasetEntry,
     HumanDataset,
+    LabelSet,
     Variant,
     items_to_pairs,
     list_datasets,
@@ -31,17 +32,25 @@ from evalign.errors import EvalignError, did_you_mean
 
 __all__ = [
     "CATALOGUE",
+    "DEFAULT_METRICS",
     "TABLE_KINDS",
     "DatasetEntry",
+    "LabelSet",
     "Variant",
     "dataset_table",
+    "default_metrics",
+    "label_set",
     "load_dataset_spec",
     "parse_spec",
+    "subset_warning",
     "table_of",
 ]
 
 #: what :func:`dataset_table` can return
 TABLE_KINDS = ("items", "pairs", "pairs-as-items")
+#: the metrics ``evalign report --dataset NAME`` computes when none is named (reference-based,
+#: offline, fast), for a dataset with references
+DEFAULT_METRICS = ("bleu", "chrf", "rouge_l")
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -145,3 +154,42 @@ def table_of(ds: Any, *, as_: str = "auto-items", against: str | None = None) ->
         table = pairs_to_items(ds.pairs)
     table.attrs["source"] = f"dataset {ds.name}"
     return table
+
+
+def label_set(spec: str, name: str) -> LabelSet:
+    """The label set ``name`` of dataset ``spec`` (``NAME`` or ``NAME:VARIANT``; case-insensitive).
+    Raises EvalignError listing the dataset's label sets (or saying it declares none)."""
+    ds_name, _ = parse_spec(spec)
+    entry = CATALOGUE.get(ds_name)
+    sets = entry.label_sets if entry is not None else {}
+    if not sets:
+        raise EvalignError(f"dataset '{ds_name}' declares no label sets: name its labels with --human or --pref")
+    key = next((k for k in sets if k.lower() == name.strip().lower()), None)
+    if key is None:
+        listing = ", ".join(sets)
+        raise EvalignError(f"dataset '{ds_name}' has no label set '{name}'{did_you_mean(name, list(sets))} "
+                           f"(label sets: {listing}; see `evalign datasets`)")
+    return sets[key]
+
+
+def subset_warning(ds: HumanDataset, pref: tuple[str, ...] | list[str]) -> str | None:
+    """A warning when ``pref`` is a strict subset of the dataset's annotator columns (one ``--pref``
+    of Tulu-1's four): how many there are and how to use all of them; else None."""
+    mine = [str(c) for c in ds.pref_columns]
+    chosen = [c for c in pref if c in mine]
+    if not mine or len(chosen) != len(pref) or set(chosen) == set(mine):
+        return None
+    base = ds.name.split(":", 1)[0]
+    entry = CATALOGUE.get(base)
+    pick = next((n for n, ls in (entry.label_sets.items() if entry else ()) if ls.kind == "pairs"), None)
+    hint = f"--labels {pick}" if pick else "--pref " + " --pref ".join(mine)
+    return (f"labels: {len(chosen)} of the {len(mine)} annotator columns of {ds.name} ({', '.join(chosen)}); "
+            f"all {len(mine)}: {hint}")
+
+
+def default_metrics(ds: HumanDataset) -> list[str]:
+    """What ``evalign report --dataset NAME`` evaluates when no metric is named: :data:`DEFAULT_METRICS`
+    when the dataset has references, and the judge columns it ships (e.g. PandaLM's upstream verdicts)."""
+    table = ds.items if ds.items is not None else ds.pairs
+    has_refs = table is not None and "reference" in table.columns and bool(table["reference"].notna().any())
+    return [*(DEFAULT_METRICS if has_refs else ()), *ds.judge_columns]

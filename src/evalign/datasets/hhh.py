@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.base import (
+    DatasetEntry,
+    HumanDataset,
+    LabelSet,
+    Variant,
+    bundled_path,
+    register_dataset,
+)
 from evalign.errors import InputError
 
 CITATION = (
@@ -26,6 +33,8 @@ SUBSETS = ("harmless", "helpful", "honest", "other")
     "Apache-2.0",
     True,
     variants={t: Variant(f"the {t} subset only", tasks=(t,)) for t in ("harmless", "helpful", "honest", "other")},
+    label_sets={"preference": LabelSet("pairs", "the human-preferred response (no ties)", "1 label per pair (the set's gold)",
+                                       pref=("pref_1",))},
 ))
 def load_hhh(path: str | Path | None = None) -> HumanDataset:
     """HHH alignment as a pair table, ``task`` = subset, ``id`` = ``<subset>/<row>``, gold in

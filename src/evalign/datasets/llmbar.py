@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.base import (
+    DatasetEntry,
+    HumanDataset,
+    LabelSet,
+    Variant,
+    bundled_path,
+    register_dataset,
+)
 from evalign.datasets.external import find_set_dir
 from evalign.datasets.llmbar_verdicts import with_verdicts
 from evalign.errors import InputError
@@ -87,6 +94,9 @@ _ADVERSARIAL = ("Neighbor", "GPTInst", "GPTOut", "Manual")
     where=_LLMBAR_WHERE,
     folder="llmbar",
     citation=FULL_CITATION,
+    label_sets={"preference": LabelSet("pairs", "the better output (no ties)",
+                                       "1 label per pair (the authors' gold; processed sets: the humans' majority)",
+                                       pref=("pref_1",))},
     variants={
         "natural": Variant("Natural (100 pairs)", {"subsets": ["Natural"]}),
         "adversarial": Variant(

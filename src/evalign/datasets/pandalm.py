@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, bundled_path, register_dataset
 
 CITATION = (
     "Wang et al. 2023, PandaLM: An Automatic Evaluation Benchmark for LLM Instruction Tuning "
@@ -59,6 +59,8 @@ def _text(v: object) -> str:
     "999 pairs, 3 human annotators each (A / B / tie)",
     "Apache-2.0",
     True,
+    label_sets={"preference": LabelSet("pairs", "human preference A / B / tie", "3 annotators per pair",
+                                       pref=("pref_1", "pref_2", "pref_3"))},
 ))
 def load_pandalm(path: str | Path | None = None) -> HumanDataset:
     """The PandaLM pair table. ``system_a`` wrote ``response_a`` (PandaLM's response1). The bundled

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
 from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
@@ -106,6 +106,8 @@ def _load(file_name: str, name: str, description: str, data_dir: str | Path | No
 
 _PROMETHEUS_WHERE = "https://github.com/prometheus-eval/prometheus-eval (eval/benchmark/data/)"
 _GPT4_GRADES = "GPT-4 grades 1-5 (3 per item; NOT human ratings); 320 items"
+_GRADE_SETS = {"gpt4_grades": LabelSet("item", "GPT-4 grade 1-5 per response (the mean of 3; model grades, not human)",
+                                       "3 GPT-4 grades per item", column="gpt4_score")}
 
 
 @register_dataset("prometheus_mt_bench", entry=DatasetEntry(
@@ -116,6 +118,7 @@ _GPT4_GRADES = "GPT-4 grades 1-5 (3 per item; NOT human ratings); 320 items"
     False,
     where=_PROMETHEUS_WHERE + " mt_bench_eval.json",
     folder="prometheus_eval_benchmarks",
+    label_sets=_GRADE_SETS,
 ))
 def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset:
     """MT-Bench in Prometheus format: 320 items (question ids 81-160 x chatgpt, llama2_chat_13b,
@@ -139,6 +142,7 @@ def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset
     False,
     where=_PROMETHEUS_WHERE + " vicuna_eval.json",
     folder="prometheus_eval_benchmarks",
+    label_sets=_GRADE_SETS,
 ))
 def load_prometheus_vicuna(data_dir: str | Path | None = None) -> HumanDataset:
     """Vicuna-bench in Prometheus format: 320 items (question ids 1-80 x chat_gpt, llama-2-chat,

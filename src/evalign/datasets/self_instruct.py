@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, bundled_path, register_dataset
+from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, bundled_path, register_dataset
 from evalign.io import read_items
 
 SYSTEMS = (
@@ -34,6 +34,8 @@ CITATION = (
     "system-level human ranks of 8 GPT-3 systems (SemScore paper, 1 = best); 2,016 items",
     "Apache-2.0",
     True,
+    label_sets={"rank": LabelSet("system", "published human rank of each system (1 = best)",
+                                 "system level: one ranking of the 8 systems")},
 ))
 def load_self_instruct(data_dir: str | Path | None = None) -> HumanDataset:
     """The 2,016 (instruction, response, reference) items of 8 systems, with system human ranks

@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.datasets.base import DatasetEntry, HumanDataset, Variant, bundled_path, register_dataset
+from evalign.datasets.base import (
+    DatasetEntry,
+    HumanDataset,
+    LabelSet,
+    Variant,
+    bundled_path,
+    register_dataset,
+)
 from evalign.datasets.external import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
@@ -87,6 +94,13 @@ _TULU_WHERE = (
     False,
     where=_TULU_WHERE,
     folder="tulu1_human_eval",
+    label_sets={
+        "acceptability": LabelSet("item", "human acceptability per output (share of annotators saying yes)",
+                                  "1-6 annotators per item (1 for 869 of the 1,328 items)", column="acceptable"),
+        "preference": LabelSet("pairs", "human 5-point preference per pair (as A / B / tie)",
+                               "4 annotator columns, 1-4 annotators per pair (1 for 869 of the 996 pairs)",
+                               pref=("pref_1", "pref_2", "pref_3", "pref_4")),
+    },
     variants={
         "self_instruct": Variant("the 252 Self-Instruct prompts", tasks=("self_instruct",), needs_files=True),
         "vicuna": Variant("the 80 Vicuna prompts", tasks=("vicuna",), needs_files=True),

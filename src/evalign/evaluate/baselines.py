@@ -72,9 +72,9 @@ def human_ties(human: np.ndarray, *, level: str, grouping: str, is_pairs: bool) 
     return _has_duplicates(h.ravel())
 
 
-def definitions(statistic: str, labels_have_ties: bool) -> dict[str, str]:
+def definitions(statistic: str, labels_have_ties: bool, rater: str = "human") -> dict[str, str]:
     """What each baseline row of a table ranked by ``statistic`` is (the JSON's ``definition`` and
-    the legend under a table)."""
+    the legend under a table); ``rater``: who gave the labels (``human``, or a grader such as ``GPT-4``)."""
     if statistic in CORRELATIONS:
         rnd = "random scores: expected correlation 0"
     elif labels_have_ties:
@@ -83,12 +83,14 @@ def definitions(statistic: str, labels_have_ties: bool) -> dict[str, str]:
         rnd = ("uniform random choice of A or B (the labels have no tie; a predicted tie is wrong): "
                "exact expectation 1/2")
     return {
-        "always_tie": "calls every pair a tie (its accuracy is the share of human ties)",
+        "always_tie": f"calls every pair a tie (its accuracy is the share of {rater} ties)",
         "always_a": "always prefers response A",
         "always_b": "always prefers response B",
         "random": rnd,
         "longer_is_better": "the response length in characters used as a metric",
-        "human_ceiling": "agreement of one annotator with another (not a trivial baseline)",
+        "human_ceiling": ("agreement of one annotator with another (not a trivial baseline)" if rater == "human" else
+                          f"agreement of one {rater} grade with another of the same item (not a trivial baseline; "
+                          "model grades, not human)"),
     }
 
 

@@ -48,13 +48,13 @@ def undefined_pairs(labels: np.ndarray) -> str | None:
     return None
 
 
-def tie_warnings(tie_rates: Mapping[str, float], epsilons: Mapping[str, float]) -> list[str]:
-    """A warning per calibrated column that calls more than 90% of pairs ties."""
+def tie_warnings(tie_rates: Mapping[str, float], epsilons: Mapping[str, float], rater: str = "human") -> list[str]:
+    """A warning per calibrated column that calls more than 90% of pairs ties (``rater``: who gave the labels)."""
     out = []
     for name, rate in tie_rates.items():
         if np.isfinite(rate) and rate > TIE_WARNING:
             out.append(f"{name} calls {100 * rate:.1f}% of pairs ties at its calibrated epsilon "
-                       f"{epsilons.get(name, float('nan')):.3g}: its accuracy mostly counts the human ties")
+                       f"{epsilons.get(name, float('nan')):.3g}: its accuracy mostly counts the {rater} ties")
     return out
 
 

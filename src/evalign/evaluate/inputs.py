@@ -18,6 +18,11 @@ The verbs differ in one thing, which settings decide between the item and the pa
 - ``"labels"`` (``run``): the kind of the given ``labels``; else the dataset's own labels (its
   preference columns when ``file`` is a pair table); else a pair-table ``file``'s ``pref_*`` columns.
 
+``label_set`` (``--labels NAME``, run configs' ``data.labels``) names one of the dataset's label sets
+(:class:`~evalign.datasets.LabelSet`): its rating column or all its annotator columns, as ``human`` /
+``pref`` would, in every rule. Preference columns that are a strict subset of the dataset's annotator
+columns are kept, with a warning (:attr:`~evalign.evaluate.Human.warnings`) saying how many there are.
+
 A condition of the inputs (no labels, no pair table, ...) is an :class:`InputsError` whose
 :attr:`~InputsError.reason` names it, so that each verb words it in its own terms; an error raised
 while the labels are chosen carries ``input_stage = "labels"``.
@@ -26,14 +31,15 @@ while the labels are chosen carries ``input_stage = "labels"``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from evalign.datasets import HumanDataset, load_dataset_spec, pairs_to_items
-from evalign.errors import EvalignError
+from evalign.datasets import HumanDataset, label_set, load_dataset_spec, pairs_to_items
+from evalign.datasets.catalogue import subset_warning
+from evalign.errors import EvalignError, InputError
 from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
 from evalign.evaluate.spec import Human
 from evalign.io import detect_format, iter_records, read_items, read_pairs, read_system_human
@@ -92,6 +98,9 @@ class InputSettings:
     #: score columns of ``file`` to rank: read as numbers (non-finite or text values are errors
     #: naming the line and the column)
     scores: tuple[str, ...] = ()
+    #: one of the dataset's label sets by name (``--labels NAME``); not with ``human``, ``pref``,
+    #: ``system_human`` or ``labels``
+    label_set: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,8 @@ def load_inputs(settings: InputSettings) -> Inputs:
     s = settings
     if s.rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, not {s.rule!r}")
+    if s.label_set is not None:
+        s = _labelled(_with_label_set, s)
     if s.rule == "tables":
         return _by_tables(s)
     ds = load_dataset_spec(s.dataset, s.data_dir) if s.dataset else None
@@ -165,6 +176,20 @@ def _labelled(choose: Any, *args: Any, **kwargs: Any) -> Any:
         raise
 
 
+def _with_label_set(s: InputSettings) -> InputSettings:
+    """The settings with the label set ``s.label_set`` of the dataset turned into ``human`` / ``pref``
+    (a system-level set: the dataset's system values, which those two left empty choose)."""
+    given = [flag for flag, v in (("--human", s.human), ("--pref", s.pref), ("--system-human", s.system_human),
+                                  ("meta.human", s.labels)) if v]
+    if given:
+        raise InputError(f"--labels picks the labels: not with {', '.join(given)}", field="labels")
+    if not s.dataset:
+        raise InputError("--labels names a label set of a dataset: give --dataset NAME (see `evalign datasets`)",
+                         field="labels")
+    ls = label_set(s.dataset, s.label_set or "")
+    return replace(s, label_set=None, human=ls.column, pref=ls.pref)
+
+
 def _own_labels_are_pairs(ds: HumanDataset) -> bool:
     """Whether a dataset's own labels are preferences (it has no item ratings or system values)."""
     return ds.items is None or (not ds.human_columns and not ds.system_human)
@@ -174,7 +199,11 @@ def _pref_labels(ds: HumanDataset | None, pref: tuple[str, ...], pairs: pd.DataF
     """Preference labels: ``pref``, else the dataset's preference columns, else the ``pref_*``
     columns of ``pairs``."""
     if pref:
-        return dataset_human(ds, pref=list(pref)) if ds is not None else Human(pref_columns=tuple(pref))
+        if ds is None:
+            return Human(pref_columns=tuple(pref))
+        warning = subset_warning(ds, pref)
+        human = dataset_human(ds, pref=list(pref))
+        return replace(human, warnings=(warning,)) if warning else human
     if ds is not None and ds.pref_columns:
         return dataset_human(ds, pref=list(ds.pref_columns))
     cands = pref_candidates(pairs)
@@ -209,6 +238,10 @@ def _given_labels(s: InputSettings, ds: HumanDataset | None, file_pairs: bool) -
     """Rule ``"labels"``: the given labels, else the dataset's, else a pair file's ``pref_*``."""
     if s.labels is not None:
         return s.labels
+    if ds is not None and s.pref:
+        return _pref_labels(ds, s.pref, pd.DataFrame())
+    if ds is not None and s.human:
+        return dataset_human(ds, column=s.human)
     if ds is not None:
         return dataset_human(ds, pref=list(ds.pref_columns)) if file_pairs and ds.pref_columns else dataset_human(ds)
     if file_pairs:

@@ -24,11 +24,11 @@ from evalign.evaluate.stages import (
     signature,
     thin_curve,
 )
-from evalign.evaluate.system import CorpusStats, corpus_statistic, corpus_stats, index_array
 from evalign.meta.breakdown import ItemArrays, breakdown, group_index, item_arrays
 from evalign.meta.correlation import correlation, system_means
 from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy
 from evalign.meta.significance import CORRELATIONS
+from evalign.meta.system_level import CorpusStats, corpus_statistic, corpus_stats, index_array
 from evalign.meta.trust import Predictor
 
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from evalign.errors import EvalignError, InputError
+from evalign.errors import InputError
 from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
 from evalign.evaluate.spec import Column, Human
-from evalign.metrics.base import get_metric, metric_class
+from evalign.meta.system_level import corpus_metric, registered_metric
+from evalign.metrics.base import get_metric
 from evalign.scoring import score
 
 
@@ -126,13 +127,6 @@ def expand_names(names: Sequence[str], *, table: pd.DataFrame | None, pairs: pd.
     return list(out)
 
 
-def _registered(name: str) -> Any:
-    try:
-        return metric_class(name)
-    except (EvalignError, ImportError):
-        return None
-
-
 def resolve_columns(
     table: pd.DataFrame | None,
     names: Sequence[str],
@@ -165,7 +159,7 @@ def resolve_columns(
         if (table is not None and n in table.columns) or in_pairs:
             cols.append(_existing_column(n, table, in_pairs, lower))
             continue
-        if _registered(n) is not None:
+        if registered_metric(n) is not None:
             m = get_metric(n, **dict(options.get(n, {})))
             to_compute.append(m)
             cols.append(Column(m.column, "metric", m.higher_is_better and m.column not in lower,
@@ -184,16 +178,11 @@ def _existing_column(name: str, table: pd.DataFrame | None, in_pairs: bool, lowe
     judge's column (its declared direction) or a metric's; a registered corpus metric with its
     default options, in a table with the texts, is scored at system level from corpus statistics."""
     judge = is_judge_column(table, name) if table is not None and name in table.columns else False
-    cls = None if judge else _registered(name)
+    cls = None if judge else registered_metric(name)
     hib = judge_higher_is_better(name) if judge else (bool(cls.higher_is_better) if cls is not None else True)
-    metric = None
-    level = "mean"
-    texts = table is not None and "response" in table.columns and "reference" in table.columns
-    if cls is not None and getattr(cls, "system_level", "mean") == "corpus" and texts and not in_pairs:
-        m = get_metric(name)
-        if m.column == name:
-            metric, level = m, "corpus"
-    return Column(name, "judge" if judge else "metric", hib and name not in lower, system_level=level, metric=metric)
+    metric = None if judge or in_pairs else corpus_metric(name, table)
+    return Column(name, "judge" if judge else "metric", hib and name not in lower,
+                  system_level="corpus" if metric is not None else "mean", metric=metric)
 
 
 def _unknown_column(name: str, table: pd.DataFrame | None, pairs: pd.DataFrame | None, source: str) -> InputError:

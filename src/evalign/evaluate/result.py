@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.evaluate.spec import rater_of
+
 #: how tie thresholds are chosen (part of every signature)
 EPSILON_RULE = ("calibrated once per column on all aligned data (Deutsch et al. 2023), held in every group "
                 "and resample; 0 for judge verdicts and the always_* baselines")
@@ -99,6 +101,11 @@ class EvalResult:
         """The ranking: the rows of the first trust table (a copy; every group, baselines beside the
         metrics and judges); an empty DataFrame when nothing was ranked."""
         return self.trust[0].to_pandas() if self.trust else pd.DataFrame()
+
+    @property
+    def rater(self) -> str:
+        """Who gave the labels: ``human``, or the grader of model labels (``GPT-4``)."""
+        return rater_of(self.label_source, self.title.removeprefix("Agreement with "))
 
     @property
     def ok(self) -> bool:

@@ -12,14 +12,13 @@ import pandas as pd
 
 from evalign.errors import InputError
 from evalign.meta.resampling import Resampling
-from evalign.metrics.base import builtin_metric_names, metric_class
+from evalign.meta.system_level import SYSTEM_LEVELS, declares_corpus, system_label
 
 Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 #: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
-SYSTEM_LEVELS = ("corpus", "mean")
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,9 @@ class Human:
     annotators: tuple[str, ...] = ()
     source: LabelSource = "human"
     label: str = "humans"
+    #: what to know about these labels, printed with the evaluation's warnings (e.g. one annotator
+    #: column of four chosen)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         given = [self.column is not None, self.system is not None, bool(self.pref_columns)]
@@ -62,6 +64,19 @@ class Human:
     def title(self) -> str:
         """``Agreement with humans`` or ``Agreement with GPT-4 grades`` (model labels)."""
         return f"Agreement with {self.label}"
+
+    @property
+    def rater(self) -> str:
+        """Who gave the labels, as a word before ``rank``, ``grade``, ``ceiling`` or ``ties``:
+        ``human``, or the grading model for model labels (``GPT-4``)."""
+        return rater_of(self.source, self.label)
+
+
+def rater_of(source: str, label: str) -> str:
+    """``human`` for human labels; for model labels the grader (``GPT-4 grades`` -> ``GPT-4``)."""
+    if source == "human":
+        return "human"
+    return label.removesuffix(" grades").removesuffix(" grade").strip() or "model"
 
 
 @dataclass(frozen=True)
@@ -93,22 +108,9 @@ class Column:
     def system_label(self) -> str:
         """The header of this column's system-level score: ``bleu (corpus)``; ``bleu (mean of items)``
         for a metric that declares a corpus score but came as a score column only; else the name."""
-        if self.system_level == "corpus":
-            return f"{self.name} (corpus)"
-        declared = getattr(self.metric, "system_level", None) if self.metric is not None else None
-        if declared == "corpus" or (self.metric is None and self.kind == "metric" and _declared_corpus(self.name)):
-            return f"{self.name} (mean of items)"
-        return self.name
-
-
-def _declared_corpus(name: str) -> bool:
-    """Whether ``name`` is a registered metric that declares a corpus-level system score."""
-    if name not in builtin_metric_names():
-        return False
-    try:
-        return getattr(metric_class(name), "system_level", "mean") == "corpus"
-    except Exception:  # optional dependency missing: not a corpus metric we could recompute
-        return False
+        declared = (getattr(self.metric, "system_level", None) == "corpus" if self.metric is not None
+                    else self.kind == "metric" and declares_corpus(self.name))
+        return system_label(self.name, self.system_level, declared_corpus=declared)
 
 
 @dataclass(frozen=True)

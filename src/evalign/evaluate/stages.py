@@ -221,11 +221,12 @@ class Evaluation:
 
     def run(self) -> EvalResult:
         """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
+        self.warnings += list(self.spec.human.warnings)
         refusal = self.align()
         if refusal is not None:
             return refusal
         overview = self.compute()
-        self.warnings += G.tie_warnings(self.tie_rates, self.epsilons)
+        self.warnings += G.tie_warnings(self.tie_rates, self.epsilons, self.spec.human.rater)
         groups = self.group()
         tables = [self.rank(req, groups) for req in self.spec.trust_requests()]
         bd = self.breakdown()
@@ -324,7 +325,7 @@ class Evaluation:
             rows = with_ceiling(rows, group_rows, groups, ceiling)
         if not rows.empty:
             self.extra_columns(rows, groups)
-            defs = B.definitions(req.statistic, self.labels_have_ties(req))
+            defs = B.definitions(req.statistic, self.labels_have_ties(req), self.spec.human.rater)
             rows["definition"] = [defs.get(str(m)) if k == "baseline" else None
                                   for m, k in zip(rows["metric"], rows["kind"], strict=True)]
         rows, headline = withhold_ranks(rows, req.statistic)

@@ -311,6 +311,16 @@ def _stat_for(
                           epsilon=0.0 if eps is None and statistic == "pairwise_accuracy" else eps)
 
 
+def _n_labelled(h: np.ndarray, x: np.ndarray, is_pairs: bool) -> int:
+    """The items (pairs) of a group with both a label and a score: the ``n`` of a breakdown cell.
+    Item tables: items with a (system, item) cell holding both (system-level human values: a system
+    with a value); pair tables: pairs with an annotator's label and both sides scored."""
+    if is_pairs:
+        return int((np.isfinite(h).any(axis=0) & np.isfinite(x).all(axis=0)).sum())
+    labelled = np.isfinite(h)[:, None] if h.ndim == 1 else np.isfinite(h)
+    return int((labelled & np.isfinite(x)).any(axis=0).sum())
+
+
 def _group_values(
     arrays: ItemArrays | PairArrays,
     sel: np.ndarray,
@@ -334,14 +344,20 @@ def _group_values(
         grouping_g = "system"
     else:
         h = arrays.human if (arrays.human.ndim == 1 and not is_pairs) else arrays.human[..., sel]
-        n = len(sel)
         grouping_g = grouping
+        counts = {m: _n_labelled(h, arr[..., sel], is_pairs) for m, arr in arrays.metrics.items()}
+        n = max(counts.values()) if counts else len(sel)
     names = list(arrays.metrics) + ([HUMAN_ROW] if statistic == TIE_RATE else [])
     if n < min_group_size:
         return {m: (float("nan"), n, "too small") for m in names}
     human_tie = float("nan")
     for m, arr in arrays.metrics.items():
         x = arr[r : r + 1] if system_row else arr[..., sel]
+        if not system_row:
+            n = counts[m]
+            if n < min_group_size:
+                out[m] = (float("nan"), n, "too small")
+                continue
         if statistic == TIE_RATE:
             e = eps[m]
             v, human_tie = _tie_rates(h, x, grouping_g, 0.0 if e is None else e, is_pairs)

@@ -66,6 +66,10 @@ class CorrelationResult:
         n_skipped_small: groups left out because they had fewer than two points.
         group_values: the correlation of every group (``NaN`` where undefined), in group order
             (items for ``grouping="item"``, systems for ``grouping="system"``, one value otherwise).
+        system_score: at system level, what the system scores were: ``"mean of items"`` (a
+            ``systems x items`` input averaged per system: for BLEU or chrF this is not their corpus
+            score, see :func:`evalign.system_scores`) or ``"as given"`` (one value per system);
+            ``""`` at item level.
     """
 
     value: float
@@ -78,6 +82,7 @@ class CorrelationResult:
     variant: str = ""
     n_skipped_small: int = 0
     group_values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    system_score: str = ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -375,6 +380,7 @@ def correlation(
     if grouping not in GROUPINGS:
         raise InputError(f"unknown grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}", field="grouping")
     h, m = paired_scores(human, metric)
+    system_score = "" if level != "system" else ("mean of items" if h.ndim == 2 else "as given")
     if level == "system":
         if grouping != "none":
             raise InputError("system-level correlation takes grouping='none'", field="grouping")
@@ -404,4 +410,5 @@ def correlation(
         variant=variant if method == "kendall" else "",
         n_skipped_small=int((~big).sum()),
         group_values=vals,
+        system_score=system_score,
     )

@@ -11,8 +11,9 @@ Two entry points, both pure functions:
 
 * :func:`trust_table_items` for item tables with item-level human ratings, or with system-level
   human values only (e.g. Self-Instruct's human ranks: system-level Kendall / Pearson / Spearman over
-  the systems, items resampled on the metric side, the per-system metric score being the mean of its
-  item scores);
+  the systems, items resampled on the metric side, the per-system metric score being its declared
+  system score: the corpus score of ``bleu`` / ``chrf`` when the table has the texts, else the mean of
+  its item scores, named ``bleu (mean of items)`` in ``system_labels`` and the notes);
 * :func:`trust_table_pairs` for pair tables (e.g. PandaLM: preference accuracy with and without
   ties, each metric's tie threshold calibrated once on all pairs).
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,14 @@ from evalign.meta.significance import (
     paired_permutation_test,
     significance_clusters,
 )
+from evalign.meta.system_level import (
+    corpus_metric,
+    corpus_statistic,
+    corpus_stats,
+    declares_corpus,
+    index_array,
+    system_label,
+)
 
 #: the statistics of a pair table (the default ``also`` is the other one)
 PREFERENCES = ("preference_accuracy", "preference_accuracy_no_ties")
@@ -67,7 +76,8 @@ class TrustReport:
     """Result of a trust table: ``table`` has one row per (group, metric) with the columns
     ``group, n, rank, cluster, metric, value, ci_low, ci_high, p_vs_best`` (two-sided permutation
     p-value against the top metric of the group), one column per extra statistic,
-    ``epsilon`` and ``s_per_1000``; ``groups`` lists every group with its size and status."""
+    ``epsilon`` and ``s_per_1000``; ``groups`` lists every group with its size and status;
+    ``system_labels`` names each metric's system score at system level."""
 
     table: pd.DataFrame
     groups: pd.DataFrame
@@ -79,6 +89,9 @@ class TrustReport:
     n_permutations: int
     seed: int
     notes: tuple[str, ...] = ()
+    #: at system level, each metric's system score as computed: ``bleu (corpus)`` (recomputed from
+    #: corpus statistics, as ``evalign meta`` does), ``bleu (mean of items)`` (only item scores given)
+    system_labels: Mapping[str, str] = field(default_factory=dict)
 
     def for_group(self, group: str = ALL) -> pd.DataFrame:
         """The ranked rows of one group."""
@@ -416,14 +429,42 @@ def trust_table_items(
     statistic = statistic or ("kendall" if level == "system" else "pairwise_accuracy")
     arrays = item_arrays(table, human, metric_cols, human_higher_is_better=human_higher_is_better,
                          lower_is_better=lower_is_better)
-    notes = []
-    if system_human:
-        notes.append(f"system-level human values over {len(arrays.systems)} systems; metric system score = "
-                     "mean of item scores; bootstrap over items on the metric side")
     ranking = _Ranking(statistic, _also(statistic, also, CORRELATIONS), level, grouping, variant, False, min_group_size)
+    corpus = _corpus_predictors(table, arrays, ranking, lower_is_better) if level == "system" else {}
+    labels = {m: system_label(m, "corpus" if m in corpus else "mean", declared_corpus=declares_corpus(m))
+              for m in metric_cols}
+    notes = []
+    if level == "system":
+        what = "system-level human values" if system_human else "human system means"
+        notes.append(f"{what} over {len(arrays.systems)} systems; system scores: {', '.join(labels.values())}; "
+                     "bootstrap over items on the metric side")
     resampling = with_settings(resampling, n_resamples=n_resamples, n_permutations=n_permutations,
                                confidence=confidence, alpha=alpha, seed=seed)
-    return _trust(table, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=tuple(notes))
+    return _trust(table, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=tuple(notes),
+                  corpus=corpus, system_labels=labels if level == "system" else {})
+
+
+def _corpus_predictors(table: pd.DataFrame, arrays: ItemArrays, ranking: _Ranking,
+                       lower_is_better: Sequence[str]) -> dict[str, Predictor]:
+    """The predictors of the columns scored at system level by their declared corpus score
+    (:func:`~evalign.meta.system_level.corpus_metric`: ``bleu``, ``chrf`` with the texts in the
+    table), as ``evalign meta`` and :func:`evalign.meta_evaluate` score them; correlations only."""
+    wanted = [ranking.statistic, *ranking.also]
+    if not any(s in CORRELATIONS for s in wanted):
+        return {}
+    out = {}
+    human_present = np.isfinite(arrays.human) if arrays.human.ndim == 2 else True
+    for name, arr in arrays.metrics.items():
+        metric = corpus_metric(name, table)
+        if metric is None:
+            continue
+        present = np.isfinite(arr) & human_present
+        cs = corpus_stats(table, metric, arrays.systems, arrays.items)
+        sign = -1.0 if name in lower_is_better else 1.0
+        idx = index_array(len(arrays.systems), len(arrays.items), present)
+        out[name] = Predictor(name, idx, statistics={s: corpus_statistic(s, cs, sign) for s in wanted
+                                                     if s in CORRELATIONS})
+    return out
 
 
 def trust_table_pairs(
@@ -483,13 +524,18 @@ def _trust(
     resampling: Resampling,
     costs: Mapping[str, float] | Sequence[Any] | None,
     notes: tuple[str, ...],
+    corpus: Mapping[str, Predictor] | None = None,
+    system_labels: Mapping[str, str] | None = None,
 ) -> TrustReport:
-    """The steps shared by both trust tables: group, rank the metrics, report."""
+    """The steps shared by both trust tables: group, rank the metrics (a corpus metric by its
+    ``corpus`` predictor), report."""
     cost = _costs(costs)
     if by == "system":
         raise InputError("a trust table cannot be split by system (use breakdown(by='system'))", field="by")
     groups = group_index(table, arrays, by, ranking.is_pairs)
-    preds = [Predictor(m, arr, cost=cost.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
+    corpus = corpus or {}
+    preds = [replace(corpus[m], cost=cost.get(m, float("nan"))) if m in corpus
+             else Predictor(m, arr, cost=cost.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
     rows, group_rows, extra = rank_predictors(
         arrays.human, preds, groups, statistic=ranking.statistic, also=ranking.also, level=ranking.level,
         grouping=ranking.grouping, variant=ranking.variant, is_pairs=ranking.is_pairs, resampling=resampling,
@@ -506,6 +552,7 @@ def _trust(
         n_permutations=resampling.n_permutations,
         seed=resampling.seed,
         notes=(*notes, *extra),
+        system_labels=dict(system_labels or {}),
     )
 
 

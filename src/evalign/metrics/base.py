@@ -60,7 +60,7 @@ class Metric(ABC):
     option_types: ClassVar[dict[str, OptionSpec]] = {}
     #: the system-level score: ``"mean"`` (mean of item scores) or ``"corpus"`` (the metric's corpus
     #: score from summed per-item sufficient statistics; such a metric has a ``corpus_scorer``, a
-    #: sacrebleu metric object, see :mod:`evalign.evaluate.system`)
+    #: sacrebleu metric object, see :mod:`evalign.meta.system_level`)
     system_level: ClassVar[str] = "mean"
 
     @abstractmethod

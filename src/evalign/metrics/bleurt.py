@@ -365,7 +365,7 @@ class Bleurt(Metric):
         self._loaded: BleurtCheckpoint | None = None
 
     def options(self) -> dict[str, Any]:
-        return {"model": self.model, "model_id": M.model_identity(self.model), "max_length": self.max_length,
+        return {"model": M.model_shown(self.model), "model_id": M.model_identity(self.model), "max_length": self.max_length,
                 "dtype": self.dtype}
 
     def checkpoint(self) -> BleurtCheckpoint:

@@ -244,7 +244,7 @@ class DiscoScore(Metric):
 
     def options(self) -> dict[str, Any]:
         return {
-            "model": self.model, "model_id": M.model_identity(self.model), "variant": self.variant,
+            "model": M.model_shown(self.model), "model_id": M.model_identity(self.model), "variant": self.variant,
             "tagger": self._tagger_name(), "num_layers": self.num_layers, "lowercase": self.lowercase,
             "max_length": self.max_length if self.max_length is not None else "model", "dtype": self.dtype,
         }

@@ -107,7 +107,7 @@ class _VectorSimilarity(_LabelledColumn):
 
     def options(self) -> dict[str, Any]:
         return {
-            "model": self.model,
+            "model": M.model_shown(self.model),
             "model_id": M.model_identity(self.model),
             **self._settings(),
             "max_seq_length": self.max_seq_length if self.max_seq_length is not None else "model",
@@ -353,7 +353,7 @@ class BertScore(_LabelledColumn):
 
     def options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {
-            "model": self.model,
+            "model": M.model_shown(self.model),
             "model_id": M.model_identity(self.model),
             "num_layers": "default" if self.default_layer else self.num_layers,
             "layer": self.num_layers,

@@ -114,7 +114,7 @@ class BartScore(Metric):
         self._loaded: tuple[Any, Any, str] | None = None
 
     def options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {"model": self.model, "model_id": M.model_identity(self.model)}
+        opts: dict[str, Any] = {"model": M.model_shown(self.model), "model_id": M.model_identity(self.model)}
         if self.is_weights_file:
             opts["base_model"] = self.base_model
         opts.update(variant=self.variant, direction=self.direction, max_length=self.max_length, dtype=self.dtype)

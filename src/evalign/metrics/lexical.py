@@ -119,6 +119,10 @@ def _item_stats(
     return out
 
 
+#: BLEU's effective-order setting at each level: item (sentence) scores use it, the corpus score does not
+EFFECTIVE_ORDER = "items-yes,corpus-no"
+
+
 @register_metric
 class Bleu(Metric):
     """sacrebleu BLEU.
@@ -127,7 +131,8 @@ class Bleu(Metric):
     .sentence_score``), 0-100; with several references, the best single-reference score.
     System value (:meth:`system_score`): sacrebleu corpus BLEU over the system's items with all
     their references (effective order off, as in ``sacrebleu.corpus_bleu``); items with fewer
-    references are padded with ``None``, items without a reference are left out.
+    references are padded with ``None``, items without a reference are left out. The signature
+    states both: ``eff:items-yes,corpus-no``.
     """
 
     name: ClassVar[str] = "bleu"
@@ -165,7 +170,10 @@ class Bleu(Metric):
             self._corpus = BLEU(effective_order=False, **kwargs)
         except Exception as e:  # sacrebleu raises plain errors for unknown tokenizers/methods
             raise EvalignError(f"bleu: bad option ({e})") from e
-        self._options = _sacrebleu_info(BLEU(effective_order=True, **kwargs))
+        # sacrebleu's signature says ``eff:yes`` for the sentence object; the corpus score is computed
+        # without effective order (as ``sacrebleu.corpus_bleu``), so the signature names both levels
+        self._options = {k: (EFFECTIVE_ORDER if k == "eff" else v)
+                         for k, v in _sacrebleu_info(BLEU(effective_order=True, **kwargs)).items()}
 
     def options(self) -> dict[str, Any]:
         return dict(self._options)

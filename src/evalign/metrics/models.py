@@ -107,6 +107,16 @@ def model_label(model: str) -> str:
     return model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or model
 
 
+def model_shown(model: str) -> str:
+    """A model as signatures and notes show it: as given (a hub id, an alias, a relative path), but an
+    absolute or home path of this machine by its :func:`model_label` (the bundled MiniLM as
+    ``all-MiniLM-L6-v2``, another folder by its last component): no user's machine layout in an output;
+    the signature's ``model_id`` identifies the files."""
+    if model.startswith("~") or os.path.isabs(model):
+        return model_label(model)
+    return model
+
+
 def _same_path(a: str, b: str) -> bool:
     try:
         return Path(a).expanduser().resolve() == Path(b).resolve()

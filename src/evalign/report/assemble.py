@@ -76,6 +76,7 @@ def from_results(
     ok = [r for r in results if not r.refused]
     return ReportData(
         labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
+        rater=ok[0].rater if ok else "human",
         confidence=parts.confidence,
         human_scale=human_scale,
         by_task_n=parts.task_n,

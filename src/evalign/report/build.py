@@ -77,12 +77,12 @@ def _leaderboard_section(data: ReportData) -> Section | None:
     order = (f"systems in the order of the ranking by {who}" if data.human_system_col
              and data.human_system_col in data.leaderboard.columns else "systems in the table's order")
     s.text = ("Each metric's system-level score with its rank among these systems in brackets (1 = best); "
-              + order + (f" (human rank = {data.human_scale})." if data.human_scale else "."))
+              + order + (f" ({data.rater} rank = {data.human_scale})." if data.human_scale else "."))
     s.tables["System leaderboard"] = leaderboard_display(data)
     cols = [m for m in data.metric_cols if m in data.leaderboard.columns]
     if cols or data.human_system_col:
         png = F.rank_heatmap(data.leaderboard, data.human_system_col, data.human_system_higher_is_better, cols,
-                             data.higher_is_better)
+                             data.higher_is_better, rater=data.rater)
         s.figures.append(Figure("leaderboard_ranks", f"System ranks among the {len(data.leaderboard)} systems "
                                                      f"by {who} and by each metric (1 = best)", png))
     return s
@@ -105,12 +105,12 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
             what = _what(part, stat)
             label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
             png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
-                                  _axis_label(part, stat), scale=F.scale_for(stat)[:2])
+                                  _axis_label(part, stat), scale=F.scale_for(stat)[:2], rater=data.rater)
             s.figures.append(Figure(f"{key}_intervals" + (f"_{_slug(stat)}" if len(_blocks(table)) > 1 else ""),
                                     f"{what} with {who}: dot = estimate, bar = {pct} percentile bootstrap "
                                     "interval over items; colours = significance clusters (cluster 1 = not "
                                     "significantly worse than the best); grey squares = trivial baselines, "
-                                    "dashed line = the best of them, dotted line = the human ceiling", png))
+                                    f"dashed line = the best of them, dotted line = the {data.rater} ceiling", png))
     return s
 
 
@@ -137,8 +137,9 @@ def _distributions_section(data: ReportData) -> Section | None:
     if data.item_table is None or not data.human_col or data.human_col not in data.item_table.columns \
             or not metric_cols:
         return None
-    s = Section("distributions", "Score distributions per human grade")
-    s.figures.append(Figure("distributions", f"Item scores of each metric grouped by the human rating '{data.human_col}'", F.distributions(data.item_table, data.human_col, metric_cols)))
+    s = Section("distributions", f"Score distributions per {data.rater} grade")
+    s.figures.append(Figure("distributions", f"Item scores of each metric grouped by the {data.rater} rating '{data.human_col}'",
+                                 F.distributions(data.item_table, data.human_col, metric_cols, rater=data.rater)))
     return s
 
 
@@ -313,12 +314,16 @@ def _axis_label(part: pd.DataFrame, stat: str) -> str:
 
 def _relative(note: str) -> str:
     """A note with absolute paths shortened: the current folder's prefix removed, a path elsewhere
-    reduced to its last two parts (notes carry no user's machine layout)."""
+    reduced to its last two parts (notes carry no user's machine layout); a path inside a
+    ``code`` span is an example of a command (``--option bertscore.model=/path/to/model``) and is
+    kept as written."""
     cwd = os.getcwd().rstrip("/") + "/"
-    note = note.replace(cwd, "")
 
     def short(m: re.Match[str]) -> str:
         parts = [p for p in m.group(0).split("/") if p]
         return "/".join(parts[-2:]) if len(parts) > 2 else m.group(0)
 
-    return re.sub(r"(?<![\w.:])/(?:[\w.@+-]+/)+[\w.@+-]*", short, note)
+    pieces = note.split("`")
+    for i in range(0, len(pieces), 2):  # outside the code spans
+        pieces[i] = re.sub(r"(?<![\w.:])/(?:[\w.@+-]+/)+[\w.@+-]*", short, pieces[i].replace(cwd, ""))
+    return "`".join(pieces)

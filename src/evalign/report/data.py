@@ -75,6 +75,8 @@ class ReportData:
     explorer: Any = None
     #: whose labels the metrics are compared with, named in every title ("humans", "GPT-4 grades")
     labels: str = "humans"
+    #: who gave the labels, before ``rank`` / ``grade`` / ``ceiling``: ``human`` or the grader (``GPT-4``)
+    rater: str = "human"
     #: confidence level of the intervals (named in titles: "95% bootstrap")
     confidence: float = 0.95
     #: what the human system value is when it is a rank, e.g. "rank among 12 models in the source

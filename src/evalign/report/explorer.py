@@ -117,8 +117,8 @@ def _body_rows(table: pd.DataFrame, order: Any, cols: Sequence[tuple[str, str, s
         tds = []
         for c, kind, role in cols:
             shown, key = _cell(rec[c], digits)
-            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "task")
-                          else "")
+            cls = role + (" long" if kind == "text" and role in ("text", "feedback") and c not in ("id", "system", "system_a", "system_b", "task")
+                          else "") + (" resp" if str(c).startswith("response") else "")
             tds.append(f'<td class="{cls}" data-v="{html.escape(key, quote=True)}">'
                        f'<div>{html.escape(shown)}</div></td>')
         system = str(rec["system"]) if "system" in table.columns else ""
@@ -132,6 +132,17 @@ def _system_select(items: pd.DataFrame) -> str:
     options = "".join(f'<option value="{html.escape(s, quote=True)}">{html.escape(s)}</option>' for s in systems)
     return (f'<label>system <select class="ex-system"><option value="">all</option>{options}</select></label>'
             if systems else "")
+
+
+def _shown_texts(items: pd.DataFrame, wanted: Sequence[str]) -> list[str]:
+    """The text columns shown, responses first (so that they are in view beside the scores at a
+    laptop's width), then the others in the order asked; a column empty in every row is left out
+    (it would only widen the table)."""
+    present = [c for c in wanted if c in items.columns
+               and items[c].map(lambda v: v is not None and not (isinstance(v, float) and math.isnan(v))
+                                and str(v).strip() != "").any()]
+    return [c for c in present if str(c).startswith("response")] + \
+        [c for c in present if not str(c).startswith("response")]
 
 
 def explorer_html(
@@ -164,7 +175,7 @@ def explorer_html(
     missing = [c for c in [*human, *scores, *feedback] if c not in items.columns]
     if missing:
         raise ValueError(f"no column(s) {', '.join(missing)} in the item table")
-    texts = [c for c in (text_columns if text_columns is not None else TEXT_COLUMNS) if c in items.columns]
+    texts = _shown_texts(items, text_columns if text_columns is not None else TEXT_COLUMNS)
     dis = disagreement(items, human[0], scores, human_higher_is_better=human_higher_is_better,
                        lower_is_better=lower_is_better)
     order = np.argsort(np.where(np.isfinite(dis["disagreement"]), -dis["disagreement"], np.inf), kind="stable")
@@ -321,7 +332,8 @@ _STYLE = """
 #ID th[aria-sort=ascending] button::after{content:" \\25B2"}
 #ID th[aria-sort=descending] button::after{content:" \\25BC"}
 #ID td{border-top:1px solid #e3e3e3;padding:.25em .4em;vertical-align:top}
-#ID td.long div{max-height:7.5em;overflow:auto;white-space:pre-wrap;min-width:16em;max-width:36em}
+#ID td.long div{max-height:7.5em;overflow:auto;white-space:pre-wrap;min-width:12em;max-width:28em}
+#ID td.resp div{min-width:18em;max-width:30em}
 #ID td.dis,#ID td.human,#ID td.metric,#ID td.judge{text-align:right;white-space:nowrap}
 #ID td.dis{background:#fff4e0}
 #ID th.human,#ID td.human{border-left:2px solid #0072b2}

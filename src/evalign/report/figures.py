@@ -63,8 +63,10 @@ def rank_heatmap(
     human_higher_is_better: bool,
     metric_cols: Sequence[str],
     higher_is_better: Mapping[str, bool],
+    rater: str = "human",
 ) -> bytes:
-    """Systems (rows, in human order) x [human, metrics]: each cell the system's rank (1 = best)."""
+    """Systems (rows, in the labels' order) x [the labels (named by their ``rater``), metrics]: each
+    cell the system's rank (1 = best)."""
     lb = leaderboard.set_index("system")
     cols = ([human_col] if human_col else []) + [m for m in metric_cols if m in lb.columns]
     r = pd.DataFrame({c: ranks(lb[c].astype(float), human_higher_is_better if c == human_col else higher_is_better.get(c, True)) for c in cols})
@@ -74,7 +76,7 @@ def rank_heatmap(
     fig = _figure(max(5.5, 2.5 + 0.9 * len(cols)), 1.4 + 0.38 * len(r))
     ax = fig.add_subplot()
     im = ax.imshow(mat, cmap="cividis_r", aspect="auto", vmin=1, vmax=max(len(r), 2))
-    ax.set_xticks(range(len(cols)), [("human" if c == human_col else c) for c in cols], rotation=90)
+    ax.set_xticks(range(len(cols)), [(rater if c == human_col else c) for c in cols], rotation=90)
     ax.set_yticks(range(len(r)), [str(s) for s in r.index])
     for i in range(mat.shape[0]):
         for j in range(mat.shape[1]):
@@ -87,13 +89,14 @@ def rank_heatmap(
 
 
 def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xlabel: str = "value", *,
-                  scale: tuple[float, float] | None = None) -> bytes:
+                  scale: tuple[float, float] | None = None, rater: str = "human") -> bytes:
     """Each row's ``value`` as a dot with its ``low``-``high`` interval as a bar (a forest plot).
 
     Rows of ``kind`` baseline are grey squares; the best trivial baseline of each block of rows is
     a dashed line and the ``human_ceiling`` row a dotted line; metrics and judges are coloured by
     significance ``cluster`` (cluster 1 = not significantly worse than the best). ``scale``: fixed
-    x limits (see :func:`scale_for`), widened only if a value lies outside."""
+    x limits (see :func:`scale_for`), widened only if a value lies outside. ``rater``: who gave the
+    labels (``human``, ``GPT-4``), naming the ceiling line."""
     low, high = interval_columns(table)
     labels = [" / ".join(str(v) for v in row) for row in table[list(label_cols)].itertuples(index=False)] \
         if label_cols else [str(i) for i in table.index]
@@ -114,7 +117,7 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
     base = kinds == "baseline"
     shown: set[str] = set()
     _interval_points(ax, v, y, lo, hi, base, names, clusters, shown)
-    _baseline_lines(ax, table, label_cols, v, y, base, names, shown)
+    _baseline_lines(ax, table, label_cols, v, y, base, names, shown, rater)
     ax.set_yticks(y, labels)
     if scale is not None:
         _interval_limits(ax, v, lo, hi, scale)
@@ -147,8 +150,8 @@ def _interval_points(ax: Any, v: np.ndarray, y: np.ndarray, lo: np.ndarray | Non
 
 
 def _baseline_lines(ax: Any, table: pd.DataFrame, label_cols: Sequence[str], v: np.ndarray, y: np.ndarray,
-                    base: np.ndarray, names: np.ndarray, shown: set[str]) -> None:
-    """Per block of rows: the best trivial baseline (dashed) and the human ceiling (dotted)."""
+                    base: np.ndarray, names: np.ndarray, shown: set[str], rater: str = "human") -> None:
+    """Per block of rows: the best trivial baseline (dashed) and the ``rater``'s ceiling (dotted)."""
     label_set = [c for c in label_cols if c not in ("metric", "kind", "rank", "cluster")]
     blocks = table[label_set].map(str).agg(" / ".join, axis=1) if label_set else pd.Series("", index=table.index)
     for b in dict.fromkeys(blocks):
@@ -162,8 +165,9 @@ def _baseline_lines(ax: Any, table: pd.DataFrame, label_cols: Sequence[str], v: 
         ceiling = sel & (names == "human_ceiling") & np.isfinite(v)
         if ceiling.any():
             ax.vlines(float(v[ceiling][0]), ymin, ymax, colors=GREEN, linestyles=":", lw=1.8,
-                      label=None if "human ceiling" in shown else "human ceiling (annotators vs each other)")
-            shown.add("human ceiling")
+                      label=None if "ceiling" in shown else f"{rater} ceiling ("
+                      + ("annotators" if rater == "human" else "grades") + " vs each other)")
+            shown.add("ceiling")
 
 
 def _interval_limits(ax: Any, v: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
@@ -220,8 +224,9 @@ def _grades(human: pd.Series) -> tuple[pd.Series, list[str]]:
     return binned.map(lambda iv: labels.get(iv) if not pd.isna(iv) else None).astype(object), list(labels.values())
 
 
-def distributions(item_table: pd.DataFrame, human_col: str, metric_cols: Sequence[str]) -> bytes:
-    """One box plot per metric: the metric's item scores grouped by human grade."""
+def distributions(item_table: pd.DataFrame, human_col: str, metric_cols: Sequence[str], rater: str = "human") -> bytes:
+    """One box plot per metric: the metric's item scores grouped by the labels' grade (``rater``:
+    who gave them, ``human`` or e.g. ``GPT-4``)."""
     grades, order = _grades(item_table[human_col])
     nrows, ncols = _grid(len(metric_cols))
     fig = _figure(4.0 * ncols, 3.0 * nrows)
@@ -237,11 +242,11 @@ def distributions(item_table: pd.DataFrame, human_col: str, metric_cols: Sequenc
                 ax.plot(x, d, ".", ms=2, alpha=0.25, color=BLUE)
         ax.set_xticks(range(1, len(order) + 1), order, rotation=30 if len(order) > 5 else 0)
         ax.set_title(m, fontsize=10)
-        ax.set_xlabel(f"human: {human_col}")
+        ax.set_xlabel(f"{rater}: {human_col}")
         ax.grid(axis="y", alpha=0.3)
     for k in range(len(metric_cols), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    fig.suptitle("Metric scores per human grade", fontsize=11)
+    fig.suptitle(f"Metric scores per {rater} grade", fontsize=11)
     return _png(fig)
 
 

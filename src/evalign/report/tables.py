@@ -36,9 +36,26 @@ def fmt_rank(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
 
 
+#: columns whose values are integers (ranks, clusters, counts) although a missing cell makes them floats
+INTEGER_COLUMNS = ("rank", "cluster")
+
+
+def integer_column(name: str) -> bool:
+    """Whether a results column holds integers: a rank, a cluster or a count (``n``, ``n_items``, ``n systems``)."""
+    return name in INTEGER_COLUMNS or name == "n" or name.startswith(("n_", "n "))
+
+
+def fmt_integer(v: Any, digits: int = 3) -> str:
+    """A cell of an integer column: an integer-valued number as an integer (``1``, not ``1.000``),
+    missing as ``-``, anything else as :func:`fmt` writes it."""
+    if isinstance(v, float | np.floating) and math.isfinite(float(v)) and float(v).is_integer():
+        return str(int(v))
+    return fmt(v, digits)
+
+
 def format_results(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """A results table as strings; ``value`` with ``low``/``high`` becomes one column
-    ``value [low, high]``."""
+    ``value [low, high]``; ranks, clusters and counts print as integers."""
     low, high = interval_columns(df)
     out = pd.DataFrame(index=df.index)
     for c in df.columns:
@@ -50,7 +67,8 @@ def format_results(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
                 for v, lo, hi in zip(df["value"], df[low], df[high], strict=True)
             ]
         else:
-            out[str(c)] = [fmt(v, digits) for v in df[c]]
+            cell = fmt_integer if integer_column(str(c)) else fmt
+            out[str(c)] = [cell(v, digits) for v in df[c]]
     return out.reset_index(drop=True)
 
 
@@ -65,10 +83,10 @@ def leaderboard_display(data: ReportData) -> pd.DataFrame:
         h = lb[data.human_system_col].astype(float)
         r = ranks(h, data.human_system_higher_is_better)
         if data.human_system_higher_is_better:  # scores: the value and the rank among these systems
-            out[f"human ({data.human_system_col})"] = [fmt(v, data.digits) for v in h]
-            out["human rank"] = [fmt_rank(v) for v in r]
+            out[f"{data.rater} ({data.human_system_col})"] = [fmt(v, data.digits) for v in h]
+            out[f"{data.rater} rank"] = [fmt_rank(v) for v in r]
         else:  # ranks (1 = best): one column, the published rank as it is (its scale named in the text)
-            out["human rank" + (" (published)" if data.human_scale else "")] = [
+            out[f"{data.rater} rank" + (" (published)" if data.human_scale else "")] = [
                 fmt_rank(v) if float(v).is_integer() else fmt(v, data.digits) for v in h]
         order = r.to_numpy()
     for m in data.metric_cols:

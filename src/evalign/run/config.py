@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.datasets.base import bundled_path
-from evalign.datasets.catalogue import parse_spec
+from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.spec import GROUPINGS, LEVELS
@@ -59,7 +59,7 @@ FORMATS = ("html", "json", "csv")
 #: keys of each section
 TOP_KEYS = ("version", "name", "metrics", "evaluations", "report", "signatures")
 EVALUATION_KEYS = ("name", "data", "metrics", "columns", "judges", "meta")
-DATA_KEYS = ("dataset", "data_dir", "file", "fields")
+DATA_KEYS = ("dataset", "data_dir", "file", "fields", "labels")
 METRIC_KEYS = ("name", "options")
 COLUMN_KEYS = ("name", "kind", "higher_is_better")
 JUDGE_KEYS = ("mode", "name", "backend", "model", "base_url", "api_key_env", "template", "rubric",
@@ -120,12 +120,14 @@ class DataConfig:
     """Where an evaluation's data comes from: a registered ``dataset`` (``NAME`` or
     ``NAME:VARIANT``; ``data_dir`` for files that do not ship) and/or a ``file`` (items or a pair
     table) read with the ``fields`` mapping (canonical name -> the file's field). With both, the
-    file is the table and the dataset gives the labels."""
+    file is the table and the dataset gives the labels. ``labels``: one of the dataset's label sets
+    (as ``--labels NAME``; see ``evalign datasets``)."""
 
     dataset: str | None = None
     data_dir: Path | None = None
     file: Path | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
+    labels: str | None = None
 
 
 @dataclass(frozen=True)
@@ -409,6 +411,14 @@ def _data(v: Any, where: _Where, parent: Any, key: Any, base: Path) -> DataConfi
             parse_spec(dataset)
         except EvalignError as e:
             raise UsageError(f"{where.prefix(m, 'dataset')}: {e}") from None
+    labels = _typed(m, "labels", (str,), where)
+    if labels is not None:
+        if dataset is None:
+            raise where.error(m, "labels", "names a label set of a dataset: give data.dataset")
+        try:
+            label_set(dataset, labels)
+        except EvalignError as e:
+            raise UsageError(f"{where.prefix(m, 'labels')}: {e}") from None
     fields = _mapping(m.get("fields") or {}, where.child("fields"), m, "fields")
     check_keys(fields, FIELD_NAMES, where.child("fields"))
     for k, f in fields.items():
@@ -417,7 +427,7 @@ def _data(v: Any, where: _Where, parent: Any, key: Any, base: Path) -> DataConfi
     if file is not None and not (p := _path(file, base)).is_file():  # type: ignore[union-attr]
         raise where.error(m, "file", f"no such file: {p}")
     return DataConfig(dataset=dataset, data_dir=_path(_typed(m, "data_dir", (str,), where), base),
-                      file=_path(file, base), fields=dict(fields))
+                      file=_path(file, base), fields=dict(fields), labels=labels)
 
 
 def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
@@ -450,10 +460,11 @@ def _meta_human(m: Mapping[str, Any], where: _Where) -> dict[str, Any]:
     """The ``meta.human`` section checked against the fields of Human."""
     h = _mapping(m["human"], where.child("human"), m, "human")
     hw = where.child("human")
-    check_keys(h, [f.name for f in dataclasses.fields(Human)], hw)
+    names = [f.name for f in dataclasses.fields(Human) if f.name != "warnings"]  # warnings: made, not given
+    check_keys(h, names, hw)
     hum: dict[str, Any] = {}
     for f in dataclasses.fields(Human):
-        if f.name not in h:
+        if f.name not in h or f.name not in names:
             continue
         if f.name == "system":
             sysv = h["system"]

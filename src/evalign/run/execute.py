@@ -152,7 +152,8 @@ def load_data(ev: Any) -> dict[str, Any]:
     except EvalignError as e:
         raise UsageError(f"evaluation '{ev.name}', meta.human: {e}") from None
     settings = InputSettings(file=d.file, dataset=d.dataset, data_dir=d.data_dir, fields=dict(d.fields),
-                             labels=labels, rule="labels", scores=tuple(c.name for c in ev.columns))
+                             labels=labels, rule="labels", scores=tuple(c.name for c in ev.columns),
+                             label_set=d.labels)
     try:
         inputs = load_inputs(settings)
     except InputsError as e:

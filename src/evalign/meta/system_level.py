@@ -17,9 +17,50 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.errors import EvalignError
 from evalign.io import references_of
 from evalign.meta.correlation import correlation, system_means
 from evalign.meta.significance import Statistic
+from evalign.metrics.base import get_metric, metric_class
+
+#: the two system levels a metric declares (``Metric.system_level``)
+SYSTEM_LEVELS = ("corpus", "mean")
+
+
+def registered_metric(name: str) -> Any | None:
+    """The registered metric class named ``name``, or None (not a metric, or its dependency missing)."""
+    try:
+        return metric_class(name)
+    except (EvalignError, ImportError):
+        return None
+
+
+def declares_corpus(name: str) -> bool:
+    """Whether ``name`` is a registered metric whose declared system score is a corpus score."""
+    cls = registered_metric(name)
+    return cls is not None and getattr(cls, "system_level", "mean") == "corpus"
+
+
+def corpus_metric(name: str, table: pd.DataFrame | None) -> Any | None:
+    """The metric object of a score column named after a registered corpus metric with its default
+    options (``bleu``, ``chrf``), when ``table`` has the texts (``response`` and ``reference``) to
+    recompute its corpus statistics; None otherwise (the column's system score is then the mean of
+    its items, named so: :func:`system_label`)."""
+    if table is None or "response" not in table.columns or "reference" not in table.columns:
+        return None
+    if not declares_corpus(name):
+        return None
+    m = get_metric(name)
+    return m if m.column == name else None
+
+
+def system_label(name: str, level: str, *, declared_corpus: bool) -> str:
+    """The name of a column's system-level score wherever it is shown: ``bleu (corpus)`` for a
+    corpus score, ``bleu (mean of items)`` for the mean item score of a metric that declares a corpus
+    score (only its item scores were given), else the column's name (a mean is that metric's score)."""
+    if level == "corpus":
+        return f"{name} (corpus)"
+    return f"{name} (mean of items)" if declared_corpus else name
 
 
 @dataclass(frozen=True)
