@@ -60,19 +60,7 @@ def from_results(
     # several pair results (the demo's PandaLM and LLMBar) are told apart by their source
     parts.name_pairs = sum(r.mode == "pairs" and not r.refused for r in results) > 1
     for r in results:
-        parts.add_columns(r)
-        if r.refused:
-            parts.notes.append(f"{r.source}: nothing ranked: {r.refused}")
-            continue
-        if parts.leaderboard is None and r.systems is not None:
-            parts.add_leaderboard(r)
-        parts.add_trust(r)
-        if parts.by_task is None and r.breakdown is not None and str(r.breakdown_by) in ("task", MERGED_TASK):
-            parts.add_breakdown(r, by_task_label, min_group_size)
-        for k, v in r.curves.items():
-            parts.curves.setdefault(k, v)
-        own = {w for t in r.trust for w in t.warnings}
-        parts.notes += [f"warning: {w}" for w in r.warnings if w not in own] + list(r.notes)
+        parts.add_result(r, by_task_label, min_group_size)
     ok = [r for r in results if not r.refused]
     return ReportData(
         labels=ok[0].title.removeprefix("Agreement with ") if ok else "humans",
@@ -129,6 +117,22 @@ class _Parts:
     #: whether a pair result's rows are labelled ``pairs (<source>)`` rather than ``pairs``
     name_pairs: bool = False
 
+
+    def add_result(self, r: EvalResult, by_task_label: str | None, min_group_size: int | None) -> None:
+        """Gather one result's columns, leaderboard, trust tables, breakdown, curves and notes."""
+        self.add_columns(r)
+        if r.refused:
+            self.notes.append(f"{r.source}: nothing ranked: {r.refused}")
+            return
+        if self.leaderboard is None and r.systems is not None:
+            self.add_leaderboard(r)
+        self.add_trust(r)
+        if self.by_task is None and r.breakdown is not None and str(r.breakdown_by) in ("task", MERGED_TASK):
+            self.add_breakdown(r, by_task_label, min_group_size)
+        for k, v in r.curves.items():
+            self.curves.setdefault(k, v)
+        own = {w for t in r.trust for w in t.warnings}
+        self.notes += [f"warning: {w}" for w in r.warnings if w not in own] + list(r.notes)
     def add_columns(self, r: EvalResult) -> None:
         for c in r.columns:
             self.metric_cols.append(str(c["name"]))
