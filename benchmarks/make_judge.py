@@ -9,8 +9,9 @@
 3. judge: LLMBar (``--subsets``; ``--first N``: the first N pairs of each subset) in both orders with the
    base and the trained model through the ``hf`` backend, LLMBar's Vanilla prompt, greedy, the verdict
    read by :func:`evalign.judges.llmbar_parsing.parse_llmbar` (``direct``); generation stops at the
-   first newline (a direct answer is its first line) or ``--max-tokens``. Every verdict is appended to
-   ``OUT/verdicts.jsonl`` as it comes, so a rerun judges only what is missing;
+   first newline (a direct answer is its first line) or ``--max-tokens`` (an output cut off there has no
+   verdict). Every verdict is appended to ``OUT/verdicts.jsonl`` as it comes (keyed by model, pair, order
+   and ``--max-tokens``), so a rerun judges only what is missing;
 4. report: :func:`evalign.train.before_after.before_after_table` per subset group (accuracy per order,
    mean, both, positional agreement, prefers-first; baselines; the paired test base -> trained),
    written as markdown to ``--results``.
@@ -96,8 +97,17 @@ def train(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         cmd.append("--resume")
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
-    result = json.loads(proc.stdout[proc.stdout.index("{"):])
+    lines: list[str] = []
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # progress lines pass through; the --json result is collected
+            if lines or line.startswith("{"):
+                lines.append(line)
+            else:
+                print(line, end="", flush=True)
+    if proc.returncode:
+        raise SystemExit(f"train-judge failed (exit {proc.returncode})")
+    result = json.loads("".join(lines))
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)
     (args.out / "train_result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
@@ -120,7 +130,7 @@ def judge(args: argparse.Namespace, name: str, model: str, pairs: pd.DataFrame) 
     if log.exists():
         for line in log.read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
-            if r["judge"] == name:
+            if r["judge"] == name and r.get("max_tokens", 16) == args.max_tokens:
                 done[(r["id"], r["order"])] = r["verdict"]
     todo = [(str(p.id), order, p) for p in pairs.itertuples() for order in ("ab", "ba") if (str(p.id), order) not in done]
     if not todo:
@@ -145,7 +155,7 @@ def judge(args: argparse.Namespace, name: str, model: str, pairs: pd.DataFrame) 
                 done[(pid, order)] = v
                 n_prompt += int(g.usage.prompt_tokens or 0)
                 fh.write(json.dumps({"judge": name, "id": pid, "order": order, "verdict": v, "text": g.text,
-                                     "finish_reason": g.finish_reason}) + "\n")
+                                     "finish_reason": g.finish_reason, "max_tokens": args.max_tokens}) + "\n")
             fh.flush()
             el = time.perf_counter() - t0
             k = start + len(chunk)
@@ -199,11 +209,12 @@ def main() -> None:
     ap.add_argument("--n-layers", type=int, default=30, help="decoder layers of the base (SmolLM2-135M: 30)")
     ap.add_argument("--subsets", nargs="+", default=["Natural"])
     ap.add_argument("--first", type=int, default=None, help="only the first N pairs of each subset")
-    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--eval-batch-size", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-train", action="store_true", help="judge with the model already in OUT/trained")
-    ap.add_argument("--base-only", action="store_true", help="judge with the base model only")
+    ap.add_argument("--only", choices=["base", "trained"], help="judge with this model only (e.g. the base while "
+                    "the model trains); a later run without it reads both from the cache and reports")
     args = ap.parse_args()
     import torch
 
@@ -212,14 +223,14 @@ def main() -> None:
     pairs = llmbar_pairs(args.subsets, args.first)
     models = {"base": BASE}
     train_result: dict[str, Any] = {}
-    if not args.base_only:
+    if args.only != "base":
         if not args.skip_train:
             train_result = train(args, make_data(args.out, args.max_length))
         elif (args.out / "train_result.json").exists():
             train_result = json.loads((args.out / "train_result.json").read_text(encoding="utf-8"))
         models["trained"] = str(args.out / "trained")
     t0 = time.perf_counter()
-    verdicts = {name: judge(args, name, path, pairs) for name, path in models.items()}
+    verdicts = {name: judge(args, name, path, pairs) for name, path in models.items() if args.only in (None, name)}
     judge_seconds = time.perf_counter() - t0
     parts = [f"# Make a judge on a CPU ({args.threads} thread(s))", "",
              f"pairs: {len(pairs)} LLMBar ({', '.join(args.subsets)}"
@@ -227,7 +238,8 @@ def main() -> None:
     if train_result:
         parts.append(f"training: {train_result.get('global_step')} steps, {train_result.get('tokens_seen')} tokens, "
                      f"{train_result.get('seconds')} s, {train_result.get('tokens_per_second', 0):.1f} tokens/s")
-    parts.append(f"judging (this run): {judge_seconds:.0f} s")
+    parts.append(f"judging (this run): {judge_seconds:.0f} s; greedy, at most {args.max_tokens} tokens, "
+                 "stopped at the first newline")
     groups = {"all": pairs} if len(args.subsets) == 1 else {
         **{s: pairs[pairs["task"] == s] for s in args.subsets}, "all": pairs}
     for label, sub in groups.items():

@@ -227,21 +227,23 @@ MEAN_SCORE = Statistic("mean_pair_score", "generic", fn=_mean_score, standardize
 
 
 def table_before_after(
-    table: pd.DataFrame, judges: Sequence[str], gold: str, *, reasons: Mapping[str, str] | None = None,
-    alpha: float = 0.05, n_permutations: int = 10000, seed: int = 0,
+    table: pd.DataFrame, judges: Sequence[str] | Mapping[str, str], gold: str, *,
+    reasons: Mapping[str, str] | None = None, alpha: float = 0.05, n_permutations: int = 10000, seed: int = 0,
 ) -> BeforeAfter:
     """:func:`before_after_table` of a pair table: ``judges`` are columns ``J`` with ``J.ab`` / ``J.ba``
-    (the first two tested, before then after); every other such column of the table is a published
-    judge; ``gold``: the label column (+1 / -1 / 0 / NaN); lengths from ``response_a`` / ``response_b``."""
-    for j in judges:
+    (the first two tested, before then after), or ``{name shown: column J}``; every other such column of
+    the table is a published judge; ``gold``: the label column (+1 / -1 / 0 / NaN); ``reasons`` by name;
+    lengths from ``response_a`` / ``response_b``."""
+    cols = dict(judges) if isinstance(judges, Mapping) else {j: j for j in judges}
+    for name, j in cols.items():
         for c in (f"{j}.ab", f"{j}.ba"):
             if c not in table.columns:
-                raise EvalignError(f"no column {c!r}: judge {j!r} was not run in both orders")
+                raise EvalignError(f"no column {c!r}: judge {name!r} was not run in both orders")
     published = {j: (table[f"{j}.ab"].tolist(), table[f"{j}.ba"].tolist())
-                 for j in both_order_judges(table.columns) if j not in judges}
+                 for j in both_order_judges(table.columns) if j not in cols.values()}
     la = lb = None
     if "response_a" in table.columns and "response_b" in table.columns:
         la, lb = text_lengths(table["response_a"].tolist()), text_lengths(table["response_b"].tolist())
-    return before_after_table({j: (table[f"{j}.ab"].tolist(), table[f"{j}.ba"].tolist()) for j in judges},
+    return before_after_table({n: (table[f"{j}.ab"].tolist(), table[f"{j}.ba"].tolist()) for n, j in cols.items()},
                               table[gold].to_numpy(dtype=float), published=published, length_a=la, length_b=lb,
                               reasons=reasons, alpha=alpha, n_permutations=n_permutations, seed=seed)

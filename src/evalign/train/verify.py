@@ -306,10 +306,5 @@ def verify_models(
     # both orders on a set with one gold label (LLMBar): accuracy per order, positional agreement and
     # prefers-first for each model side by side (the first two tested: base -> trained), beside the
     # dataset's published judge columns (J with J.ab / J.ba) where it ships them, and the baselines
-    orders = table_before_after(graded, list(cols.values()), labels[0], reasons={cols[k]: v for k, v in reasons.items()},
-                                seed=options.seed)
-    names = {col: name for name, col in cols.items()}
-    orders = replace(orders, table=orders.table.assign(judge=[names.get(j, j) for j in orders.table["judge"]]),
-                     change=None if orders.change is None else replace(orders.change, before=names[orders.change.before],
-                                                                       after=names[orders.change.after]))
+    orders = table_before_after(graded, cols, labels[0], reasons=reasons, seed=options.seed)
     return replace(report, orders=orders)
