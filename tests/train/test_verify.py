@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from evalign.judges.prompts import rubric_from_mapping
 from evalign.meta import pairwise_preference_accuracy
-from evalign.train.verify import rubric_from_rendered, unscored_reason, verify_judges
+from evalign.train.verify import (
+    VerifyOptions,
+    rubric_from_rendered,
+    unscored_reason,
+    verify_judges,
+    verify_models,
+)
 
 
 def test_absolute_table_matches_scipy() -> None:
@@ -72,3 +80,23 @@ def test_n0_from_max_tokens_says_a_larger_limit_is_needed() -> None:
     assert t.loc["base", "note"] == f"n = 0: no parseable grade ({why}); nothing to compare"
     assert t.loc["trained", "n"] == 12 and {"always_a", "always_b", "random"} <= set(t.index)
     assert rep.result is not None and "base" not in set(rep.result.trust[0].rows["metric"])  # never ranked
+
+
+def test_verify_llmbar_both_orders_has_the_order_table(tiny_llama: Any) -> None:
+    """verify-judge on LLMBar in both orders: the before/after order table beside the trust table, with
+    the models under their own names, the baselines ranked and a model without any verdict (a random
+    tiny Llama cut off at 4 tokens) listed as n = 0, never ranked and not tested."""
+    model = str(tiny_llama(None))
+    rep = verify_models("llmbar", {"base": model, "trained": model},
+                        VerifyOptions(limit=4, max_tokens=4, device="cpu", batch_size=4, n_resamples=50))
+    assert rep.orders is not None
+    t = rep.orders.table.set_index("judge")
+    assert list(t.index[:2]) == ["base", "trained"] and {"always_a", "always_first", "longer"} <= set(t.index)
+    assert (t.loc[["base", "trained"], "n"] == 0).all() and t.loc[["base", "trained"], "rank"].isna().all()
+    assert t.loc["base", "note"].startswith("n = 0: no verdict (truncated: 4")
+    assert t.loc["always_first", "position_agreement"] == 0.0 and t.loc["always_first", "rank"] >= 1
+    assert rep.orders.change is not None and rep.orders.change.note == "n = 0 for base, trained"
+    assert rep.as_dict()["orders"]["change"]["p_value"] is None or np.isnan(rep.as_dict()["orders"]["change"]["p_value"])
+    single = verify_models("llmbar", {"base": model},
+                           VerifyOptions(limit=2, max_tokens=4, device="cpu", both_orders=False, n_resamples=50))
+    assert single.orders is None  # one order: no order diagnostics

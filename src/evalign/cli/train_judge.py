@@ -16,9 +16,11 @@ from evalign.train.verify import VerifyOptions, verify_models
 
 
 def _verify(dataset: str, models: dict[str, str], limit: int | None, max_tokens: int, temperature: float,
-            single_order: bool, device: str | None, batch_size: int, n_resamples: int, seed: int) -> Any:
+            single_order: bool, device: str | None, batch_size: int, n_resamples: int, seed: int,
+            template: str | None = None) -> Any:
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
-                         both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples)
+                         both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
+                         template=template)
     return verify_models(dataset, models, opts)
 
 
@@ -47,6 +49,27 @@ def print_report(report: Any) -> None:
             console.print(f"{judge}: {note}", highlight=False, markup=False)
     for n in report.notes:
         err_console.print(f"[dim]{n}[/dim]", highlight=False)
+    if report.orders is not None:
+        print_orders(report.orders)
+
+
+def print_orders(orders: Any) -> None:
+    """The before/after table of judges run in both orders: accuracy per order, their mean, positional
+    agreement and prefers-first, beside the published judges and the baselines; the paired test."""
+    t = orders.table
+    rows = pd.DataFrame({
+        "judge": [j if k == "judge" else f"({j})" if k == "baseline" else f"[{j}]"
+                  for j, k in zip(t["judge"], t["kind"], strict=True)],
+        "n": t["n"], "acc A first": t["accuracy_ab"], "acc B first": t["accuracy_ba"], "mean": t["accuracy_mean"],
+        "both": t["accuracy_both"], "pos. agreement": t["position_agreement"], "prefers first": t["prefers_first"],
+        "rank": ["-" if r is None or r is pd.NA else str(r) for r in t["rank"]],
+    })
+    print_table(rows, title="both orders: (name) = baseline, [name] = published judge; n = 0 never ranked", digits=3)
+    for judge, note in zip(t["judge"], t["note"], strict=True):
+        if note:
+            console.print(f"{judge}: {note}", highlight=False, markup=False)
+    if orders.change is not None:
+        console.print(orders.change.sentence(), highlight=False, markup=False)
 
 
 def train_cmd(
@@ -144,6 +167,7 @@ def verify_cmd(
     batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch."),
     n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of sampling and bootstrap."),
+    template: str = typer.Option(None, "--template", help="Judge prompt template (default: the mode's, Prometheus')."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
@@ -154,7 +178,7 @@ def verify_cmd(
             raise CliError(f"--model {spec!r}: give NAME=FOLDER or FOLDER")
         models[name] = path
     report = _verify(dataset, models, limit, max_tokens, temperature, single_order, device, batch_size,
-                     n_resamples, seed)
+                     n_resamples, seed, template)
     if as_json:
         emit_json(report.as_dict())
         return

@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from evalign.datasets import load_dataset
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, run_judge
 from evalign.judges.backends import HFLocalBackend
+from evalign.train.before_after import BeforeAfter, table_before_after
 
 #: columns of :attr:`VerifyReport.table`
 COLUMNS = ("judge", "kind", "n", "statistic", "value", "ci_low", "ci_high", "beats_baselines", "extra", "note")
@@ -48,11 +49,14 @@ class VerifyReport:
     items: int
     notes: tuple[str, ...] = ()
     result: Any = None
+    orders: BeforeAfter | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
         out = {"kind": self.kind, "labels": self.labels, "dataset": self.dataset, "items": self.items,
                "notes": list(self.notes), "table": self.table.to_dict("records")}
+        if self.orders is not None:
+            out["orders"] = self.orders.as_dict()
         if self.result is not None:
             out["signature"] = dict(self.result.signature)
         return out
@@ -216,7 +220,8 @@ def rubric_from_rendered(text: str) -> dict[str, str]:
 class VerifyOptions:
     """How the labelled set is graded: ``limit`` (first N rows), judge sampling (``temperature`` 0 =
     greedy; ``max_tokens``; ``seed``), ``both_orders`` (pairwise: judge A/B and B/A), HF backend
-    ``device`` and ``batch_size``, bootstrap ``n_resamples``."""
+    ``device`` and ``batch_size``, bootstrap ``n_resamples``; ``template``: the judge's prompt template
+    (None: the mode's default, Prometheus'; e.g. an LLMBar template where evalign has one)."""
 
     limit: int | None = None
     temperature: float = 0.0
@@ -226,6 +231,7 @@ class VerifyOptions:
     device: str | None = None
     batch_size: int = 8
     n_resamples: int = 1000
+    template: str | None = None
 
 
 def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str, str]:
@@ -256,13 +262,18 @@ def grade_dataset(
     for name, path in models.items():
         col = f"judge:{name}"
         if kind == "absolute":
-            judge = get_judge("absolute", rubric_column="rubric_json", column=col, **sampling)
+            judge = get_judge("absolute", rubric_column="rubric_json", column=col, template=options.template,
+                              **sampling)
         else:
-            judge = get_judge("pairwise", both_orders=options.both_orders, column=col, **sampling)
+            judge = get_judge("pairwise", both_orders=options.both_orders, column=col, template=options.template,
+                              **sampling)
         backend = HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size)
         run = run_judge(table, judge, backend, cache=cache)
         # item judges: the 1-5 grade; pair judges: the verdict code (+1 A, -1 B, 0 tie; NaN none)
         table[col] = run.table[col if kind == "absolute" else f"{col}.code"].to_numpy(dtype=float)
+        if kind == "pairwise" and options.both_orders:
+            for order in ("ab", "ba"):  # per-order verdicts (original orientation) for the order diagnostics
+                table[f"{col}.{order}"] = run.table[f"{col}.{order}"].to_numpy()
         cols[name] = col
         reasons[name] = unscored_reason(run.summary.get("unscored_by_reason") or {}, options.max_tokens)
     return table, cols, reasons
@@ -287,6 +298,13 @@ def verify_models(
     options = options or VerifyOptions()
     base, kind, labels, note, source = dataset_table(dataset)
     graded, cols, reasons = grade_dataset(base if table is None else table, kind, models, options, cache=cache)
-    return verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, label_source=source,
-                         dataset=dataset, reasons=reasons,
-                         n_resamples=options.n_resamples, seed=options.seed)
+    report = verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, label_source=source,
+                           dataset=dataset, reasons=reasons,
+                           n_resamples=options.n_resamples, seed=options.seed)
+    if kind != "pairwise" or not options.both_orders or len(labels) != 1:
+        return report
+    # both orders on a set with one gold label (LLMBar): accuracy per order, positional agreement and
+    # prefers-first for each model side by side (the first two tested: base -> trained), beside the
+    # dataset's published judge columns (J with J.ab / J.ba) where it ships them, and the baselines
+    orders = table_before_after(graded, cols, labels[0], reasons=reasons, seed=options.seed)
+    return replace(report, orders=orders)
