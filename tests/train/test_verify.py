@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
+from evalign.cli import app
+from evalign.cli.train_judge import judge_models
 from evalign.judges.prompts import rubric_from_mapping
 from evalign.meta import pairwise_preference_accuracy
 from evalign.train.verify import rubric_from_rendered, unscored_reason, verify_judges
@@ -72,3 +76,21 @@ def test_n0_from_max_tokens_says_a_larger_limit_is_needed() -> None:
     assert t.loc["base", "note"] == f"n = 0: no parseable grade ({why}); nothing to compare"
     assert t.loc["trained", "n"] == 12 and {"always_a", "always_b", "random"} <= set(t.index)
     assert rep.result is not None and "base" not in set(rep.result.trust[0].rows["metric"])  # never ranked
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("=/models/judge", "--model '=/models/judge': the judge name before '=' is empty; give NAME=FOLDER or FOLDER"),
+    (" =/models/judge", "--model ' =/models/judge': the judge name before '=' is empty; give NAME=FOLDER or FOLDER"),
+    ("base=", "--model 'base=': no model; give NAME=FOLDER or FOLDER"),
+])
+def test_verify_judge_refuses_an_empty_judge_name_or_model(spec: str, message: str) -> None:
+    res = CliRunner().invoke(app, ["verify-judge", "--model", spec, "--dataset", "hhh"])
+    assert res.exit_code == 2, res.output
+    assert " ".join(res.stderr.split()) == f"error: {message}"
+
+
+def test_verify_judge_refuses_a_judge_name_given_twice() -> None:
+    res = CliRunner().invoke(app, ["verify-judge", "--model", "j=/a", "--model", "j=/b", "--dataset", "hhh"])
+    assert res.exit_code == 2, res.output
+    assert "the judge name 'j' is given twice ('/a' and '/b')" in res.stderr
+    assert judge_models(["/models/base", "trained=/models/t"]) == {"base": "/models/base", "trained": "/models/t"}
