@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from evalign import __version__
-from evalign.io import atomic_path, write_text_atomic
+from evalign.io import write_files_atomic
 from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
@@ -237,7 +237,8 @@ def write_report(
     item_table=items, metric_cols=["rouge_l"], human_col="acceptable", epsilon_curves=curves,
     judge_cols=["prometheus"])``. Files: ``out_dir/html_name`` (self-contained),
     ``out_dir/assets/figures/*.png``, ``out_dir/assets/tables/*.md`` and ``*.tex`` and
-    ``out_dir/assets/tables/tables.md`` (all tables). Writes are atomic.
+    ``out_dir/assets/tables/tables.md`` (all tables). The files are written together
+    (:func:`~evalign.io.write_files_atomic`): on an error, a full disk say, none of them is left behind.
     """
     if data is None:
         known = {f.name for f in fields(ReportData)}
@@ -248,33 +249,28 @@ def write_report(
     elif fields_:
         raise TypeError("give either data= or ReportData fields as keywords, not both")
     report = build_report(data)
-    out = Path(out_dir)
-    base = out / assets
-    written: dict[str, Path] = {}
+    base = Path(assets)
+    files: dict[str, bytes] = {}
+    keys: dict[str, str] = {}
+
+    def add(key: str, rel: Path, content: str | bytes) -> None:
+        files[str(rel)] = content.encode("utf-8") if isinstance(content, str) else content
+        keys[key] = str(rel)
+
     for name, png in report.figures.items():
-        p = base / "figures" / f"{name}.png"
-        with atomic_path(p) as tmp:
-            tmp.write_bytes(png)
-        written[f"figure:{name}"] = p
+        add(f"figure:{name}", base / "figures" / f"{name}.png", png)
     all_md = []
     titles = report.table_titles
     for name, df in report.tables.items():
         md = to_markdown(df)
-        p = base / "tables" / f"{name}.md"
-        write_text_atomic(p, md)
-        written[f"markdown:{name}"] = p
-        p = base / "tables" / f"{name}.tex"
-        write_text_atomic(p, to_latex(df, caption=titles[name], label=f"tab:{name}"))
-        written[f"latex:{name}"] = p
+        add(f"markdown:{name}", base / "tables" / f"{name}.md", md)
+        add(f"latex:{name}", base / "tables" / f"{name}.tex", to_latex(df, caption=titles[name], label=f"tab:{name}"))
         all_md.append(f"## {titles[name]}\n\n{md}")
     if all_md:
-        p = base / "tables" / "tables.md"
-        write_text_atomic(p, "\n".join(all_md))
-        written["tables_md"] = p
-    p = out / html_name
-    write_text_atomic(p, report.html)
-    written["html"] = p
-    return written
+        add("tables_md", base / "tables" / "tables.md", "\n".join(all_md))
+    add("html", Path(html_name), report.html)  # last: the page never points at assets not yet there
+    written = write_files_atomic(out_dir, files)
+    return {key: written[rel] for key, rel in keys.items()}
 
 
 def _blocks(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
