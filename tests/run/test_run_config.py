@@ -468,3 +468,13 @@ def test_readme_config_example_is_a_valid_config() -> None:
     assert cfg.name == "pandalm-study" and [m.name for m in cfg.metrics] == ["rouge_l", "chrf"]
     assert ev.judges[0].api_key_env == "MY_JUDGE_KEY" and ev.judges[0].options == {"tie": True}
     assert ev.meta["resampling"]["n_resamples"] == 1000 and ev.columns[0].name == "judge:pandalm-7b"
+
+
+def test_dry_run_never_prints_credentials_of_a_judge_base_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("cfg.yaml").write_text(BASE + "    judges:\n      - {mode: pairwise, model: m, base_url: "
+                                "'http://alice:PW-SECRET-4242@127.0.0.1:9/v1'}\n", encoding="utf-8")
+    res = _run(["run", "cfg.yaml", "--dry-run"])
+    assert "PW-SECRET-4242" not in res.output and "alice" not in res.output
+    judge = yaml.safe_load(res.stdout)["evaluations"][0]["judges"][0]
+    assert judge["base_url"] == "http://127.0.0.1:9/v1"  # the URL is kept, without its credentials

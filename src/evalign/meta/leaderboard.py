@@ -56,9 +56,12 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from evalign.errors import InputError
 from evalign.meta.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha, majority_vote
+from evalign.meta.significance import significance_clusters
 
 #: verdict codes (the order of :data:`VERDICTS`); MISSING = no verdict at all
 A_WINS, B_WINS, TIE, UNPARSEABLE, MISSING = 0, 1, 2, 3, 4
@@ -599,7 +602,6 @@ def bradley_terry(
 
     Systems without a resolved battle get NaN ratings and the last cluster.
     """
-    from evalign.meta.significance import significance_clusters
 
     s = settings
     ba = _as_arrays(battles, verdict)
@@ -651,7 +653,6 @@ def bradley_terry(
 def _mle_exists(W: np.ndarray, fitted: np.ndarray) -> bool:
     """The BT MLE is finite iff the directed "i beat j" graph (score > 0) of the fitted systems is
     strongly connected (Zermelo 1929; Hunter 2004, Assumption 1)."""
-    from scipy.sparse.csgraph import connected_components
 
     sub = W[np.ix_(fitted, fitted)] > 0
     n_comp, _ = connected_components(sub, directed=True, connection="strong")
@@ -685,7 +686,6 @@ def _bt_bootstrap(
     s: BTSettings,
 ) -> tuple[np.ndarray, int]:
     """Resampled ratings ``(n_bootstrap, k)`` and the number of resamples that did not converge."""
-    from scipy import sparse
 
     a, b, code = ba.a[resolved], ba.b[resolved], ba.code[resolved].astype(np.int64)
     flip = a > b  # one cell per unordered pair and outcome, seen from the lower index

@@ -40,7 +40,7 @@ from evalign.io import (
     write_table,
     write_text_atomic,
 )
-from evalign.judges.backends import backend_class
+from evalign.judges.backends import BackendOptions, backend_class, create_backend, public_url
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
 from evalign.metrics.base import get_metric, metric_class
@@ -239,14 +239,13 @@ def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
 
 
 def _make_backend(jc: JudgeConfig) -> Any:
-    from evalign.judges.backends import BackendOptions, create_backend
-
     return create_backend(jc.backend, BackendOptions(model=jc.model, base_url=jc.base_url, api_key_env=jc.api_key_env,
                                                      extra=dict(jc.backend_options)))
 
 
 def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:
-    return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model, "base_url": jc.base_url,
+    return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model,
+            "base_url": public_url(jc.base_url) if jc.base_url else None,
             "api_key_env": jc.api_key_env, "template": jc.template, "rubric": jc.rubric,
             "rubric_column": jc.rubric_column, "options": dict(jc.options), "backend_options": dict(jc.backend_options)}
 
