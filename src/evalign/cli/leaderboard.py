@@ -36,6 +36,11 @@ NO_LC: Any = typer.Option(False, "--no-lc", help="No length-controlled win rate.
 DIFFICULTY: Any = typer.Option("fitted", "--difficulty", help="LC instruction difficulty: fitted or zero.")
 JUDGE_MODEL: Any = typer.Option([], "--judge-model", help="Judge model name(s) for the self-preference warning.")
 SKIP_SELF: Any = typer.Option(False, "--skip-self", help="Drop battles that include a --judge-model's own outputs.")
+TRUST_FROM: Any = typer.Option(None, "--trust-from", help="A meta-evaluation result (`evalign meta --json` output or "
+                                                       "a run's evaluation.json) that ranked this judge: its "
+                                                       "agreement with humans is shown above the table.")
+TRUST_COLUMN: Any = typer.Option(None, "--trust-column", help="The judge's column in --trust-from (default: the ranked "
+                                                             "column's name).")
 OUT: Any = typer.Option(None, "-o", "--out", help="Write the system table (.jsonl / .csv / .tsv / .parquet).")
 AS_JSON: Any = typer.Option(False, "--json", help="Print the result as JSON.")
 
@@ -58,11 +63,12 @@ def leaderboard_cmd(
     panel_rule: str = PANEL_RULE, baseline_system: str = BASELINE, anchor: str = ANCHOR, bootstrap: int = BOOTSTRAP,
     resample: str = RESAMPLE, seed: int = SEED, alpha: float = ALPHA, orders: str = ORDERS, no_lc: bool = NO_LC,
     difficulty: str = DIFFICULTY, judge_model: list[str] = JUDGE_MODEL, skip_self: bool = SKIP_SELF,
-    out: Path = OUT, as_json: bool = AS_JSON,
+    trust_from: Path = TRUST_FROM, trust_column: str = TRUST_COLUMN, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Rank systems from pairwise verdicts: Bradley-Terry scores with intervals, win rates, LC win rates."""
     from evalign.evaluate.leaderboard import (  # scipy: not at every command's start
         outcome_dict,
+        read_judge_trust,
         run_leaderboard,
     )
 
@@ -71,7 +77,10 @@ def leaderboard_cmd(
                             baseline=baseline_system, anchor=anchor, bootstrap=bootstrap, resample=resample,
                             seed=seed, alpha=alpha, orders=orders, lc=not no_lc, difficulty=difficulty,
                             judge_models=split_multi(judge_model), skip_self=skip_self)
-    outcome = run_leaderboard(verdicts, spec)
+    if trust_column is not None and trust_from is None:
+        raise CliError("--trust-column needs --trust-from (the meta-evaluation result it is a column of)")
+    trust = read_judge_trust(trust_from, trust_column or spec.column) if trust_from is not None else None
+    outcome = run_leaderboard(verdicts, spec, trust=trust)
     if out is not None:
         write_table(outcome.board.table, out)
     if as_json:
@@ -161,6 +170,7 @@ def footer_lines(o: Any) -> list[str]:
 
 def render(o: Any) -> None:
     """The system table, folded to the terminal width, with notes and warnings directly under it."""
+    console.print(escape(o.judge_line()), highlight=False)
     print_table(display_table(o.board.table), title=title_of(o), digits=1)
     for line in footer_lines(o):
         console.print(escape(line), highlight=False, soft_wrap=False)

@@ -6,7 +6,8 @@ The command line, ``evalign run`` and the Python API all come through :func:`run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,14 +77,93 @@ class LeaderboardSpec:
 
 
 @dataclass(frozen=True)
+class JudgeTrust:
+    """The agreement with humans of the judge behind a leaderboard, from a meta-evaluation: the judge's
+    ``column`` there, the trust table's ``statistic`` and ``level``, the ``value`` with its interval
+    ``low``..``high`` (NaN without one), ``n`` (items or systems; None when unknown) and ``source``
+    (what it was measured on, e.g. ``llmbar``)."""
+
+    column: str
+    statistic: str
+    level: str
+    value: float
+    low: float
+    high: float
+    n: int | None
+    source: str
+
+    def line(self) -> str:
+        """One line: ``preference_accuracy 0.620 [0.550, 0.690] (item level, n = 100) on llmbar``."""
+        interval = f" [{self.low:.3f}, {self.high:.3f}]" if np.isfinite(self.low) and np.isfinite(self.high) else ""
+        n = f", n = {self.n}" if self.n is not None else ""
+        return f"{self.statistic} {self.value:.3f}{interval} ({self.level} level{n}) on {self.source}"
+
+
+def judge_trust(result: Any, column: str) -> JudgeTrust | None:
+    """The trust of judge ``column`` in a meta-evaluation ``result`` (an
+    :class:`~evalign.evaluate.EvalResult`, or its JSON form: the output of ``evalign meta --json`` or a
+    run's ``evaluation.json``): its row of group ``(all)`` in the first trust table that has one; None
+    when the result did not rank that column."""
+    data = result.to_json() if hasattr(result, "to_json") else result
+    if not isinstance(data, dict) or not isinstance(data.get("trust"), list):
+        raise InputError("not a meta-evaluation result (no 'trust' tables): give the output of "
+                         "`evalign meta --json` or a run's evaluation.json")
+    for table in data["trust"]:
+        for row in table.get("rows", []):
+            if row.get("metric") == column and row.get("group", "(all)") == "(all)" and row.get("value") is not None:
+                n = row.get("n")
+                return JudgeTrust(column, str(table.get("statistic")), str(table.get("level")),
+                                  _number(row.get("value")), _number(row.get("ci_low")), _number(row.get("ci_high")),
+                                  int(n) if n is not None else None,
+                                  str(data.get("source") or data.get("title") or "a meta-evaluation"))
+    return None
+
+
+def _number(v: Any) -> float:
+    return float(v) if v is not None else float("nan")
+
+
+def read_judge_trust(path: str | Path, column: str) -> JudgeTrust:
+    """:func:`judge_trust` of the JSON file at ``path``; an error names the file when it is not a
+    meta-evaluation result or did not rank ``column``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read a meta-evaluation result ({getattr(e, 'strerror', None) or e})",
+                         file=str(path)) from None
+    try:
+        trust = judge_trust(data, column)
+    except InputError as e:
+        raise InputError(e.reason, file=str(path)) from None
+    if trust is None:
+        ranked = sorted({str(r.get("metric")) for t in data["trust"] for r in t.get("rows", [])
+                         if r.get("kind") == "judge"})
+        raise InputError(f"the judge column {column!r} was not ranked there (judges ranked: "
+                         f"{', '.join(ranked) or 'none'})", file=str(path))
+    return trust
+
+
+@dataclass(frozen=True)
 class LeaderboardOutcome:
-    """The leaderboard and what it was computed from."""
+    """The leaderboard and what it was computed from; ``trust``: the agreement with humans of the
+    judge whose verdicts were ranked, where it is known (None: unknown)."""
 
     board: Leaderboard
     spec: LeaderboardSpec
     source: str
     n_rows: int
     panel: PanelResult | None = None
+    trust: JudgeTrust | None = None
+
+    def judge_line(self) -> str:
+        """Which judge produced the verdicts and what is known of its agreement with humans."""
+        spec = self.spec
+        who = f"judge: panel of {', '.join(spec.panel)}" if spec.panel else f"judge: {spec.column}"
+        if spec.board.judges:
+            who += f" (model {', '.join(spec.board.judges)})"
+        if self.trust is None:
+            return f"{who}; agreement with humans: unknown (see --trust-from)"
+        return f"{who}; agreement with humans: {self.trust.line()}"
 
 
 def _used_columns(spec: LeaderboardSpec, columns: Any) -> list[str]:
@@ -136,8 +216,10 @@ def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame
     return table.rename(columns={spec.column: "verdict"}) if spec.column != "verdict" else table, panel
 
 
-def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec()) -> LeaderboardOutcome:
-    """Read a verdict table and rank its systems (module doc); errors name the file, line and field."""
+def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec(), *,
+                    trust: JudgeTrust | None = None) -> LeaderboardOutcome:
+    """Read a verdict table and rank its systems (module doc); errors name the file, line and field.
+    ``trust``: the ranked judge's agreement with humans, when known (:func:`judge_trust`)."""
     table = read_battles(source, columns=_used_columns(spec, ()))
     battles, panel = battles_of(table, spec)
     systems = set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str))
@@ -151,7 +233,7 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
         raise InputError(f"no resolved verdict to rank: {n_bad} unparseable, {len(codes) - n_bad} missing",
                          file=str(table.attrs["source"]), field=spec.column)
     board = leaderboard(battles, settings=spec.board)
-    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel)
+    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust)
 
 
 def _finite(x: float) -> float | None:
@@ -194,9 +276,13 @@ def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
                             "rate": [[_finite(v) for v in row] for row in b.matrix.rate],
                             "n": b.matrix.n.astype(int).tolist()},
         "panel": panel_summary(out.panel) if out.panel is not None else None,
+        "judge": {"column": out.spec.column, "models": list(out.spec.board.judges),
+                  "trust": None if out.trust is None else {**asdict(out.trust), "value": _finite(out.trust.value),
+                                                           "low": _finite(out.trust.low),
+                                                           "high": _finite(out.trust.high)}},
         "notes": list(b.notes),
     }
 
 
-__all__ = ["ITEM_ID", "PANEL_COLUMN", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "outcome_dict", "panel_summary",
-           "run_leaderboard"]
+__all__ = ["ITEM_ID", "PANEL_COLUMN", "JudgeTrust", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "judge_trust",
+           "outcome_dict", "panel_summary", "read_judge_trust", "run_leaderboard"]
