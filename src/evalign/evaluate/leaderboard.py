@@ -7,6 +7,8 @@ The command line, ``evalign run`` and the Python API all come through :func:`run
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +23,8 @@ from evalign.meta.leaderboard import (
     B_WINS,
     TIE,
     UNPARSEABLE,
+    BTSettings,
+    LCSettings,
     Leaderboard,
     LeaderboardSettings,
     PanelResult,
@@ -236,6 +240,71 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
     return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust)
 
 
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got '{value}'")
+    return value
+
+
+def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, panel: Sequence[str] = (),
+                     panel_rule: str = "majority", baseline: str | None = None, anchor: str | None = None,
+                     bootstrap: int = 1000, resample: str = "battles", seed: int = 0, alpha: float = 0.05,
+                     orders: str = "pool", lc: bool = True, difficulty: str = "fitted",
+                     judge_models: Sequence[str] = (), skip_self: bool = False) -> LeaderboardSpec:
+    """The options of ``evalign leaderboard`` (and of a run config's ``leaderboards`` entry) as one frozen
+    :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
+    if bootstrap < 0:
+        raise UsageError("--bootstrap must be at least 0")
+    if not 0 < alpha < 1:
+        raise UsageError("--alpha must be between 0 and 1")
+    if skip_self and not judge_models:
+        raise UsageError("--skip-self needs --judge-model NAME (the judge whose own outputs to drop)")
+    bt = BTSettings(anchor=anchor, n_bootstrap=bootstrap, seed=seed, alpha=alpha,
+                    cluster=_choice("--resample", resample, ("battles", "items")) == "items")
+    board = LeaderboardSettings(
+        baseline=baseline, orders=_choice("--orders", orders, ("pool", "combine")), bt=bt,  # type: ignore[arg-type]
+        lc=LCSettings(difficulty=_choice("--difficulty", difficulty, ("fitted", "zero"))) if lc else None,  # type: ignore[arg-type]
+        judges=tuple(judge_models), skip_self=skip_self,
+    )
+    return LeaderboardSpec(verdict=verdict, judge=judge, panel=tuple(panel), board=board,
+                           panel_rule=_choice("--panel-rule", panel_rule, ("majority", "mean")))  # type: ignore[arg-type]
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def outcome_title(o: LeaderboardOutcome) -> str:
+    """One line naming the ranked column, the file and how the scores were computed."""
+    b = o.board
+    bt = b.bt.settings
+    anchor = f"anchor {bt.anchor} = {bt.anchor_rating:g}" if bt.anchor else f"mean {bt.init_rating:g}"
+    boot = (f"{bt.confidence:.0%} bootstrap over {'items' if bt.cluster else 'battles'}, {bt.n_bootstrap} resamples, "
+            f"seed {bt.seed}" if bt.n_bootstrap else "no bootstrap")
+    vs = f"; win % vs {b.settings.baseline}" if b.settings.baseline else ""
+    return f"Leaderboard: {o.spec.column} on {o.source} ({o.n_rows} rows; Bradley-Terry, {anchor}; {boot}{vs})"
+
+
+def outcome_lines(o: LeaderboardOutcome) -> list[str]:
+    """What is printed under the table: clusters, position agreement, the panel's agreement, notes."""
+    b = o.board
+    lines = []
+    if b.bt.settings.n_bootstrap:
+        lines.append(f"cluster 1 = not significantly below the best (alpha {b.bt.settings.alpha:g}); "
+                     f"bt_low..bt_high = the interval")
+    if b.positions is not None:
+        p = b.positions
+        lines.append(f"position agreement {_pct(p.agreement)} over {p.n_pairs} order-swapped pairs; "
+                     f"first position chosen {_pct(p.first_position_rate)} of decisive verdicts")
+    if o.panel is not None:
+        pa = o.panel
+        lines.append(f"panel of {', '.join(pa.members)} ({pa.how}): Fleiss' kappa {pa.fleiss_kappa:.3f}, "
+                     f"Krippendorff's alpha {pa.krippendorff_alpha:.3f}, mean Cohen's kappa {pa.mean_cohen_kappa:.3f} "
+                     f"({pa.n_complete} rows all judged)")
+    lines.extend(f"note: {n}" for n in b.notes)
+    return lines
+
+
 def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -285,4 +354,4 @@ def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
 
 
 __all__ = ["ITEM_ID", "PANEL_COLUMN", "JudgeTrust", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "judge_trust",
-           "outcome_dict", "panel_summary", "read_judge_trust", "run_leaderboard"]
+           "leaderboard_spec", "outcome_dict", "outcome_lines", "outcome_title", "panel_summary", "read_judge_trust", "run_leaderboard"]
