@@ -457,7 +457,7 @@ def test_bad_yaml_and_missing_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "nope.yaml: no such config file" in res.output and "demo" in res.output
 
 
-def test_readme_config_example_is_a_valid_config() -> None:
+def test_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
     import re
 
     from evalign.run.config import parse_config
@@ -465,11 +465,15 @@ def test_readme_config_example_is_a_valid_config() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = re.findall(r"## Config files\n.*?```yaml\n(.*?)```", readme, re.S)[0]
-    cfg = parse_config(load_marked(block, "README.md"), file="README.md")
+    (tmp_path / "verdicts.jsonl").write_text("", encoding="utf-8")  # the example's verdict file, beside it
+    cfg = parse_config(load_marked(block, "README.md"), file="README.md", base=tmp_path)
     ev = cfg.evaluations[0]
     assert cfg.name == "pandalm-study" and [m.name for m in cfg.metrics] == ["rouge_l", "chrf"]
     assert ev.judges[0].api_key_env == "MY_JUDGE_KEY" and ev.judges[0].options == {"tie": True}
     assert ev.meta["resampling"]["n_resamples"] == 1000 and ev.columns[0].name == "judge:pandalm-7b"
+    board = cfg.leaderboards[0]
+    assert board.spec.column == "judge:pandalm-7b" and board.spec.board.baseline == "text-davinci-003"
+    assert board.trust_evaluation == "pandalm" and board.verdicts == (tmp_path / "verdicts.jsonl").resolve()
 
 
 def test_dry_run_never_prints_credentials_of_a_judge_base_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
