@@ -55,7 +55,7 @@ def invoke_json(args: list[str]) -> dict:
 def test_toy_by_hand(toy: Path) -> None:
     out = invoke_json([str(toy), "--baseline-system", "z", "--bootstrap", "0"])
     assert set(out) == {"source", "column", "n_rows", "baseline", "orders", "bradley_terry", "lc_difficulty",
-                        "position_agreement", "systems", "win_rate_matrix", "panel", "notes"}
+                        "position_agreement", "systems", "win_rate_matrix", "panel", "judge", "notes"}
     rows = {r["system"]: r for r in out["systems"]}
     assert [r["system"] for r in out["systems"]] == ["x", "y", "z"]  # BT order
     assert [r["rank"] for r in out["systems"]] == [1, 2, 3]
@@ -102,7 +102,8 @@ def test_text_output_at_80_columns(toy: Path, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert lines[0].startswith("Leaderboard: verdict on")
+    assert lines[0] == "judge: verdict; agreement with humans: unknown (see --trust-from)"
+    assert lines[1].startswith("Leaderboard: verdict on")
     last_table = max(i for i, line in enumerate(lines) if line.startswith("└"))
     assert lines[last_table + 1].startswith("cluster 1 = not significantly below the best")
     assert any(line.startswith("note: no lc_win_rate") for line in lines[last_table + 1:])
@@ -253,3 +254,33 @@ def test_python_api_on_a_dataframe() -> None:
     assert np.allclose(direct.table["bt_score"], o.board.table["bt_score"])
     assert math.isclose(o.board.table.loc[0, "win_rate"], 0.75)
     assert run_leaderboard(df, LeaderboardSpec()).spec.column == "verdict"
+
+
+GOLDEN_META = Path(__file__).resolve().parents[1] / "golden" / "meta_llmbar_judge_json.stdout"
+
+
+def test_judge_trust_from_a_meta_result(toy: Path, tmp_path: Path) -> None:
+    # the real `evalign meta --json` output of a judge column 'judge:longer' on LLMBar (a golden file)
+    meta = json.loads(GOLDEN_META.read_text())
+    row = next(r for r in meta["trust"][0]["rows"] if r["metric"] == "judge:longer" and r["group"] == "(all)")
+    res = runner.invoke(app, ["leaderboard", str(toy), "--bootstrap", "0", "--trust-from", str(GOLDEN_META),
+                              "--trust-column", "judge:longer"])
+    assert res.exit_code == 0, res.output
+    first = " ".join(res.output.split("Leaderboard:")[0].split())
+    assert first == (f"judge: verdict; agreement with humans: preference_accuracy {row['value']:.3f} "
+                     f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] (item level, n = 100) on {meta['source']}")
+    out = invoke_json([str(toy), "--bootstrap", "0", "--trust-from", str(GOLDEN_META), "--trust-column",
+                       "judge:longer"])
+    assert out["judge"] == {"column": "verdict", "models": [], "trust": {
+        "column": "judge:longer", "statistic": "preference_accuracy", "level": "item", "value": row["value"],
+        "low": row["ci_low"], "high": row["ci_high"], "n": 100, "source": meta["source"]}}
+    assert invoke_json([str(toy), "--bootstrap", "0"])["judge"]["trust"] is None
+    # a judge the meta result did not rank, a file that is no meta result, --trust-column alone
+    res = runner.invoke(app, ["leaderboard", str(toy), "--trust-from", str(GOLDEN_META)])
+    assert res.exit_code == 1
+    assert (f"{GOLDEN_META}: the judge column 'verdict' was not ranked there (judges ranked: judge:longer)"
+            in " ".join(res.output.split()))
+    res = runner.invoke(app, ["leaderboard", str(toy), "--trust-from", str(toy)])
+    assert res.exit_code == 1 and f"{toy}: cannot read a meta-evaluation result" in " ".join(res.output.split())
+    res = runner.invoke(app, ["leaderboard", str(toy), "--trust-column", "x"])
+    assert res.exit_code == 1 and "--trust-column needs --trust-from" in res.output

@@ -58,8 +58,10 @@ def test_node_killed_mid_run_every_row_once(items_jsonl: Path, tmp_path: Path) -
     rows = read_shards(out)
     assert len(rows) == 2016 and not rows.duplicated(["id", "system"]).any()  # every row exactly once
     assert summary["systems"] == expected["systems"]
+    # the killed node had finished a shard before the kill (asserted above); its record may since have been
+    # written again by the head node: Ray re-runs a task whose output object was lost with the node, and the
+    # shard's fixed name makes that a rewrite of the same rows, never a second copy (checked just above)
     nodes = {json.loads(p.read_text())["node"] for p in out.glob("part-*.json")}
-    assert worker.node_id in nodes  # the killed node had done work before
     print(f"node killed after {done_before}/21 shards; shards written by {len(nodes)} nodes")
 
 

@@ -441,3 +441,40 @@ def test_lc_win_rate_outside_alpaca_eval():
     board = leaderboard(df, settings=LeaderboardSettings(baseline="baseline", bt=BTSettings(n_bootstrap=20)))
     assert "lc_win_rate" in board.table.columns
     assert board.table.set_index("system").loc["model_long", "lc_win_rate"] == pytest.approx(fitted.lc_win_rate[i])
+
+
+def test_lc_note_only_when_lc_values_exist():
+    # the baseline x meets y only in unparseable battles; y and z fight: no LC win rate exists
+    rows, ids, len_a, len_b = [], [], [], []
+    for i in range(8):
+        rows += [("x", "y", "unparseable"), ("y", "z", "A" if i % 3 else "B")]
+        ids += [f"q{i}", f"q{i}"]
+        len_a += [10, 10 + i]
+        len_b += [20 + i, 20]
+    df = battles(rows, id=ids, len_a=len_a, len_b=len_b)
+    board = leaderboard(df, settings=LeaderboardSettings(baseline="x", bt=BTSettings(n_bootstrap=0)))
+    assert "lc_win_rate" not in board.table.columns and board.lc is None
+    assert "no lc_win_rate: no system has a resolved battle against x" in board.notes
+    assert not any(n.startswith("lc_win_rate:") for n in board.notes)
+    # y's battles against x resolved: y's LC win rate exists (z's not), and the note names the difficulty
+    df.loc[df["system_a"] == "x", "verdict"] = ["A", "B", "B", "tie", "B", "A", "B", "B"]
+    board = leaderboard(df, settings=LeaderboardSettings(baseline="x", bt=BTSettings(n_bootstrap=0)))
+    lc = board.table.set_index("system")["lc_win_rate"]
+    assert lc["x"] == 0.5 and np.isfinite(lc["y"]) and np.isnan(lc["z"])
+    assert "lc_win_rate: instruction difficulty fitted" in board.notes
+
+
+def test_fitted_difficulty_of_an_item_without_a_resolved_baseline_battle_is_the_prior_mean():
+    _, annotations = _lc_data(n=60, seed=5)
+    df = _as_battles(annotations)
+    first = df.index[df["id"] == df["id"].iloc[0]]
+    df.loc[first, "verdict"] = "unparseable"  # this item has no resolved battle against the baseline any more
+    fitted = lc_win_rates(df, "baseline")  # was: "no instruction difficulty for id ..."
+    given = lc_win_rates(df, "baseline", difficulty={**_fitted_map(df), str(df["id"].iloc[0]): 0.0})
+    np.testing.assert_allclose(fitted.lc_win_rate, given.lc_win_rate, atol=1e-12)
+
+
+def _fitted_map(df: pd.DataFrame) -> dict[str, float]:
+    from evalign.meta.leaderboard import fit_instruction_difficulty
+
+    return fit_instruction_difficulty(df, "baseline")

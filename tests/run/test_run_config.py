@@ -4,9 +4,11 @@ config reproducing a run, step skipping, judges run from a config, and config er
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -455,7 +457,7 @@ def test_bad_yaml_and_missing_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "nope.yaml: no such config file" in res.output and "demo" in res.output
 
 
-def test_readme_config_example_is_a_valid_config() -> None:
+def test_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
     import re
 
     from evalign.run.config import parse_config
@@ -463,8 +465,110 @@ def test_readme_config_example_is_a_valid_config() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = re.findall(r"## Config files\n.*?```yaml\n(.*?)```", readme, re.S)[0]
-    cfg = parse_config(load_marked(block, "README.md"), file="README.md")
+    (tmp_path / "verdicts.jsonl").write_text("", encoding="utf-8")  # the example's verdict file, beside it
+    cfg = parse_config(load_marked(block, "README.md"), file="README.md", base=tmp_path)
     ev = cfg.evaluations[0]
     assert cfg.name == "pandalm-study" and [m.name for m in cfg.metrics] == ["rouge_l", "chrf"]
     assert ev.judges[0].api_key_env == "MY_JUDGE_KEY" and ev.judges[0].options == {"tie": True}
     assert ev.meta["resampling"]["n_resamples"] == 1000 and ev.columns[0].name == "judge:pandalm-7b"
+    board = cfg.leaderboards[0]
+    assert board.spec.column == "judge:pandalm-7b" and board.spec.board.baseline == "text-davinci-003"
+    assert board.trust_evaluation == "pandalm" and board.verdicts == (tmp_path / "verdicts.jsonl").resolve()
+
+
+def test_dry_run_never_prints_credentials_of_a_judge_base_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("cfg.yaml").write_text(BASE + "    judges:\n      - {mode: pairwise, model: m, base_url: "
+                                "'http://alice:PW-SECRET-4242@127.0.0.1:9/v1'}\n", encoding="utf-8")
+    res = _run(["run", "cfg.yaml", "--dry-run"])
+    assert "PW-SECRET-4242" not in res.output and "alice" not in res.output
+    judge = yaml.safe_load(res.stdout)["evaluations"][0]["judges"][0]
+    assert judge["base_url"] == "http://127.0.0.1:9/v1"  # the URL is kept, without its credentials
+
+
+# ------------------------------------------------------------------------------------------------
+# a leaderboard step: pairwise verdicts ranked, with the trust of their judge from an evaluation of the run
+
+JUDGE = "judge:gpt-3.5-turbo"
+
+
+def _verdicts(path: Path) -> Path:
+    rows = []
+    for i in range(12):
+        for a, b, v in (("x", "y", "A" if i % 3 else "B"), ("y", "z", "A" if i % 4 else "tie"), ("z", "x", "B")):
+            rows.append({"id": f"q{i}", "system_a": a, "system_b": b, JUDGE: v, "len_a": 10 + i, "len_b": 20 - i})
+    write_table(pd.DataFrame(rows), path)
+    return path
+
+
+def test_leaderboard_step_with_the_judges_trust_and_report_section(tmp_path: Path) -> None:
+    from evalign.evaluate.leaderboard import LeaderboardSpec, judge_trust, run_leaderboard
+    from evalign.meta.leaderboard import BTSettings, LeaderboardSettings
+
+    _verdicts(tmp_path / "verdicts.jsonl")
+    cfg = {"version": 1, "name": "lb", "evaluations": [{
+        "name": "pandalm", "data": {"dataset": "pandalm"}, "columns": [JUDGE],
+        "meta": {"resampling": {"n_resamples": 20, "n_permutations": 20}}}],
+        "leaderboards": [{"name": "board", "verdicts": "verdicts.jsonl", "verdict": JUDGE, "baseline": "z",
+                          "bootstrap": 50, "seed": 3}],
+        "report": {"formats": ["html", "json", "csv"]}}
+    out = tmp_path / "out"
+    _run(["run", str(_write(tmp_path / "lb.yaml", cfg)), "--out", str(out)])
+    trust_rows = pd.read_csv(out / "pandalm" / "trust_preference_accuracy_item.csv")
+    row = trust_rows[(trust_rows["group"] == "(all)") & (trust_rows["metric"] == JUDGE)].iloc[0]
+    board = json.loads((out / "leaderboards" / "board.json").read_text())
+    assert board["judge"]["trust"]["value"] == pytest.approx(row["value"])
+    assert board["judge"]["trust"]["low"] == pytest.approx(row["ci_low"])
+    assert board["judge"]["trust"]["statistic"] == "preference_accuracy"
+    # the same numbers as the command / the API on the same file
+    spec = LeaderboardSpec(verdict=JUDGE, board=LeaderboardSettings(baseline="z", bt=BTSettings(n_bootstrap=50,
+                                                                                                 seed=3)))
+    api = run_leaderboard(tmp_path / "verdicts.jsonl", spec)
+    table = pd.read_csv(out / "leaderboards" / "board.csv")
+    assert table["system"].tolist() == api.board.table["system"].tolist()
+    np.testing.assert_allclose(table["bt_score"], api.board.table["bt_score"])
+    np.testing.assert_allclose(table["win_rate"], api.board.table["win_rate"])
+    # the report's section: the judge with its trust, the table, the forest plot and the heatmap
+    page = (out / "report.html").read_text()
+    section = page.split('<section id="pairwise_leaderboard">', 1)[1].split("</section>", 1)[0]
+    t = judge_trust(json.loads((out / "pandalm" / "evaluation.json").read_text()), JUDGE)
+    assert t is not None and f"judge: {JUDGE}; agreement with humans: {t.line()}" in html_unescape(section)
+    assert 'id="fig-pairwise_leaderboard_bt"' in section and 'id="fig-pairwise_leaderboard_win_rates"' in section
+    assert (out / "pairwise_leaderboard_bt.png").is_file() or (out / "figures" / "pairwise_leaderboard_bt.png").is_file()
+    # the resolved config has every option, and reproduces the leaderboard
+    resolved = yaml.safe_load((out / "resolved.yaml").read_text())
+    entry = resolved["leaderboards"][0]
+    assert entry["verdicts"] == os.path.relpath(tmp_path / "verdicts.jsonl", out) and entry["resample"] == "battles"
+    assert entry["bootstrap"] == 50 and entry["lc"] is True and entry["trust"] == {"evaluation": None, "column": None}
+    _run(["run", str(out / "resolved.yaml")])
+    assert json.loads((out / "leaderboards" / "board.json").read_text())["systems"] == board["systems"]
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(" ".join(text.split()))
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"verdicts": "verdicts.jsonl", "baselin": "z"},
+     "lb.yaml, line 11, in 'leaderboards[1]': unknown key 'baselin' (did you mean 'baseline'?)"),
+    ({"verdicts": "verdicts.jsonl", "resample": "pairs"},
+     "lb.yaml, line 11, field 'leaderboards[1].resample': --resample must be one of battles, items, got 'pairs'"),
+    ({"verdicts": "nope.jsonl"}, "field 'leaderboards[1].verdicts': no such file"),
+    ({"verdict": "v"}, "field 'leaderboards[1]': a leaderboard needs 'verdicts'"),
+    ({"verdicts": "verdicts.jsonl", "trust": {"evaluation": "other"}},
+     "field 'leaderboards[1].trust.evaluation': no evaluation named 'other' in this config (evaluations: a)"),
+    ({"verdicts": "verdicts.jsonl", "bootstrap": "many"},
+     "field 'leaderboards[1].bootstrap': must be an integer, got the text 'many'"),
+])
+def test_leaderboard_config_errors_name_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 entry: dict[str, Any], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    _verdicts(tmp_path / "verdicts.jsonl")
+    cfg = {"version": 1, "name": "bad", "evaluations": [{"name": "a", "data": {"dataset": "pandalm"},
+                                                         "columns": [JUDGE]}], "leaderboards": [entry]}
+    _write(tmp_path / "lb.yaml", cfg)
+    res = _run(["run", "lb.yaml", "--dry-run"], code=2)
+    text = " ".join(res.output.split())
+    assert expected in text and text.count("error:") == 1, text

@@ -4,6 +4,7 @@ is balanced and valid, and a killed run resumes without asking anything twice.""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -105,3 +106,63 @@ def test_relative_instances(tmp_path: Path) -> None:
     assert len(capped) == int((spread > 0).sum())
     gaps = dict(zip(capped["orig_instruction"], (capped["orig_score_A"] - capped["orig_score_B"]).abs(), strict=True))
     assert gaps == {k: v for k, v in spread.items() if v > 0}  # the widest gap first
+
+
+class NonsenseTeacher(ScriptedTeacher):
+    """A teacher that answers every prompt with text no step can parse."""
+
+    def answer(self, prompt: str, seed: int) -> tuple[str, str, str]:
+        return "any", "unparseable", "I like turtles."
+
+
+class NoResponseTeacher(ScriptedTeacher):
+    """Rubrics and instructions as the scripted teacher writes them, every response unparseable."""
+
+    def answer(self, prompt: str, seed: int) -> tuple[str, str, str]:
+        step, outcome, text = super().answer(prompt, seed)
+        return (step, outcome, text) if step != "response" else ("response", "unparseable", "Response: x\n[END]")
+
+
+def test_nothing_to_generate_is_refused_before_any_call() -> None:
+    with pytest.raises(EvalignError, match=r"nothing to generate: rounds=0 x rubrics_per_round=4 brainstorms no "
+                                           r"rubric and include_seed_rubrics is off"):
+        SynthSettings(rounds=0)
+    with pytest.raises(EvalignError, match="rubrics_per_round=0"):
+        SynthSettings(rubrics_per_round=0)
+    assert SynthSettings(rounds=0, include_seed_rubrics=True).rounds == 0
+
+
+@pytest.mark.parametrize(("teacher", "settings", "reason"), [
+    (NonsenseTeacher(), SETTINGS, "no rubric was kept (4 unparseable, 0 near-duplicates, 0 failed calls)"),
+    (NonsenseTeacher(), SynthSettings(rounds=0, include_seed_rubrics=True, instructions_per_rubric=2),
+     "no instruction was kept for the 10 rubrics (20 unparseable, 0 near-duplicates, 0 failed calls)"),
+    (NoResponseTeacher(), SynthSettings(rounds=0, include_seed_rubrics=True, instructions_per_rubric=1),
+     "no response of the 10 instructions was usable (50 unparseable, 0 with another score, 0 with an unparseable "
+     "output, 0 failed calls)"),
+])
+def test_a_run_without_rows_says_why(tmp_path: Path, teacher: ScriptedTeacher, settings: SynthSettings,
+                                     reason: str) -> None:
+    res = run_synth(load_seed_rubrics(), teacher, settings, cache=Cache(tmp_path / "c.sqlite"))
+    assert res.summary.rows == 0 and len(res.table) == 0
+    assert res.summary.empty_reason() == reason
+
+
+class NoScoreOneTeacher(ScriptedTeacher):
+    """The scripted teacher, but it never writes a usable response for score 1."""
+
+    def answer(self, prompt: str, seed: int) -> tuple[str, str, str]:
+        if prompt.startswith("Your job is to generate a response that would get a score of 1"):
+            return "response", "unparseable", "Response: x\n[END]"
+        return super().answer(prompt, seed)
+
+
+def test_balancing_away_every_row_says_which_score_is_missing(tmp_path: Path) -> None:
+    settings = SynthSettings(rounds=0, include_seed_rubrics=True, instructions_per_rubric=1)
+    res = run_synth(load_seed_rubrics(), NoScoreOneTeacher(), settings, cache=Cache(tmp_path / "c"))
+    s = res.summary
+    assert s.rows == 0 and s.filters["balance_dropped"] > 0 and s.filters["response_unparseable"] >= 10
+    assert s.empty_reason() == (f"balancing dropped all {s.filters['balance_dropped']} valid rows (no response was "
+                                "graded 1); give --no-balance to keep them")
+    unbalanced = run_synth(load_seed_rubrics(), NoScoreOneTeacher(), replace(settings, balance=False),
+                           cache=Cache(tmp_path / "c"))
+    assert unbalanced.summary.rows == s.filters["balance_dropped"] and unbalanced.summary.empty_reason() is None

@@ -6,8 +6,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
+from evalign.cli import app
+from evalign.cli.train_judge import judge_models
 from evalign.judges.prompts import rubric_from_mapping
 from evalign.meta import pairwise_preference_accuracy
 from evalign.train.verify import (
@@ -100,3 +104,21 @@ def test_verify_llmbar_both_orders_has_the_order_table(tiny_llama: Any) -> None:
     single = verify_models("llmbar", {"base": model},
                            VerifyOptions(limit=2, max_tokens=4, device="cpu", both_orders=False, n_resamples=50))
     assert single.orders is None  # one order: no order diagnostics
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("=/models/judge", "--model '=/models/judge': the judge name before '=' is empty; give NAME=FOLDER or FOLDER"),
+    (" =/models/judge", "--model ' =/models/judge': the judge name before '=' is empty; give NAME=FOLDER or FOLDER"),
+    ("base=", "--model 'base=': no model; give NAME=FOLDER or FOLDER"),
+])
+def test_verify_judge_refuses_an_empty_judge_name_or_model(spec: str, message: str) -> None:
+    res = CliRunner().invoke(app, ["verify-judge", "--model", spec, "--dataset", "hhh"])
+    assert res.exit_code == 2, res.output
+    assert " ".join(res.stderr.split()) == f"error: {message}"
+
+
+def test_verify_judge_refuses_a_judge_name_given_twice() -> None:
+    res = CliRunner().invoke(app, ["verify-judge", "--model", "j=/a", "--model", "j=/b", "--dataset", "hhh"])
+    assert res.exit_code == 2, res.output
+    assert "the judge name 'j' is given twice ('/a' and '/b')" in res.stderr
+    assert judge_models(["/models/base", "trained=/models/t"]) == {"base": "/models/base", "trained": "/models/t"}

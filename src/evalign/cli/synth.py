@@ -77,14 +77,21 @@ def register(app: typer.Typer) -> None:
         teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
                                max_retries)
         result = run_synth(seeds, teacher, settings, cache=Cache(read=not no_cache, write=True))
-        write_table(result.table, out)
+        empty = result.summary.empty_reason()
+        if empty is None:
+            write_table(result.table, out)
         summary = result.summary.as_dict()
-        summary["out"] = str(out)
+        summary["out"] = None if empty else str(out)
         write_json_atomic(Path(f"{out}.summary.json"), summary)
         if as_json:
             emit_json(summary)
+        else:
+            print_summary(summary)
+        if empty is not None:
+            raise CliError(f"no training row to write, {out} not written: {empty} (the counts are in "
+                           f"{out}.summary.json)")
+        if as_json:
             return
-        print_summary(summary)
         console.print(f"wrote {out} ({summary['rows']} rows, {summary['relative_rows']} pairwise) and {out}.summary.json",
                       highlight=False, markup=False)
 

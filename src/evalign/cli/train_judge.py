@@ -10,7 +10,8 @@ import pandas as pd
 import typer
 
 from evalign.cli import judge_data
-from evalign.cli.common import CliError, console, emit_json, err_console, print_table
+from evalign.cli.common import console, emit_json, err_console, print_table
+from evalign.errors import UsageError
 from evalign.train import TrainSettings, train_judge
 from evalign.train.verify import VerifyOptions, verify_models
 
@@ -171,18 +172,30 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
-    models: dict[str, str] = {}
-    for spec in model:
-        name, _, path = spec.partition("=") if "=" in spec else (Path(spec).name, "", spec)
-        if not path:
-            raise CliError(f"--model {spec!r}: give NAME=FOLDER or FOLDER")
-        models[name] = path
-    report = _verify(dataset, models, limit, max_tokens, temperature, single_order, device, batch_size,
-                     n_resamples, seed, template)
+    report = _verify(dataset, judge_models(model), limit, max_tokens, temperature, single_order, device,
+                     batch_size, n_resamples, seed, template)
     if as_json:
         emit_json(report.as_dict())
         return
     print_report(report)
+
+
+def judge_models(specs: list[str]) -> dict[str, str]:
+    """``--model`` values (``NAME=MODEL`` or ``MODEL``, named after its last path part) as name -> model;
+    an empty name or model, or a name given twice, is a usage error naming the value."""
+    models: dict[str, str] = {}
+    for spec in specs:
+        name, _, path = spec.partition("=") if "=" in spec else (Path(spec).name, "", spec)
+        name, path = name.strip(), path.strip()
+        if not path:
+            raise UsageError(f"--model {spec!r}: no model; give NAME=FOLDER or FOLDER")
+        if not name:
+            raise UsageError(f"--model {spec!r}: the judge name before '=' is empty; give NAME=FOLDER or FOLDER")
+        if name in models:
+            raise UsageError(f"--model {spec!r}: the judge name {name!r} is given twice ({models[name]!r} and "
+                             f"{path!r}); give each judge its own NAME=")
+        models[name] = path
+    return models
 
 
 def register(app: typer.Typer) -> None:

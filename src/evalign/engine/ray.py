@@ -16,10 +16,13 @@ Model caches (:mod:`evalign.cache`) stay per node (each node's ``EVALIGN_CACHE``
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import pickle
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +76,30 @@ def check_address(address: str, timeout: float = 5.0) -> None:
                            "`ray start --head` or leave out --address to run Ray on this machine") from None
 
 
+#: the Ray namespace of evalign's jobs (named actors of other programs on the same cluster stay apart)
+NAMESPACE = "evalign"
+
+
+def own_temp_dir() -> str:
+    """A new temporary folder for a Ray instance of this process (short, as Ray's socket paths must be:
+    under ``/tmp`` where there is one), removed at exit after Ray has shut down."""
+    root = "/tmp" if os.path.isdir("/tmp") else None
+    path = tempfile.mkdtemp(prefix="evalign-ray-", dir=root)
+
+    def _remove() -> None:
+        import ray
+
+        ray.shutdown()
+        shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(_remove)
+    return path
+
+
 def init_ray(rs: RaySettings) -> None:
-    """Connect to the cluster at ``rs.address``, or start Ray here (no dashboard)."""
+    """Connect to the cluster at ``rs.address``, or start Ray here (no dashboard): always a new instance
+    of this process's own (``address="local"``, its own temporary folder, namespace :data:`NAMESPACE`),
+    even when another Ray instance runs on this machine; ``--address auto`` connects to that one."""
     import ray
 
     if rs.address:
@@ -87,14 +112,20 @@ def init_ray(rs: RaySettings) -> None:
     if rs.address:
         env = {"env_vars": flags}
         try:
-            ray.init(address=rs.address, runtime_env=env, log_to_driver=False, logging_level=logging.ERROR)
+            ray.init(address=rs.address, namespace=NAMESPACE, runtime_env=env, log_to_driver=False,
+                     logging_level=logging.ERROR)
         except (ConnectionError, RuntimeError) as e:
             raise EvalignError(f"--address {rs.address}: cannot connect to Ray ({' '.join(str(e).split())[:200]})") from None
         return
     env = {"env_vars": {**flags, **paths}}
-    ray.init(num_cpus=rs.workers or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR, runtime_env=env,
-             object_store_memory=rs.object_store_mb * 2**20 if rs.object_store_mb else None)
+    try:
+        ray.init(address="local", namespace=NAMESPACE, _temp_dir=own_temp_dir(),
+                 num_cpus=rs.workers or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR, runtime_env=env,
+                 object_store_memory=rs.object_store_mb * 2**20 if rs.object_store_mb else None)
+    except Exception as e:  # Ray raises plain Exception too (e.g. "The current node timed out during startup")
+        raise EvalignError(f"cannot start Ray on this machine ({' '.join(str(e).split())[:200]}); to use a Ray "
+                           "instance that already runs here, give --address auto (or its HOST:PORT)") from None
 
 
 def _pack(obj: Any) -> np.ndarray:

@@ -6,7 +6,10 @@ The command line, ``evalign run`` and the Python API all come through :func:`run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +23,8 @@ from evalign.meta.leaderboard import (
     B_WINS,
     TIE,
     UNPARSEABLE,
+    BTSettings,
+    LCSettings,
     Leaderboard,
     LeaderboardSettings,
     PanelResult,
@@ -76,14 +81,93 @@ class LeaderboardSpec:
 
 
 @dataclass(frozen=True)
+class JudgeTrust:
+    """The agreement with humans of the judge behind a leaderboard, from a meta-evaluation: the judge's
+    ``column`` there, the trust table's ``statistic`` and ``level``, the ``value`` with its interval
+    ``low``..``high`` (NaN without one), ``n`` (items or systems; None when unknown) and ``source``
+    (what it was measured on, e.g. ``llmbar``)."""
+
+    column: str
+    statistic: str
+    level: str
+    value: float
+    low: float
+    high: float
+    n: int | None
+    source: str
+
+    def line(self) -> str:
+        """One line: ``preference_accuracy 0.620 [0.550, 0.690] (item level, n = 100) on llmbar``."""
+        interval = f" [{self.low:.3f}, {self.high:.3f}]" if np.isfinite(self.low) and np.isfinite(self.high) else ""
+        n = f", n = {self.n}" if self.n is not None else ""
+        return f"{self.statistic} {self.value:.3f}{interval} ({self.level} level{n}) on {self.source}"
+
+
+def judge_trust(result: Any, column: str) -> JudgeTrust | None:
+    """The trust of judge ``column`` in a meta-evaluation ``result`` (an
+    :class:`~evalign.evaluate.EvalResult`, or its JSON form: the output of ``evalign meta --json`` or a
+    run's ``evaluation.json``): its row of group ``(all)`` in the first trust table that has one; None
+    when the result did not rank that column."""
+    data = result.to_json() if hasattr(result, "to_json") else result
+    if not isinstance(data, dict) or not isinstance(data.get("trust"), list):
+        raise InputError("not a meta-evaluation result (no 'trust' tables): give the output of "
+                         "`evalign meta --json` or a run's evaluation.json")
+    for table in data["trust"]:
+        for row in table.get("rows", []):
+            if row.get("metric") == column and row.get("group", "(all)") == "(all)" and row.get("value") is not None:
+                n = row.get("n")
+                return JudgeTrust(column, str(table.get("statistic")), str(table.get("level")),
+                                  _number(row.get("value")), _number(row.get("ci_low")), _number(row.get("ci_high")),
+                                  int(n) if n is not None else None,
+                                  str(data.get("source") or data.get("title") or "a meta-evaluation"))
+    return None
+
+
+def _number(v: Any) -> float:
+    return float(v) if v is not None else float("nan")
+
+
+def read_judge_trust(path: str | Path, column: str) -> JudgeTrust:
+    """:func:`judge_trust` of the JSON file at ``path``; an error names the file when it is not a
+    meta-evaluation result or did not rank ``column``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read a meta-evaluation result ({getattr(e, 'strerror', None) or e})",
+                         file=str(path)) from None
+    try:
+        trust = judge_trust(data, column)
+    except InputError as e:
+        raise InputError(e.reason, file=str(path)) from None
+    if trust is None:
+        ranked = sorted({str(r.get("metric")) for t in data["trust"] for r in t.get("rows", [])
+                         if r.get("kind") == "judge"})
+        raise InputError(f"the judge column {column!r} was not ranked there (judges ranked: "
+                         f"{', '.join(ranked) or 'none'})", file=str(path))
+    return trust
+
+
+@dataclass(frozen=True)
 class LeaderboardOutcome:
-    """The leaderboard and what it was computed from."""
+    """The leaderboard and what it was computed from; ``trust``: the agreement with humans of the
+    judge whose verdicts were ranked, where it is known (None: unknown)."""
 
     board: Leaderboard
     spec: LeaderboardSpec
     source: str
     n_rows: int
     panel: PanelResult | None = None
+    trust: JudgeTrust | None = None
+
+    def judge_line(self) -> str:
+        """Which judge produced the verdicts and what is known of its agreement with humans."""
+        spec = self.spec
+        who = f"judge: panel of {', '.join(spec.panel)}" if spec.panel else f"judge: {spec.column}"
+        if spec.board.judges:
+            who += f" (model {', '.join(spec.board.judges)})"
+        if self.trust is None:
+            return f"{who}; agreement with humans: unknown (see --trust-from)"
+        return f"{who}; agreement with humans: {self.trust.line()}"
 
 
 def _used_columns(spec: LeaderboardSpec, columns: Any) -> list[str]:
@@ -136,8 +220,10 @@ def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame
     return table.rename(columns={spec.column: "verdict"}) if spec.column != "verdict" else table, panel
 
 
-def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec()) -> LeaderboardOutcome:
-    """Read a verdict table and rank its systems (module doc); errors name the file, line and field."""
+def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec(), *,
+                    trust: JudgeTrust | None = None) -> LeaderboardOutcome:
+    """Read a verdict table and rank its systems (module doc); errors name the file, line and field.
+    ``trust``: the ranked judge's agreement with humans, when known (:func:`judge_trust`)."""
     table = read_battles(source, columns=_used_columns(spec, ()))
     battles, panel = battles_of(table, spec)
     systems = set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str))
@@ -151,7 +237,72 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
         raise InputError(f"no resolved verdict to rank: {n_bad} unparseable, {len(codes) - n_bad} missing",
                          file=str(table.attrs["source"]), field=spec.column)
     board = leaderboard(battles, settings=spec.board)
-    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel)
+    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust)
+
+
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got '{value}'")
+    return value
+
+
+def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, panel: Sequence[str] = (),
+                     panel_rule: str = "majority", baseline: str | None = None, anchor: str | None = None,
+                     bootstrap: int = 1000, resample: str = "battles", seed: int = 0, alpha: float = 0.05,
+                     orders: str = "pool", lc: bool = True, difficulty: str = "fitted",
+                     judge_models: Sequence[str] = (), skip_self: bool = False) -> LeaderboardSpec:
+    """The options of ``evalign leaderboard`` (and of a run config's ``leaderboards`` entry) as one frozen
+    :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
+    if bootstrap < 0:
+        raise UsageError("--bootstrap must be at least 0")
+    if not 0 < alpha < 1:
+        raise UsageError("--alpha must be between 0 and 1")
+    if skip_self and not judge_models:
+        raise UsageError("--skip-self needs --judge-model NAME (the judge whose own outputs to drop)")
+    bt = BTSettings(anchor=anchor, n_bootstrap=bootstrap, seed=seed, alpha=alpha,
+                    cluster=_choice("--resample", resample, ("battles", "items")) == "items")
+    board = LeaderboardSettings(
+        baseline=baseline, orders=_choice("--orders", orders, ("pool", "combine")), bt=bt,  # type: ignore[arg-type]
+        lc=LCSettings(difficulty=_choice("--difficulty", difficulty, ("fitted", "zero"))) if lc else None,  # type: ignore[arg-type]
+        judges=tuple(judge_models), skip_self=skip_self,
+    )
+    return LeaderboardSpec(verdict=verdict, judge=judge, panel=tuple(panel), board=board,
+                           panel_rule=_choice("--panel-rule", panel_rule, ("majority", "mean")))  # type: ignore[arg-type]
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def outcome_title(o: LeaderboardOutcome) -> str:
+    """One line naming the ranked column, the file and how the scores were computed."""
+    b = o.board
+    bt = b.bt.settings
+    anchor = f"anchor {bt.anchor} = {bt.anchor_rating:g}" if bt.anchor else f"mean {bt.init_rating:g}"
+    boot = (f"{bt.confidence:.0%} bootstrap over {'items' if bt.cluster else 'battles'}, {bt.n_bootstrap} resamples, "
+            f"seed {bt.seed}" if bt.n_bootstrap else "no bootstrap")
+    vs = f"; win % vs {b.settings.baseline}" if b.settings.baseline else ""
+    return f"Leaderboard: {o.spec.column} on {o.source} ({o.n_rows} rows; Bradley-Terry, {anchor}; {boot}{vs})"
+
+
+def outcome_lines(o: LeaderboardOutcome) -> list[str]:
+    """What is printed under the table: clusters, position agreement, the panel's agreement, notes."""
+    b = o.board
+    lines = []
+    if b.bt.settings.n_bootstrap:
+        lines.append(f"cluster 1 = not significantly below the best (alpha {b.bt.settings.alpha:g}); "
+                     f"bt_low..bt_high = the interval")
+    if b.positions is not None:
+        p = b.positions
+        lines.append(f"position agreement {_pct(p.agreement)} over {p.n_pairs} order-swapped pairs; "
+                     f"first position chosen {_pct(p.first_position_rate)} of decisive verdicts")
+    if o.panel is not None:
+        pa = o.panel
+        lines.append(f"panel of {', '.join(pa.members)} ({pa.how}): Fleiss' kappa {pa.fleiss_kappa:.3f}, "
+                     f"Krippendorff's alpha {pa.krippendorff_alpha:.3f}, mean Cohen's kappa {pa.mean_cohen_kappa:.3f} "
+                     f"({pa.n_complete} rows all judged)")
+    lines.extend(f"note: {n}" for n in b.notes)
+    return lines
 
 
 def _finite(x: float) -> float | None:
@@ -194,9 +345,13 @@ def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
                             "rate": [[_finite(v) for v in row] for row in b.matrix.rate],
                             "n": b.matrix.n.astype(int).tolist()},
         "panel": panel_summary(out.panel) if out.panel is not None else None,
+        "judge": {"column": out.spec.column, "models": list(out.spec.board.judges),
+                  "trust": None if out.trust is None else {**asdict(out.trust), "value": _finite(out.trust.value),
+                                                           "low": _finite(out.trust.low),
+                                                           "high": _finite(out.trust.high)}},
         "notes": list(b.notes),
     }
 
 
-__all__ = ["ITEM_ID", "PANEL_COLUMN", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "outcome_dict", "panel_summary",
-           "run_leaderboard"]
+__all__ = ["ITEM_ID", "PANEL_COLUMN", "JudgeTrust", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "judge_trust",
+           "leaderboard_spec", "outcome_dict", "outcome_lines", "outcome_title", "panel_summary", "read_judge_trust", "run_leaderboard"]

@@ -9,6 +9,7 @@ import decimal
 import json
 import math
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -90,6 +91,44 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         ):
             raise OutputError(f"{path}: cannot write ({e.strerror or e})") from None
         raise
+
+
+def write_files_atomic(root: str | Path, files: dict[str, bytes]) -> dict[str, Path]:
+    """Write several files under ``root`` (relative path -> bytes) as one: every byte is first written
+    to a temporary folder inside ``root``, then each file is moved into place (a rename: no new space
+    needed), the last one last. On any error (a full disk, Ctrl-C) nothing is left behind: no new
+    folder, no partial file, the old files untouched; file-system errors are :class:`OutputError`
+    naming the file. Returns relative path -> written path."""
+    out = Path(root).expanduser()
+    created = not out.exists()
+    done = False
+    stage: Path | None = None
+    target = out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".evalign-partial.", dir=str(out)))
+        for rel, data in files.items():
+            target = out / rel
+            staged = stage / rel
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(data)
+        written: dict[str, Path] = {}
+        for rel in files:  # every byte is on disk: from here on, renames only
+            target = out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(stage / rel, _new_file_mode(target))
+            os.replace(stage / rel, target)
+            written[rel] = target
+        done = True
+        return written
+    except OSError as e:
+        raise OutputError(f"{target}: cannot write ({e.strerror or e})") from None
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        if created and not done:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only when empty: a folder this call made and left nothing in
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -56,9 +56,12 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from evalign.errors import InputError
 from evalign.meta.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha, majority_vote
+from evalign.meta.significance import significance_clusters
 
 #: verdict codes (the order of :data:`VERDICTS`); MISSING = no verdict at all
 A_WINS, B_WINS, TIE, UNPARSEABLE, MISSING = 0, 1, 2, 3, 4
@@ -599,7 +602,6 @@ def bradley_terry(
 
     Systems without a resolved battle get NaN ratings and the last cluster.
     """
-    from evalign.meta.significance import significance_clusters
 
     s = settings
     ba = _as_arrays(battles, verdict)
@@ -651,7 +653,6 @@ def bradley_terry(
 def _mle_exists(W: np.ndarray, fitted: np.ndarray) -> bool:
     """The BT MLE is finite iff the directed "i beat j" graph (score > 0) of the fitted systems is
     strongly connected (Zermelo 1929; Hunter 2004, Assumption 1)."""
-    from scipy.sparse.csgraph import connected_components
 
     sub = W[np.ix_(fitted, fitted)] > 0
     n_comp, _ = connected_components(sub, directed=True, connection="strong")
@@ -685,7 +686,6 @@ def _bt_bootstrap(
     s: BTSettings,
 ) -> tuple[np.ndarray, int]:
     """Resampled ratings ``(n_bootstrap, k)`` and the number of resamples that did not converge."""
-    from scipy import sparse
 
     a, b, code = ba.a[resolved], ba.b[resolved], ba.code[resolved].astype(np.int64)
     flip = a > b  # one cell per unordered pair and outcome, seen from the lower index
@@ -875,7 +875,8 @@ def fit_instruction_difficulty(
     the battles given: the logistic model ``logit P(system m beats the baseline on item x) = theta_m -
     gamma_x`` over every non-baseline system, ties as half wins, with an L2 penalty ``prior / 2 *
     sum gamma_x^2`` (a normal prior keeps items that every system won or lost finite); ``theta`` is
-    unpenalised. Returns ``gamma`` (higher = harder for the systems) by item id.
+    unpenalised. Returns ``gamma`` (higher = harder for the systems) by item id, for the items with a
+    resolved battle against the baseline (for the others the prior's mean, 0, is the estimate).
     """
     ba = _as_arrays(battles, verdict)
     if ba.ids is None:
@@ -1011,8 +1012,8 @@ def lc_win_rates(
             dif = np.zeros(rows.size)
         else:
             ids = ba.ids[rows]  # type: ignore[index]
-            try:
-                dif = np.array([float(diff_map[i]) for i in ids])
+            try:  # fitted: an item without a resolved battle against the baseline has the prior's mean, 0
+                dif = np.array([float(diff_map.get(i, 0.0) if source == "fitted" else diff_map[i]) for i in ids])
             except KeyError as exc:
                 raise InputError(f"no instruction difficulty for id {exc.args[0]!r}", field="id") from None
         X = np.column_stack([np.tanh(std_delta), dif, np.ones(rows.size)])
@@ -1154,8 +1155,12 @@ def leaderboard(
                 notes.append("no lc_win_rate: instruction difficulty needs an 'id' column")
             else:
                 lc = lc_win_rates(ba, settings.baseline, difficulty=difficulty, settings=settings.lc)
-                table["lc_win_rate"] = table["system"].map(dict(zip(lc.systems, lc.lc_win_rate, strict=True)))
-                notes.append(f"lc_win_rate: instruction difficulty {lc.difficulty_source}")
+                if _has_lc_values(lc, settings.baseline):
+                    table["lc_win_rate"] = table["system"].map(dict(zip(lc.systems, lc.lc_win_rate, strict=True)))
+                    notes.append(f"lc_win_rate: instruction difficulty {lc.difficulty_source}")
+                else:
+                    lc = None
+                    notes.append(f"no lc_win_rate: no system has a resolved battle against {settings.baseline}")
     if positions is not None:
         table["position_agreement"] = table["system"].map(
             dict(zip(positions.systems, positions.per_system, strict=True))
@@ -1166,6 +1171,11 @@ def leaderboard(
     cols = lead + [c for c in optional if c in table.columns] + rest
     table = table[cols].sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
     return Leaderboard(table, win_rate_matrix(ba), bt, wr, lc, positions, tuple(notes), settings)
+
+
+def _has_lc_values(lc: LCWinRates, baseline: str) -> bool:
+    """Whether some system other than the baseline (always 0.5 against itself) has an LC win rate."""
+    return any(s != baseline and np.isfinite(v) for s, v in zip(lc.systems, lc.lc_win_rate, strict=True))
 
 
 # --- judge panels ---------------------------------------------------------------------------------

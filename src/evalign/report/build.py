@@ -12,11 +12,19 @@ from typing import Any
 import pandas as pd
 
 from evalign import __version__
-from evalign.io import atomic_path, write_text_atomic
+from evalign.evaluate.leaderboard import outcome_lines, outcome_title
+from evalign.io import write_files_atomic
 from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
-from evalign.report.tables import by_task_display, format_results, leaderboard_display, to_latex, to_markdown
+from evalign.report.tables import (
+    by_task_display,
+    format_results,
+    leaderboard_display,
+    pairwise_board_display,
+    to_latex,
+    to_markdown,
+)
 
 
 @dataclass
@@ -86,6 +94,37 @@ def _leaderboard_section(data: ReportData) -> Section | None:
         s.figures.append(Figure("leaderboard_ranks", f"System ranks among the {len(data.leaderboard)} systems "
                                                      f"by {who} and by each metric (1 = best)", png))
     return s
+
+
+def _pairwise_board_sections(data: ReportData) -> list[Section]:
+    """A section per leaderboard from pairwise verdicts: the judge and its trust, the system table, the
+    Bradley-Terry scores with their intervals (a forest plot) and the win-rate matrix (a heatmap)."""
+    out = []
+    for i, o in enumerate(data.pairwise_boards):
+        key = "pairwise_leaderboard" + (f"_{i + 1}" if len(data.pairwise_boards) > 1 else "")
+        table = o.board.table
+        s = Section(key, f"Leaderboard from pairwise verdicts: {o.spec.column}")
+        s.text = f"{o.judge_line()}. {outcome_title(o)}."
+        s.tables[f"Leaderboard: {o.spec.column}"] = format_results(pairwise_board_display(table), 1)
+        s.after = outcome_lines(o)
+        bt = pd.DataFrame({"metric": table["system"].astype(str), "kind": "metric", "value": table["bt_score"],
+                           "ci_low": table["bt_low"], "ci_high": table["bt_high"], "cluster": table["cluster"]})
+        boot = o.board.bt.settings.n_bootstrap
+        s.figures.append(Figure(f"{key}_bt", "Bradley-Terry scores: dot = estimate, bar = "
+                                + (f"{o.board.bt.settings.confidence:.0%} bootstrap interval ({boot} resamples); "
+                                   "colours = significance clusters (cluster 1 = not significantly below the best)"
+                                   if boot else "no interval (no bootstrap)"),
+                                F.interval_plot(bt, f"Bradley-Terry scores: {o.spec.column}", ["metric"],
+                                                "Bradley-Terry score (Elo-like scale)")))
+        m = o.board.matrix
+        rates = pd.DataFrame([{"task": str(a), "metric": str(b), "value": m.rate[r, c]}
+                              for r, a in enumerate(m.systems) for c, b in enumerate(m.systems)])
+        s.figures.append(Figure(f"{key}_win_rates", "Win rate of the row's system against the column's (ties "
+                                                   "count half; '-' = no resolved battle)",
+                                F.task_heatmap(rates, "win rate", scale=(0.0, 1.0, "RdBu"),
+                                               title=f"Win rates: {o.spec.column} (row vs column)")))
+        out.append(s)
+    return out
 
 
 def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame | None) -> Section | None:
@@ -208,6 +247,7 @@ def build_report(data: ReportData) -> Report:
         _result_section(data, "correlations", f"Correlation with {who}", data.correlations),
         _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",
                         data.pair_accuracy),
+        *_pairwise_board_sections(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),
@@ -238,7 +278,8 @@ def write_report(
     item_table=items, metric_cols=["rouge_l"], human_col="acceptable", epsilon_curves=curves,
     judge_cols=["prometheus"])``. Files: ``out_dir/html_name`` (self-contained),
     ``out_dir/assets/figures/*.png``, ``out_dir/assets/tables/*.md`` and ``*.tex`` and
-    ``out_dir/assets/tables/tables.md`` (all tables). Writes are atomic.
+    ``out_dir/assets/tables/tables.md`` (all tables). The files are written together
+    (:func:`~evalign.io.write_files_atomic`): on an error, a full disk say, none of them is left behind.
     """
     if data is None:
         known = {f.name for f in fields(ReportData)}
@@ -249,33 +290,28 @@ def write_report(
     elif fields_:
         raise TypeError("give either data= or ReportData fields as keywords, not both")
     report = build_report(data)
-    out = Path(out_dir)
-    base = out / assets
-    written: dict[str, Path] = {}
+    base = Path(assets)
+    files: dict[str, bytes] = {}
+    keys: dict[str, str] = {}
+
+    def add(key: str, rel: Path, content: str | bytes) -> None:
+        files[str(rel)] = content.encode("utf-8") if isinstance(content, str) else content
+        keys[key] = str(rel)
+
     for name, png in report.figures.items():
-        p = base / "figures" / f"{name}.png"
-        with atomic_path(p) as tmp:
-            tmp.write_bytes(png)
-        written[f"figure:{name}"] = p
+        add(f"figure:{name}", base / "figures" / f"{name}.png", png)
     all_md = []
     titles = report.table_titles
     for name, df in report.tables.items():
         md = to_markdown(df)
-        p = base / "tables" / f"{name}.md"
-        write_text_atomic(p, md)
-        written[f"markdown:{name}"] = p
-        p = base / "tables" / f"{name}.tex"
-        write_text_atomic(p, to_latex(df, caption=titles[name], label=f"tab:{name}"))
-        written[f"latex:{name}"] = p
+        add(f"markdown:{name}", base / "tables" / f"{name}.md", md)
+        add(f"latex:{name}", base / "tables" / f"{name}.tex", to_latex(df, caption=titles[name], label=f"tab:{name}"))
         all_md.append(f"## {titles[name]}\n\n{md}")
     if all_md:
-        p = base / "tables" / "tables.md"
-        write_text_atomic(p, "\n".join(all_md))
-        written["tables_md"] = p
-    p = out / html_name
-    write_text_atomic(p, report.html)
-    written["html"] = p
-    return written
+        add("tables_md", base / "tables" / "tables.md", "\n".join(all_md))
+    add("html", Path(html_name), report.html)  # last: the page never points at assets not yet there
+    written = write_files_atomic(out_dir, files)
+    return {key: written[rel] for key, rel in keys.items()}
 
 
 def _blocks(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

@@ -88,6 +88,9 @@ class ReportData:
     by_task_left_out: Mapping[str, int] = field(default_factory=dict)
     #: smallest group reported per task
     min_group_size: int | None = None
+    #: leaderboards ranked from pairwise verdicts (:class:`evalign.evaluate.leaderboard.LeaderboardOutcome`):
+    #: a section each, beside the trust sections (system table, Bradley-Terry forest plot, win-rate heatmap)
+    pairwise_boards: list[Any] = field(default_factory=list)
     #: per metric: rows, cells without a value, texts truncated (columns ``metric``, ``rows``,
     #: ``missing``, ``truncated``); None: not shown
     coverage: pd.DataFrame | None = None

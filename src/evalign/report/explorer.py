@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.evaluate.columns import verdict_codes
+from evalign.report.html import visible_controls
 
 #: the text columns shown when present, in this order
 TEXT_COLUMNS = ("id", "system", "task", "instruction", "input", "response", "reference")
@@ -202,7 +203,7 @@ def explorer_html(
     if left_out:
         note += f" Showing the {len(order)} rows with the largest disagreement of {total}."
     config = json.dumps({"total": len(order)})
-    return (
+    return visible_controls(
         f'<section class="evalign-explorer" id="{eid}" data-config="{html.escape(config, quote=True)}">'
         f"<style>{_STYLE.replace('#ID', '#' + eid)}</style>"
         f"<h3>{html.escape(title)}</h3>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -55,6 +56,25 @@ class Section:
     html: str = ""
 
 
+#: what may not stand raw in an HTML page: C0 control characters other than tab, newline and carriage
+#: return (NUL among them), DEL, and lone UTF-16 surrogates (which no UTF-8 file can hold)
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    if c < 0x20:
+        return chr(0x2400 + c)  # the Control Pictures block: NUL -> U+2400
+    return "\u2421" if c == 0x7F else "\ufffd"
+
+
+def visible_controls(page: str) -> str:
+    """``page`` with every character an HTML page may not hold raw (a NUL, another control character,
+    DEL, a lone surrogate) replaced by a visible stand-in: its Control Pictures symbol (NUL -> ``␀``,
+    DEL -> ``␡``) or U+FFFD for a surrogate. Applied to every page and fragment after escaping."""
+    return _UNSAFE.sub(_visible, page)
+
+
 def _table_html(df: pd.DataFrame) -> str:
     return df.to_html(index=False, escape=True, border=0, classes="tbl", na_rep="-")
 
@@ -94,4 +114,4 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
             parts.append(s.html)
         parts.append("</section>")
     parts.append(f"<footer>{e(footer)}</footer></body></html>")
-    return "\n".join(parts) + "\n"
+    return visible_controls("\n".join(parts) + "\n")

@@ -100,6 +100,30 @@ def leaderboard_display(data: ReportData) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+#: the system table of a leaderboard from pairwise verdicts as shown: source column -> header (rates as
+#: percentages, as alpaca_eval prints them)
+BOARD_SHOWN = {
+    "rank": "rank", "cluster": "cluster", "system": "system", "bt_score": "bt_score", "bt_low": "bt_low",
+    "bt_high": "bt_high", "win_rate": "win %", "lc_win_rate": "lc win %", "n_battles": "battles", "n_ties": "ties",
+    "n_unparseable": "unparsed", "mean_length": "mean len", "position_agreement": "pos agree %",
+}
+BOARD_PERCENT = ("win_rate", "lc_win_rate", "position_agreement")
+
+
+def pairwise_board_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The system table as shown in the terminal (rates in percent; columns with nothing to show left out)."""
+    shown = table[[c for c in BOARD_SHOWN if c in table.columns]].copy()
+    for c in BOARD_PERCENT:
+        if c in shown.columns:
+            shown[c] = shown[c] * 100.0
+    if "n_unparseable" in shown.columns and not shown["n_unparseable"].any():
+        shown = shown.drop(columns="n_unparseable")
+    if "cluster" in shown.columns and not shown["cluster"].any():
+        shown = shown.drop(columns="cluster")
+    shown = shown.drop(columns=[c for c in ("mean_length", "lc_win_rate") if c in shown and shown[c].isna().all()])
+    return shown.rename(columns=BOARD_SHOWN)
+
+
 def by_task_display(matrix: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The task x metric matrix as strings with a ``task`` column."""
     out = matrix.map(lambda v: fmt(v, digits))

@@ -20,6 +20,13 @@ file, the line and the key, with a "did you mean")::
           human: {pref_columns: [pref_1, pref_2, pref_3]}
           by: task
           resampling: {n_resamples: 1000, n_permutations: 1000, seed: 0}
+    leaderboards:                   # rankings from pairwise verdicts (the options of `evalign leaderboard`)
+      - name: si_pairwise
+        verdicts: verdicts.jsonl    # output of `evalign judge` in relative mode, or any verdict table
+        judge: prometheus_relative  # or verdict: COLUMN, or panel: [COL, COL, ...]
+        baseline: text-davinci-003
+        bootstrap: 1000
+        trust: {evaluation: pandalm, column: prometheus_relative}   # the judge's agreement with humans
     report: {out: null, formats: [html, json, csv], title: ...}
 
 ``meta`` is the evaluation layer's spec: its keys are the fields of
@@ -45,6 +52,7 @@ from evalign.datasets.base import bundled_path
 from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
+from evalign.evaluate.leaderboard import leaderboard_spec
 from evalign.evaluate.spec import GROUPINGS, LEVELS
 from evalign.judges.backends import BACKENDS, backend_class, list_backends
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
@@ -57,7 +65,7 @@ VERSION = 1
 #: what ``report.formats`` may name
 FORMATS = ("html", "json", "csv")
 #: keys of each section
-TOP_KEYS = ("version", "name", "metrics", "evaluations", "report", "signatures")
+TOP_KEYS = ("version", "name", "metrics", "evaluations", "leaderboards", "report", "signatures")
 EVALUATION_KEYS = ("name", "data", "metrics", "columns", "judges", "meta")
 DATA_KEYS = ("dataset", "data_dir", "file", "fields", "labels")
 METRIC_KEYS = ("name", "options")
@@ -65,6 +73,12 @@ COLUMN_KEYS = ("name", "kind", "higher_is_better")
 JUDGE_KEYS = ("mode", "name", "backend", "model", "base_url", "api_key_env", "template", "rubric",
               "rubric_column", "options", "backend_options")
 REPORT_KEYS = ("out", "formats", "title", "subtitle", "notes", "by_task_label")
+#: keys of a ``leaderboards`` entry: the options of :func:`evalign.evaluate.leaderboard.leaderboard_spec`,
+#: its ``name``, the ``verdicts`` file and ``trust`` (the judge's trust from an evaluation of the run)
+LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "baseline", "anchor", "bootstrap", "resample",
+                       "seed", "alpha", "orders", "lc", "difficulty", "judge_models", "skip_self")
+LEADERBOARD_KEYS = ("name", "verdicts", "trust", *LEADERBOARD_OPTIONS)
+TRUST_KEYS = ("evaluation", "column")
 #: EvalSpec fields the run makes itself (not set in ``meta``)
 META_COMPUTED = ("human", "columns", "items", "pairs", "costs", "resampling", "trust")
 FIELD_NAMES = ("id", "system", "instruction", "input", "reference", "response", "task", "language")
@@ -147,6 +161,23 @@ class EvaluationConfig:
 
 
 @dataclass(frozen=True)
+class LeaderboardConfig:
+    """A leaderboard from pairwise verdicts: its ``name`` (its output files), the ``verdicts`` file, the
+    ``spec`` (:class:`~evalign.evaluate.leaderboard.LeaderboardSpec`, built from the options of
+    ``evalign leaderboard``) and where the judge's agreement with humans comes from: the evaluation
+    ``trust_evaluation`` of this run (None: any evaluation that ranked the column) and its column
+    ``trust_column`` (None: the ranked column's name)."""
+
+    name: str
+    verdicts: Path
+    spec: Any  # evalign.evaluate.leaderboard.LeaderboardSpec
+    options: Mapping[str, Any] = field(default_factory=dict)
+    trust_evaluation: str | None = None
+    trust_column: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     """The outputs: ``out`` (folder; None = ``evalign-<name>`` in the current folder),
     ``formats`` (``html`` report with figures and tables, ``json`` evaluation results, ``csv``
@@ -168,6 +199,7 @@ class RunConfig:
     name: str
     evaluations: tuple[EvaluationConfig, ...]
     report: ReportConfig = field(default_factory=ReportConfig)
+    leaderboards: tuple[LeaderboardConfig, ...] = ()
     metrics: tuple[MetricConfig, ...] = ()
     signatures: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
@@ -574,11 +606,66 @@ def parse_config(data: Any, *, file: str = "<config>", base: Path | None = None)
     evals: list[EvaluationConfig] = []
     for i, e in enumerate(_list(data["evaluations"], top, data, "evaluations")):
         evals.append(_evaluation(e, i, top.child("evaluations"), data["evaluations"], evals, shared, base))
+    boards: list[LeaderboardConfig] = []
+    for i, b in enumerate(_list(data.get("leaderboards") or [], top, data, "leaderboards")):
+        boards.append(_leaderboard(b, i, top.child("leaderboards"), data["leaderboards"], boards, evals, base))
     report = _report(data.get("report"), top.child("report"), data, base)
     sigs = data.get("signatures") or {}
     _mapping(sigs, top, data, "signatures")
-    return RunConfig(name=name, evaluations=tuple(evals), report=report, metrics=shared, signatures=_plain(sigs),
-                     path=None, version=version)
+    return RunConfig(name=name, evaluations=tuple(evals), report=report, leaderboards=tuple(boards), metrics=shared,
+                     signatures=_plain(sigs), path=None, version=version)
+
+
+def _leaderboard(b: Any, i: int, bw: _Where, parent: Any, before: Sequence[LeaderboardConfig],
+                 evals: Sequence[EvaluationConfig], base: Path) -> LeaderboardConfig:
+    """The ``i``-th entry of ``leaderboards``: its keys are checked and its spec built now, so that a
+    bad value names the config's line."""
+    w = bw.child(i)
+    m = _mapping(b, w, parent, i)
+    check_keys(m, LEADERBOARD_KEYS, w)
+    name = _typed(m, "name", (str,), w, None, none_ok=False) or f"leaderboard_{i + 1}"
+    if not _NAME.match(name):
+        raise w.error(m, "name", f"must be letters, digits, '_', '-' or '.' (it names files), got {name!r}")
+    if any(x.name == name for x in before):
+        raise w.error(m, "name", f"two leaderboards are named '{name}'")
+    file = _typed(m, "verdicts", (str,), w)
+    if file is None:
+        raise bw.error(parent, i, "a leaderboard needs 'verdicts' (a file of pairwise verdicts)")
+    verdicts = _path(file, base)
+    if not verdicts.is_file():  # type: ignore[union-attr]
+        raise w.error(m, "verdicts", f"no such file: {verdicts}")
+    options: dict[str, Any] = {}
+    for key in LEADERBOARD_OPTIONS:
+        if key not in m or m[key] is None:
+            continue
+        if key in ("panel", "judge_models"):
+            vals = _list(m[key], w, m, key)
+            if not all(isinstance(x, str) for x in vals):
+                raise w.error(m, key, "must be a list of names")
+            options[key] = list(vals)
+        else:
+            options[key] = _typed(m, key, _LEADERBOARD_TYPES[key], w)
+    try:
+        spec = leaderboard_spec(**options)
+    except UsageError as e:
+        bad = next((k for k in options if f"--{k.replace('_', '-')}" in str(e)), None)
+        raise w.error(m, bad, str(e)) from None
+    trust = _mapping(m.get("trust") or MarkedMap(), w.child("trust"), m, "trust")
+    check_keys(trust, TRUST_KEYS, w.child("trust"))
+    tev = _typed(trust, "evaluation", (str,), w.child("trust"))
+    if tev is not None and all(e.name != tev for e in evals):
+        raise w.child("trust").error(trust, "evaluation", f"no evaluation named '{tev}' in this config "
+                                                          f"(evaluations: {', '.join(e.name for e in evals)})")
+    return LeaderboardConfig(name, verdicts, spec, options, tev,  # type: ignore[arg-type]
+                             _typed(trust, "column", (str,), w.child("trust")), line=getattr(m, "line", 0))
+
+
+#: the value types of the leaderboard options (lists are read apart)
+_LEADERBOARD_TYPES: dict[str, tuple[type, ...]] = {
+    "verdict": (str,), "judge": (str,), "panel_rule": (str,), "baseline": (str,), "anchor": (str,),
+    "bootstrap": (int,), "resample": (str,), "seed": (int,), "alpha": (int, float), "orders": (str,), "lc": (bool,),
+    "difficulty": (str,), "skip_self": (bool,),
+}
 
 
 def _top_name(data: Mapping[str, Any], top: _Where, file: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
+import inspect
 import os
 import pickle
 import secrets
@@ -32,6 +33,7 @@ from evalign.cache import Cache
 from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
+from evalign.evaluate.leaderboard import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.evaluate.prepare import resolve_columns
 from evalign.io import (
     atomic_path,
@@ -40,7 +42,7 @@ from evalign.io import (
     write_table,
     write_text_atomic,
 )
-from evalign.judges.backends import backend_class
+from evalign.judges.backends import BackendOptions, backend_class, create_backend, public_url
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
 from evalign.metrics.base import get_metric, metric_class
@@ -48,6 +50,7 @@ from evalign.report import write_report
 from evalign.report.assemble import from_results
 from evalign.run.config import (
     JudgeConfig,
+    LeaderboardConfig,
     MetricConfig,
     RunConfig,
     human_of,
@@ -89,6 +92,8 @@ class RunOutcome:
     warnings: list[str]
     resolved: dict[str, Any]
     out: Path
+    #: the leaderboards from pairwise verdicts (evalign.evaluate.leaderboard.LeaderboardOutcome), by name
+    leaderboards: dict[str, Any] = field(default_factory=dict)
 
 
 class _Steps:
@@ -240,14 +245,13 @@ def _backend_options(jc: JudgeConfig) -> dict[str, Any]:
 
 
 def _make_backend(jc: JudgeConfig) -> Any:
-    from evalign.judges.backends import BackendOptions, create_backend
-
     return create_backend(jc.backend, BackendOptions(model=jc.model, base_url=jc.base_url, api_key_env=jc.api_key_env,
                                                      extra=dict(jc.backend_options)))
 
 
 def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:
-    return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model, "base_url": jc.base_url,
+    return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model,
+            "base_url": public_url(jc.base_url) if jc.base_url else None,
             "api_key_env": jc.api_key_env, "template": jc.template, "rubric": jc.rubric,
             "rubric_column": jc.rubric_column, "options": dict(jc.options), "backend_options": dict(jc.backend_options)}
 
@@ -494,12 +498,17 @@ def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = F
             _write_resolved(folder / "resolved.yaml", resolved)
     finally:
         cache.close()
+    boards: dict[str, Any] = {}
+    for lc in cfg.leaderboards:
+        say(f"leaderboard {lc.name}: ranking the verdicts of {lc.verdicts.name}")
+        boards[lc.name] = run_board(lc, outcomes)
+        files.update(_write_board(lc.name, boards[lc.name], folder, cfg.report.formats))
     resolved = resolve(cfg, outcomes, folder)
     warnings = compare_signatures(cfg.signatures, resolved["signatures"])
     report = None
     if "html" in cfg.report.formats:
         say("writing the report")
-        report, written = _write_report(cfg, outcomes, folder)
+        report, written = _write_report(cfg, outcomes, folder, boards)
         files.update(written)
     _write_resolved(folder / "resolved.yaml", resolved)
     files["resolved"] = folder / "resolved.yaml"
@@ -513,7 +522,31 @@ def run_config(cfg: RunConfig, *, out: str | Path | None = None, force: bool = F
     }
     write_json_atomic(folder / "run.json", summary)
     files["run.json"] = folder / "run.json"
-    return RunOutcome(outcomes, report, files, warnings, resolved, folder)
+    return RunOutcome(outcomes, report, files, warnings, resolved, folder, boards)
+
+
+def run_board(lc: LeaderboardConfig, outcomes: list[EvaluationOutcome]) -> Any:
+    """One ``leaderboards`` entry: its verdicts ranked, with the judge's agreement with humans from the
+    evaluation the config names (else from the first evaluation of the run that ranked the column)."""
+    column = lc.trust_column or lc.spec.column
+    named = [o for o in outcomes if o.name == lc.trust_evaluation] if lc.trust_evaluation else outcomes
+    trust = next((t for o in named if (t := judge_trust(o.result, column)) is not None), None)
+    if trust is None and lc.trust_evaluation:
+        raise EvalignError(f"leaderboard '{lc.name}': the evaluation '{lc.trust_evaluation}' did not rank the "
+                           f"judge column '{column}' (give trust.column: the judge's column there)")
+    return run_leaderboard(lc.verdicts, lc.spec, trust=trust)
+
+
+def _write_board(name: str, board: Any, out: Path, formats: tuple[str, ...]) -> dict[str, Path]:
+    folder = out / "leaderboards"
+    files: dict[str, Path] = {}
+    if "json" in formats:
+        write_json_atomic(folder / f"{name}.json", outcome_dict(board))
+        files[f"leaderboard:{name}:json"] = folder / f"{name}.json"
+    if "csv" in formats:
+        write_table(board.board.table, folder / f"{name}.csv")
+        files[f"leaderboard:{name}:csv"] = folder / f"{name}.csv"
+    return files
 
 
 def _write_evaluation(oc: EvaluationOutcome, out: Path, formats: tuple[str, ...]) -> dict[str, Path]:
@@ -546,7 +579,8 @@ def _write_evaluation(oc: EvaluationOutcome, out: Path, formats: tuple[str, ...]
     return files
 
 
-def _write_report(cfg: RunConfig, outcomes: list[EvaluationOutcome], out: Path) -> tuple[Any, dict[str, Path]]:
+def _write_report(cfg: RunConfig, outcomes: list[EvaluationOutcome], out: Path,
+                  boards: Mapping[str, Any]) -> tuple[Any, dict[str, Path]]:
     sigs = [f"{c}: {r['signature']}" for o in outcomes for c, r in o.metric_runs.items()]
     sigs += [f"{c}: {r['signature']}" for o in outcomes for c, r in o.judge_runs.items()]
     one = outcomes[0] if len(outcomes) == 1 else None
@@ -560,6 +594,7 @@ def _write_report(cfg: RunConfig, outcomes: list[EvaluationOutcome], out: Path) 
         for o in outcomes)
     data = from_results([o.result for o in outcomes], title=title, subtitle=subtitle,
                         notes=[*cfg.report.notes, *sigs], by_task_label=cfg.report.by_task_label, **item_kw)
+    data = dataclasses.replace(data, pairwise_boards=list(boards.values()))
     written = write_report(out, data)
     return data, {k: Path(v) for k, v in written.items()}
 
@@ -620,11 +655,20 @@ def resolve(cfg: RunConfig, outcomes: list[EvaluationOutcome], folder: Path, *, 
         "version": cfg.version,
         "name": cfg.name,
         "evaluations": evals,
+        **({"leaderboards": [_board_dict(b, folder) for b in cfg.leaderboards]} if cfg.leaderboards else {}),
         "report": {"out": ".", "formats": list(cfg.report.formats), "title": cfg.report.title,
                    "subtitle": cfg.report.subtitle, "notes": list(cfg.report.notes),
                    "by_task_label": cfg.report.by_task_label},
         "signatures": sigs,
     }
+
+
+def _board_dict(b: LeaderboardConfig, folder: Path) -> dict[str, Any]:
+    """A ``leaderboards`` entry with every option's default filled in."""
+    defaults = {k: p.default for k, p in inspect.signature(leaderboard_spec).parameters.items()}
+    options = {k: list(v) if isinstance(v, tuple) else v for k, v in {**defaults, **b.options}.items()}
+    return {"name": b.name, "verdicts": _rel(b.verdicts, folder), **options,
+            "trust": {"evaluation": b.trust_evaluation, "column": b.trust_column}}
 
 
 def _write_resolved(path: Path, resolved: Mapping[str, Any]) -> None:

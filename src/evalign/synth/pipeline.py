@@ -133,6 +133,10 @@ class SynthSettings:
                 raise EvalignError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if self.max_pairs_per_instruction is not None and self.max_pairs_per_instruction < 1:
             raise EvalignError(f"max_pairs_per_instruction must be >= 1, got {self.max_pairs_per_instruction}")
+        if not (self.include_seed_rubrics or self.rounds * self.rubrics_per_round):
+            raise EvalignError(f"nothing to generate: rounds={self.rounds} x rubrics_per_round="
+                               f"{self.rubrics_per_round} brainstorms no rubric and include_seed_rubrics is off "
+                               "(give --rounds >= 1 or --include-seed-rubrics)")
 
     def request(self) -> dict[str, Any]:
         """The sampling settings of every teacher request (the seed is added per call)."""
@@ -168,6 +172,27 @@ class SynthSummary:
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
         return json.loads(json.dumps(asdict(self), default=str))
+
+    def empty_reason(self) -> str | None:
+        """Why the run wrote no training row (the first step that kept nothing, with what its filters
+        removed), or None when it wrote rows."""
+        if self.rows:
+            return None
+        f = self.filters
+        if not self.rubrics:
+            return (f"no rubric was kept ({f['rubric_unparseable']} unparseable, {f['rubric_near_duplicate']} "
+                    f"near-duplicates, {f['backend_error']} failed calls)")
+        if not self.instructions:
+            return (f"no instruction was kept for the {self.rubrics} rubrics ({f['instruction_unparseable']} "
+                    f"unparseable, {f['instruction_near_duplicate']} near-duplicates, {f['backend_error']} failed "
+                    "calls)")
+        if f["balance_dropped"]:
+            missing = [k for k, n in self.length_by_score_before_balance.items() if n != n]  # NaN: no row
+            return (f"balancing dropped all {f['balance_dropped']} valid rows (no response was graded "
+                    f"{', '.join(missing)}); give --no-balance to keep them")
+        return (f"no response of the {self.instructions} instructions was usable ({f['response_unparseable']} "
+                f"unparseable, {f['score_mismatch']} with another score, {f['output_unparseable']} with an "
+                f"unparseable output, {f['backend_error']} failed calls)")
 
 
 @dataclass
