@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evalign.cache import Cache
+from evalign.datasets.base import bundled_path
 from evalign.datasets.external import default_data_dir
 from evalign.demo_judge import LIVE_COLUMN, VANILLA_PROMPT, run_live_judge, vanilla_template, write_live_judge
 from evalign.judges.backends import Backend, Generation, GenerationRequest
@@ -37,7 +38,10 @@ class AlwaysFirst(Backend):
 
 
 def test_vanilla_template_is_upstreams_prompt_with_the_judge_fields() -> None:
-    raw = (default_data_dir() / VANILLA_PROMPT).read_text(encoding="utf-8")
+    # the shipped copy is upstream's file byte for byte (the data folder holds upstream's prompts)
+    upstream = default_data_dir() / "llmbar" / "evaluators" / "upstream_prompts" / "comparison" / "Vanilla.txt"
+    raw = upstream.read_text(encoding="utf-8")
+    assert bundled_path(*VANILLA_PROMPT).read_text(encoding="utf-8") == raw
     t = vanilla_template()
     assert t.system in raw and t.system.startswith("You are a helpful assistant in evaluating")
     back = t.without_reference.replace("{instruction}", "{input}").replace("{response_A}", "{output_1}")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.cache import Cache
-from evalign.datasets.external import default_data_dir
+from evalign.datasets.base import bundled_path
 from evalign.errors import EvalignError
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.evaluate.oneshot import meta_evaluate_pairs
@@ -52,7 +52,8 @@ LIVE_MODEL = "smollm2-135m-instruct"
 #: the judge column it writes (``judge:<evaluator>/<strategy>``, as the published LLMBar verdicts)
 LIVE_COLUMN = "judge:smollm2-135m/vanilla"
 #: upstream's Vanilla prompt, relative to the data folder
-VANILLA_PROMPT = Path("llmbar") / "evaluators" / "upstream_prompts" / "comparison" / "Vanilla.txt"
+#: LLMBar's Vanilla prompt, shipped verbatim (upstream's prompts/comparison/Vanilla.txt, MIT) in the package data
+VANILLA_PROMPT = ("llmbar", "prompts", "Vanilla.txt")
 #: upstream's placeholders -> the relative judge's fields
 _FIELDS = {"{input}": "{instruction}", "{output_1}": "{response_A}", "{output_2}": "{response_B}"}
 
@@ -62,12 +63,11 @@ def vanilla_template(path: Path | None = None) -> Template:
     blocks as the system prompt and the user prompt, with upstream's placeholders renamed to the
     relative judge's fields (``{input}`` -> ``{instruction}``, ``{output_1}`` / ``{output_2}`` ->
     ``{response_A}`` / ``{response_B}``)."""
-    path = path or default_data_dir() / VANILLA_PROMPT
+    path = path or bundled_path(*VANILLA_PROMPT)
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise EvalignError(f"{path}: cannot read LLMBar's Vanilla prompt ({exc}); the LLMBar data folder "
-                           "is needed (see `evalign datasets`)") from None
+        raise EvalignError(f"{path}: cannot read LLMBar's Vanilla prompt ({exc})") from None
     blocks: dict[str, str] = {}
     for part in raw.split("<|im_start|>")[1:]:
         role, _, body = part.partition("\n")
@@ -77,7 +77,7 @@ def vanilla_template(path: Path | None = None) -> Template:
     user = blocks["user"]
     for old, new in _FIELDS.items():
         user = user.replace(old, new)
-    return Template(name="llmbar_vanilla_demo", version=1, mode="relative", source=str(VANILLA_PROMPT),
+    return Template(name="llmbar_vanilla_demo", version=1, mode="relative", source="/".join(VANILLA_PROMPT),
                     system=blocks["system"].strip(), format_hint="", with_reference=None, without_reference=user)
 
 
@@ -154,7 +154,8 @@ def run_live_judge(
     on_progress: Callable[[dict[str, int]], None] | None = None,
 ) -> LiveJudgeResult:
     """Judge ``n_pairs`` LLMBar Natural pairs (both orders) with the live model and meta-evaluate it
-    beside the published judge columns of the dataset (when it carries them) and the baselines.
+    beside the published judges that used the same (Vanilla) prompt, one per evaluator (when the dataset
+    carries them), and the baselines.
     ``backend``: a backend to use, else :func:`live_backend` of ``backend_kind``; ``cache``: default the
     project cache."""
     inputs = load_inputs(InputSettings(dataset="llmbar:natural"))
@@ -168,7 +169,8 @@ def run_live_judge(
             run = run_judge(sample, judge, be, cache=cache, on_progress=on_progress)
     else:
         run = run_judge(sample, judge, backend, cache=cache, on_progress=on_progress)
-    published = [c for c in ds.judge_columns if c in run.table.columns]
+    # like for like: the published judges that used the same prompt (LLMBar's Vanilla), one per evaluator
+    published = [c for c in ds.judge_columns if c.endswith("/vanilla") and c in run.table.columns]
     result = meta_evaluate_pairs(run.table, list(inputs.human.pref_columns), judges=[LIVE_COLUMN, *published],
                                  n_resamples=n_resamples, n_permutations=n_resamples, seed=seed)
     return LiveJudgeResult(run=run, pairs=sample, result=result, published=published)
