@@ -18,6 +18,7 @@ from fault_proxy import FaultProxy, Stall, Trickle, by_attempt
 from evalign.judges import get_judge
 from evalign.judges._http import merge_stream, sse_data
 from evalign.judges.backends import BackendRequestError, GenerationRequest, OpenAICompatibleBackend
+from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.parsing import ParseResult, parse_grade
 
 REQ = GenerationRequest(messages=[{"role": "user", "content": "grade [[req-1]]"}], max_tokens=8)
@@ -54,7 +55,7 @@ def test_a_streaming_server_is_waited_for_past_the_timeout() -> None:
     """Six events 0.4 s apart (2.4 s in all) with --timeout 1 and --idle-timeout 1: the answer is
     read whole, in ONE request (nothing abandoned, nothing re-sent)."""
     with FaultProxy(None, by_attempt({"[[req-1]]": [Trickle(0.4)]})) as proxy:
-        be = OpenAICompatibleBackend(proxy.base_url, "m", api_key_env=None, timeout=1.0, idle_timeout=1.0,
+        be = OpenAICompatibleBackend(proxy.base_url, "m", stream=True, api_key_env=None, timeout=1.0, idle_timeout=1.0,
                                      max_retries=2)
         t0 = time.monotonic()
         gen = be.run([REQ], raise_errors=True)[0]
@@ -70,7 +71,7 @@ def test_a_hung_stream_is_abandoned_after_the_idle_timeout_and_the_retry_is_said
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with FaultProxy(None, by_attempt({"[[req-1]]": [Stall(30), Stall(30)]})) as proxy:
-        be = OpenAICompatibleBackend(proxy.base_url, "m", api_key_env=None, timeout=5.0, idle_timeout=0.5,
+        be = OpenAICompatibleBackend(proxy.base_url, "m", stream=True, api_key_env=None, timeout=5.0, idle_timeout=0.5,
                                      max_retries=1, backoff_base=0.01)
         t0 = time.monotonic()
         with caplog.at_level(logging.WARNING), pytest.raises(BackendRequestError) as info:
@@ -93,7 +94,7 @@ def test_without_streaming_the_timeout_bounds_the_whole_answer() -> None:
 
 def test_a_server_that_ignores_stream_is_read_as_json() -> None:
     with FaultProxy(None) as proxy:  # the stub answers JSON whatever was asked
-        be = OpenAICompatibleBackend(proxy.base_url, "m", api_key_env=None)
+        be = OpenAICompatibleBackend(proxy.base_url, "m", stream=True, api_key_env=None)
         gen = be.run([REQ], raise_errors=True)[0]
         assert gen.text == "Feedback: ok [RESULT] 3" and gen.usage.prompt_tokens == 7  # type: ignore[union-attr]
 
@@ -163,3 +164,21 @@ def test_cli_takes_idle_timeout_and_checks_it(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["judge", str(src), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                                    "--idle-timeout", "0"])
     assert res.exit_code != 0 and "--idle-timeout" in res.output
+
+
+def test_a_stream_cut_before_its_finish_reason_is_retried_not_read_as_empty() -> None:
+    """A stream that closes after its first event (as llama-cpp-python's server does to a streamed answer
+    when another request arrives) is not an (empty) answer: it is retried, and said when retries run out."""
+    with FaultProxy(None, by_attempt({"[[req-1]]": [Stall(0.1)]})) as proxy:
+        be = OpenAICompatibleBackend(proxy.base_url, "m", stream=True, api_key_env=None, max_retries=1)
+        gen = be.run([REQ], raise_errors=True)[0]
+        assert gen.text == "Feedback: ok [RESULT] 3" and len(proxy.seen) == 2  # type: ignore[union-attr]
+    with FaultProxy(None, by_attempt({"[[req-1]]": [Stall(0.1)]})) as proxy:
+        be = OpenAICompatibleBackend(proxy.base_url, "m", stream=True, api_key_env=None, max_retries=0)
+        with pytest.raises(BackendRequestError, match="ended before the answer was finished"):
+            be.run([REQ], raise_errors=True)
+
+
+def test_evalign_starts_llama_cpp_servers_that_do_not_interrupt_streams(tmp_path: Path) -> None:
+    cmd = LlamaServer(tmp_path / "m.gguf").command()
+    assert cmd[cmd.index("--interrupt_requests") + 1] == "False"

@@ -124,8 +124,9 @@ TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds to wait for an answer t
                        "is still streaming is never cut: see --idle-timeout).")
 IDLE_TIMEOUT = typer.Option(120.0, "--idle-timeout", help="Seconds without a byte from a started answer before it "
                             "is abandoned (openai; a server that keeps streaming is waited for).")
-STREAM = typer.Option(True, "--stream/--no-stream", help="Ask the server to stream its answers (openai; without "
-                      "it --timeout bounds the whole answer).")
+STREAM = typer.Option(False, "--stream/--no-stream", help="Ask the server to stream its answers (openai; without "
+                      "it --timeout bounds the whole answer). A llama-cpp-python server must then run with "
+                      "--interrupt_requests False.")
 MAX_UNPARSEABLE = typer.Option(2, "--max-unparseable-rounds", help="--ranking: rounds with an unparseable grade "
                                "before a pair is given up (unparseable).")
 CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", help="Seconds to connect to the server (openai).")

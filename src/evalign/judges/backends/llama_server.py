@@ -109,6 +109,9 @@ class LlamaServer:
             "--n_threads_batch", str(self.n_threads),
             *fmt,
             "--logits_all", "True",
+            # llama-cpp-python cuts a streamed answer short when another request arrives (its default):
+            # with several requests in flight, each would interrupt the one before
+            "--interrupt_requests", "False",
             "--verbose", "False",
         ]  # fmt: skip
 

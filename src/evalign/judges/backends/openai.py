@@ -55,6 +55,10 @@ class _Retry(Exception):
 
 
 _ENDPOINT_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
+#: a streamed answer that ended before its finish_reason: cut off, not an answer (retried)
+UNFINISHED_STREAM = ("HTTP 200 but the stream ended before the answer was finished (no finish_reason); a "
+                     "llama-cpp-python server cuts a streamed answer short when another request arrives: start "
+                     "it with --interrupt_requests False, or use --concurrency 1")
 
 
 class OpenAICompatibleBackend(Backend):
@@ -73,7 +77,9 @@ class OpenAICompatibleBackend(Backend):
     * ``endpoint``: ``"chat"`` (``/chat/completions``) or ``"completions"`` (``/completions``).
     * ``concurrency``: requests in flight at most.
     * ``stream``: ask the server to stream its answer (``"stream": true``, server-sent events; default
-      True). Streamed chunks are put back together into the one answer a non-streaming request gives
+      False: llama-cpp-python's server, started as is, cuts a streamed answer short when another request
+      arrives; evalign's own launcher starts it with ``--interrupt_requests False``, and a stream that ends
+      without a finish reason is retried, never read as an empty answer). Streamed chunks are put back together into the one answer a non-streaming request gives
       (text, finish reason, logprobs, usage), so a judge, the cache and ``raw`` see no difference; a
       server that answers a streaming request with plain JSON is read as such.
     * ``timeout``: seconds to wait for the answer to *start* (status and headers; without ``stream``, the
@@ -134,7 +140,7 @@ class OpenAICompatibleBackend(Backend):
         connect_timeout: float = 10.0,
         deadline: float | None = None,
         idle_timeout: float | None = 120.0,
-        stream: bool = True,
+        stream: bool = False,
         system_prompt: Literal["role", "fold"] = "role",
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
@@ -406,6 +412,8 @@ class OpenAICompatibleBackend(Backend):
         if streamed is not None:
             if not streamed["choices"]:
                 raise _Retry("HTTP 200 but the stream ended without a choice")
+            if any(c.get("finish_reason") is None for c in streamed["choices"]):
+                raise _Retry(UNFINISHED_STREAM)
             return scrub(streamed, key) if key else streamed  # type: ignore[no-any-return]
         return self._read_json(status, text, rheaders, key)
 
