@@ -159,6 +159,9 @@ ECHO_MIN_CHARS = 40
 
 
 def _mask_echo(text: str, prompt: str) -> str:
+    whole = text.strip()
+    if "\n" in whole and whole in prompt:  # several lines copied from the prompt: an echo, not an answer
+        return " " * len(text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
         s = line.strip()
