@@ -368,6 +368,19 @@ def _pair_reference_and_preferences(out: dict[str, Any], rec: Mapping[str, Any],
             raise err(str(e), p) from None
 
 
+
+def _open_records(
+    source: str | Path | pd.DataFrame,
+) -> tuple[str, Iterable[tuple[int, dict[str, Any]]], dict[str, Any], bool]:
+    """The name to show, the numbered records, the reader's meta (how lines are named) and whether the
+    values come from text (CSV / TSV: numbers still to be read) of a file, ``"-"`` or a DataFrame."""
+    meta: dict[str, Any] = {}
+    if isinstance(source, pd.DataFrame):
+        meta["line_word"] = "row"
+        return str(source.attrs.get("source", "<DataFrame>")), iter_frame(source), meta, False
+    fmt = detect_format(source)
+    return _display(source), iter_records(Path(source), fmt, meta), meta, fmt in ("csv", "tsv")
+
 def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -> pd.DataFrame:
     """Read and validate a pair table (JSONL / CSV / TSV / Parquet / DataFrame / ``"-"``): columns
     ``id``, ``instruction``, ``response_a``, ``response_b``; optional ``input``, ``reference``,
@@ -375,17 +388,7 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
 
     ``pref`` names human preference columns: each must be present and is parsed strictly by
     :func:`parse_preference` into +1 / -1 / 0 / NaN (floats). Errors name the file, line and field."""
-    meta: dict[str, Any] = {}
-    if isinstance(source, pd.DataFrame):
-        name = str(source.attrs.get("source", "<DataFrame>"))
-        records: Iterable[tuple[int, dict[str, Any]]] = iter_frame(source)
-        meta["line_word"] = "row"
-        from_text = False
-    else:
-        name = _display(source)
-        fmt = detect_format(source)
-        from_text = fmt in ("csv", "tsv")
-        records = iter_records(Path(source), fmt, meta)
+    name, records, meta, from_text = _open_records(source)
     rows: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for line, rec in records:
@@ -550,17 +553,7 @@ def read_battles(source: str | Path | pd.DataFrame, *, columns: Sequence[str] = 
     ``response_a`` / ``response_b`` and any others (kept). Errors name the file, line and field;
     ``attrs["lines"]`` holds each row's line number and ``attrs["line_word"]`` how lines are named,
     so later checks of a row can name its line too."""
-    meta: dict[str, Any] = {}
-    if isinstance(source, pd.DataFrame):
-        name = str(source.attrs.get("source", "<DataFrame>"))
-        records: Iterable[tuple[int, dict[str, Any]]] = iter_frame(source)
-        meta["line_word"] = "row"
-        from_text = False
-    else:
-        name = _display(source)
-        fmt = detect_format(source)
-        from_text = fmt in ("csv", "tsv")
-        records = iter_records(Path(source), fmt, meta)
+    name, records, meta, from_text = _open_records(source)
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     for line, rec in records:
