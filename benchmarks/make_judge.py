@@ -16,6 +16,16 @@
    mean, both, positional agreement, prefers-first; baselines; the paired test base -> trained),
    written as markdown to ``--results``.
 
+With ``--recipe absolute`` (the Prometheus paper's): the data is ``evalign judge-data absolute`` (GPT-4
+feedback on Vicuna and MT-Bench in the Prometheus format, 20% of the questions held out, seed 0), the
+model learns to write ``Feedback: ... [RESULT] k``, and the check is (a) absolute grading of the first
+``--held-out-items`` held-out Vicuna responses (parse rate; Pearson / Spearman / Kendall with the mean
+GPT-4 grade, labelled as model grades) and (b) ranking by absolute grading on ``--hhh-pairs`` HHH pairs
+(the same number from each subset; accuracy against the human labels beside the baselines), base and
+trained side by side, each with a paired permutation test of base -> trained (on the parsed share, and
+on the correct share). Every grade is cached in ``OUT/verify-cache.sqlite``: a rerun grades only what
+is missing.
+
 Not a test: it takes tens of minutes on one CPU thread. Example (what benchmarks/results/make_judge_cpu.md
 records)::
 
@@ -41,14 +51,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.cache import Cache
 from evalign.datasets.llmbar import load_llmbar
 from evalign.judges.backends import HFLocalBackend
 from evalign.judges.backends.model_source import resolve_base_model
 from evalign.judges.backends.types import GenerationRequest
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.meta.order_diagnostics import text_lengths
-from evalign.train.before_after import BeforeAfter, before_after_table
+from evalign.train.before_after import BeforeAfter, PairedChange, before_after_table, score_change
 from evalign.train.feedback_data import RecipeSettings, build_recipe, vanilla_messages, write_rows
+from evalign.train.verify import (
+    VerifyOptions,
+    VerifyReport,
+    dataset_table,
+    grade_dataset,
+    held_out_rows,
+    verify_judges,
+)
 
 BASE = "smollm2-135m-instruct"
 MODULES = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
@@ -193,9 +212,86 @@ def markdown(result: BeforeAfter) -> str:
     return "\n".join(lines)
 
 
+def make_absolute_data(out: Path) -> tuple[Path, Path]:
+    """``judge-data absolute`` (20% of the questions held out, seed 0): the training file and the manifest."""
+    folder = out / "data"
+    if not (folder / "manifest.json").exists():
+        data, _ = build_recipe(RecipeSettings(recipe="absolute", held_out=0.2, seed=0), folder)
+        print(f"data: {len(data.train)} training rows, {len(data.held_out_questions)} held-out questions", flush=True)
+    return folder / "train.jsonl", folder / "manifest.json"
+
+
+def grade_check(name: str, table: pd.DataFrame, kind: str, models: dict[str, str], options: VerifyOptions,
+                cache: Cache) -> tuple[VerifyReport, pd.DataFrame, dict[str, str]]:
+    """Grade ``table`` with every model (cached) and its trust table against the set's labels."""
+    _, _, labels, note, source = dataset_table(name)
+    t0 = time.perf_counter()
+    graded, cols, reasons = grade_dataset(table, kind, models, options, cache=cache)
+    print(f"{name}: graded {len(graded)} rows with {len(models)} models in {time.perf_counter() - t0:.0f} s",
+          flush=True)
+    report = verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, label_source=source, dataset=name,
+                           reasons=reasons, n_resamples=1000, seed=options.seed)
+    return report, graded, cols
+
+
+def report_markdown(report: VerifyReport, change: PairedChange) -> str:
+    """A verify report as markdown (judges and baselines, n, the statistic with its interval, the
+    other statistics, notes) and the paired test."""
+    cols = ["judge", "kind", "n", "statistic", "value", "ci_low", "ci_high", "extra", "note"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in report.table[cols].to_dict("records"):
+        cells = [("-" if not np.isfinite(v) else f"{v:.3f}") if isinstance(v, float) else str(v or "-")
+                 for v in (r[c] for c in cols)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", change.sentence(), *(f"- {n}" for n in report.notes)])
+
+
+def absolute_recipe(args: argparse.Namespace) -> list[str]:
+    """The absolute recipe: data, training, then the held-out Vicuna check and HHH by ranking."""
+    data, manifest = make_absolute_data(args.out)
+    models = {"base": BASE}
+    parts: list[str] = []
+    if not args.skip_train:
+        res = train(args, data)
+        parts.append(f"training: {res.get('global_step')} steps, {res.get('tokens_seen')} tokens, "
+                     f"{res.get('seconds')} s, {res.get('tokens_per_second', 0):.1f} tokens/s")
+    models["trained"] = str(args.out / "trained")
+    cache = Cache(args.out / "verify-cache.sqlite")
+    opts = VerifyOptions(max_tokens=args.max_tokens, device=args.device, batch_size=args.eval_batch_size,
+                         seed=args.seed, temperature=0.0)
+    vicuna = held_out_rows(dataset_table("prometheus_vicuna")[0], "prometheus_vicuna", manifest)
+    vicuna = vicuna.head(args.held_out_items).reset_index(drop=True)
+    rep, graded, cols = grade_check("prometheus_vicuna", vicuna, "absolute", models, opts, cache)
+    parsed = {m: np.isfinite(graded[c].to_numpy(dtype=float)).astype(float) for m, c in cols.items()}
+    change = score_change(parsed["base"], parsed["trained"], before="base", after="trained", statistic="parse rate",
+                          seed=args.seed)
+    parts += ["", f"## Held-out Vicuna questions ({len(vicuna)} responses of "
+              f"{vicuna['id'].nunique()} questions held out of training; labels: GPT-4 grades)", "",
+              f"greedy, at most {args.max_tokens} tokens; parse rate: base "
+              f"{parsed['base'].mean():.3f}, trained {parsed['trained'].mean():.3f}", "", report_markdown(rep, change)]
+    hhh = dataset_table("hhh")[0]
+    hhh = hhh.groupby("task", group_keys=False, sort=False).head(max(1, args.hhh_pairs // 4)).reset_index(drop=True)
+    ropts = VerifyOptions(max_tokens=args.max_tokens, device=args.device, batch_size=args.eval_batch_size,
+                          seed=args.seed, ranking=True, max_rounds=args.max_rounds)
+    rep, graded, cols = grade_check("hhh", hhh, "pairwise", models, ropts, cache)
+    gold = hhh["pref_1"].to_numpy(dtype=float)
+    right = {m: (graded[c].to_numpy(dtype=float) == gold).astype(float) for m, c in cols.items()}
+    some = tuple(bool(np.isfinite(graded[c].to_numpy(dtype=float)).any()) for c in cols.values())
+    change = score_change(right["base"], right["trained"], before="base", after="trained", statistic="accuracy",
+                          judged=(some[0], some[1]), seed=args.seed)
+    parts += ["", f"## HHH by ranking by absolute grading ({len(hhh)} pairs, {args.hhh_pairs // 4} per subset; "
+              "human labels)", "", f"temperature 1.0, at most {args.max_rounds} rounds per pair, at most "
+              f"{args.max_tokens} tokens per grade", "", report_markdown(rep, change)]
+    return parts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="work folder (data, model, verdicts)")
+    ap.add_argument("--recipe", choices=["pairwise", "absolute"], default="pairwise")
+    ap.add_argument("--held-out-items", type=int, default=16, help="absolute: held-out Vicuna responses graded")
+    ap.add_argument("--hhh-pairs", type=int, default=12, help="absolute: HHH pairs (the same number per subset)")
+    ap.add_argument("--max-rounds", type=int, default=2, help="absolute: ranking rounds per HHH pair")
     ap.add_argument("--results", type=Path, help="markdown file for the before/after tables")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
@@ -220,6 +316,14 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.recipe == "absolute":
+        text = "\n".join([f"# Make a judge on a CPU: the absolute recipe ({args.threads} thread(s))", "",
+                          *absolute_recipe(args)]) + "\n"
+        print(text)
+        if args.results:
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(text, encoding="utf-8")
+        return
     pairs = llmbar_pairs(args.subsets, args.first)
     models = {"base": BASE}
     train_result: dict[str, Any] = {}

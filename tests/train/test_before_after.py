@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from evalign.errors import EvalignError
-from evalign.train.before_after import before_after_table, pair_scores, paired_change, table_before_after
+from evalign.train.before_after import (
+    before_after_table,
+    pair_scores,
+    paired_change,
+    score_change,
+    table_before_after,
+)
 
 GOLD = np.array([1, -1, 1, -1, 1, -1, 1, -1, 1, -1.0])
 #: the base answers "Output (a)" every time: A in the A-first order, B in the B-first order
@@ -61,6 +67,20 @@ def test_a_large_change_is_significant_and_n0_is_not_tested() -> None:
     assert ch.difference == pytest.approx(0.5) and ch.p_value < 1e-3 and ch.significant
     none = paired_change(([None] * 40, [None] * 40), right, gold, before="base", after="trained")
     assert np.isnan(none.p_value) and not none.significant and none.note == "n = 0 for base"
+
+
+def test_score_change_on_parse_indicators_is_the_exact_permutation_test() -> None:
+    """score_change on 1/0 per-unit scores (e.g. parsed or not): the exact two-sided sign-flip p-value
+    (8 units: all 2^8 flips enumerated by the test), the statistic named in the sentence."""
+    before = np.array([0, 0, 1, 0, 0, 0, 1, 0], dtype=float)
+    after = np.array([1, 1, 1, 0, 1, 1, 1, 1], dtype=float)
+    ch = score_change(before, after, before="base", after="trained", statistic="parse rate", n_permutations=10000)
+    d = after - before
+    flips = [abs(np.dot(s, d)) >= abs(d.sum()) - 1e-12 for s in itertools.product([1, -1], repeat=8)]
+    assert ch.p_value == pytest.approx(np.mean(flips)) and ch.difference == pytest.approx(0.625)
+    assert ch.sentence().startswith("trained vs base: parse rate 0.250 -> 0.875 (+0.625), paired permutation p =")
+    none = score_change(before, after, judged=(False, True), before="base", after="trained")
+    assert np.isnan(none.p_value) and none.note == "n = 0 for base"
 
 
 def test_table_columns_and_published_judges() -> None:

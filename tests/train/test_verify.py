@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from evalign.cli import app
 from evalign.cli.train_judge import judge_models
+from evalign.errors import EvalignError
 from evalign.judges.prompts import rubric_from_mapping
 from evalign.meta import pairwise_preference_accuracy
 from evalign.train.verify import (
@@ -122,3 +123,45 @@ def test_verify_judge_refuses_a_judge_name_given_twice() -> None:
     assert res.exit_code == 2, res.output
     assert "the judge name 'j' is given twice ('/a' and '/b')" in res.stderr
     assert judge_models(["/models/base", "trained=/models/t"]) == {"base": "/models/base", "trained": "/models/t"}
+
+
+def test_held_out_rows_are_the_manifests_held_out_questions(tmp_path: Any) -> None:
+    """--held-out: only the rows of the manifest's held-out questions of that set, all of them; a manifest
+    without any of the set's questions, or an unreadable one, is one error naming the file."""
+    from evalign.train.feedback_data import RecipeSettings, build_recipe
+    from evalign.train.verify import dataset_table, held_out_rows
+
+    data, _ = build_recipe(RecipeSettings(recipe="absolute", held_out=0.2, seed=0), tmp_path / "abs")
+    manifest = tmp_path / "abs" / "manifest.json"
+    table = dataset_table("prometheus_vicuna")[0]
+    kept = held_out_rows(table, "prometheus_vicuna", manifest)
+    held = {q for q in data.held_out_questions if q.startswith("vicuna:")}
+    assert {f"vicuna:{i}" for i in kept["id"]} == held and held
+    assert len(kept) == sum(f"vicuna:{i}" in held for i in table["id"])
+    trained = {q for q in data.train_questions if q.startswith("vicuna:")}
+    assert not trained & {f"vicuna:{i}" for i in kept["id"]}
+    other = tmp_path / "other.json"
+    other.write_text('{"questions": {"held_out": ["mt_bench:81"]}}', encoding="utf-8")
+    with pytest.raises(EvalignError, match=r"other.json: none of its 1 held-out questions is in prometheus_vicuna"):
+        held_out_rows(table, "prometheus_vicuna", other)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{", encoding="utf-8")
+    with pytest.raises(EvalignError, match=r"bad.json: not a judge-data manifest"):
+        held_out_rows(table, "prometheus_vicuna", bad)
+
+
+def test_verify_hhh_by_ranking_uses_the_hhh_rubrics(tiny_llama: Any) -> None:
+    """--ranking on HHH: A and B graded 1-5 apart under their subset's HHH rubric (temperature 1.0 by
+    default, the paper's), no order table; a tiny random model gives no grade: n = 0, never ranked."""
+    from evalign.train.verify import dataset_table, verify_judge
+
+    table = dataset_table("hhh")[0].head(3)
+    judge = verify_judge("pairwise", "judge:x", table, VerifyOptions(ranking=True, max_rounds=2))
+    assert judge.name == "prometheus_ranking" and judge.sampling["temperature"] == 1.0
+    assert judge.rubric_column == "task" and judge.rubric_map["harmless"] == "hhh_harmlessness"
+    model = str(tiny_llama(None))
+    rep = verify_models("hhh", {"base": model},
+                        VerifyOptions(limit=2, max_tokens=4, device="cpu", ranking=True, n_resamples=50))
+    assert rep.orders is None and rep.kind == "pairwise"
+    row = rep.table.set_index("judge").loc["base"]
+    assert row["n"] == 0 and row["note"].startswith("n = 0: no parseable grade")

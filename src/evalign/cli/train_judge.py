@@ -16,15 +16,6 @@ from evalign.train import TrainSettings, train_judge
 from evalign.train.verify import VerifyOptions, verify_models
 
 
-def _verify(dataset: str, models: dict[str, str], limit: int | None, max_tokens: int, temperature: float,
-            single_order: bool, device: str | None, batch_size: int, n_resamples: int, seed: int,
-            template: str | None = None) -> Any:
-    opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
-                         both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
-                         template=template)
-    return verify_models(dataset, models, opts)
-
-
 def print_report(report: Any) -> None:
     """The before/after trust table: judges and trivial baselines, one compact row each."""
     what = "absolute grading (1-5)" if report.kind == "absolute" else "relative grading (A/B)"
@@ -129,8 +120,9 @@ def train_cmd(
     result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
     report = None
     if eval_dataset:
-        report = _verify(eval_dataset, {"base": base_model, "trained": str(out)}, eval_limit,
-                         eval_max_tokens, 0.0, eval_single_order, device, 8, 1000, seed)
+        report = verify_models(eval_dataset, {"base": base_model, "trained": str(out)},
+                               VerifyOptions(limit=eval_limit, max_tokens=eval_max_tokens, temperature=0.0, seed=seed,
+                                             both_orders=not eval_single_order, device=device))
     _print_trained(result, out, report, as_json=as_json)
 
 
@@ -162,18 +154,23 @@ def verify_cmd(
     dataset: str = typer.Option(..., "--dataset", help="Labelled set: pairwise human (pandalm, llmbar, hhh) or 1-5 graded (prometheus_vicuna, prometheus_mt_bench)."),
     limit: int = typer.Option(None, "--limit", help="Only the first N rows."),
     max_tokens: int = typer.Option(1024, "--max-tokens", help="Most tokens per judge output."),
-    temperature: float = typer.Option(0.0, "--temperature", help="Judge sampling temperature (0 = greedy)."),
+    temperature: float = typer.Option(None, "--temperature", help="Judge sampling temperature (0 = greedy; default 0, 1.0 with --ranking)."),
     single_order: bool = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order."),
     device: str = typer.Option(None, "--device", help="Device of the hf backend."),
     batch_size: int = typer.Option(8, "--batch-size", help="Prompts per batch."),
     n_resamples: int = typer.Option(1000, "--n-resamples", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of sampling and bootstrap."),
     template: str = typer.Option(None, "--template", help="Judge prompt template (default: the mode's, Prometheus')."),
+    ranking: bool = typer.Option(False, "--ranking", help="Pairwise sets: Prometheus' ranking by absolute grading (A and B graded 1-5 apart, re-graded while tied) instead of relative grading; HHH under its subsets' HHH rubrics."),
+    max_rounds: int = typer.Option(2, "--max-rounds", help="With --ranking: most grading rounds per pair."),
+    held_out: Path = typer.Option(None, "--held-out", help="A judge-data manifest.json: grade only its held-out questions (1-5 graded sets)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
-    report = _verify(dataset, judge_models(model), limit, max_tokens, temperature, single_order, device,
-                     batch_size, n_resamples, seed, template)
+    opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                         both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
+                         template=template, ranking=ranking, max_rounds=max_rounds, held_out=held_out)
+    report = verify_models(dataset, judge_models(model), opts)
     if as_json:
         emit_json(report.as_dict())
         return

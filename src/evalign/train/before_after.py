@@ -55,6 +55,7 @@ class PairedChange:
     alpha: float
     significant: bool
     note: str = ""
+    statistic: str = "mean accuracy"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
@@ -65,7 +66,7 @@ class PairedChange:
         if not math.isfinite(self.p_value):
             return f"{self.after} vs {self.before}: no test ({self.note})"
         verdict = "significant" if self.significant else "not significant"
-        return (f"{self.after} vs {self.before}: mean accuracy {self.score_before:.3f} -> {self.score_after:.3f} "
+        return (f"{self.after} vs {self.before}: {self.statistic} {self.score_before:.3f} -> {self.score_after:.3f} "
                 f"({self.difference:+.3f}), paired permutation p = {self.p_value:.4f} over {self.n} pairs: "
                 f"{verdict} at alpha = {self.alpha}")
 
@@ -206,16 +207,37 @@ def paired_change(
     s1 = pair_scores(after_verdicts[0], after_verdicts[1], g)
     judged = [bool(np.isfinite(as_codes(list(v[0]))).any() or np.isfinite(as_codes(list(v[1]))).any())
               for v in (before_verdicts, after_verdicts)]
+    return score_change(s0, s1, before=before, after=after, judged=(judged[0], judged[1]), alpha=alpha,
+                        n_permutations=n_permutations, seed=seed)
+
+
+def score_change(
+    score_before: Sequence[float] | np.ndarray,
+    score_after: Sequence[float] | np.ndarray,
+    *,
+    before: str = "before",
+    after: str = "after",
+    statistic: str = "mean accuracy",
+    judged: tuple[bool, bool] = (True, True),
+    alpha: float = 0.05,
+    n_permutations: int = 10000,
+    seed: int = 0,
+) -> PairedChange:
+    """Paired permutation test (two-sided, the two judges' scores swapped per unit) of the mean of
+    per-unit scores of two judges on the same units, e.g. 1/0 for a correct verdict or a parsed
+    grade; ``statistic`` names the mean in :meth:`PairedChange.sentence`. ``judged``: whether each
+    judge gave anything at all (no test for a judge with n = 0)."""
+    s0, s1 = np.asarray(score_before, dtype=float), np.asarray(score_after, dtype=float)
     n = int(s0.size)
     if n == 0 or not all(judged):
         empty = [w for w, ok in zip((before, after), judged, strict=True) if not ok]
         why = "no labelled pairs" if n == 0 else f"n = 0 for {', '.join(empty)}"
         return PairedChange(before, after, float("nan"), float("nan"), float("nan"), float("nan"), n, alpha,
-                            False, why)
+                            False, why, statistic)
     res = paired_permutation_test(MEAN_SCORE, np.zeros(n), s1, s0, n_permutations=n_permutations, seed=seed)
     p = float(res.p_value)
     return PairedChange(before, after, float(s0.mean()), float(s1.mean()), float(s1.mean() - s0.mean()), p, n,
-                        alpha, p < alpha)
+                        alpha, p < alpha, "", statistic)
 
 
 def _mean_score(human: np.ndarray, metric: np.ndarray) -> float:

