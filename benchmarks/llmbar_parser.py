@@ -3,10 +3,8 @@
 Re-parses ``completion_swap_false`` / ``completion_swap_true`` of the 28,030 comparison rows of
 ``<data>/llmbar/evaluators/*.jsonl`` with the parser of the matching ``llmbar_*`` template, as the
 ``llmbar`` judge reads its calls (``LLMBarJudge.parse_call``: the template's ``parser``, or its
-``synthesis`` round's; the 1-/2-shot strategies, which have no template, with
-:func:`evalign.judges.llmbar_parsing.parse_llmbar` in the ``direct`` format), and compares with
-upstream's parsed winner. Rating rows
-(no comparison text) are left out. Prints the agreement rate, the disagreement categories with
+``synthesis`` round's), and compares with upstream's parsed winner. Rating rows (no comparison
+text) are left out. Prints the agreement rate, the disagreement categories with
 counts and examples, and the time to parse all texts (target: under 2 s).
 
 Which upstream stage a text is: for Swap / Swap_CoT the final text is the synthesis round when the
@@ -32,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.judges import get_judge
-from evalign.judges.llmbar_parsing import STRATEGY_STYLE, parse_llmbar, parse_upstream
+from evalign.judges.llmbar_parsing import parse_upstream
 from evalign.judges.modes.llmbar import PARSERS, STRATEGY_TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,27 +71,20 @@ def load_texts(data_dir: Path) -> list[dict[str, Any]]:
 @functools.cache
 def template_style(strategy: str, synthesis: bool) -> str:
     """The answer format evalign reads a text of ``strategy`` in: its template's parser (the synthesis
-    round's for a Swap text from that round); ``direct`` for the 1-/2-shot strategies (no template)."""
-    name = STRATEGY_TEMPLATES.get(strategy)
-    if name is None:
-        return STRATEGY_STYLE[strategy]
-    judge = get_judge("pairwise", template=name)
+    round's for a Swap text from that round)."""
+    judge = get_judge("pairwise", template=STRATEGY_TEMPLATES[strategy])
     parser = judge.template.synthesis.parser if synthesis and judge.template.synthesis else judge.template.parser
     return PARSERS[parser]
 
 
 def parse_all(texts: list[dict[str, Any]]) -> list[Any]:
     """evalign's result for every text: the ``llmbar`` judge of the strategy's template reading the
-    call (first round or synthesis) the text answered; 1-/2-shot: :func:`parse_llmbar` (direct)."""
+    call (first round or synthesis) the text answered."""
     judges = {s: get_judge("pairwise", template=n) for s, n in STRATEGY_TEMPLATES.items()}
     out = []
     for t in texts:
-        judge = judges.get(t["strategy"])
-        if judge is None:
-            out.append(parse_llmbar(t["text"], t["finish"], style=t["style"]))
-        else:
-            gen = {"choices": [{"text": t["text"], "finish_reason": t["finish"]}]}
-            out.append(judge.parse_call(gen, None, t["call"]))
+        gen = {"choices": [{"text": t["text"], "finish_reason": t["finish"]}]}
+        out.append(judges[t["strategy"]].parse_call(gen, None, t["call"]))
     return out
 
 

@@ -25,8 +25,8 @@ from evalign.errors import EvalignError
 from evalign.judges import get_judge, read_pairs, run_judge
 from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.judges.backends.openai import OpenAICompatibleBackend
-from evalign.judges.base import judge_for_template
-from evalign.judges.modes.llmbar import LLMBarJudge, swap_output_names
+from evalign.judges.base import judge_for_template, prompt_text
+from evalign.judges.modes.llmbar import PARSERS, STRATEGY_TEMPLATES, LLMBarJudge, swap_output_names
 from evalign.judges.prompts import load_template
 from evalign.train.feedback_data import vanilla_messages
 
@@ -35,7 +35,8 @@ UPSTREAM = DATA / "llmbar" / "evaluators"
 
 #: strategy -> (template, the prompt files of its stages in upstream's order: auxiliary..., comparison)
 STRATEGIES = {
-    "Vanilla": "llmbar_vanilla", "Vanilla_NoRules": "llmbar_vanilla_norules", "CoT": "llmbar_cot",
+    "Vanilla": "llmbar_vanilla", "Vanilla_NoRules": "llmbar_vanilla_norules",
+    "Vanilla_1shot": "llmbar_vanilla_1shot", "Vanilla_2shot": "llmbar_vanilla_2shot", "CoT": "llmbar_cot",
     "Metrics": "llmbar_metrics", "Reference": "llmbar_reference", "Metrics_Reference": "llmbar_metrics_reference",
     "Swap": "llmbar_swap", "Swap_CoT": "llmbar_swap_cot",
 }  # fmt: skip
@@ -116,6 +117,54 @@ def test_every_prompt_is_upstreams(strategy: str) -> None:
         settings = judge.call_settings(0, order)
         assert settings["max_tokens"] == conf["openai_kwargs"]["max_tokens"] and settings["temperature"] == 0.0
         assert "logit_bias" not in settings
+    # with --logit-bias, each call (stage, verdict, synthesis) has its config's tokens_to_avoid / tokens_to_favor
+    biased = get_judge("pairwise", template=STRATEGIES[strategy], logit_bias=True)
+    calls = {**{AUX_OF[c["prompt"]]: c for c in stage_confs}, "ab": verdict_conf, "ba": verdict_conf}
+    if swap:
+        calls.update({"swap_ab": confs[1], "swap_ba": confs[1]})
+    for order, conf in calls.items():
+        kw = conf["openai_kwargs"]
+        bias = {**dict.fromkeys(kw.get("tokens_to_avoid", []), -100.0), **dict.fromkeys(kw.get("tokens_to_favor", []), 7.0)}
+        assert biased.call_settings(0, order).get("logit_bias", {}) == bias, order
+    # the parser of each verdict round: the answer format of upstream's regexes for it
+    assert PARSERS[judge.template.parser] == upstream_style(verdict_conf)
+    if swap:
+        assert PARSERS[judge.template.synthesis.parser] == upstream_style(confs[1])  # type: ignore[union-attr]
+    else:
+        assert judge.template.synthesis is None
+
+
+def upstream_style(conf: dict[str, Any]) -> str:
+    """The answer format of upstream's parsing regexes: a line that starts with "Output (a)" (direct) or
+    "Output (a) is better." anywhere (cot)."""
+    first = {r"(?:^|\n) ?Output \(a\)": "direct", r"Output \(a\) is better.": "cot"}
+    return first[conf["parsing"]["1"]]
+
+
+def test_every_comparison_strategy_has_a_template() -> None:
+    """Every strategy upstream ran on two outputs (not the rating ones) is a template, in the judge's map too."""
+    strategies = {f.stem for f in (UPSTREAM / "upstream_configs" / "GPT-4").glob("*.json")}
+    assert {s for s in strategies if not s.startswith("Rating")} == set(STRATEGIES)
+    assert STRATEGY_TEMPLATES == STRATEGIES
+
+
+def test_shots_are_sent_between_the_system_prompt_and_the_pair() -> None:
+    """The few-shot templates: upstream's example turns, verbatim, then the pair; a shot's text is never filled."""
+    msgs = dict(get_judge("pairwise", template="llmbar_vanilla_2shot").prompts(ROW, None, False))["ba"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in msgs if m["role"] == "assistant"] == ["Output (b)", "Output (a)"]
+    assert "grad school" in msgs[1]["content"] and "ophthalmologist" in msgs[3]["content"]
+    # the examples' answers are in the prompt, and an answer is still read (echo masking leaves it)
+    judge = get_judge("pairwise", template="llmbar_vanilla_2shot")
+    for text, verdict in (("Output (b)", "B"), ("Output (a) is better.\n", "A"), ("  Output (b)\n\nIt is short.", "B")):
+        assert judge.parse_call({"choices": [{"text": text}]}, prompt_text(msgs), "ba").verdict == verdict
+    assert msgs[-1]["content"].startswith(f"# Instruction:\n{INSTRUCTION}\n\n# Output (a):\n{OUT_2}\n")
+    t = load_template("llmbar_vanilla_1shot")
+    shot = type(t)(**{**t.__dict__, "shots": (("user", "Example {instruction}"), ("assistant", "Output (a)"))})
+    assert shot.render(False, {"instruction": "x", "response_A": "a", "response_B": "b"})[1]["content"] == (
+        "Example {instruction}")
+    # the shots are part of the template's hash: an edited example never reuses old grades
+    assert shot.hash(False) != t.hash(False) != load_template("llmbar_vanilla").hash(False)
 
 
 @pytest.mark.parametrize("strategy", ["Swap", "Swap_CoT"])

@@ -140,7 +140,7 @@ def released_texts() -> list[dict[str, object]]:
     finally:
         sys.path.remove(str(BENCHMARKS))
     texts = llmbar_parser.load_texts(data)
-    # each template's parser as the llmbar judge reads its calls (1-/2-shot: parse_llmbar, direct)
+    # each template's parser as the llmbar judge reads its calls
     assert [llmbar_parser.template_style(s, syn) for s, syn in
             (("Vanilla", False), ("CoT", False), ("Metrics_Reference", False), ("Swap", False), ("Swap", True),
              ("Swap_CoT", True), ("Vanilla_2shot", False))] == ["direct", "cot", "direct", "cot", "direct", "cot",

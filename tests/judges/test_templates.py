@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, InputError
 from evalign.judges import get_judge, list_templates, load_template
 
 PAPER = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "PAPER_PROMPTS.md"
@@ -128,3 +128,55 @@ def test_tie_template_differs_from_june_2024_only_by_tie(reference: bool) -> Non
     tie = load_template("prometheus_relative_tie").text(reference)
     old = load_template("prometheus_relative_2024_06").text(reference)
     assert tie.replace(", or TIE if neither is better", "").replace("(A, B or TIE)", "(A or B)") == old
+
+
+FEW_SHOT = """name: my_few_shot
+version: 1
+mode: relative
+system: Judge well.
+shots:
+- role: user
+  content: "Which is better? {instruction} A: 1 B: 2"
+- role: assistant
+  content: "[RESULT] A"
+with_reference: null
+without_reference: "{instruction} A: {response_A} B: {response_B} [RESULT]"
+"""
+
+
+def test_a_template_file_with_shots(tmp_path: Path) -> None:
+    """``shots``: example turns between the system prompt and the filled prompt, sent verbatim."""
+    path = tmp_path / "few.yaml"
+    path.write_text(FEW_SHOT, encoding="utf-8")
+    t = load_template(path)
+    assert t.render(False, {"instruction": "Add.", "response_A": "x", "response_B": "y"}) == [
+        {"role": "system", "content": "Judge well."},
+        {"role": "user", "content": "Which is better? {instruction} A: 1 B: 2"},
+        {"role": "assistant", "content": "[RESULT] A"},
+        {"role": "user", "content": "Add. A: x B: y [RESULT]"},
+    ]
+    without = tmp_path / "zero.yaml"
+    without.write_text(FEW_SHOT.split("shots:")[0] + FEW_SHOT.split("[RESULT] A\"\n")[1], encoding="utf-8")
+    assert load_template(without).shots == () and load_template(without).hash(False) != t.hash(False)
+
+
+@pytest.mark.parametrize(
+    ("shots", "field", "message"),
+    [
+        ("shots: Output (a)\n", "shots", "non-empty list"),
+        ("shots: []\n", "shots", "non-empty list"),
+        ("shots:\n- Output (a)\n", "shots[0]", "exactly 'role' and 'content'"),
+        ("shots:\n- {role: user, content: q, name: x}\n", "shots[0]", "exactly 'role' and 'content'"),
+        ("shots:\n- {role: assistant, content: a}\n", "shots[0].role", "must be 'user'"),
+        ("shots:\n- {role: user, content: q}\n- {role: user, content: q}\n", "shots[1].role", "must be 'assistant'"),
+        ("shots:\n- {role: user, content: [q]}\n- {role: assistant, content: a}\n", "shots[0].content", "string"),
+        ("shots:\n- {role: user, content: q}\n", "shots", "end with an assistant turn"),
+    ],
+)
+def test_bad_shots_name_file_and_field(tmp_path: Path, shots: str, field: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(FEW_SHOT.split("shots:")[0] + shots + "with_reference: null\nwithout_reference: p\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=message) as info:
+        load_template(path)
+    assert info.value.file == str(path) and info.value.field == field

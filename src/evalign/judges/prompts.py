@@ -17,6 +17,12 @@ e.g. ``llmbar_direct``), ``sampling`` (the judge's defaults for it, e.g. ``max_t
 stage: ``{questions}``, ``{reference_output}``) and ``synthesis`` (a further round with the two
 first-round outputs, e.g. LLMBar's Swap). See :class:`Stage`.
 
+A few-shot template (LLMBar's Vanilla_1shot / Vanilla_2shot) declares ``shots``: example turns, a
+list of ``{role, content}`` messages that go between the system prompt and the filled user prompt,
+alternating ``user`` and ``assistant`` from a ``user`` turn and ending with an ``assistant`` turn
+(the template's prompt is the next user turn). Like ``system``, they are sent verbatim: placeholders
+are filled only in the prompt.
+
 Rubrics live in ``evalign/judges/rubrics/<name>.yaml``: ``criteria`` and exactly five descriptions
 ``score1_description`` .. ``score5_description`` (``score1`` .. ``score5`` are accepted too), plus
 optional ``name``, ``version``, ``source``, ``description``. Users pass their own rubric as a YAML or
@@ -112,7 +118,8 @@ class Stage:
 @dataclass(frozen=True)
 class Template:
     """A judge prompt template (see the module doc). ``sampling``: the judge's sampling defaults for
-    this template, as ``(key, value)`` pairs."""
+    this template, as ``(key, value)`` pairs; ``shots``: the example turns sent before the prompt, as
+    ``(role, content)`` pairs."""
 
     name: str
     version: int
@@ -128,6 +135,7 @@ class Template:
     tokens_to_favor: tuple[str, ...] = ()
     stages: tuple[Stage, ...] = ()
     synthesis: Stage | None = None
+    shots: tuple[tuple[str, str], ...] = ()
 
     @property
     def has_reference(self) -> bool:
@@ -144,7 +152,8 @@ class Template:
 
     def hash(self, reference: bool) -> str:
         """Content hash (16 hex chars) of the system prompt, the prompt variant and the format hint (and,
-        when the template declares them, its parser, sampling defaults, logit bias tokens and stages)."""
+        when the template declares them, its parser, sampling defaults, logit bias tokens, stages and
+        shots)."""
         content: dict[str, Any] = {"system": self.system, "prompt": self.text(reference), "format": self.format_hint}
         extra = self._extra()
         if extra:
@@ -163,6 +172,8 @@ class Template:
             extra["stages"] = [st.as_dict() for st in self.stages]
         if self.synthesis is not None:
             extra["synthesis"] = self.synthesis.as_dict()
+        if self.shots:
+            extra["shots"] = [{"role": role, "content": content} for role, content in self.shots]
         return extra
 
     def tag(self, reference: bool) -> str:
@@ -170,11 +181,13 @@ class Template:
         return f"{self.name}@{self.version}{'' if reference else '-noref'}#{self.hash(reference)[:8]}"
 
     def render(self, reference: bool, fields: Mapping[str, str]) -> list[Message]:
-        """Chat messages (system prompt when non-empty, then the filled user prompt)."""
+        """Chat messages (system prompt when non-empty, the shots as they are, then the filled user
+        prompt)."""
         content = fill(self.text(reference), fields, template=self.name)
         messages: list[Message] = []
         if self.system:
             messages.append({"role": "system", "content": self.system})
+        messages.extend({"role": role, "content": text} for role, text in self.shots)
         messages.append({"role": "user", "content": content})
         return messages
 
@@ -233,6 +246,7 @@ def load_template(spec: str | Path) -> Template:
         tokens_to_favor=_strings(data, "tokens_to_favor", path),
         stages=tuple(_stage(st, path, f"stages[{i}]") for i, st in enumerate(stages)),
         synthesis=None if synthesis is None else _stage(synthesis, path, "synthesis", name="synthesis"),
+        shots=_shots(data.get("shots"), path),
     )
 
 
@@ -241,6 +255,32 @@ def _strings(data: Mapping[str, Any], key: str, path: Path, where: str = "") -> 
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InputError("must be a list of strings", file=str(path), field=f"{where}{key}")
     return tuple(value)
+
+
+def _shots(data: Any, path: Path) -> tuple[tuple[str, str], ...]:
+    """The ``shots`` of a template file as ``(role, content)`` pairs: ``user`` and ``assistant`` turns
+    in turn, from a ``user`` turn to an ``assistant`` one (the prompt is the next user turn)."""
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not data:
+        raise InputError("must be a non-empty list of {role, content} messages", file=str(path), field="shots")
+    out: list[tuple[str, str]] = []
+    for i, shot in enumerate(data):
+        where = f"shots[{i}]"
+        if not isinstance(shot, Mapping) or set(shot) != {"role", "content"}:
+            raise InputError("must be a mapping with exactly 'role' and 'content'", file=str(path), field=where)
+        role = "user" if i % 2 == 0 else "assistant"
+        if shot["role"] != role:
+            raise InputError(f"must be '{role}' (the shots alternate user and assistant turns, from a user "
+                             f"turn), got {shot['role']!r}", file=str(path), field=f"{where}.role")
+        if not isinstance(shot["content"], str):
+            raise InputError(f"must be a string, got {type(shot['content']).__name__}", file=str(path),
+                             field=f"{where}.content")
+        out.append((role, shot["content"]))
+    if len(out) % 2:
+        raise InputError("must end with an assistant turn (the template's prompt is the next user turn)",
+                         file=str(path), field="shots")
+    return tuple(out)
 
 
 def _stage(data: Any, path: Path, where: str, name: str | None = None) -> Stage:

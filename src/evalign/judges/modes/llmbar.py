@@ -5,8 +5,9 @@ in both presentation orders by default.
 
 Templates (``src/evalign/judges/templates/llmbar_*.yaml``) and what a row costs:
 
-* ``llmbar_vanilla``, ``llmbar_vanilla_norules`` (answer only), ``llmbar_cot`` (explain, then
-  "Therefore, Output (x) is better."): one call per order.
+* ``llmbar_vanilla``, ``llmbar_vanilla_norules`` (answer only), ``llmbar_vanilla_1shot`` /
+  ``llmbar_vanilla_2shot`` (answer only, after one / two worked examples: the template's ``shots``),
+  ``llmbar_cot`` (explain, then "Therefore, Output (x) is better."): one call per order.
 * ``llmbar_metrics`` / ``llmbar_reference`` / ``llmbar_metrics_reference``: first the template's
   ``stages`` (once per item: up to three questions about a good output; a reference output of the
   model itself), then one call per order with their outputs in the prompt.
@@ -54,7 +55,8 @@ AVOID_BIAS = -100.0
 FAVOR_BIAS = 7.0
 #: LLMBar's strategy names (``upstream_configs/<Evaluator>/<Strategy>.json``) -> evalign's templates
 STRATEGY_TEMPLATES = {
-    "Vanilla": "llmbar_vanilla", "Vanilla_NoRules": "llmbar_vanilla_norules", "CoT": "llmbar_cot",
+    "Vanilla": "llmbar_vanilla", "Vanilla_NoRules": "llmbar_vanilla_norules",
+    "Vanilla_1shot": "llmbar_vanilla_1shot", "Vanilla_2shot": "llmbar_vanilla_2shot", "CoT": "llmbar_cot",
     "Metrics": "llmbar_metrics", "Reference": "llmbar_reference", "Metrics_Reference": "llmbar_metrics_reference",
     "Swap": "llmbar_swap", "Swap_CoT": "llmbar_swap_cot",
 }  # fmt: skip
