@@ -158,6 +158,11 @@ def test_a_template_file_with_shots(tmp_path: Path) -> None:
     without = tmp_path / "zero.yaml"
     without.write_text(FEW_SHOT.split("shots:")[0] + FEW_SHOT.split("[RESULT] A\"\n")[1], encoding="utf-8")
     assert load_template(without).shots == () and load_template(without).hash(False) != t.hash(False)
+    # a training row holds one prompt: the examples cannot be written into it, so it is refused
+    fields = {"instruction": "Add.", "response_A": "x", "response_B": "y"}
+    assert load_template(without).render_single_turn(False, fields) == ("Judge well.", "Add. A: x B: y [RESULT]")
+    with pytest.raises(EvalignError, match="template 'my_few_shot' has example turns"):
+        t.render_single_turn(False, fields)
 
 
 @pytest.mark.parametrize(

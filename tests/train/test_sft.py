@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evalign.cli.train_judge import progress_line
 from evalign.errors import InputError
 from evalign.signature import file_sha256
 from evalign.train import SIGNATURE_FILE, TrainSettings, build_trainer, latest_checkpoint, train_judge
@@ -124,3 +125,11 @@ def test_cli_base_model_alias_error_and_fused_flag(tmp_path: Path, small_data: P
                                    "-o", str(tmp_path / "o"), "--no-fused-lm-head"])
     assert res.exit_code == 1
     assert "neither a local folder, a GGUF file nor a known alias (smollm2-135m-instruct)" in " ".join(res.output.split())
+
+
+def test_progress_line() -> None:
+    """The training progress line: step of max, loss, tokens/s and the ETA (minutes and seconds)."""
+    logs = {"step": 12, "max_steps": 60, "loss": 2.03456, "tokens_per_second": 265.4, "eta_seconds": 250.2}
+    assert progress_line(logs) == "step 12/60: loss 2.0346, 265 tokens/s, ETA 4 min 10 s"
+    assert progress_line({**logs, "eta_seconds": 9.6}) == "step 12/60: loss 2.0346, 265 tokens/s, ETA 10 s"
+    assert progress_line({"step": 3, "loss": 1.0}) == "step 3: loss 1.0000"

@@ -110,9 +110,9 @@ def train_cmd(
         gradient_checkpointing=gradient_checkpointing, device=device, fused_lm_head=fused_lm_head,
     )  # fmt: skip
 
-    def on_log(logs: dict[str, Any]) -> None:
-        if "loss" in logs and not as_json:
-            err_console.print(f"step {logs['step']}: loss {float(logs['loss']):.4f}", highlight=False)
+    def on_log(logs: dict[str, Any]) -> None:  # progress on stderr (also with --json, whose result is on stdout)
+        if "loss" in logs:
+            err_console.print(progress_line(logs), highlight=False, markup=False)
 
     def on_message(text: str) -> None:
         err_console.print(text, highlight=False, markup=False, soft_wrap=True)
@@ -147,6 +147,19 @@ def _train_payload(result: Any) -> dict[str, Any]:
         "examples": result.n_examples, "tokens_seen": result.tokens_seen, "seconds": round(result.seconds, 2),
         "tokens_per_second": result.tokens_per_second, "losses": [list(x) for x in result.losses],
     }
+
+
+def progress_line(logs: dict[str, Any]) -> str:
+    """One progress line of a training log: ``step 12/60: loss 2.0345, 265 tokens/s, ETA 4 min 10 s``."""
+    step = f"{logs['step']}/{logs['max_steps']}" if logs.get("max_steps") else str(logs["step"])
+    line = f"step {step}: loss {float(logs['loss']):.4f}"
+    if logs.get("tokens_per_second") is not None:
+        line += f", {float(logs['tokens_per_second']):.0f} tokens/s"
+    eta = logs.get("eta_seconds")
+    if eta is not None:
+        m, sec = divmod(round(float(eta)), 60)
+        line += f", ETA {m} min {sec} s" if m else f", ETA {sec} s"
+    return line
 
 
 def verify_cmd(

@@ -191,6 +191,15 @@ class Template:
         messages.append({"role": "user", "content": content})
         return messages
 
+    def render_single_turn(self, reference: bool, fields: Mapping[str, str]) -> tuple[str | None, str]:
+        """The system prompt (None when empty) and the filled user prompt, for training rows that hold one
+        prompt; a template with example turns (``shots``) cannot be written so and is an error."""
+        if self.shots:
+            raise EvalignError(f"template '{self.name}' has example turns (shots); a training row holds a system "
+                               "prompt and one user prompt: use a template without shots")
+        messages = self.render(reference, fields)
+        return (messages[0]["content"] if messages[0]["role"] == "system" else None), messages[-1]["content"]
+
 
 def fill(text: str, fields: Mapping[str, str], template: str = "template") -> str:
     """Replace each ``{placeholder}`` of ``text`` by ``fields[placeholder]`` in one pass."""

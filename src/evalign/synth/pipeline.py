@@ -506,9 +506,8 @@ def feedback_row(template: Any, rubric: Rubric, instruction: str, response: str,
                  feedback: str, score: int) -> dict[str, Any]:
     """One Feedback Collection row: the ``orig_*`` parts, the rendered prompt (``instruction``), the
     template's system prompt (``system``) and ``output`` = ``"<feedback> [RESULT] <score>"``."""
-    messages = template.render(True, {"instruction": instruction, "response": response,
-                                      "reference_answer": reference, "rubric": rubric.render()})
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    system, prompt = template.render_single_turn(True, {"instruction": instruction, "response": response,
+                                                        "reference_answer": reference, "rubric": rubric.render()})
     row: dict[str, Any] = {
         "orig_instruction": instruction,
         "orig_response": response,
@@ -519,9 +518,9 @@ def feedback_row(template: Any, rubric: Rubric, instruction: str, response: str,
     row.update({
         "orig_feedback": feedback,
         "orig_score": int(score),
-        "instruction": messages[-1]["content"],
+        "instruction": prompt,
         "output": f"{feedback} [RESULT] {score}",
-        "system": system,
+        "system": system or "",
         "mode": "absolute",
     })
     return row

@@ -72,10 +72,9 @@ def relative_instances(
 def _pair_row(tpl: Any, a: dict[str, Any], b: dict[str, Any], winner: str) -> dict[str, Any]:
     rubric = Rubric(name="pair", criteria=str(a["orig_criteria"]),
                     descriptions=tuple(str(a[f"orig_score{i}_description"]) for i in range(1, 6)))
-    messages = tpl.render(True, {"instruction": a["orig_instruction"], "response_A": a["orig_response"],
-                                 "response_B": b["orig_response"], "reference_answer": a["orig_reference_answer"],
-                                 "rubric": rubric.render("relative")})
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    system, prompt = tpl.render_single_turn(True, {
+        "instruction": a["orig_instruction"], "response_A": a["orig_response"], "response_B": b["orig_response"],
+        "reference_answer": a["orig_reference_answer"], "rubric": rubric.render("relative")})
     feedback = (f"Response A: {a['orig_feedback']} Response B: {b['orig_feedback']} "
                 f"Response {winner} is better.")
     row: dict[str, Any] = {
@@ -92,9 +91,9 @@ def _pair_row(tpl: Any, a: dict[str, Any], b: dict[str, Any], winner: str) -> di
         "orig_score_A": int(a["orig_score"]),
         "orig_score_B": int(b["orig_score"]),
         "orig_preference": winner,
-        "instruction": messages[-1]["content"],
+        "instruction": prompt,
         "output": f"{feedback} [RESULT] {winner}",
-        "system": system,
+        "system": system or "",
         "mode": "relative",
     })
     return row

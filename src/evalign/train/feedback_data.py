@@ -282,8 +282,7 @@ def absolute_rows(graded: Iterable[GradedResponse], *, template: str | Any = ABS
         fields = {"instruction": g.instruction, "response": g.response, "rubric": g.rubric}
         if ref:
             fields["reference_answer"] = g.reference_answer  # type: ignore[assignment]
-        messages = tpl.render(ref, fields)
-        system = next((m["content"] for m in messages if m["role"] == "system"), None)
+        system, prompt = tpl.render_single_turn(ref, fields)
         which = range(len(g.feedbacks)) if per_feedback else [median_feedback(g)]
         for j in which:
             out = feedback_target(g.feedbacks[j], g.scores[j], prefix)
@@ -293,7 +292,7 @@ def absolute_rows(graded: Iterable[GradedResponse], *, template: str | Any = ABS
                 if dropped is not None:
                     dropped[why] += 1
                 continue
-            rows.append({"instruction": messages[-1]["content"], "output": out, "system": system,
+            rows.append({"instruction": prompt, "output": out, "system": system,
                          "mode": "absolute", "source": g.source, "question": g.question,
                          "response_source": g.response_source, "feedback_index": j, "score": g.scores[j],
                          "mean_score": g.mean_score})

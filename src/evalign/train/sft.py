@@ -206,11 +206,16 @@ def train_judge(
     losses: list[tuple[int, float]] = []
 
     class _Log(TrainerCallback):  # type: ignore[misc]
+        start: tuple[float, int, int] = (0.0, 0, 0)  # (time, step, tokens) when this run began
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.start = (time.perf_counter(), int(state.global_step), int(state.num_input_tokens_seen or 0))
+
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
                 losses.append((int(state.global_step), float(logs["loss"])))
             if logs and on_log is not None:
-                on_log({"step": int(state.global_step), **logs})
+                on_log({"step": int(state.global_step), **logs, **progress(state, self.start)})
 
     trainer.add_callback(_Log())
     seconds, done = _run_or_restore(trainer, resume_from, settings.max_steps)
@@ -224,6 +229,19 @@ def train_judge(
     (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
     return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
                        tokens, seconds, signature)
+
+
+def progress(state: Any, start: tuple[float, int, int]) -> dict[str, Any]:
+    """Progress of this run from the Trainer state: ``max_steps``, ``tokens_per_second`` (input tokens
+    of this run per second of wall time since it began) and ``eta_seconds`` (the remaining steps at this
+    run's pace; None before the first step)."""
+    t0, step0, tokens0 = start
+    elapsed = max(time.perf_counter() - t0, 1e-9)
+    steps = int(state.global_step) - step0
+    tokens = int(state.num_input_tokens_seen or 0) - tokens0
+    left = max(int(state.max_steps) - int(state.global_step), 0)
+    return {"max_steps": int(state.max_steps), "tokens_per_second": tokens / elapsed,
+            "eta_seconds": elapsed / steps * left if steps > 0 else None}
 
 
 def _save_merged(trainer: Any, out: Path, settings: TrainSettings) -> None:
