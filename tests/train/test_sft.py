@@ -59,10 +59,15 @@ def test_train_resume_merge_load(tiny_llama: Callable[..., Path], small_data: Pa
     losses = [v for _, v in first.losses]
     assert len(losses) == 12 and losses[-1] < 0.7 * losses[0]  # the loss falls
     assert latest_checkpoint(out).name == "checkpoint-12" and first.tokens_seen > 0
+    seen_at_12 = json.loads((latest_checkpoint(out) / "trainer_state.json").read_text())["num_input_tokens_seen"]
+    assert first.tokens_seen == seen_at_12
     more = train_judge(small_data, base, out, TrainSettings(max_steps=18, save_steps=6, learning_rate=1e-2, seed=1,
                                                              **FAST), resume=True)
     assert more.resumed_from.endswith("checkpoint-12") and more.global_step == 18
     assert [s for s, _ in more.losses] == list(range(13, 19))  # the step count goes on
+    # tokens (and so tokens/s) of the resumed run only, as its seconds are
+    seen_at_18 = json.loads((latest_checkpoint(out) / "trainer_state.json").read_text())["num_input_tokens_seen"]
+    assert latest_checkpoint(out).name == "checkpoint-18" and more.tokens_seen == seen_at_18 - seen_at_12 > 0
     sig = json.loads((out / SIGNATURE_FILE).read_text())
     assert sig["data"]["sha256"] == file_sha256(small_data) and sig["data"]["rows"] == 8
     assert sig["base_model"]["files"]["config.json"] == file_sha256(base / "config.json")

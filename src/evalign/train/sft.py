@@ -217,13 +217,15 @@ def train_judge(
             if logs and on_log is not None:
                 on_log({"step": int(state.global_step), **logs, **progress(state, self.start)})
 
-    trainer.add_callback(_Log())
+    log = _Log()
+    trainer.add_callback(log)
     seconds, done = _run_or_restore(trainer, resume_from, settings.max_steps)
     if done and on_message is not None:
         on_message(f"{Path(str(resume_from)).name} is already at --max-steps {settings.max_steps}: nothing to "
                    "train (raise --max-steps to continue); writing its merged model")
     state = trainer.state
-    tokens = 0 if done else int(getattr(state, "num_input_tokens_seen", 0) or 0)
+    # this run's tokens (a resumed run's state counts the earlier runs' too), as ``seconds`` is this run's
+    tokens = 0 if done else int(getattr(state, "num_input_tokens_seen", 0) or 0) - log.start[2]
     _save_merged(trainer, out, settings)
     signature = _signature(data, resolved, settings, trainer, resume_from, losses)
     (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
