@@ -14,13 +14,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "synth"))
 
 
+#: the templates and rubrics the tokenizer learns from: a fixed list, so that a template added to the
+#: package later does not change the tiny model (and every loss curve the tests check)
+CORPUS_TEMPLATES = (
+    "criteria", "criteria_evalign", "geval", "geval_form", "llmbar_cot", "llmbar_metrics", "llmbar_metrics_reference",
+    "llmbar_reference", "llmbar_swap", "llmbar_swap_cot", "llmbar_vanilla", "llmbar_vanilla_norules",
+    "prometheus1_absolute", "prometheus_absolute", "prometheus_relative", "prometheus_relative_2024_06",
+    "prometheus_relative_tie",
+)
+CORPUS_RUBRICS = (
+    "factual_validity", "harmlessness", "helpfulness", "hhh_harmlessness", "hhh_helpfulness", "hhh_honesty",
+    "hhh_overall", "honesty", "human_preference", "reasoning",
+)
+
+
 def corpus() -> list[str]:
     from scripted_teacher import WORDS
 
     from evalign.judges.prompts import _data_dir
 
-    texts = [p.read_text(encoding="utf-8") for p in sorted(_data_dir("templates").glob("*.yaml"))]
-    texts += [p.read_text(encoding="utf-8") for p in sorted(_data_dir("rubrics").glob("*.yaml"))]
+    texts = [(_data_dir("templates") / f"{n}.yaml").read_text(encoding="utf-8") for n in CORPUS_TEMPLATES]
+    texts += [(_data_dir("rubrics") / f"{n}.yaml").read_text(encoding="utf-8") for n in CORPUS_RUBRICS]
     texts += [" ".join(WORDS), " ".join(w.capitalize() for w in WORDS)]
     texts += ["So the overall score is 1 [RESULT] 1", "[RESULT] A [RESULT] B", "Response A: Response B: is better."]
     texts += ["### System:\n### User:\n### Assistant:\n", "1 2 3 4 5 A B"]
