@@ -183,12 +183,16 @@ def judge(args: argparse.Namespace, name: str, model: str, pairs: pd.DataFrame) 
     return done
 
 
-def report(pairs: pd.DataFrame, verdicts: dict[str, dict[tuple[str, str], str | None]], seed: int) -> BeforeAfter:
-    """The before/after table of the judges' verdicts on ``pairs`` (base first, then trained)."""
+def report(pairs: pd.DataFrame, verdicts: dict[str, dict[tuple[str, str], str | None]], seed: int,
+           published: list[str] | None = None) -> BeforeAfter:
+    """The before/after table of the judges' verdicts on ``pairs`` (base first, then trained), beside the
+    ``published`` judge columns of the dataset (both orders each: ``J.ab`` / ``J.ba``)."""
     ids = [str(i) for i in pairs["id"]]
     per = {name: ([v.get((i, "ab")) for i in ids], [v.get((i, "ba")) for i in ids]) for name, v in verdicts.items()}
+    shipped = {c: (pairs[f"{c}.ab"].tolist(), pairs[f"{c}.ba"].tolist()) for c in published or []
+               if f"{c}.ab" in pairs.columns}
     gold = pairs["pref_1"].to_numpy(dtype=float)
-    return before_after_table(per, gold, length_a=text_lengths(pairs["response_a"].tolist()),
+    return before_after_table(per, gold, published=shipped, length_a=text_lengths(pairs["response_a"].tolist()),
                               length_b=text_lengths(pairs["response_b"].tolist()), seed=seed)
 
 
@@ -308,6 +312,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--eval-batch-size", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--published", default="vanilla", help="pairwise: the published LLMBar judges of this strategy "
+                    "shown beside base and trained (one per evaluator)")
     ap.add_argument("--skip-train", action="store_true", help="judge with the model already in OUT/trained")
     ap.add_argument("--only", choices=["base", "trained"], help="judge with this model only (e.g. the base while "
                     "the model trains); a later run without it reads both from the cache and reports")
@@ -346,9 +352,10 @@ def main() -> None:
                  "stopped at the first newline")
     groups = {"all": pairs} if len(args.subsets) == 1 else {
         **{s: pairs[pairs["task"] == s] for s in args.subsets}, "all": pairs}
+    published = [c for c in pairs.columns if c.startswith("judge:") and c.endswith(f"/{args.published}")]
     for label, sub in groups.items():
         parts += ["", f"## {label} ({len(sub)} pairs)", "", markdown(report(sub.reset_index(drop=True), verdicts,
-                                                                          args.seed))]
+                                                                          args.seed, published))]
     text = "\n".join(parts) + "\n"
     print(text)
     if args.results:
