@@ -3,7 +3,7 @@
 Data: ``--systems`` systems with normal strengths, ``--battles`` battles between random pairs (seeded),
 verdicts drawn from the Bradley-Terry model with about 15% ties.
 
-* ``evalign``: :func:`evalign.meta.leaderboard.bradley_terry` with ``--resamples`` bootstrap resamples
+* ``evalign``: :func:`evalign.rank.bradley_terry` with ``--resamples`` bootstrap resamples
   (the battles aggregated into per-resample score matrices from multinomial counts of the distinct
   (pair, verdict) cells, fitted by Newton with preconditioned conjugate gradients, warm-started from
   the full-data fit), the full-data fit included; the battle table is encoded once first (timed
@@ -112,7 +112,7 @@ def run_peer(battles: pd.DataFrame, rounds: int) -> dict:
 
 
 def run_ours(battles: pd.DataFrame, resamples: int) -> dict:
-    from evalign.meta.leaderboard import BTSettings, battle_arrays, bradley_terry
+    from evalign.rank import BTSettings, battle_arrays, bradley_terry
 
     w0 = time.perf_counter()
     arrays = battle_arrays(battles)

@@ -37,7 +37,7 @@ from pathlib import Path
 LAYERS: dict[str, int] = {
     "errors": 0, "registry": 0, "signature": 0, "columns": 0, "__main__": 9, "__init__": 9,
     "io": 1, "cache": 1,
-    "metrics": 2, "datasets": 2, "judges": 2, "meta": 2,
+    "metrics": 2, "datasets": 2, "judges": 2, "meta": 2, "rank": 2,
     "evaluate": 3, "engine": 3, "scoring": 3, "synth": 3, "train": 4,
     "report": 5, "run": 6, "demo": 6, "demo_judge": 6,
     "cli": 8,

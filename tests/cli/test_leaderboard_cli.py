@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from evalign.cli import app
 from evalign.evaluate.leaderboard import LeaderboardSpec, run_leaderboard
 from evalign.io import read_pairs
-from evalign.meta.leaderboard import LeaderboardSettings
+from evalign.rank import LeaderboardSettings
 
 runner = CliRunner()
 

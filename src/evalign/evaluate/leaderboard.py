@@ -1,7 +1,7 @@
 """A leaderboard from a file of pairwise verdicts: one spec in (:class:`LeaderboardSpec`), one result out
 (:class:`LeaderboardOutcome`). Reads the battle table (:func:`evalign.io.read_battles`: errors name
 file, line and field), picks the ranked column (a verdict column, the output of ``evalign judge`` in
-relative mode, or a panel of several columns) and runs :func:`evalign.meta.leaderboard.leaderboard`.
+relative mode, or a panel of several columns) and runs :func:`evalign.rank.leaderboard`.
 The command line, ``evalign run`` and the Python API all come through :func:`run_leaderboard`."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalign.errors import InputError, UsageError
 from evalign.io import read_battles
-from evalign.meta.leaderboard import (
+from evalign.rank import (
     A_WINS,
     B_WINS,
     TIE,

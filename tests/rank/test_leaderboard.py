@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from evalign.errors import InputError
-from evalign.meta.leaderboard import (
+from evalign.rank import (
     BTSettings,
     LCSettings,
     LeaderboardSettings,
@@ -475,6 +475,6 @@ def test_fitted_difficulty_of_an_item_without_a_resolved_baseline_battle_is_the_
 
 
 def _fitted_map(df: pd.DataFrame) -> dict[str, float]:
-    from evalign.meta.leaderboard import fit_instruction_difficulty
+    from evalign.rank import fit_instruction_difficulty
 
     return fit_instruction_difficulty(df, "baseline")
