@@ -109,6 +109,14 @@ def _column_names(header: list[str]) -> dict[str, str]:
     return out
 
 
+def _shipped(names: dict[str, str]) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """The metric columns, the LLM grade columns, and per criterion the columns ranked against it."""
+    means = {col for col, _ in CRITERIA.values()}
+    metrics = [c for up, c in names.items() if up not in means and not _HUMAN_COL.match(up) and not _LLM_COL.match(up)]
+    judges = [c for c in names.values() if c.startswith("judge:")]
+    return metrics, judges, {c: [*metrics, *(j for j in judges if f"/{c}-p" in j)] for c in CRITERIA}
+
+
 @register_dataset("hanna", entry=DatasetEntry(
     "hanna",
     ("items",),
@@ -141,10 +149,7 @@ def load_hanna(path: str | Path | None = None) -> HumanDataset:
         data[col] = np.array([v for r in rows for v in r[up]], dtype=float)
     items = pd.DataFrame(data)
     items.attrs["source"] = str(p)
-    means = {col for col, _ in CRITERIA.values()}
-    metrics = [c for up, c in names.items() if up not in means and not _HUMAN_COL.match(up) and not _LLM_COL.match(up)]
-    judges = [c for c in names.values() if c.startswith("judge:")]
-    label_columns = {c: [*metrics, *(j for j in judges if f"/{c}-p" in j)] for c in CRITERIA}
+    metrics, judges, label_columns = _shipped(names)
     return HumanDataset(
         name="hanna",
         description="HANNA: 1,056 stories (96 prompts x 11 systems), 3 raters x 6 criteria (1-5), 72 metrics and "
