@@ -23,7 +23,7 @@ FOLDER = "alttest"
 WHERE = "https://github.com/nitaytech/AltTest (data/<set>/human_annotations.json, llm_annotations.json)"
 #: the nine sets of the Alt-Test paper (folders under ``alttest/``)
 SETS = ("mtbench", "summeval", "10k_prompts", "lgbteen", "wax", "framing", "cebab_aspects", "cebab_stars", "lesion")
-#: the LLM judges of the Alt-Test files, in upstream's order (lesion: the first four)
+#: the LLM judges of the Alt-Test files, in upstream's order (lesion: four of them, no Llama or Mistral)
 LLMS = ("gemini_flash", "gemini_pro", "gpt-4o", "llama-31", "gpt-4o-mini", "mistral-v03")
 CITATION = (
     "Calderon, Reichart and Dror 2025, The Alternative Annotator Test for LLM-as-a-Judge: How to Statistically "

@@ -35,7 +35,7 @@ def read_unieval(task: str, name: str, path: str | Path | None = None) -> tuple[
     same aspects."""
     p = Path(path) if path else bundled_path("unieval", task, f"{name}_result.json.gz")
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+    with opener(p, "rt", encoding="utf-8") as fh:
         try:
             data = json.load(fh)
         except json.JSONDecodeError as e:
