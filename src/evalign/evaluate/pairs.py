@@ -207,9 +207,10 @@ class PairEvaluation(Evaluation):
         verdict_cols = {c.name for c in self.cols if c.verdict}
         rows["n_unparseable"] = [n_unparseable(self.data[m][:, groups[g]]) if m in verdict_cols else np.nan
                                  for g, m in zip(rows["group"], rows["metric"], strict=True)]
-        for stat in self.spec.statistics:
-            rows[stat.name] = [self.dataset_statistic(stat, m, groups[g]) if m in verdict_cols else np.nan
-                               for g, m in zip(rows["group"], rows["metric"], strict=True)]
+        at = rows.columns.get_loc("ci_high") + 1 if "ci_high" in rows.columns else len(rows.columns)
+        for k, stat in enumerate(self.spec.statistics):  # beside evalign's statistic and its interval
+            rows.insert(int(at) + k, stat.name, [self.dataset_statistic(stat, m, groups[g]) if m in verdict_cols
+                                                 else np.nan for g, m in zip(rows["group"], rows["metric"], strict=True)])
         both = set(both_order_judges(self.table.columns)) & verdict_cols
         if not both:
             return
