@@ -229,5 +229,6 @@ def load_judgebench(response_model: str = "gpt-4o", data_dir: str | Path | None 
         pairs=pairs,
         pref_columns=["pref_1"],
         judge_columns=judges,
+        label_name="the correct answers",
         statistics=(STATISTIC,),
     )
