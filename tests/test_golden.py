@@ -114,6 +114,8 @@ ERRORS = [  # (name, args, exit code)
     ("malformed_jsonl", ["score", "broken.jsonl", "-m", "bleu"], 1),
     ("unknown_dataset", ["meta", "--dataset", "nosuch", "-m", "bleu"], 1),
     ("unknown_variant", ["datasets", "export", "llmbar:nosuch", "-o", "x.jsonl"], 1),
+    ("judge_without_texts", ["judge", "--dataset", "summeval", "--mode", "absolute", "--backend", "openai",
+                             "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], 1),
 ]
 
 

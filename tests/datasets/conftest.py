@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+from evalign.datasets.external import ENV_VAR
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``shared/data`` beside the checkout; its absence is an error, not a skip."""
-    if not (SHARED_DATA / "tulu1_human_eval").is_dir():
-        pytest.fail(f"the public datasets are missing: expected them in {SHARED_DATA} (see each SOURCE.md)")
-    return SHARED_DATA
+    """The public datasets: ``$EVALIGN_DATA_DIR`` when set (a worktree beside no ``shared/``), else
+    ``shared/data`` beside the checkout; their absence is an error, not a skip."""
+    root = Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else SHARED_DATA
+    if not (root / "tulu1_human_eval").is_dir():
+        pytest.fail(f"the public datasets are missing: expected them in {root} (see each SOURCE.md)")
+    return root

@@ -13,6 +13,7 @@ from rich.text import Text
 from evalign.cli.common import CliError, console, emit_json, err_console
 from evalign.cli.dataset_options import DATA_DIR, LABELS
 from evalign.datasets import list_datasets
+from evalign.datasets.base import ANNOTATOR_KINDS
 from evalign.datasets.catalogue import (
     CATALOGUE,
     TABLE_KINDS,
@@ -53,6 +54,10 @@ def catalogue_rows(data_dir: Path | None = None) -> list[dict[str, Any]]:
                 "labels": e.labels,
                 "licence": e.licence,
                 "citation": e.citation or None,
+                "annotator_kind": e.annotator_kind,
+                "annotator_basis": e.annotator_basis or None,
+                "alt_test_epsilon": ANNOTATOR_KINDS.get(e.annotator_kind) if e.annotator_kind else None,
+                "has_texts": e.has_texts,
                 "ships_with_evalign": e.ships,
                 "needs_files": (not e.ships) or any(v.needs_files for v in e.variants.values()),
                 "where": e.where or None,
@@ -88,6 +93,11 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
             ships = "needs files"
         wrapped(f"{r['name']}  {'+'.join(r['tables'])}  {ships}  {r['licence']}")
         wrapped(f"  labels: {r['labels']}")
+        kind = f"{r['annotator_kind']} (Alt-Test epsilon {r['alt_test_epsilon']})" if r["annotator_kind"] else \
+            "no kind set"
+        wrapped(f"  annotators: {kind}" + (f": {r['annotator_basis']}" if r["annotator_basis"] else ""))
+        if not r["has_texts"]:
+            wrapped("  texts: none (only the labels and shipped columns: meta, not judge or score)")
         for ls in r["label_sets"]:
             default = " (default)" if ls["default"] and len(r["label_sets"]) > 1 else ""
             wrapped(f"  --labels {ls['name']}{default}: {ls['description']}; {ls['annotators']}")

@@ -56,7 +56,8 @@ METRIC_LOWER: Any = typer.Option(
 )
 PREF: Any = typer.Option([], "--pref", help="Annotator preference columns of a pair table (+1/-1/0).")
 LEVEL: Any = typer.Option(None, "--level", help="Level of the ranking statistic: system or item.")
-GROUPING: Any = typer.Option("item", "--grouping", help="Item-level grouping: none, item or system.")
+GROUPING: Any = typer.Option(None, "--grouping", help="Item-level grouping: none, item or system (default: item, "
+                             "or the dataset's own: none for sets with one output per input).")
 BY: Any = typer.Option(None, "--by", help="Break down by a column: task, language, a task-type column, system.")
 BOOTSTRAP: Any = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for confidence intervals.")
 PERMUTATIONS: Any = typer.Option(1000, "--permutations", help="Permutations per paired significance test.")
@@ -122,11 +123,11 @@ def meta_cmd(
         raise CliError(result.refused)
 
 
-def _check_options(level: str | None, grouping: str, bootstrap: int, permutations: int, confidence: float,
+def _check_options(level: str | None, grouping: str | None, bootstrap: int, permutations: int, confidence: float,
                    alpha: float, min_group_size: int | None) -> None:
     if level is not None and level not in LEVELS:
         raise CliError(f"--level must be one of {', '.join(LEVELS)}, got '{level}'")
-    if grouping not in GROUPINGS:
+    if grouping is not None and grouping not in GROUPINGS:
         raise CliError(f"--grouping must be one of {', '.join(GROUPINGS)}, got '{grouping}'")
     if bootstrap < 1 or permutations < 1:
         raise CliError("--bootstrap and --permutations must be at least 1")
@@ -141,13 +142,21 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
     """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
     (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
     computed (``option``: their ``--option`` values; a glob selects judge columns; none: the
-    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), and the
-    remaining spec fields ``spec_kw``."""
-    from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+    dataset's shipped judge and metric columns for the chosen labels, see
+    :func:`~evalign.evaluate.prepare.expand_names`), and the remaining spec fields ``spec_kw``. A
+    dataset adds what it declares: the direction of its shipped columns, its default grouping
+    (``grouping=None``) and item-level statistic, and its own statistics."""
+    from evalign.evaluate import EvalSpec, TrustRequest  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
     inputs = meta_inputs(settings)
-    default = list(inputs.ds.judge_columns) if inputs.ds is not None and inputs.pairs is not None else []
+    ds = inputs.ds
+    default = ds.columns_for(inputs.human.column) if ds is not None else []
+    if spec_kw.get("grouping") is None:
+        spec_kw["grouping"] = ds.grouping if ds is not None else "item"
+    if (ds is not None and ds.statistic and not spec_kw.get("trust") and inputs.human.kind == "item"
+            and spec_kw.get("level") in (None, "item")):
+        spec_kw["trust"] = (TrustRequest(ds.statistic, "item", spec_kw["grouping"]),)
     try:
         metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
                                source=inputs.source)
@@ -155,11 +164,13 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
         suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
         raise CliError(f"{e}{suffix}") from None
     options = {n: _options(option, n, no_cache) for n in metrics}
+    if ds is not None:
+        lower = [*lower, *(c for c in ds.lower_is_better if c in metrics and c not in lower)]
     table, cols, runs = _columns(inputs, metrics, lower, options)
     try:
         return EvalSpec(human=inputs.human, columns=tuple(cols), items=table, pairs=inputs.pairs,
                         source=inputs.source, dataset=inputs.dataset, costs={r.column: r.seconds_per_1000 for r in runs},
-                        **spec_kw)
+                        statistics=tuple(ds.statistics) if ds is not None else (), **spec_kw)
     except EvalignError as e:
         raise CliError(str(e)) from None
 

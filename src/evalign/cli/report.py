@@ -129,7 +129,7 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     inputs = report_inputs(settings)
     hum, pairs = inputs.human, inputs.pairs
     if not metrics and not judges and inputs.ds is not None:  # --dataset NAME alone: its default metrics
-        metrics = default_metrics(inputs.ds)
+        metrics = default_metrics(inputs.ds, hum.column)
         if not metrics:
             raise CliError(f"dataset '{inputs.ds.name}' has no references and no judge columns: name the columns "
                            "to evaluate with --metric or --judge")
@@ -140,14 +140,17 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
                            for n in (metrics, judges))
     except EvalignError as e:
         raise CliError(str(e)) from None
+    if inputs.ds is not None:  # the direction of the dataset's shipped columns
+        lower = [*lower, *(c for c in inputs.ds.lower_is_better if c in (*metrics, *judges) and c not in lower)]
     names, lower = existing_columns(inputs.items, list(dict.fromkeys([*metrics, *judges])), lower, {})
     table, cols, runs = resolve_columns(inputs.items, names, source=inputs.source, pairs=pairs, lower_is_better=lower)
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
     table, pairs, by, merges = _merge_tasks(table, pairs, by)
     try:
-        spec = EvalSpec(human=hum, columns=tuple(cols), items=table, pairs=pairs, by=by, trust=_requests(hum.kind),
+        spec = EvalSpec(human=hum, columns=tuple(cols), items=table, pairs=pairs, by=by, trust=_requests(hum.kind, inputs.ds),
                         resampling=resampling, source=inputs.source, dataset=inputs.dataset,
-                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10)
+                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10,
+                        statistics=tuple(inputs.ds.statistics) if inputs.ds is not None else ())
     except EvalignError as e:
         raise CliError(str(e)) from None
     return ReportJob(inputs, spec, runs, merges)
@@ -173,13 +176,15 @@ def _merge_tasks(table: Any, pairs: Any, by: str | None) -> tuple[Any, Any, str 
     return table, pairs, by, merges
 
 
-def _requests(kind: str) -> tuple[Any, ...]:
-    """The report's trust tables for labels of ``kind``."""
+def _requests(kind: str, ds: Any = None) -> tuple[Any, ...]:
+    """The report's trust tables for labels of ``kind`` (item level grouped as the dataset ``ds``
+    declares; pairwise accuracy left out where it declares another item-level statistic)."""
     from evalign.evaluate import TrustRequest  # scipy: not at every command's start
 
     if kind == "item":
-        return (TrustRequest("kendall", "item", "item"), TrustRequest("kendall", "system"),
-                TrustRequest("pairwise_accuracy", "item", "item"))
+        grouping = ds.grouping if ds is not None else "item"
+        pairwise = () if ds is not None and ds.statistic else (TrustRequest("pairwise_accuracy", "item", grouping),)
+        return (TrustRequest("kendall", "item", grouping), TrustRequest("kendall", "system"), *pairwise)
     if kind == "system":
         return (TrustRequest("kendall", "system"),)
     return (TrustRequest("preference_accuracy"),)

@@ -6,7 +6,11 @@ Adding a dataset: write its module (an adapter function decorated with
 
 # the import order is the order of `evalign datasets`
 from evalign.datasets import self_instruct, pandalm, hhh, llmbar, tulu, prometheus  # noqa: F401, I001  (register adapters)
+from evalign.datasets import alttest_mtbench, summeval, prompts10k, hanna, autoj, judgebench  # noqa: F401  (register adapters)
+from evalign.datasets import topical_chat, qags, sf_data2text  # noqa: F401  (register adapters)
 from evalign.datasets.base import (
+    ANNOTATOR_KINDS,
+    DatasetStatistic,
     HumanDataset,
     LabelSet,
     items_to_pairs,
@@ -19,21 +23,28 @@ from evalign.datasets.catalogue import (
     CATALOGUE,
     DatasetEntry,
     Variant,
+    annotator_kind,
     dataset_table,
     default_metrics,
+    has_texts,
     label_set,
     load_dataset_spec,
     parse_spec,
+    require_texts,
 )
 
 __all__ = [
+    "ANNOTATOR_KINDS",
     "CATALOGUE",
     "DatasetEntry",
+    "DatasetStatistic",
     "HumanDataset",
     "LabelSet",
     "Variant",
+    "annotator_kind",
     "dataset_table",
     "default_metrics",
+    "has_texts",
     "items_to_pairs",
     "label_set",
     "list_datasets",
@@ -42,4 +53,5 @@ __all__ = [
     "pairs_to_items",
     "parse_spec",
     "register_dataset",
+    "require_texts",
 ]

@@ -22,6 +22,10 @@ import pandas as pd
 
 from evalign.registry import Registry
 
+#: who made a dataset's labels (:attr:`DatasetEntry.annotator_kind`) and the Alt-Test's advised
+#: epsilon for them (Calderon et al. 2025: experts 0.2, skilled annotators 0.15, crowd workers 0.1)
+ANNOTATOR_KINDS: dict[str, float] = {"experts": 0.2, "skilled": 0.15, "crowd": 0.1}
+
 
 @dataclass
 class HumanDataset:
@@ -51,8 +55,53 @@ class HumanDataset:
     label_source: str = "human"
     #: the labels' name in titles ("humans", "GPT-4 grades")
     label_name: str = "humans"
-    #: judge verdict or score columns shipped with the set (e.g. upstream judges' verdicts)
+    #: judge verdict or score columns and published metric columns shipped with the set (e.g.
+    #: upstream judges' verdicts): what ``evalign meta`` ranks when no column is named
     judge_columns: list[str] = field(default_factory=list)
+    #: per item label column, the shipped columns that rate it (a set with several aspects: the
+    #: judge columns of one aspect are ranked against that aspect's labels); a label column not
+    #: listed gets all of :attr:`judge_columns`
+    label_columns: dict[str, list[str]] = field(default_factory=dict)
+    #: per item label column, its single-annotator columns (sets with several label columns);
+    #: a label column not listed gets :attr:`annotator_columns` when it is one of :attr:`human_columns`
+    label_annotators: dict[str, list[str]] = field(default_factory=dict)
+    #: shipped judge or metric columns where a lower score is better (distances, error rates)
+    lower_is_better: list[str] = field(default_factory=list)
+    #: how item-level statistics group the items by default: ``item`` (compare the systems' outputs
+    #: for the same input) or ``none`` (every output against every other: sets with one output per input)
+    grouping: str = "item"
+    #: the item-level statistic ``evalign meta`` ranks by default (None: pairwise accuracy);
+    #: ``kendall`` for large sets grouped ``none``, where pairwise accuracy over every two outputs
+    #: is too slow to resample (and Kendall's tau is what their papers report)
+    statistic: str | None = None
+    #: statistics the set's own authors report, computed beside evalign's for each judge column
+    #: (e.g. JudgeBench's accuracy, see :class:`DatasetStatistic`)
+    statistics: tuple[DatasetStatistic, ...] = ()
+
+    def annotators_of(self, column: str) -> list[str]:
+        """The single-annotator columns of the item label ``column`` ([] when it has none)."""
+        if column in self.label_annotators:
+            return list(self.label_annotators[column])
+        return list(self.annotator_columns) if column in self.human_columns else []
+
+    def columns_for(self, column: str | None = None) -> list[str]:
+        """The shipped columns to rank against the item label ``column`` (None: preferences or
+        system values): that label's columns, else every shipped column."""
+        if column is not None and column in self.label_columns:
+            return list(self.label_columns[column])
+        return list(self.judge_columns)
+
+
+@dataclass(frozen=True)
+class DatasetStatistic:
+    """A statistic a dataset's authors report for a judge, computed beside evalign's (a column of
+    the trust table named ``name``). ``compute(pairs, column)``: the value (0-1) of judge
+    ``column`` on the rows ``pairs`` of the pair table (NaN when the judge lacks what it needs);
+    ``description``: what it is, shown under the table."""
+
+    name: str
+    description: str
+    compute: Callable[[pd.DataFrame, str], float]
 
 
 def bundled_path(*parts: str) -> Path:
@@ -118,6 +167,19 @@ class DatasetEntry:
     citation: str = ""
     #: the dataset's label sets by name, the default first (``--labels NAME``)
     label_sets: dict[str, LabelSet] = field(default_factory=dict)
+    #: who made the labels, for the Alt-Test's epsilon (:data:`ANNOTATOR_KINDS`: ``experts``,
+    #: ``skilled``, ``crowd``; None: not people, or not known)
+    annotator_kind: str | None = None
+    #: why that kind (the source's own words on its annotators), shown by ``evalign datasets``
+    annotator_basis: str = ""
+    #: whether the set has the texts (instruction, responses) that judges and metrics read; a set
+    #: without them has only its shipped label, judge and metric columns to meta-evaluate
+    has_texts: bool = True
+
+    def __post_init__(self) -> None:
+        if self.annotator_kind is not None and self.annotator_kind not in ANNOTATOR_KINDS:
+            raise ValueError(f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)} or None, "
+                             f"got {self.annotator_kind!r}")
 
 
 #: the dataset registry (adapter functions; plugins from the ``evalign.datasets`` entry points)

@@ -37,11 +37,14 @@ __all__ = [
     "DatasetEntry",
     "LabelSet",
     "Variant",
+    "annotator_kind",
     "dataset_table",
     "default_metrics",
+    "has_texts",
     "label_set",
     "load_dataset_spec",
     "parse_spec",
+    "require_texts",
     "subset_warning",
     "table_of",
 ]
@@ -107,9 +110,36 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> HumanDat
 
 def dataset_table(spec: str, data_dir: str | Path | None = None, *, as_: str = "auto-items",
                   against: str | None = None) -> Any:
-    """A table of the dataset ``spec`` (``NAME`` or ``NAME:VARIANT``), ready for the other verbs:
-    :func:`load_dataset_spec` then :func:`table_of`."""
+    """A table of the dataset ``spec`` (``NAME`` or ``NAME:VARIANT``) for a verb that reads its
+    texts (``score``, ``judge``): :func:`require_texts`, :func:`load_dataset_spec`, then
+    :func:`table_of`."""
+    require_texts(spec)
     return table_of(load_dataset_spec(spec, data_dir), as_=as_, against=against)
+
+
+def has_texts(spec: str) -> bool:
+    """Whether the dataset ``spec`` (``NAME``, ``NAME:VARIANT`` or a loaded dataset's name) has the
+    texts that judges and metrics read (:attr:`DatasetEntry.has_texts`; True for a dataset
+    registered without a catalogue entry)."""
+    entry = CATALOGUE.get(spec.split(":", 1)[0])
+    return entry is None or entry.has_texts
+
+
+def require_texts(spec: str) -> None:
+    """Raise EvalignError (one line) when the dataset ``spec`` has no texts to judge or score: it
+    has only its labels and its shipped judge and metric columns, which ``evalign meta`` ranks."""
+    if has_texts(parse_spec(spec)[0]):
+        return
+    raise EvalignError(f"dataset '{spec}' has no texts (no instructions or responses: only its labels and shipped "
+                       f"judge and metric columns), so nothing can judge or score it; rank its shipped columns "
+                       f"with `evalign meta --dataset {spec}`")
+
+
+def annotator_kind(spec: str) -> str | None:
+    """Who made the labels of the dataset ``spec`` (:attr:`DatasetEntry.annotator_kind`: ``experts``,
+    ``skilled``, ``crowd`` or None), for the Alt-Test's epsilon."""
+    entry = CATALOGUE.get(parse_spec(spec)[0])
+    return entry.annotator_kind if entry is not None else None
 
 
 def _battle_pairs(ds: Any, kind: str, against: str) -> Any:
@@ -187,9 +217,12 @@ def subset_warning(ds: HumanDataset, pref: tuple[str, ...] | list[str]) -> str |
             f"all {len(mine)}: {hint}")
 
 
-def default_metrics(ds: HumanDataset) -> list[str]:
+def default_metrics(ds: HumanDataset, column: str | None = None) -> list[str]:
     """What ``evalign report --dataset NAME`` evaluates when no metric is named: :data:`DEFAULT_METRICS`
-    when the dataset has references, and the judge columns it ships (e.g. PandaLM's upstream verdicts)."""
+    when the dataset has references and responses, and the judge and metric columns it ships for
+    the item label ``column`` (e.g. PandaLM's upstream verdicts; see
+    :meth:`~evalign.datasets.HumanDataset.columns_for`)."""
     table = ds.items if ds.items is not None else ds.pairs
-    has_refs = table is not None and "reference" in table.columns and bool(table["reference"].notna().any())
-    return [*(DEFAULT_METRICS if has_refs else ()), *ds.judge_columns]
+    has_refs = (table is not None and "reference" in table.columns and bool(table["reference"].notna().any())
+                and has_texts(ds.name))
+    return [*(DEFAULT_METRICS if has_refs else ()), *ds.columns_for(column)]

@@ -35,6 +35,9 @@ SUBSETS = ("harmless", "helpful", "honest", "other")
     variants={t: Variant(f"the {t} subset only", tasks=(t,)) for t in ("harmless", "helpful", "honest", "other")},
     label_sets={"preference": LabelSet("pairs", "the human-preferred response (no ties)", "1 label per pair (the set's gold)",
                                        pref=("pref_1",))},
+    citation=CITATION,
+    annotator_kind="experts",
+    annotator_basis="the preferred and dispreferred responses were written by the set's authors (Askell et al. 2021)",
 ))
 def load_hhh(path: str | Path | None = None) -> HumanDataset:
     """HHH alignment as a pair table, ``task`` = subset, ``id`` = ``<subset>/<row>``, gold in

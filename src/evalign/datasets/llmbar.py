@@ -120,6 +120,8 @@ _ADVERSARIAL = ("Neighbor", "GPTInst", "GPTOut", "Manual")
             needs_files=True,
         ),
     },
+    annotator_kind="experts",
+    annotator_basis="the authors curated each pair and its gold label (Zeng et al. 2024)",
 ))
 def load_llmbar(
     subsets: list[str] | None = None, *, processed: bool = False, data_dir: str | Path | None = None

@@ -119,6 +119,9 @@ _GRADE_SETS = {"gpt4_grades": LabelSet("item", "GPT-4 grade 1-5 per response (th
     where=_PROMETHEUS_WHERE + " mt_bench_eval.json",
     folder="prometheus_eval_benchmarks",
     label_sets=_GRADE_SETS,
+    citation=CITATION,
+    annotator_kind=None,
+    annotator_basis="GPT-4 grades, not people",
 ))
 def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset:
     """MT-Bench in Prometheus format: 320 items (question ids 81-160 x chatgpt, llama2_chat_13b,
@@ -143,6 +146,9 @@ def load_prometheus_mt_bench(data_dir: str | Path | None = None) -> HumanDataset
     where=_PROMETHEUS_WHERE + " vicuna_eval.json",
     folder="prometheus_eval_benchmarks",
     label_sets=_GRADE_SETS,
+    citation=CITATION,
+    annotator_kind=None,
+    annotator_basis="GPT-4 grades, not people",
 ))
 def load_prometheus_vicuna(data_dir: str | Path | None = None) -> HumanDataset:
     """Vicuna-bench in Prometheus format: 320 items (question ids 1-80 x chat_gpt, llama-2-chat,

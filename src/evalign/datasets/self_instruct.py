@@ -36,6 +36,9 @@ CITATION = (
     True,
     label_sets={"rank": LabelSet("system", "published human rank of each system (1 = best)",
                                  "system level: one ranking of the 8 systems")},
+    citation=CITATION,
+    annotator_kind=None,
+    annotator_basis="published system ranks (one ranking of the systems), not per-item annotator labels",
 ))
 def load_self_instruct(data_dir: str | Path | None = None) -> HumanDataset:
     """The 2,016 (instruction, response, reference) items of 8 systems, with system human ranks

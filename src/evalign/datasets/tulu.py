@@ -105,6 +105,9 @@ _TULU_WHERE = (
         "self_instruct": Variant("the 252 Self-Instruct prompts", tasks=("self_instruct",), needs_files=True),
         "vicuna": Variant("the 80 Vicuna prompts", tasks=("vicuna",), needs_files=True),
     },
+    citation=CITATION,
+    annotator_kind="experts",
+    annotator_basis="expert annotators, researchers at AI2 and students at UW (Wang et al. 2023)",
 ))
 def load_tulu1(data_dir: str | Path | None = None) -> HumanDataset:
     """Tulu-1 human evaluation as an item table and a pair table.

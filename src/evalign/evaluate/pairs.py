@@ -198,14 +198,19 @@ class PairEvaluation(Evaluation):
         return ceiling
 
     def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
-        """``n_unparseable`` of each judge's verdicts in each group (when a judge is evaluated), and
-        the order diagnostics (:data:`evalign.meta.order_diagnostics.FIELDS`) of each judge with both orders
-        (``J.ab`` / ``J.ba``) over the group's compared pairs (NaN for the other rows)."""
+        """``n_unparseable`` of each judge's verdicts in each group (when a judge is evaluated), the
+        statistics the dataset declares (:attr:`EvalSpec.statistics`) of each judge over the group's
+        compared pairs, and the order diagnostics (:data:`evalign.meta.order_diagnostics.FIELDS`) of
+        each judge with both orders (``J.ab`` / ``J.ba``) over the same pairs (NaN for the other rows)."""
         if not self.verdicts:
             return
         verdict_cols = {c.name for c in self.cols if c.verdict}
         rows["n_unparseable"] = [n_unparseable(self.data[m][:, groups[g]]) if m in verdict_cols else np.nan
                                  for g, m in zip(rows["group"], rows["metric"], strict=True)]
+        at = rows.columns.get_loc("ci_high") + 1 if "ci_high" in rows.columns else len(rows.columns)
+        for k, stat in enumerate(self.spec.statistics):  # beside evalign's statistic and its interval
+            rows.insert(int(at) + k, stat.name, [self.dataset_statistic(stat, m, groups[g]) if m in verdict_cols
+                                                 else np.nan for g, m in zip(rows["group"], rows["metric"], strict=True)])
         both = set(both_order_judges(self.table.columns)) & verdict_cols
         if not both:
             return
@@ -213,6 +218,13 @@ class PairEvaluation(Evaluation):
         for f in FIELDS:
             rows[f] = [getattr(diags[(g, m)], f) if (g, m) in diags else np.nan
                        for g, m in zip(rows["group"], rows["metric"], strict=True)]
+
+    def dataset_statistic(self, stat: Any, judge: str, idx: np.ndarray) -> float:
+        """A statistic the dataset declares, of ``judge`` over the compared pairs among rows ``idx``."""
+        sel = np.zeros(len(self.table), dtype=bool)
+        sel[idx] = True
+        keep = sel & self.common & ~np.isnan(self.data[judge][1])  # compared and not skipped
+        return float(stat.compute(self.table[keep], judge)) if keep.any() else float("nan")
 
     def order_diagnostics(self, judges: Sequence[str],
                           groups: Mapping[str, np.ndarray]) -> dict[tuple[str, str], OrderDiagnostics]:
@@ -271,8 +283,9 @@ class PairEvaluation(Evaluation):
         return curves
 
     def closing_notes(self, tables: Sequence[TrustTable]) -> list[str]:
+        own = [f"{s.name}: {s.description}" for s in self.spec.statistics] if self.verdicts else []
         return [f"{len(self.pref)} annotator column(s), majority vote (no majority = tie); pairs resampled; metric "
-                "epsilon calibrated on all pairs; judge verdicts need none (unparseable = wrong)"]
+                "epsilon calibrated on all pairs; judge verdicts need none (unparseable = wrong)", *own]
 
     def result_fields(self, req0: TrustRequest, bd: pd.DataFrame | None) -> dict[str, Any]:
         return {

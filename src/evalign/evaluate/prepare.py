@@ -23,7 +23,8 @@ def dataset_human(ds: Any, *, column: str | None = None, pref: Sequence[str] = (
     """The labels of a :class:`~evalign.datasets.HumanDataset` as a :class:`Human`: the annotator
     columns ``pref`` of its pair table, an item rating ``column``, or by default its first human
     rating column, else its system-level values, else its pair table's preference columns. The
-    labels' source (human or model grades) and annotator columns come from the dataset."""
+    labels' source (human or model grades) and annotator columns (those of the chosen rating
+    column, :meth:`~evalign.datasets.HumanDataset.annotators_of`) come from the dataset."""
     common = {"source": getattr(ds, "label_source", "human"), "label": getattr(ds, "label_name", "humans")}
     if pref:
         if ds.pairs is None:
@@ -38,11 +39,10 @@ def dataset_human(ds: Any, *, column: str | None = None, pref: Sequence[str] = (
             raise InputError(f"dataset '{ds.name}' has no human rating column '{column}'"
                              + (f"; did you mean '{hint[0]}'?" if hint else ""), field="human")
         hib = ds.human_higher_is_better
-        ann = tuple(ds.annotator_columns) if column in ds.human_columns else ()
-        return Human(column=column, higher_is_better=hib, annotators=ann, **common)
+        return Human(column=column, higher_is_better=hib, annotators=tuple(ds.annotators_of(column)), **common)
     if ds.items is not None and ds.human_columns:
         return Human(column=ds.human_columns[0], higher_is_better=ds.human_higher_is_better,
-                     annotators=tuple(ds.annotator_columns), **common)
+                     annotators=tuple(ds.annotators_of(ds.human_columns[0])), **common)
     if ds.items is not None and ds.system_human:
         return Human(system=dict(ds.system_human), higher_is_better=ds.system_human_higher_is_better, **common)
     if ds.pairs is not None and ds.pref_columns:

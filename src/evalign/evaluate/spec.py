@@ -135,6 +135,9 @@ class EvalSpec:
     breakdown. ``min_group_size``: smallest group ranked (default 10 items, 30 pairs).
     ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
     registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
+    ``statistics``: statistics the dataset declares for its judges (objects with ``name``,
+    ``description`` and ``compute(pairs, column) -> float``, see
+    :class:`evalign.datasets.DatasetStatistic`), a column each of a pair table's trust table.
     """
 
     human: Human
@@ -152,6 +155,7 @@ class EvalSpec:
     costs: Mapping[str, float] = field(default_factory=dict)
     baselines: bool = True
     curves: bool = False
+    statistics: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:

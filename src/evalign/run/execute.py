@@ -30,6 +30,7 @@ import pandas as pd
 import yaml
 
 from evalign.cache import Cache
+from evalign.datasets.catalogue import require_texts
 from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
@@ -265,6 +266,11 @@ def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any 
     """Load, score, judge and meta-evaluate one evaluation (see the module doc)."""
     folder = out / ev.name
     folder.mkdir(parents=True, exist_ok=True)
+    if (ev.metrics or ev.judges) and ev.data.file is None and ev.data.dataset:
+        try:  # metrics and judges read texts: a dataset without them is refused in one line
+            require_texts(ev.data.dataset)
+        except EvalignError as e:
+            raise UsageError(f"evaluation '{ev.name}': {e}") from None
     step(f"{ev.name}: loading data")
     d = load_data(ev)
     items: pd.DataFrame = d["items"]
