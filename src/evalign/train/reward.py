@@ -25,6 +25,7 @@ truncation rule, the rendering): ``evalign judge --backend reward --model OUT`` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable
@@ -72,10 +73,8 @@ class Preference:
 
 def _prompt_turns(value: Any, where: str, line: int, word: str) -> tuple[tuple[str, str], ...]:
     if isinstance(value, str) and value.strip().startswith("[{"):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            pass
     if isinstance(value, str):
         if not value.strip():
             raise InputError("must be a non-empty string", file=where, line=line, field="prompt", line_word=word)

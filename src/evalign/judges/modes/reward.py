@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from evalign.errors import EvalignError, InputError
 from evalign.judges.base import VERDICT_CODE, Judge, is_missing, join_instruction, register_judge
@@ -66,7 +66,7 @@ class _RewardBase(Judge):
     """What both reward judges share: no sampling, no rubric, no reference; the score read from the
     backend's ``raw["score"]``."""
 
-    sampling_defaults: dict[str, Any] = {}
+    sampling_defaults: ClassVar[dict[str, Any]] = {}
     default_template = "reward"
 
     def __init__(self, *, template: str | Template | None = None, column: str | None = None, samples: int = 1,
