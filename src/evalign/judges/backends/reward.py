@@ -62,6 +62,19 @@ def resolve_reward_model(spec: str) -> tuple[str, str]:
     return path, shown.rstrip("/").rsplit("/", 1)[-1]
 
 
+def is_reward_model(spec: str | Path) -> bool:
+    """Whether ``spec`` is a local model folder whose ``config.json`` is a sequence classifier with one
+    label (read without loading the model)."""
+    f = Path(spec).expanduser() / "config.json"
+    try:
+        cfg = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
+    except (OSError, ValueError):
+        return False
+    archs = cfg.get("architectures") or []
+    labels = len(cfg.get("id2label") or {}) or int(cfg.get("num_labels") or 0)
+    return any(str(a).endswith("ForSequenceClassification") for a in archs) and labels == 1
+
+
 def check_reward_config(config: Any, where: str) -> None:
     """A reward model is a ``...ForSequenceClassification`` with one label; anything else is a
     :class:`ModelLoadError` saying how to make one."""

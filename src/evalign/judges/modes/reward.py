@@ -76,8 +76,8 @@ class _RewardBase(Judge):
         if bad:
             raise EvalignError(f"judge '{self.name}' reads a reward model's score: {', '.join(sorted(bad))} "
                                "do not apply (no sampling, rubric, reference or re-asking)")
-        super().__init__(template=template if template is not None else REWARD_TEMPLATE, column=column,
-                         reference=False)
+        default = template is None or (isinstance(template, str) and template == REWARD_TEMPLATE.name)
+        super().__init__(template=REWARD_TEMPLATE if default else template, column=column, reference=False)
 
     def conversation(self, row: Mapping[str, Any], response: Any, messages: Any, field: str) -> list[Message]:
         """The conversation scored for one response of ``row``."""
