@@ -113,6 +113,19 @@ def budget_split(context: int, response: int, budget: int) -> tuple[int, int]:
     return keep_context, min(response, budget - keep_context)
 
 
+def pair_template(tokenizer: Any) -> tuple[list[int], list[int], list[int]]:
+    """The special tokens a tokenizer puts before, between and after the two texts of a pair (BERT:
+    ``[CLS]``, ``[SEP]``, ``[SEP]``), read from the encoding of a probe pair."""
+    a = list(tokenizer("alpha", add_special_tokens=False)["input_ids"])
+    b = list(tokenizer("omega", add_special_tokens=False)["input_ids"])
+    full = list(tokenizer("alpha", "omega")["input_ids"])
+    i = next((k for k in range(len(full)) if full[k:k + len(a)] == a), -1)
+    j = next((k for k in range(i + len(a), len(full)) if full[k:k + len(b)] == b), -1) if i >= 0 else -1
+    if i < 0 or j < 0:
+        raise EvalignError("cannot tell how the tokenizer joins a text pair (give it a chat template)")
+    return full[:i], full[i + len(a):j], full[j + len(b):]
+
+
 class RewardEncoder:
     """Token ids of conversations for a reward model (see the module doc): ``encode_many`` renders,
     tokenizes (one batched tokenizer call per part) and truncates to ``max_length`` tokens.
@@ -125,7 +138,8 @@ class RewardEncoder:
         self.max_length = int(max_length)
         self.pair = not getattr(tokenizer, "chat_template", None)
         self.truncated = 0
-        self._specials = tokenizer.num_special_tokens_to_add(pair=True) if self.pair else 0
+        self._pair_tokens = pair_template(tokenizer) if self.pair else ([], [], [])
+        self._specials = sum(len(x) for x in self._pair_tokens)
 
     def rendering(self) -> str:
         """How conversations are rendered: ``chat_template`` or ``text_pair``."""
@@ -151,7 +165,8 @@ class RewardEncoder:
                 self.truncated += 1
             c_keep, r_keep = c[:kc], (r[len(r) - kr:] if kr else [])
             if self.pair:
-                ids = list(self.tokenizer.build_inputs_with_special_tokens(c_keep, r_keep))
+                pre, sep, post = self._pair_tokens
+                ids = pre + c_keep + sep + r_keep + post
             else:
                 ids = c_keep + m + r_keep + s
             out.append(ids[: self.max_length] if len(ids) > self.max_length else ids)
