@@ -113,17 +113,23 @@ def budget_split(context: int, response: int, budget: int) -> tuple[int, int]:
     return keep_context, min(response, budget - keep_context)
 
 
-def pair_template(tokenizer: Any) -> tuple[list[int], list[int], list[int]]:
-    """The special tokens a tokenizer puts before, between and after the two texts of a pair (BERT:
-    ``[CLS]``, ``[SEP]``, ``[SEP]``), read from the encoding of a probe pair."""
-    a = list(tokenizer("alpha", add_special_tokens=False)["input_ids"])
-    b = list(tokenizer("omega", add_special_tokens=False)["input_ids"])
-    full = list(tokenizer("alpha", "omega")["input_ids"])
-    i = next((k for k in range(len(full)) if full[k:k + len(a)] == a), -1)
-    j = next((k for k in range(i + len(a), len(full)) if full[k:k + len(b)] == b), -1) if i >= 0 else -1
-    if i < 0 or j < 0:
-        raise EvalignError("cannot tell how the tokenizer joins a text pair (give it a chat template)")
-    return full[:i], full[i + len(a):j], full[j + len(b):]
+def _segments(offsets: Sequence[Sequence[int]], p: Parts) -> list[int]:
+    """The segment of each token of a rendered conversation by where it starts: 0 context, 1 markers
+    or suffix (kept whole), 2 response."""
+    ctx_end = len(p.context)
+    rsp_start = ctx_end + len(p.markers)
+    rsp_end = rsp_start + len(p.response)
+    out = []
+    for start, end in offsets:
+        if end <= start and start == 0:
+            out.append(1)  # a special token with no text (kept)
+        elif start < ctx_end:
+            out.append(0)
+        elif rsp_start <= start < rsp_end:
+            out.append(2)
+        else:
+            out.append(1)
+    return out
 
 
 class RewardEncoder:
@@ -138,39 +144,50 @@ class RewardEncoder:
         self.max_length = int(max_length)
         self.pair = not getattr(tokenizer, "chat_template", None)
         self.truncated = 0
-        self._pair_tokens = pair_template(tokenizer) if self.pair else ([], [], [])
-        self._specials = sum(len(x) for x in self._pair_tokens)
+        if not getattr(tokenizer, "is_fast", False):
+            raise EvalignError("a reward model needs a fast tokenizer (token offsets to split the conversation)")
 
     def rendering(self) -> str:
         """How conversations are rendered: ``chat_template`` or ``text_pair``."""
         return "text_pair" if self.pair else "chat_template"
 
-    def _ids(self, texts: list[str]) -> list[list[int]]:
-        if not any(texts):
-            return [[] for _ in texts]
-        return [list(x) for x in self.tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]]
-
     def encode_many(self, conversations: Sequence[Sequence[Message]]) -> list[list[int]]:
-        """The token ids of each conversation (each ending with the graded assistant turn)."""
+        """The token ids of each conversation (each ending with the graded assistant turn): the
+        tokenizer's own ids of the whole rendered text (one batched call), then, when too long, the
+        context's tail and the response's head cut out (see the module doc)."""
         parts = [split_conversation(self.tokenizer, c) for c in conversations]
-        ctx = self._ids([p.context for p in parts])
-        mid = self._ids([p.markers for p in parts])
-        rsp = self._ids([p.response for p in parts])
-        suf = self._ids([p.suffix for p in parts])
-        out: list[list[int]] = []
-        for c, m, r, s in zip(ctx, mid, rsp, suf, strict=True):
-            budget = self.max_length - len(m) - len(s) - self._specials
-            kc, kr = budget_split(len(c), len(r), budget)
-            if (kc, kr) != (len(c), len(r)):
-                self.truncated += 1
-            c_keep, r_keep = c[:kc], (r[len(r) - kr:] if kr else [])
-            if self.pair:
-                pre, sep, post = self._pair_tokens
-                ids = pre + c_keep + sep + r_keep + post
-            else:
-                ids = c_keep + m + r_keep + s
-            out.append(ids[: self.max_length] if len(ids) > self.max_length else ids)
-        return out
+        if not parts:
+            return []
+        if self.pair:
+            enc = self.tokenizer([p.context for p in parts], [p.response for p in parts], verbose=False)
+            segments = [[{0: 0, 1: 2}.get(k, 1) if k is not None else 1 for k in enc.sequence_ids(i)]
+                        for i in range(len(parts))]
+        else:
+            texts = [p.context + p.markers + p.response + p.suffix for p in parts]
+            enc = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            segments = [_segments(offsets, p) for offsets, p in zip(enc["offset_mapping"], parts, strict=True)]
+        return [self._truncate(list(ids), seg) for ids, seg in zip(enc["input_ids"], segments, strict=True)]
+
+    def _truncate(self, ids: list[int], segment: list[int]) -> list[int]:
+        """``ids`` cut to ``max_length``: segment 0 (context) keeps its head, 2 (response) its tail,
+        1 (markers, special tokens) stays whole."""
+        if len(ids) <= self.max_length:
+            return ids
+        n_ctx, n_rsp = segment.count(0), segment.count(2)
+        keep_ctx, keep_rsp = budget_split(n_ctx, n_rsp, self.max_length - (len(ids) - n_ctx - n_rsp))
+        self.truncated += 1
+        out, seen_ctx, seen_rsp = [], 0, 0
+        for t, seg in zip(ids, segment, strict=True):
+            if seg == 0:
+                seen_ctx += 1
+                if seen_ctx > keep_ctx:
+                    continue
+            elif seg == 2:
+                seen_rsp += 1
+                if seen_rsp <= n_rsp - keep_rsp:
+                    continue
+            out.append(t)
+        return out[: self.max_length]
 
     def encode(self, messages: Sequence[Message]) -> list[int]:
         """The token ids of one conversation."""
