@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import make_reward_judge as recipe  # noqa: E402
-import reward_throughput as throughput  # noqa: E402
+import make_reward_judge as recipe
+import reward_throughput as throughput
 
 
 def main() -> None:
