@@ -335,10 +335,10 @@ def held_out_table(
     for name in ("always_a", "always_b", "longer"):
         if name == "longer" and (length_a is None or length_b is None):
             continue
-        ab, ba = (-np.ones(g.size), -np.ones(g.size)) if name == "always_b" else baseline_verdicts(
+        first, second = (-np.ones(g.size), -np.ones(g.size)) if name == "always_b" else baseline_verdicts(
             name, g.size, None if length_a is None else np.asarray(length_a, dtype=float),
             None if length_b is None else np.asarray(length_b, dtype=float))
-        s = pair_scores(ab, ba, g)
+        s = pair_scores(first, second, g)
         rows.append((name, "baseline", s, float(np.mean(s == 1)) if s.size else float("nan")))
     mine = next(s for name, _, s, _ in rows if name == target)
     out: list[dict[str, Any]] = []
