@@ -67,7 +67,8 @@ def main() -> None:
         if (work / f).exists():
             (args.out / f).write_text((work / f).read_text(encoding="utf-8"), encoding="utf-8")
     t0 = time.perf_counter()
-    t_args = argparse.Namespace(device=args.device, pairs=8 if args.tiny else 419, batch=64, max_length=args.max_length)
+    t_args = argparse.Namespace(device=args.device, pairs=8 if args.tiny else 419, batch=64,
+                                max_length=r_args.max_length)
     res = throughput.scoring(t_args, work / "trained", work)
     timings["throughput_s"] = round(time.perf_counter() - t0, 1)
     (args.out / "throughput_gpu.json").write_text(json.dumps({"device": args.device, **res}, indent=2) + "\n",

@@ -37,6 +37,7 @@ def scoring(args: argparse.Namespace, model_dir: Path, tmp: Path) -> dict[str, A
     pairs = load_llmbar(["Natural", "Adversarial/Neighbor"]).pairs.head(args.pairs).reset_index(drop=True)
     pairs = pairs[[c for c in pairs.columns if not c.startswith("judge:")]]
     be = RewardModelBackend(str(model_dir), device=args.device, batch_size=args.batch, max_length=args.max_length)
+    max_length = be.max_length  # the plain loop reads as much (capped at what the model reads)
     n = 2 * len(pairs)
     t0 = time.perf_counter()
     run = run_judge(pairs, get_judge("reward_pairwise"), be, cache=Cache(tmp / "score-cache.sqlite"))
@@ -60,11 +61,11 @@ def scoring(args: argparse.Namespace, model_dir: Path, tmp: Path) -> dict[str, A
         for s in range(0, len(order), args.batch):
             idx = order[s:s + args.batch]
             if tok.chat_template:
-                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=args.max_length,
+                enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
                           add_special_tokens=False, return_tensors="pt")
             else:
                 enc = tok([texts[i][0] for i in idx], [texts[i][1] for i in idx], padding=True,
-                          truncation="longest_first", max_length=args.max_length, return_tensors="pt")
+                          truncation="longest_first", max_length=max_length, return_tensors="pt")
             out = model(input_ids=enc["input_ids"].to(args.device),
                         attention_mask=enc["attention_mask"].to(args.device)).logits[:, 0]
             for i, v in zip(idx, out.tolist(), strict=True):

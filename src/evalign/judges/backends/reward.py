@@ -97,7 +97,7 @@ class RewardModelBackend(Backend):
     * ``batch_size``: conversations per forward batch; ``token_budget``: padded tokens per batch at
       most (default ``batch_size * max_length``).
     * ``max_length``: tokens read per conversation (default: the length the model was trained with,
-      from its :data:`REWARD_RECORD`, else the smaller of the model's limit and 1,024); longer ones are
+      from its :data:`REWARD_RECORD`, else 1,024; never more than the model reads); longer ones are
       truncated by :data:`~evalign.judges.backends.reward_inputs.TRUNCATION_RULE`.
     """
 
@@ -149,7 +149,7 @@ class RewardModelBackend(Backend):
         self.dtype = str(self.model.dtype).replace("torch.", "")
         record = reward_record(self.model_path)
         limit = tokenizer_limit(tokenizer, config)
-        self.max_length = int(max_length or record.get("max_length") or min(limit, DEFAULT_MAX_LENGTH))
+        self.max_length = min(int(max_length or record.get("max_length") or DEFAULT_MAX_LENGTH), limit)
         self.encoder = RewardEncoder(tokenizer, self.max_length)
         self.token_budget = int(token_budget or self.batch_size * self.max_length)
         self._content_id: str | None = None
