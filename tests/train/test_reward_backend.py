@@ -217,3 +217,15 @@ def test_cli_judge_with_the_reward_backend(reward_llama: Path, tmp_path: Path, m
     bad = runner.invoke(app, ["judge", str(pairs), "--mode", "pairwise", "--model", "m", "--base-url",
                               "http://localhost:1/v1", "--tie-margin", "0.5"])
     assert bad.exit_code != 0 and "--tie-margin applies to --backend reward" in bad.output
+
+
+def test_a_run_config_with_the_reward_backend_builds_the_reward_judges() -> None:
+    from evalign.run.config import JudgeConfig
+    from evalign.run.execute import _judge_mode, _judge_options
+
+    for mode, name in (("pairwise", "reward_pairwise"), ("absolute", "reward")):
+        jc = JudgeConfig(mode=mode, backend="reward", model="some-folder")
+        judge = get_judge(_judge_mode(jc), **_judge_options(jc))
+        assert judge.name == name and judge.column == name
+    with pytest.raises(UsageError):
+        _judge_mode(JudgeConfig(mode="geval", backend="reward", model="m"))

@@ -333,7 +333,7 @@ def judge_for_template(name: str, template: str | Template | None) -> type[Judge
     ``relative`` runs that judge (``--mode pairwise --template llmbar_cot``); with another mode it is
     an error."""
     cls = judge_class(name)
-    if template is None:
+    if template is None or (isinstance(template, str) and template == getattr(cls, "default_template", None)):
         return cls
     t = template if isinstance(template, Template) else load_template(template)
     if t.mode not in JUDGES:
