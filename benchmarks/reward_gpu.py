@@ -9,7 +9,7 @@ reward backend's scoring throughput against a plain ``transformers`` loop on the
 2. :func:`reward_throughput.scoring` on the trained model: responses per second of the reward backend
    (``run_judge``, fresh cache) and of the plain loop, same texts, same batch size, on the GPU.
 
-Writes ``$OUT/make_reward_judge_gpu.md`` (the held-out tables), ``$OUT/held_out.json``,
+Models, checkpoints and the cache stay in ``--work`` (``/tmp/reward_gpu_work``); it writes ``$OUT/make_reward_judge_gpu.md`` (the held-out tables), ``$OUT/held_out.json``,
 ``$OUT/train_result.json``, ``$OUT/throughput_gpu.json`` and ``$OUT/timings.json`` (seconds per phase).
 
 Needs, besides the image's torch + transformers + peft: ``trl`` and ``datasets`` (and what they pull:
@@ -47,11 +47,13 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--learning-rate", type=float, default=1e-5)
     ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/reward_gpu_work"),
+                    help="models, checkpoints, data, cache (kept out of --out: only results go there)")
     ap.add_argument("--tiny", action="store_true", help="a few steps, a few pairs (the CPU check of this script)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    work = args.out / "work"
+    work = args.work
     argv = ["--out", str(work), "--base", args.base, "--device", args.device, "--max-length", str(args.max_length),
             "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size), "--learning-rate",
             str(args.learning_rate), "--eval-batch-size", "64", "--save-steps", "100", "--logging-steps", "10",
