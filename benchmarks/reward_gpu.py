@@ -39,6 +39,20 @@ import make_reward_judge as recipe
 import reward_throughput as throughput
 
 
+def pack(base: str, out: str) -> None:
+    """``base`` (a folder, alias or ``minilm``) saved in float16 with its tokenizer into ``out``."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from evalign.judges.backends.reward import resolve_reward_model
+
+    path, _ = resolve_reward_model(base)
+    AutoModel.from_pretrained(path, dtype=torch.float16).save_pretrained(out, safe_serialization=True)
+    AutoTokenizer.from_pretrained(path).save_pretrained(out)
+    size = sum(f.stat().st_size for f in Path(out).rglob("*") if f.is_file())
+    print(f"wrote {base} in float16 to {out} ({size / 2**20:.1f} MiB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/reward_gpu")))
@@ -53,7 +67,13 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/reward_gpu_work"),
                     help="models, checkpoints, data, cache (kept out of --out: only results go there)")
     ap.add_argument("--tiny", action="store_true", help="a few steps, a few pairs (the CPU check of this script)")
+    ap.add_argument("--pack", nargs=2, metavar=("BASE", "DIR"),
+                    help="only write BASE (e.g. minilm) as a float16 model folder DIR small enough to carry "
+                         "(all-MiniLM-L6-v2: 45 MB), then stop; give DIR to --bases on the GPU")
     args = ap.parse_args()
+    if args.pack:
+        pack(*args.pack)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     r_args = None
