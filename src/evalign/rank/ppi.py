@@ -20,6 +20,10 @@ the judge's predictions on the ``N`` other items.
   the second ``lam`` (as ppi-python's ``ppi_logistic_ci`` does; its centre can differ slightly from
   :attr:`PPILogistic.coef`, which is ``ppi_logistic_pointestimate``'s estimate). Covariance
   ``H^-1 (n/N V_u + V_n) H^-1 / n`` (``V``: covariances of the gradients; ``H``: the Hessian over all items).
+  Where ppi-python fails (the rectified loss at ``lam = 1`` has no finite minimum: a judge that errs a
+  lot against few human labels; ppi-python's optimiser then runs off to ~1e26), evalign tunes ``lam`` at
+  the humans-only fit instead, and falls back to ``lam = 0`` (the classical interval) when a tuned fit has
+  no optimum either; :attr:`PPILogistic.fallback` says so.
 
 Variance components are kept so that the number of human labels needed to halve an interval can be
 read off (:func:`labels_to_halve`).
@@ -146,13 +150,14 @@ def _rectified_fit(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarra
                              "predictions and the human labels pull the fit apart (too few human labels, or "
                              "a system that wins or loses every battle)")
         t = 1.0
-        while True:
-            cand = th - t * step
+        while np.max(np.abs(grad)) > 1e-8:  # far from the optimum: halve the step until the loss falls;
+            cand = th - t * step  # near it, full Newton steps (the loss no longer resolves the last digits)
             fc = loss(cand)
             if fc <= f + 1e-4 * t * float(grad @ -step) or t < 1e-10:
                 break
             t /= 2
-        th, f = cand, fc
+        th = th - t * step
+        f = loss(th)
         if np.max(np.abs(t * step)) < tol:
             break
     return th
@@ -186,6 +191,15 @@ def _glm_lambda(g: np.ndarray, g_hat: np.ndarray, g_hat_u: np.ndarray, inv_h: np
     return float(np.clip(num / den, 0.0, 1.0))
 
 
+def _fit_or_classical(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarray, yhu: np.ndarray, lam: float,
+                      start: np.ndarray) -> tuple[np.ndarray, float, str]:
+    """The rectified fit at ``lam``, or, when it has no finite optimum, the humans-only fit (``lam = 0``)."""
+    try:
+        return _rectified_fit(X, y, yhat, Xu, yhu, lam, start), lam, ""
+    except ValueError:
+        return _rectified_fit(X, y, yhat, Xu, yhu, 0.0), 0.0, f"the lam = {lam:.3g} fit has no finite optimum: lam = 0"
+
+
 @dataclass(frozen=True)
 class PPILogistic:
     """Prediction-powered logistic-regression coefficients (module doc): ``coef`` (the point estimate),
@@ -205,6 +219,8 @@ class PPILogistic:
     n: int = 0
     N: int = 0
     alpha: float = 0.05
+    #: why the computation left ppi-python's path ("" when it did not; see :func:`ppi_logistic`)
+    fallback: str = ""
 
     def n_to_halve(self, weights: np.ndarray) -> float:
         """Human labels for an interval half as wide for the linear combination ``weights @ coef``."""
@@ -220,13 +236,19 @@ def ppi_logistic(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, X_unlabeled: np
     n, N, d = X.shape[0], Xu.shape[0], X.shape[1]
     if not (y.size == yhat.size == n and yhu.size == N and Xu.shape[1] == d):
         raise ValueError("X, y, yhat (labelled) and X_unlabeled, yhat_unlabeled must agree in shape")
+    fallback = ""
     # the point estimate: tune lam at the lam = 1 fit, refit (ppi_logistic_pointestimate)
-    th1 = _rectified_fit(X, y, yhat, Xu, yhu, 1.0)
+    try:
+        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 1.0)
+    except ValueError:  # plain PPI has no estimate here: tune lam at the humans-only fit instead
+        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 0.0)
+        fallback = "the lam = 1 fit has no finite optimum: lam tuned at the humans-only fit"
     lam1 = _glm_lambda(*_stats(th1, X, y, yhat, Xu, yhu, True))
-    coef = _rectified_fit(X, y, yhat, Xu, yhu, lam1, th1)
+    coef, lam1, note = _fit_or_classical(X, y, yhat, Xu, yhu, lam1, th1)
     # the interval: tune lam again at that estimate, refit, and read the covariance there (ppi_logistic_ci)
     lam2 = _glm_lambda(*_stats(coef, X, y, yhat, Xu, yhu, True))
-    center = _rectified_fit(X, y, yhat, Xu, yhu, lam2, coef)
+    center, lam2, note2 = _fit_or_classical(X, y, yhat, Xu, yhu, lam2, coef)
+    fallback = "; ".join(x for x in (fallback, note or note2) if x)
     g, g_hat, g_hat_u, inv_h = _stats(center, X, y, yhat, Xu, yhu, lam2 != 0)
     v_u = np.cov((lam2 * g_hat_u).T).reshape(d, d)
     v_n = np.cov((g - lam2 * g_hat).T).reshape(d, d)
@@ -234,7 +256,8 @@ def ppi_logistic(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, X_unlabeled: np
     cov = (n / N * imputed + rectifier) / n
     se = np.sqrt(np.diag(cov))
     z = z_value(alpha)
-    return PPILogistic(coef, center, center - z * se, center + z * se, lam1, lam2, cov, rectifier, imputed, n, N, alpha)
+    return PPILogistic(coef, center, center - z * se, center + z * se, lam1, lam2, cov, rectifier, imputed, n, N, alpha,
+                       fallback)
 
 
 __all__ = ["PPILogistic", "PPIMean", "labels_to_halve", "mean_lambda", "ppi_logistic", "ppi_mean", "z_value"]
