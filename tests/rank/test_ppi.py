@@ -6,11 +6,10 @@ good to ~1e-7 (its default stops on the loss' change); evalign's Newton fit reac
 from __future__ import annotations
 
 import numpy as np
+import ppi_py  # the test extra installs it (a missing one fails here, never skips)
 import pytest
 
 from evalign.rank.ppi import labels_to_halve, mean_lambda, ppi_logistic, ppi_mean
-
-ppi_py = pytest.importorskip("ppi_py")  # the test extra installs it; a missing one fails tests/test_package.py
 
 CONVERGED = {"ftol": 0.0, "gtol": 1e-14, "maxls": 200}
 

@@ -9,12 +9,11 @@ import math
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 
 from evalign.rank.battles import A_WINS, B_WINS, TIE, BattleArrays
 from evalign.rank.bradley_terry import BTSettings, bradley_terry
 from evalign.rank.style import fit_logistic, style_control, style_counts, style_covariates
-
-sm = pytest.importorskip("statsmodels.api")
 
 MD = """# Title
 Some **bold** text and __more bold__.

@@ -77,7 +77,7 @@ def style_covariates(counts_a: np.ndarray, counts_b: np.ndarray) -> tuple[np.nda
 def fit_logistic(X: np.ndarray, y: np.ndarray, *, tol: float = 1e-12, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, bool]:
     """The unpenalised logistic-regression MLE (no intercept; ``y`` in [0, 1]) by Newton's method with
     step halving: ``(coef, covariance = inverse Hessian, converged)``."""
-    n, d = X.shape
+    d = X.shape[1]
     th = np.zeros(d)
 
     def nll(t: np.ndarray) -> float:
