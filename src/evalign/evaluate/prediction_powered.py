@@ -51,7 +51,8 @@ def join_human(battles: pd.DataFrame, source: str | Path | pd.DataFrame, column:
     unmatched = 0
     for j, (bid, a, b) in enumerate(zip(human["id"].astype(str), human["system_a"].astype(str),
                                         human["system_b"].astype(str), strict=True)):
-        i, swapped = where.get((bid, a, b)), False
+        i: int | None = where.get((bid, a, b))
+        swapped = False
         if i is None:
             i, swapped = where.get((bid, b, a)), True
         if i is None:

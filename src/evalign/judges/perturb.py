@@ -128,40 +128,54 @@ def _strings(data: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-def _parse(data: Mapping[str, Any], path: Path) -> Probe:
-    """A :class:`Probe` from a probe file's mapping; errors name the file and the field."""
-    for key in ("name", "version", "bias", "edit", "source"):
-        if key not in data:
-            raise InputError("missing field", file=str(path), field=key)
-    edit, target, where = str(data["edit"]), str(data.get("target", "random")), str(data.get("where", "system"))
-    for key, value, allowed in (("edit", edit, EDITS), ("target", target, TARGETS), ("where", where, WHERE)):
-        if value not in allowed:
-            raise InputError(f"must be one of {', '.join(allowed)}, got {value!r}", file=str(path), field=key)
-    texts = _strings(data, "texts", path)
-    if edit in (*RESPONSE_EDITS, "note") and not texts:
-        raise InputError(f"a '{edit}' probe needs texts", file=str(path), field="texts")
+def _choice(data: Mapping[str, Any], key: str, default: str, allowed: Sequence[str], path: Path) -> str:
+    value = str(data.get(key, default))
+    if value not in allowed:
+        raise InputError(f"must be one of {', '.join(allowed)}, got {value!r}", file=str(path), field=key)
+    return value
+
+
+def _fields(data: Mapping[str, Any], texts: Sequence[str], edit: str, path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The ``fields`` of a probe file; every ``{placeholder}`` of the texts must be one of them."""
     fields = data.get("fields") or {}
     if not isinstance(fields, Mapping) or not all(isinstance(v, list) and v for v in fields.values()):
         raise InputError("must map each placeholder to a non-empty list of choices", file=str(path), field="fields")
-    fields_t = tuple((str(k), tuple(str(x) for x in v)) for k, v in fields.items())
-    known = {k for k, _ in fields_t} | ({"target"} if edit == "note" else set())
+    out = tuple((str(k), tuple(str(x) for x in v)) for k, v in fields.items())
+    known = {k for k, _ in out} | ({"target"} if edit == "note" else set())
     for t in texts:
         used = {f for _, f, _, _ in string.Formatter().parse(t) if f}
         if used - known:
             raise InputError(f"text uses {{{sorted(used - known)[0]}}}, which is not in fields", file=str(path),
                              field="texts")
+    return out
+
+
+def _labels(data: Mapping[str, Any], path: Path) -> tuple[tuple[str, tuple[str, str]], ...]:
+    labels = data.get("labels") or {}
+    if not isinstance(labels, Mapping) or not all(isinstance(v, list) and len(v) == 2 for v in labels.values()):
+        raise InputError("must map a template mode to two labels [first, second]", file=str(path), field="labels")
+    return tuple((str(k), (str(v[0]), str(v[1]))) for k, v in labels.items())
+
+
+def _parse(data: Mapping[str, Any], path: Path) -> Probe:
+    """A :class:`Probe` from a probe file's mapping; errors name the file and the field."""
+    for key in ("name", "version", "bias", "edit", "source"):
+        if key not in data:
+            raise InputError("missing field", file=str(path), field=key)
+    edit = _choice(data, "edit", "", EDITS, path)
+    texts = _strings(data, "texts", path)
+    if edit in (*RESPONSE_EDITS, "note") and not texts:
+        raise InputError(f"a '{edit}' probe needs texts", file=str(path), field="texts")
     ratio = data.get("ratio", 0.0)
     if edit == "pad" and (not isinstance(ratio, int | float) or ratio <= 0):
         raise InputError(f"a 'pad' probe needs ratio > 0 (0.5 = +50% length), got {ratio!r}", file=str(path),
                          field="ratio")
-    labels = data.get("labels") or {}
-    if not isinstance(labels, Mapping) or not all(isinstance(v, list) and len(v) == 2 for v in labels.values()):
-        raise InputError("must map a template mode to two labels [first, second]", file=str(path), field="labels")
     return Probe(
         name=str(data["name"]), version=int(data["version"]), bias=str(data["bias"]), edit=edit,
-        source=str(data["source"]), description=str(data.get("description") or ""), texts=texts, fields=fields_t,
-        ratio=float(ratio), target=target, where=where,
-        labels=tuple((str(k), (str(v[0]), str(v[1]))) for k, v in labels.items()),
+        source=str(data["source"]), description=str(data.get("description") or ""), texts=texts,
+        fields=_fields(data, texts, edit, path), ratio=float(ratio),
+        target=_choice(data, "target", "random", TARGETS, path), where=_choice(data, "where", "system", WHERE, path),
+        labels=_labels(data, path),
     )  # fmt: skip
 
 
