@@ -159,3 +159,16 @@ def test_probes_need_a_pair_judge_and_distinct_names(tmp_path: Path) -> None:
                    cache=Cache(tmp_path / "c.sqlite"))
     with pytest.raises(UsageError, match="pairwise"):
         run_probes(table(2), get_judge("absolute"), Scripted(first), cache=Cache(tmp_path / "c.sqlite"))
+
+
+def test_the_card_is_a_section_of_the_html_report(tmp_path: Path) -> None:
+    from evalign.report import write_report
+    from evalign.report.probes import card_display
+
+    card = run_probes(table(4), judge(), Scripted(longer), ProbeSettings(probes=("position", "verbosity")),
+                      cache=Cache(tmp_path / "c.sqlite"))
+    shown = card_display([card.to_json()])
+    assert shown["probe"].tolist() == ["position", "verbosity"] and shown["changed"].iloc[0] == "0.0%"
+    files = write_report(tmp_path / "r", probes=[card.to_json()])
+    page = files["html"].read_text(encoding="utf-8")
+    assert "Judge bias probes" in page and "verbosity (verbosity; CALM (Ye et al. 2024" in page
