@@ -244,7 +244,7 @@ async def arun_probes(table: pd.DataFrame, judge: Any, backend: Any, settings: P
     run = await arun_judge(rows, noted, backend, cache=cache, partial_path=partial_path, on_progress=on_progress)
     identity = backend.identity()
     model = str(getattr(backend, "display_model", None) or identity.get("model") or "")
-    patterns = list(settings.self_systems) or skip_patterns(True, model)
+    patterns = list(dict.fromkeys(list(settings.self_systems) or skip_patterns(True, model)))
     results = tuple(_result(p, run.table, run.column, both, settings, patterns) for p in probes)
     return ProbeCard(judge=run.column, signature=run.signature, model=model,
                      source=str(table.attrs.get("source", "<table>")), n_pairs=len(table), results=results,
