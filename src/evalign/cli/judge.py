@@ -98,7 +98,13 @@ TOP_P = typer.Option(None, "--top-p", help="Nucleus sampling (judge default).")
 MAX_TOKENS = typer.Option(None, "--max-tokens", help="Most tokens per judge output.")
 REPETITION_PENALTY = typer.Option(None, "--repetition-penalty", help="Where the server supports it; 0 = not sent.")
 SEED = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s).")
-GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp).")
+GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output instead of the template's "
+                       "answer shape (llama.cpp, vLLM, hf).")
+CONSTRAIN = typer.Option("auto", "--constrain", help="Constrain each answer to its template's shape: auto (where the "
+                         "backend can; else one line and unconstrained), on (or stop), off.")
+CONSTRAINT_FORMAT = typer.Option("auto", "--constraint-format", help="openai: how the server takes a constraint: "
+                                 "auto (from GET /models), llama.cpp (GBNF), vllm (structured_outputs), openai "
+                                 "(JSON schema only).")
 REASK = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed.")
 TIE = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer.")
 LOGIT_BIAS = typer.Option(False, "--logit-bias", help="LLMBar templates: decode with upstream's logit bias "
@@ -168,6 +174,8 @@ class JudgeCommand:
     repetition_penalty: float | None
     seed: int | None
     grammar: Path | None
+    constrain: str
+    constraint_format: str
     reask: int
     tie: bool
     logit_bias: bool
@@ -206,6 +214,7 @@ class JudgeCommand:
             api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
             max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
             idle_timeout=self.idle_timeout, stream=self.stream, system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
+            constraint_format=self.constraint_format if self.constraint_format != "auto" else None,
         )  # fmt: skip
 
 
@@ -223,7 +232,7 @@ def judge_cmd(
     api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
-    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, logit_bias: bool = LOGIT_BIAS,
+    grammar: Path = GRAMMAR, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT, reask: int = REASK, tie: bool = TIE, logit_bias: bool = LOGIT_BIAS,
     single_order: bool = SINGLE_ORDER,
     no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
     geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
@@ -272,6 +281,7 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
     opts: dict[str, Any] = {
         "samples": o.samples, "reask": o.reask, "column": o.name, "temperature": o.temperature, "top_p": o.top_p,
         "max_tokens": o.max_tokens, "repetition_penalty": o.repetition_penalty, "seed": o.seed,
+        "constrain": o.constrain,
     }  # fmt: skip
     if o.template:
         opts["template"] = o.template
@@ -318,9 +328,12 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend) -> Jud
                 f" · retried {c['retried']} · failed {c['failed']}[/dim]",
             )
 
+        def on_note(line: str) -> None:
+            err_console.print(f"[yellow]note[/yellow]: {escape(line)}", highlight=False, soft_wrap=True)
+
         return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
                          skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
-                         partial_path=partial, on_progress=on_progress)  # fmt: skip
+                         partial_path=partial, on_progress=on_progress, on_note=on_note)  # fmt: skip
 
 
 def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
@@ -413,6 +426,11 @@ def _validate(o: JudgeCommand) -> None:
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
     check(o.system_prompt in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
+    check(o.constrain in ("auto", "on", "off"), "--constrain", "'auto', 'on' or 'off'")
+    check(o.constraint_format in ("auto", "llama.cpp", "vllm", "openai"), "--constraint-format",
+          "'auto', 'llama.cpp', 'vllm' or 'openai'")
+    if o.grammar is not None and o.constrain == "off":
+        raise UsageError("--grammar constrains the output: it does not go with --constrain off")
     if o.length_unit not in LENGTH_UNITS:
         raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{o.length_unit}'")
 
@@ -458,6 +476,11 @@ def _counts_table(summary: dict[str, Any]) -> Table:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    constraint = summary.get("constraint") or {}
+    if constraint:
+        t.add_row("output constrained", "yes" if constraint.get("sent") else "no")
+    if constraint.get("outside_shape"):
+        t.add_row("answers outside the constraint", str(constraint["outside_shape"]))
     if calls.get("abandoned"):
         t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):
