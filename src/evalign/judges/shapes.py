@@ -26,8 +26,8 @@ The regex is in the dialect of :mod:`evalign.judges.backends.regex_gbnf` (ASCII;
 bounded length). The JSON object is written compactly (``{"k": v, "k2": v2}``, Python's
 ``json.dumps`` layout), which the canonical regex fixes.
 
-**The bound.** Free text is printable ASCII and newlines (less ``exclude``; in JSON also less ``"``
-and ``\\``), so each of its characters is at least one token of any tokenizer (byte-level BPE,
+**The bound.** Free text is printable ASCII and newlines (less ``exclude``; in a JSON string printable
+ASCII less ``"`` and ``\\``), so each of its characters is at least one token of any tokenizer (byte-level BPE,
 SentencePiece with byte fallback, tiktoken). A call with ``max_tokens`` M gives the text at most
 ``M - W - 1`` characters, W being the longest verdict (or JSON skeleton) in characters: the answer
 then always ends, verdict included, before ``max_tokens`` (the last token left for the end of
@@ -84,7 +84,7 @@ class AnswerShape:
     def _build(self) -> Node:
         chars = TEXT_CHARS - set(self.exclude)
         if self.json is not None:
-            return json_tree(self.json, chars - {'"', "\\"})
+            return json_tree(self.json, chars - {'"', "\\", "\n"})
         verdict = parse(self.verdict)
         _lo, hi = width(verdict)
         if hi is None:
