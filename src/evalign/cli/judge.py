@@ -117,6 +117,8 @@ GEVAL_FALLBACK = typer.Option("samples", "--geval-fallback", help="G-Eval when t
                               "logprobs: 'samples' (read the sampled score) or 'error' (row unscored).")
 GEVAL_MIN_MASS = typer.Option(0.5, "--geval-min-mass", help="G-Eval: least total probability of the "
                               "score tokens at the score position (0-1); below it the row is unscored.")
+CRITERIA_OPT = typer.Option(None, "--criteria", help="criteria: grade these criteria in one call (repeatable: a "
+                            "built-in rubric name or a rubric file each), each its own column J.<name>, 1-5.")
 SCORE_CRITERION = typer.Option(None, "--score-criterion", help="criteria: the score column's criterion "
                                "(naturalness, relatedness, correctness; default correctness).")
 MAX_FAILED = typer.Option(0.5, "--max-failed", help="Exit 1 when more than this fraction of the calls "
@@ -184,6 +186,7 @@ class JudgeCommand:
     skip_self: list[str] | None
     geval_fallback: str
     geval_min_mass: float
+    criteria: list[str] | None
     score_criterion: str | None
     max_failed: float
     no_cache: bool
@@ -235,7 +238,7 @@ def judge_cmd(
     grammar: Path = GRAMMAR, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT, reask: int = REASK, tie: bool = TIE, logit_bias: bool = LOGIT_BIAS,
     single_order: bool = SINGLE_ORDER,
     no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
-    geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
+    geval_min_mass: float = GEVAL_MIN_MASS, criteria: list[str] = CRITERIA_OPT, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
     no_cache: bool = NO_CACHE, human: str = HUMAN, length_unit: str = LENGTH_UNIT, name: str = NAME,
     limit: int = LIMIT, timeout: float = TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT,
     deadline: float = DEADLINE, idle_timeout: float = IDLE_TIMEOUT, stream: bool = STREAM, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
@@ -306,10 +309,10 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         opts["max_unparseable"] = o.max_unparseable_rounds
     if cls.name == "geval":
         opts.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
-    if o.score_criterion is not None:
+    if o.score_criterion is not None or o.criteria:
         if cls.name != "criteria":
-            raise CliError("--score-criterion applies to --mode criteria")
-        opts["score_criterion"] = o.score_criterion
+            raise CliError("--score-criterion and --criteria apply to --mode criteria")
+        opts.update(score_criterion=o.score_criterion, criteria=list(o.criteria or []) or None)
     return opts
 
 

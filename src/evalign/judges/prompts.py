@@ -5,8 +5,9 @@ Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version`
 two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
 that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
-(relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages) and
-``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate); any other brace text (e.g. a JSON
+(relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages),
+``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate) and ``{criteria}`` /
+``{criteria_json}`` (the criteria judge's list of criteria and its answer's form); any other brace text (e.g. a JSON
 example) is left as it is. Substitution is one pass, so a response that contains ``{rubric}`` is never
 expanded.
 
@@ -63,7 +64,7 @@ Message = dict[str, str]
 
 #: placeholders a template may use
 PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B", "questions",
-                "reference_output", "explanation_A", "explanation_B")
+                "reference_output", "explanation_A", "explanation_B", "criteria", "criteria_json")
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 #: number of score descriptions of a rubric (the 1-5 Prometheus scale)

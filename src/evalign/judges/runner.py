@@ -138,6 +138,8 @@ class JudgeSummary:
     #: the output constraint: ``mode`` (auto / on / off), ``sent`` (whether calls carried one),
     #: ``note`` (why not, or the refusal; None), ``outside_shape`` (answers outside its regex)
     constraint: Mapping[str, Any] = field(default_factory=dict)
+    #: per criterion of a criteria judge: items read (``scored``), not read, and the mean rating
+    criteria: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -631,7 +633,8 @@ async def arun_judge(
                        round(time.perf_counter() - t0, 3))
     constraint = {"mode": judge.constrain, "sent": bool(p.constrained and judge.constraints()), "note": note,
                   "outside_shape": st.outside_shape}
-    summary = replace(summary, constraint=constraint)
+    counts = getattr(judge, "criterion_counts", None)
+    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 

@@ -551,7 +551,7 @@ class OpenAICompatibleBackend(Backend):
         if chosen_form(constraint, fmt) is not None:
             return None
         hint = "" if self.constraint_format != "auto" else " (--constraint-format llama.cpp or vllm if it does)"
-        return (f"{self.base_url} is a {fmt} server ({why}), which takes a {' or '.join(FORMAT_FORMS[fmt])} "
+        return (f"{self.base_url} (constraint format {fmt}: {why}) takes a {' or '.join(FORMAT_FORMS[fmt])} "
                 f"constraint, not this {' / '.join(constraint.forms)} one{hint}")
 
     def stats(self) -> dict[str, int]:
