@@ -22,7 +22,9 @@ GBNF on the server, llguidance on hf) and without (``off``), one after the other
 auto,off``); the table shows both, with the machine's load average (1 min) before and after each row.
 
 A *call* is one request to the model; *parsed* counts the calls whose text held a verdict or grade
-(a stage call such as LLMBar's question generation counts as parsed when it returned text). Seconds per
+(a stage call such as LLMBar's question generation counts as parsed when it returned text; a G-Eval
+answer whose score tokens had less than ``--geval-min-mass`` probability was read, and is listed as
+``low_mass`` among the reasons, not counted as unparsed). Seconds per
 call = the mode's wall time / its calls (no cache: every call is made). The result is a markdown
 table on stdout (and in ``--results``).
 
@@ -122,7 +124,8 @@ def measure(kind: str, mode: str, judge: Any, table: pd.DataFrame, backend: Any,
     run = run_judge(table, judge, backend, cache=cache)
     secs = time.monotonic() - t0
     s = run.summary
-    unparsed = sum(s.calls.unscored_by_reason.values())
+    # a G-Eval answer below --geval-min-mass was read (its score is there), the judge was not sure: not a miss of format
+    unparsed = sum(v for k, v in s.calls.unscored_by_reason.items() if k != "low_mass")
     return {"backend": kind, "mode": mode, "constrained": bool(s.constraint.get("sent")), "units": s.items,
             "scored": s.scored, "calls": s.calls.total, "parsed": s.calls.total - unparsed,
             "s_per_call": secs / max(1, s.calls.new), "seconds": secs,

@@ -64,7 +64,7 @@ def test_html_with_200_is_a_clear_error(tmp_path: Path) -> None:
     page = "<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
     with FaultProxy(None, lambda seen: Status(200, body=page)) as proxy:
         proc, took = judge([str(src), "--base-url", proxy.base_url, "--model", "m"], tmp_path)
-        assert len(proxy.seen) <= 3  # fatal at once: no retries (the 3 rows may be in flight together)
+        assert len(proxy.calls) <= 3  # fatal at once: no retries (the 3 rows may be in flight together)
     assert proc.returncode == 1 and took < 30
     msg = one_line_error(proc)
     assert "HTTP 200 with a web page" in msg and "Welcome to nginx!" in msg and "--base-url" in msg

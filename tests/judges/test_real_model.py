@@ -199,7 +199,8 @@ def constrained_judges() -> dict[str, tuple[Any, bool]]:
         "relative": (get_judge("pairwise", temperature=0.0, max_tokens=64, seed=7), True),
         "criteria": (get_judge("criteria", max_tokens=128, seed=7), False),
         "llmbar_cot": (get_judge("pairwise", template="llmbar_cot", max_tokens=96, seed=7), True),
-        "geval": (get_judge("geval", temperature=0.0, seed=7), False),
+        # min_mass 0: this test is about the answer being read; the low-mass rule is tested in test_grading
+        "geval": (get_judge("geval", temperature=0.0, seed=7, min_mass=0.0), False),
     }
 
 

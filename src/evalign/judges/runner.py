@@ -257,13 +257,9 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
     )
 
 
-def safe_parse(judge: Judge, gen: Mapping[str, Any], prompt: str | None, order: str = "",
-               constrained: bool = False) -> ParseResult:
+def safe_parse(judge: Judge, gen: Mapping[str, Any], prompt: str | None, order: str = "") -> ParseResult:
     """``judge.parse_call`` (the output of a call of ``order``), but a parser failure is an unscored
-    ``parser_error`` with the text kept. ``constrained``: the call carried an output constraint
-    (the parser sees ``gen["constrained"]``)."""
-    if constrained:
-        gen = {**gen, "constrained": True}
+    ``parser_error`` with the text kept."""
     try:
         return judge.parse_call(gen, prompt, order)
     except Exception as exc:  # a parser bug must not abort the run
@@ -446,7 +442,7 @@ def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str
     for k, raw in stored.items():
         gen = json.loads(raw.decode("utf-8"))["generation"]
         c = by_key[k][0]
-        res = safe_parse(judge, gen, prompt_text(c.messages), c.order, "constraint" in c.settings)
+        res = safe_parse(judge, gen, prompt_text(c.messages), c.order)
         parsed[k] = (res, gen["choices"][0].get("text") or "")
         bad += 0 if res.ok else 1
     if stored:
@@ -479,7 +475,7 @@ class _Wave:
     def _answered(self, key: str, c: Call, res: Generation) -> None:
         data = res.to_json()
         self.cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
-        r = safe_parse(self.judge, data, prompt_text(c.messages), c.order, "constraint" in c.settings)
+        r = safe_parse(self.judge, data, prompt_text(c.messages), c.order)
         self.parsed[key] = (r, data["choices"][0].get("text") or "")
         if not fits_constraint(c.settings, res):
             self.st.outside_shape += 1

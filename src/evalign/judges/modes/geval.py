@@ -25,10 +25,9 @@ class GEval(SingleJudge):
 
     With top logprobs the score is ``sum(p_i * i) / sum(p_i)`` over the tokens ``"1".."4"`` at the score
     position (method ``logprobs``); when their total probability ``sum(p_i)`` is below ``min_mass``
-    (default 0.5) the row is unscored ``low_mass`` (the judge did not mean a score there), unless the
-    answer was constrained to the score (its shape ``[1-4]``): then the constraint, not the judge,
-    put the score there, the judge's distribution over it is those tokens' probabilities
-    renormalised, which the score already is, and ``min_mass`` does not apply. A server that
+    (default 0.5) the row is unscored ``low_mass`` (the judge did not mean a score there; also when the
+    answer was constrained to the score, shape ``[1-4]``: the constraint makes the answer readable,
+    not the judge sure). A server that
     returns no logprobs: ``fallback="samples"`` (default) reads the sampled integer (method ``samples``;
     counted in the summary and recorded in the signature), ``fallback="error"`` leaves the row unscored
     ``no_logprobs``.
@@ -77,9 +76,7 @@ class GEval(SingleJudge):
                 return unscored("no_logprobs", "no logprobs at the score position", res.feedback)
             return ParseResult(res.value, None, "samples", res.feedback, position=res.position)
         total = sum(found.values())
-        if total <= 0 and gen.get("constrained"):  # no score token among the top logprobs: the sampled one
-            return ParseResult(res.value, None, "samples", res.feedback, position=res.position)
-        if total <= 0 or (total < self.min_mass and not gen.get("constrained")):
+        if total < self.min_mass:
             return unscored("low_mass", f"score tokens' probability {total:.3g} < {self.min_mass:g}", res.feedback)
         weighted = sum(k * p for k, p in found.items()) / total
         return ParseResult(weighted, None, "logprobs", res.feedback)
