@@ -43,6 +43,8 @@ import argparse
 import json
 import os
 import platform
+import signal
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -162,6 +164,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: stop the server it started on the way out
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=6)
     ap.add_argument("--pairs", type=int, default=6)
