@@ -108,3 +108,19 @@ def test_every_answer_the_constraint_allows_reads_every_criterion(data: st.DataO
     text = data.draw(st.from_regex(re.compile(c.regex), fullmatch=True))
     res = judge.parse_call({"choices": [{"text": text, "finish_reason": "stop"}]}, None, "")
     assert res.ok and set(res.ratings) == set(CRITERIA) and res.detail == ""
+
+
+def test_max_tokens_too_small_for_the_shape(tmp_path: Path) -> None:
+    """auto: one note and the run goes on unconstrained (the calls of constrain off); on: that line is the error."""
+    notes: list[str] = []
+    be = JSONBackend(answer_of)
+    run = run_judge(items(), get_judge("criteria", criteria=CRITERIA, max_tokens=24), be,
+                    cache=Cache(tmp_path / "c.sqlite"), on_note=notes.append)
+    assert len(notes) == 1 and "max_tokens 24 is too small for the answer's shape" in notes[0]
+    assert run.summary.constraint["sent"] is False and all(r.constraint is None for r in be.seen)
+    off = run_judge(items(), get_judge("criteria", criteria=CRITERIA, max_tokens=24, constrain="off"),
+                    JSONBackend(answer_of), cache=Cache(tmp_path / "c.sqlite"))
+    assert off.summary.calls.cached == 3  # the same calls as constrain off
+    with pytest.raises(EvalignError, match="too small"):
+        run_judge(items(), get_judge("criteria", criteria=CRITERIA, max_tokens=24, constrain="on"),
+                  JSONBackend(answer_of), cache=Cache(tmp_path / "c.sqlite"))

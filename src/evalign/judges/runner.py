@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import fnmatch
 import json
 import math
@@ -284,7 +285,7 @@ class _Plan:
 
 
 def _settings(judge: Judge, sample: int, order: str, constrained: bool) -> dict[str, Any]:
-    """The settings of a call; without its output constraint when the run sends none."""
+    """The settings of a call; without an output constraint when the run sends none."""
     s = judge.call_settings(sample, order)
     if not constrained:
         s.pop("constraint", None)
@@ -598,48 +599,66 @@ async def arun_judge(
     constrained, note = await constraint_decision(judge, backend)
     if note and on_note is not None:
         on_note(note)
-    p = plan(table, judge, identity, skip_self, model, constrained)
+    active = judge if constrained else without_constraint(judge)
+    p = plan(table, active, identity, skip_self, model, constrained)
     progress = _Progress(on_progress)
     log_fh: IO[str] | None = None
     if partial_path is not None:
         Path(partial_path).parent.mkdir(parents=True, exist_ok=True)
         log_fh = open(partial_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
-        _log(log_fh, {"event": "start", "signature": str(judge.signature(identity, p.reference)),
+        _log(log_fh, {"event": "start", "signature": str(active.signature(identity, p.reference)),
                       "calls": len(p.calls), "time": time.time()})
     try:
         try:
-            st = await execute(judge, backend, p, cache, progress, log_fh)
+            st = await execute(active, backend, p, cache, progress, log_fh)
         except ConstraintRefused as exc:
             if judge.constrain == "on":
                 raise EvalignError(f"{exc} (--constrain on; --constrain auto goes on without it)") from None
             note = f"output not constrained: {exc}; going on without the constraint"
             if on_note is not None:
                 on_note(note)
-            p = plan(table, judge, identity, skip_self, model, constrained=False)
-            st = await execute(judge, backend, p, cache, progress, log_fh)
+            active = without_constraint(judge)
+            p = plan(table, active, identity, skip_self, model, constrained=False)
+            st = await execute(active, backend, p, cache, progress, log_fh)
     finally:
         if log_fh is not None:
             log_fh.close()
-    out, per_row = aggregate(judge, table, p, st)
-    run_opts = dict(judge.run_options(per_row))
-    if p.constrained and judge.constraints():
+    out, per_row = aggregate(active, table, p, st)
+    run_opts = dict(active.run_options(per_row))
+    if p.constrained:
         run_opts["constraint"] = judge.constraint_tag()
-    signature = str(judge.signature(identity, p.reference, run_opts))
-    summary = _summary(judge, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
+    signature = str(active.signature(identity, p.reference, run_opts))
+    summary = _summary(active, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
                        round(time.perf_counter() - t0, 3))
-    constraint = {"mode": judge.constrain, "sent": bool(p.constrained and judge.constraints()), "note": note,
-                  "outside_shape": st.outside_shape}
-    counts = getattr(judge, "criterion_counts", None)
+    constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
+    counts = getattr(active, "criterion_counts", None)
     summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 
+def without_constraint(judge: Judge) -> Judge:
+    """A copy of ``judge`` that sends no output constraint (its calls, and their cache keys, are those
+    of ``constrain="off"``)."""
+    if judge.constrain == "off":
+        return judge
+    out = copy.copy(judge)
+    out.constrain, out.grammar, out.json_schema = "off", None, None
+    return out
+
+
 async def constraint_decision(judge: Judge, backend: Any) -> tuple[bool, str | None]:
     """Whether the run's calls carry their output constraints, and the one line that says why not
-    (None when they do, or when none is asked for). ``constrain`` ``on`` and a backend that cannot:
-    an :class:`EvalignError` with that line."""
-    wanted = judge.constraints()
-    if judge.constrain == "off" or not wanted:
+    (None when they do, or when none is asked for). ``constrain`` ``on`` and a backend that cannot
+    (or a ``max_tokens`` too small for the answer's shape): an :class:`EvalignError` with that line."""
+    if judge.constrain == "off":
+        return False, None
+    try:
+        wanted = judge.constraints()
+    except EvalignError as exc:
+        if judge.constrain == "on":
+            raise
+        return False, f"output not constrained: {exc}"
+    if not wanted:
         return False, None
     check = getattr(backend, "check_constraint", None)
     for c in wanted:

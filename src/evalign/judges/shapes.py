@@ -108,7 +108,7 @@ class AnswerShape:
         room = max_tokens - self.fixed_width - EOS_MARGIN
         if room < 0:
             raise EvalignError(f"max_tokens {max_tokens} is too small for the answer's shape: its verdict takes up "
-                               f"to {self.fixed_width} tokens (raise --max-tokens, or use --constrain off)")
+                               f"to {self.fixed_width} tokens (raise --max-tokens)")
         return room // n if n else 0
 
     def regex(self, max_tokens: int) -> str:
