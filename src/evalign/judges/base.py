@@ -275,8 +275,15 @@ class Judge(ABC):
         return self.template.answer.tag() if self.template.answer is not None else "none"
 
     def constrained(self, settings: dict[str, Any], order: str) -> dict[str, Any]:
-        """``settings`` with the call's output constraint (at its ``max_tokens``) when it has one."""
-        c = self.constraint(int(settings.get("max_tokens", 512)), order)
+        """``settings`` with the call's output constraint (at its ``max_tokens``) when it has one; with
+        ``constrain`` auto, none where ``max_tokens`` is too small for the answer's shape (the runner
+        says so in its note), with ``on`` that is an error."""
+        try:
+            c = self.constraint(int(settings.get("max_tokens", 512)), order)
+        except EvalignError:
+            if self.constrain == "on":
+                raise
+            return settings
         return settings if c is None else {**settings, "constraint": c.to_dict()}
 
     def reask_messages(self, messages: Sequence[Message], output: str, result: ParseResult) -> list[Message]:
