@@ -162,20 +162,20 @@ def decide_reference(judge: Judge, table: pd.DataFrame) -> bool:
     a row lacking one (or a template without a reference variant) is an error."""
     refs = table["reference"].tolist() if "reference" in table.columns else [None] * len(table)
     has = [first_reference(r) is not None for r in refs]
+    needs = judge.template.needs_reference
     if judge.reference is False:
+        judge.template.text(False)  # raises for a template that needs a reference
         return False
-    if judge.reference is True:
-        judge.template.text(True)  # raises for a template without a reference variant
+    if judge.reference is True or needs:
+        if not judge.reference_variant():
+            judge.template.text(True)  # raises for a template without a reference variant
         if not all(has):
             i = has.index(False)
-            raise InputError(
-                "no reference answer (judge without one: --no-reference / reference=False)",
-                file=_source(table),
-                line=i + 1,
-                field="reference",
-            )
+            why = (f"template '{judge.template.name}' needs a reference answer on every row" if needs else
+                   "no reference answer (judge without one: --no-reference / reference=False)")
+            raise InputError(why, file=_source(table), line=i + 1, field="reference")
         return True
-    return judge.template.has_reference and bool(has) and all(has)
+    return judge.reference_variant() and bool(has) and all(has)
 
 
 def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
@@ -229,9 +229,7 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
         NAMESPACE,
         KEY_VERSION,
         dict(identity),
-        judge.template.name,
-        judge.template.version,
-        judge.template.hash(reference),
+        *judge.template_key(reference),
         rubric.hash() if rubric is not None else None,
         call.settings,
         call.sample,
