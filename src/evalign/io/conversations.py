@@ -20,6 +20,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+
 from evalign.errors import InputError, did_you_mean
 
 #: the roles a conversation message may have
@@ -192,6 +194,34 @@ def pair_conversations(out: dict[str, Any], *, file: str | None, line: int | Non
                   names={"response": "response_b"})
 
 
+def expand_turns(table: pd.DataFrame, pairwise: bool) -> pd.DataFrame:
+    """One row per assistant turn of each conversation row (``messages``; a pair table's ``messages_a``
+    and ``messages_b``): turn ``k``'s row holds the conversation cut after the k-th assistant turn, with
+    its ``instruction``, ``response`` (``response_a`` / ``response_b``) and ``turn`` = k; its other
+    columns (labels included) are copied. Rows without a conversation stay as they are."""
+    cols = PAIR_MESSAGES if pairwise else (MESSAGES,)
+    if not all(c in table.columns for c in cols):
+        return table
+    rows: list[dict[str, Any]] = []
+    for rec in table.to_dict("records"):
+        convs = [rec[c] for c in cols]
+        if not all(isinstance(m, list) and m for m in convs):
+            rows.append(rec)
+            continue
+        for k in range(1, len(assistant_turns(convs[0])) + 1):
+            row = dict(rec)
+            for c, m in zip(cols, convs, strict=True):
+                cut = truncate_to_turn(m, k)
+                row[c] = cut
+                f = conversation_fields(cut)
+                row["instruction"], row["turn"] = f["instruction"], k
+                row["response" if c == MESSAGES else f"response_{c[-1]}"] = f["response"]
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=list(dict.fromkeys([*table.columns, "turn"])))
+    out.attrs.update(table.attrs)
+    return out
+
+
 __all__ = [
     "MESSAGES",
     "PAIR_MESSAGES",
@@ -199,6 +229,7 @@ __all__ = [
     "assistant_turns",
     "check_derived",
     "conversation_fields",
+    "expand_turns",
     "pair_conversations",
     "parse_messages",
     "system_message",

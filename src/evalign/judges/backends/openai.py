@@ -33,7 +33,14 @@ from evalign.judges._http import (
 )
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.judges.backends.registry import BACKENDS, register_backend
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage, fold_system
+from evalign.judges.backends.types import (
+    Choice,
+    Generation,
+    GenerationRequest,
+    Usage,
+    answered_by,
+    fold_system,
+)
 
 log = logging.getLogger(__name__)
 
@@ -543,7 +550,9 @@ class OpenAICompatibleBackend(Backend):
             raise
         self._count(usage, retries)
         raw = raws[0] if len(raws) == 1 else {"responses": raws}
-        return Generation.from_choices(choices, usage, retries=retries, raw=raw)
+        model, fingerprint = answered_by(raw)
+        return Generation.from_choices(choices, usage, retries=retries, raw=raw, model=model,
+                                       system_fingerprint=fingerprint)
 
 
 def _body_text(resp: Any) -> str:
