@@ -134,7 +134,9 @@ class EvalSpec:
     preference accuracy for pairs; ``level`` overrides the level). ``by``: a column for the
     breakdown. ``min_group_size``: smallest group ranked (default 10 items, 30 pairs).
     ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
-    registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
+    registered dataset's name, if any. ``costs``: seconds per 1,000 items per column. ``prices``: the
+    judges' prices (:class:`~evalign.judges.usage.PriceBook`; a judge column's cost per 1,000 items is
+    computed from its per-row usage columns, see :mod:`evalign.judges.usage`).
     """
 
     human: Human
@@ -152,6 +154,7 @@ class EvalSpec:
     costs: Mapping[str, float] = field(default_factory=dict)
     baselines: bool = True
     curves: bool = False
+    prices: Any = None
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:
