@@ -112,7 +112,7 @@ class _Family:
         if not self.members:
             return self.template.name, self.template.version, self.template.hash(reference)
         tags = {f"{r}-{t}": m.tag(r) for (r, t), m in sorted(self.members.items())}
-        return f"family:{self.name}", 1, stable_hash(tags)
+        return f"family/{self.name}", 1, stable_hash(tags)
 
     def tags(self) -> list[str]:
         return [m.tag(r) for (r, _), m in sorted(self.members.items())]
@@ -260,7 +260,7 @@ def _family_options(judge: Any, base: Any, reference: bool) -> dict[str, Any]:
     if not fam.members:
         return dict(base(reference))
     opts = dict(base(False))
-    opts["template"] = f"family:{fam.name}"
+    opts["template"] = f"family/{fam.name}"
     opts["variants"] = fam.tags()
     opts["reference"] = reference if judge.reference is not None else "per row"
     return opts
