@@ -207,3 +207,22 @@ def test_cli_meta_shows_the_cost_table(tmp_path: Path) -> None:
     assert rows["J"]["calls"] == 80 and rows["J"]["cost_per_1000"] is None  # no price: no cost
     res = CliRunner().invoke(app, [*args, "--price", "cheap"])
     assert res.exit_code == 2 and "--price must be IN/OUT" in res.output
+
+
+def test_each_turn_is_graded_with_its_own_prompt(tmp_path: Path) -> None:
+    """``turns="each"``: the two-turn pair becomes two rows, turn 1 judged with FastChat's pair-v2 prompt
+    and turn 2 with pair-v2-multi-turn."""
+    seen: list[str] = []
+
+    def answer(n: int, req: Any) -> str:
+        seen.append(req.messages[-1]["content"])
+        return "[[A]]"
+
+    table = read_pairs(Path(__file__).resolve().parent / "data" / "mtbench_pairs.jsonl").head(1)
+    run = run_judge(table, get_judge("mtbench_pair", both_orders=False), Scripted(answer),
+                    cache=Cache(tmp_path / "c.sqlite"), turns="each")
+    assert run.table["turn"].tolist() == [1, 2] and run.table["id"].tolist() == ["bottle", "bottle"]
+    assert run.table["mtbench_pair"].tolist() == ["A", "A"]
+    assert seen[0].startswith("[User Question]\nWrite a two-sentence product description")
+    assert seen[1].startswith("<|The Start of Assistant A's Conversation with User|>")
+    assert len(run.table["messages_a"].iloc[0]) == 2 and len(run.table["messages_a"].iloc[1]) == 4
