@@ -246,8 +246,7 @@ def judge_cmd(
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
 ) -> None:
-    """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria, MT-Bench,
-    Arena-Hard)."""
+    """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
     _validate(o)
     mode = _judge_mode(o)
