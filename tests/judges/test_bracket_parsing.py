@@ -131,8 +131,10 @@ def test_copied_prompt_text_never_counts() -> None:
     listing = "\n".join(f"{i}. {c}" for i, c in enumerate(ARENA_CHOICES, start=1))
     assert parse_bracketed(listing + "\nMy final verdict is: [[B>A]]", "stop", style="arena_hard",
                            prompt=listing).detail == "B>A"
-    assert parse_bracketed("1. Assistant A is significantly better: [[A>>B]]", "stop", style="arena_hard",
+    assert parse_bracketed("Assistant A is significantly better: [[A>>B]]", "stop", style="arena_hard",
                            prompt=listing).detail == "A>>B"
+    assert parse_bracketed("1. Assistant A is significantly better: [[A>>B]]", "stop", style="arena_hard",
+                           prompt=listing).reason == "no_score"  # the prompt's line, numbered as there
     example = 'Example output: "My final verdict is tie: [[A=B]]".'
     assert parse_bracketed(example + "\nMy final verdict is: [[A>B]]", "stop", style="arena_hard",
                            prompt=example).detail == "A>B"

@@ -16,11 +16,12 @@ evalign's rules on top (as every evalign parser: never a guess, see :mod:`evalig
 
 * An output cut off at ``max_tokens`` is unscored ``truncated``; an empty one ``empty``.
 * Text copied from the prompt never counts. Masked first: an output line equal to a whole line of the
-  prompt (at least :data:`~evalign.judges.parsing.ECHO_MIN_CHARS` characters), and the prompt's own
-  format phrases (MT-Bench: ``"[[A]]" if assistant A is better, "[[B]]" if ...``, ``for example:
-  "Rating: [[5]]"``; Arena-Hard: ``Example output: "My final verdict is tie: [[A=B]]"`` and its list of
-  the five labelled choices when two or more of them are copied - one choice line alone is an answer).
-  A line copied only in part is not masked: ``Rating: [[5]]`` written as the answer is a 5.
+  prompt (at least :data:`~evalign.judges.parsing.ECHO_MIN_CHARS` characters: ``1. Assistant A is
+  significantly better: [[A>>B]]`` as the prompt numbers it), and the prompt's own format phrases
+  (MT-Bench: ``"[[A]]" if assistant A is better, "[[B]]" if ...``, ``for example: "Rating: [[5]]"``;
+  Arena-Hard: ``Example output: "My final verdict is tie: [[A=B]]"`` and its list of the five labelled
+  choices when two or more of them are copied). A line copied only in part is an answer: ``Rating:
+  [[5]]`` is a 5, and ``Assistant A is significantly better: [[A>>B]]`` (one choice, unnumbered) an A.
 * Several different values are ``conflicting`` (upstream takes the first rating, and A before B
   before C), a rating outside 1-10 is ``out_of_range``, an Arena-Hard label that is not one of the
   five is ``unknown_label``.
@@ -69,17 +70,14 @@ def _blank(m: re.Match[str]) -> str:
     return " " * len(m.group(0))
 
 
-def mask_copied(text: str, prompt: str | None, phrases: Sequence[str], keep: Sequence[str] = ()) -> str:
+def mask_copied(text: str, prompt: str | None, phrases: Sequence[str]) -> str:
     """``text`` with copied prompt text blanked out (same length, offsets stay valid): each line equal
-    to a whole prompt line of at least ``ECHO_MIN_CHARS`` characters (unless it is one of ``keep``),
-    and every occurrence of ``phrases``."""
+    to a whole prompt line of at least ``ECHO_MIN_CHARS`` characters, and every occurrence of ``phrases``."""
     if prompt:
         prompt_lines = {s for s in (ln.strip() for ln in prompt.split("\n")) if len(s) >= ECHO_MIN_CHARS}
-        kept = set(keep)
         lines = text.split("\n")
         for i, line in enumerate(lines):
-            s = line.strip()
-            if s in prompt_lines and not any(s.endswith(k) for k in kept):
+            if line.strip() in prompt_lines:
                 lines[i] = " " * len(line)
         text = "\n".join(lines)
     for phrase in phrases:
@@ -110,8 +108,7 @@ def parse_bracketed(text: str | None, finish_reason: str | None = None, *, style
     clean = clean_output(text or "")
     if not clean:
         return unscored("empty")
-    keep = ARENA_CHOICES if style == "arena_hard" else ()
-    masked = mask_copied(clean, prompt, PHRASES[style], keep)
+    masked = mask_copied(clean, prompt, PHRASES[style])
     if style == "arena_hard":
         masked = _mask_arena_choices(masked)
         return _arena(clean, masked)
