@@ -14,7 +14,15 @@ Output columns (the one convention of every judge; ``J`` is the judge's column n
 * per mode: ``J.median``, ``J.std``, ``J.n`` (samples > 1); ``J.naturalness``, ``J.relatedness``,
   ``J.correctness`` (criteria); ``J.method`` (geval: ``logprobs`` / ``samples``); ``J.code`` (pairs:
   +1 = A better, -1 = B better, 0 = tie), ``J.ab``, ``J.ba``, ``J.consistent`` (relative);
-  ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking).
+  ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking); ``J.label_ab``, ``J.label_ba`` (Arena-Hard).
+* what the row's calls took (written by the runner, :mod:`evalign.judges.usage`): ``J.calls``,
+  ``J.unparsed``, ``J.prompt_tokens``, ``J.completion_tokens``, ``J.seconds``, ``J.model`` and, when a
+  server returned one, ``J.fingerprint``.
+
+A row may hold a conversation (``messages``; ``messages_a`` / ``messages_b`` for pairs, see
+:mod:`evalign.io.conversations`): a template with turn placeholders (MT-Bench's) shows its turns
+(:func:`turn_fields`), any other sees the transcript up to the graded user turn as its instruction
+(:func:`context_instruction`, :func:`pair_instruction`).
 """
 
 from __future__ import annotations
