@@ -50,7 +50,7 @@ def arena_get_score() -> Callable[..., Any]:
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ArenaHard")
     fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "get_score")
     namespace: dict[str, Any] = {"Tuple": tuple, "Union": Any, "Optional": Any}
-    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(JUDGES_PY), "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(JUDGES_PY), "exec"), namespace)
     return lambda text: namespace["get_score"](None, text, re.compile(r"\[\[([AB<>=]+)\]\]"))
 
 

@@ -189,6 +189,7 @@ def test_report_plots_agreement_against_cost(tmp_path: Path) -> None:
     section = next(s for s in report.sections if s.key == "judge_cost")
     assert section.figures[0].name == "agreement_vs_cost" and section.figures[0].png.startswith(b"\x89PNG")
     [(title, shown)] = section.tables.items()
+    assert title.startswith("Cost and time of the judges")
     assert list(shown["metric"]) == ["J"] and "cost_per_1000" in shown.columns
     acc = next(s for s in report.sections if s.key == "pair_accuracy")
     assert all("calls" not in df.columns for df in acc.tables.values())  # the cost group has its own section
