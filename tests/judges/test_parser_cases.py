@@ -108,15 +108,27 @@ ROW = {
     "reference": "Water moves between the sea, the air and the land.",
     "response_a": "Water evaporates and falls again.", "response_b": "Rain comes from clouds made of vapour.",
 }  # fmt: skip
-MODE_JUDGE = {"absolute": "absolute", "relative": "pairwise", "geval": "geval", "criteria": "criteria", "llmbar": "pairwise"}
+MODE_JUDGE = {"absolute": "absolute", "relative": "pairwise", "geval": "geval", "criteria": "criteria", "llmbar": "pairwise",
+              "mtbench_single": "mtbench_single", "mtbench_pair": "mtbench_pair", "arena_hard": "arena_hard"}
+#: the row of a multi-turn template (its second turn graded; one reference per turn)
+_TURNS = [{"role": "user", "content": "Describe the water cycle."}, {"role": "assistant", "content": "It cycles."},
+          {"role": "user", "content": "Keep it short."}]
+ROW_TURNS = {
+    **ROW, "instruction": "Keep it short.", "input": "", "turn": 2, "reference": [ROW["reference"], "Sea, air, land."],
+    "messages": [*_TURNS, {"role": "assistant", "content": ROW["response"]}],
+    "messages_a": [*_TURNS, {"role": "assistant", "content": ROW["response_a"]}],
+    "messages_b": [*_TURNS, {"role": "assistant", "content": ROW["response_b"]}],
+}  # fmt: skip
+#: modes whose prompts spell out the answer (LLMBar's "Therefore, Output (a) is better.", MT-Bench's "[[A]]")
+SPELLED_OUT = ("llmbar", "mtbench_single", "mtbench_pair", "arena_hard")
 
 
 def _cases() -> list[tuple[str, bool, str | None]]:
     out = []
     for name in list_templates():
         t = load_template(name)
-        refs = [True, False] if t.has_reference else [False]
-        uses_rubric = "{rubric}" in t.without_reference
+        refs = [True] if t.needs_reference else [True, False] if t.has_reference else [False]
+        uses_rubric = "{rubric}" in (t.without_reference or t.with_reference or "")
         for ref in refs:
             for rubric in list_rubrics() if uses_rubric else [None]:
                 out.append((name, ref, rubric))
@@ -143,8 +155,14 @@ def test_no_window_of_a_rendered_prompt_is_scored(name: str, reference: bool, ru
         opts["rubric"] = rubric
     if name.endswith("_tie"):
         opts["tie"] = True
+    if "{criteria}" in t.text(reference):  # several criteria in one call (criteria_rubrics)
+        opts["criteria"] = ["helpfulness", "honesty"]
     judge = get_judge(MODE_JUDGE[t.mode], **opts)
-    for _, messages in judge.prompts(ROW, judge.rubric, reference):
+    row = ROW_TURNS if "{question_2}" in t.text(reference) else ROW
+    row = {k: v for k, v in row.items() if not (k == "messages" and judge.pairwise)}
+    if t.mode in ("mtbench_single", "mtbench_pair"):  # a family: make sure the variant named is the one shown
+        assert judge.family.choose(row, reference, False, True)[0].name == name
+    for _, messages in judge.prompts(row, judge.rubric, reference):
         prompt = prompt_text(messages)
         # a few-shot template's example answers (its assistant turns) are answers by design: the windows
         # are those of the rest of the prompt (the parser is still given all of it)
@@ -153,7 +171,7 @@ def test_no_window_of_a_rendered_prompt_is_scored(name: str, reference: bool, ru
         scored = []
         # LLMBar's prompts spell out the answer itself ('"Therefore, Output (a) is better."'), so a piece of
         # one line cut out of the prompt can be a true answer: line windows only for them
-        chars = rubric in (None, "helpfulness") and t.mode != "llmbar"
+        chars = rubric in (None, "helpfulness") and t.mode not in SPELLED_OUT
         for w in _windows(asked, chars=chars):
             r = judge.parse({"choices": [{"text": w, "finish_reason": "stop"}]}, prompt)
             if r.ok:

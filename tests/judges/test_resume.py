@@ -119,6 +119,9 @@ def test_interrupted_run_resumes_without_repeating_calls(
     assert not partial.exists()
 
     got = pd.read_json(out, lines=True)
-    pd.testing.assert_frame_equal(got, expected)
+    # every column as the uninterrupted run wrote it, but the calls' latencies (measured, never the same)
+    timing = [c for c in got.columns if c.endswith(".seconds")]
+    assert timing and (got[timing] > 0).all().all()
+    pd.testing.assert_frame_equal(got.drop(columns=timing), expected.drop(columns=timing))
     col = "prometheus_absolute[helpfulness]"
     assert (got[f"{col}.status"] == "scored").all()

@@ -69,13 +69,22 @@ from evalign.judges.backends import (
 from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
 from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.parsing import REASONS
+from evalign.judges.runner import TURNS as TURN_MODES
 from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
+from evalign.judges.usage import Price, parse_price, price_book
 
 # --- the options, declared once ------------------------------------------------------------------
 
 FILE = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet.")
-MODE = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge); "
-                    "with --backend reward: absolute (each response's reward) or pairwise (A vs B by the rewards).")
+MODE = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria | mtbench_single | "
+                    "mtbench_pair | arena_hard (or a plugin judge); with --backend reward: absolute (each response's "
+                    "reward) or pairwise (A vs B by the rewards).")
+TURNS = typer.Option("last", "--turns", help="Conversations (messages / messages_a, messages_b): 'last' grades the "
+                     "last assistant turn in context; 'each' grades every assistant turn (one output row per turn).")
+PRICE = typer.Option(None, "--price", help="The judge's price per million input/output tokens, IN/OUT (e.g. 2.5/10): "
+                     "the summary shows the cost per 1,000 items.")
+PRICES = typer.Option(None, "--prices", help="A price file (YAML: model name or glob -> {input, output} per million "
+                      "tokens); default: $EVALIGN_PRICES.")
 RANKING = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
                        "independently, re-grade ties (Prometheus' ranking protocol).")
 MAX_ROUNDS = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called.")
@@ -215,6 +224,9 @@ class JudgeCommand:
     response_field: str | None
     system: str | None
     as_json: bool
+    turns: str = "last"
+    price: str | None = None
+    prices: Path | None = None
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -251,7 +263,7 @@ def judge_cmd(
     deadline: float = DEADLINE, idle_timeout: float = IDLE_TIMEOUT, stream: bool = STREAM, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
     system_field: str = SYSTEM_FIELD, instruction_field: str = INSTRUCTION_FIELD, input_field: str = INPUT_FIELD,
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -261,8 +273,10 @@ def judge_cmd(
     table = _load_table(o, cls.pairwise)
     judge = get_judge(mode, **_judge_options(o, cls, mode))
     be = checked_backend(o.backend, o.backend_options())
-    run = _run(o, table, judge, be)
+    run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be)
+    if summary.get("drift"):
+        err_console.print(f"warning: {escape(summary['drift'])}", highlight=False)
     if o.as_json:
         emit_json(summary)
     else:
@@ -310,6 +324,8 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         raise CliError(f"--mode {mode} does not use a rubric")
     if cls.name in ("prometheus_relative", "llmbar"):
         opts.update(tie=o.tie, both_orders=not o.single_order)
+    elif cls.pairwise and cls.name in ("mtbench_pair", "arena_hard"):
+        opts["both_orders"] = not o.single_order  # their prompts always offer a tie
     elif o.tie or o.single_order:
         raise CliError("--tie and --single-order apply to --mode pairwise")
     if cls.name == "reward_pairwise":
@@ -332,7 +348,16 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
     return opts
 
 
-def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend) -> JudgeRun:
+def _judge_price(o: JudgeCommand, be: Backend) -> Price | None:
+    """The judge's price: ``--price``, else the price file's (``--prices`` / ``$EVALIGN_PRICES``) for the
+    model asked for (the answers' own model names are looked up by ``evalign meta``)."""
+    if o.price is not None:
+        return parse_price(o.price)
+    book = price_book(o.prices)
+    return book.for_model(be.identity().get("model"), o.model)
+
+
+def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend, price: Price | None = None) -> JudgeRun:
     """Run the judge with a progress bar (``OUT.partial.jsonl`` logs finished calls)."""
     partial = Path(f"{o.out}.partial.jsonl") if o.out else None
     with progress(transient=True, disable=o.as_json) as bar:
@@ -352,7 +377,8 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend) -> Jud
 
         return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
                          skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
-                         partial_path=partial, on_progress=on_progress, on_note=on_note)  # fmt: skip
+                         partial_path=partial, on_progress=on_progress, on_note=on_note, turns=o.turns,
+                         price=price)  # fmt: skip
 
 
 def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
@@ -451,6 +477,9 @@ def _validate(o: JudgeCommand) -> None:
           "'auto', 'llama.cpp', 'vllm' or 'openai'")
     if o.grammar is not None and o.constrain == "off":
         raise UsageError("--grammar constrains the output: it does not go with --constrain off")
+    check(o.turns in TURN_MODES, "--turns", " or ".join(f"'{t}'" for t in TURN_MODES))
+    if o.price is not None:
+        parse_price(o.price)
     if o.length_unit not in LENGTH_UNITS:
         raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{o.length_unit}'")
 
@@ -474,6 +503,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         console.print(_unscored_table(summary))
     if summary["distribution"]:
         console.print(_distribution_table(summary))
+    if summary.get("usage"):
+        console.print(_usage_table(summary))
     console.print(_bias_table(summary["bias"]))
     err_console.print(f"[dim]{escape(summary['signature'])}[/dim]", highlight=False)
 
@@ -505,6 +536,31 @@ def _counts_table(summary: dict[str, Any]) -> Table:
         t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):
         t.add_row(f"G-Eval method {method}", str(n))
+    return t
+
+
+def _usage_table(summary: dict[str, Any]) -> Table:
+    """Calls, tokens, time, parse rate and cost of the judged items, and the model versions that answered."""
+    u = summary["usage"]
+    t = _table(f"Cost and time ({u['items']} items judged)", ("", "left"), ("value", "right"))
+    t.add_row("calls answered (cached or new)", str(u["calls"]))
+    t.add_row("parse rate (answers read)", fmt_value(u["parse_rate"], 3))
+    t.add_row("prompt tokens", f"{u['prompt_tokens']:,}")
+    t.add_row("completion tokens", f"{u['completion_tokens']:,}")
+    t.add_row("seconds per call", fmt_value(u["seconds_per_call"], 3))
+    t.add_row("seconds per 1,000 items (one call at a time)", fmt_value(u["seconds_per_1000_items"], 1))
+    if u.get("price"):
+        p = u["price"]
+        t.add_row("price per 1M tokens (in / out)", f"{p['input_per_million']:g} / {p['output_per_million']:g}")
+        t.add_row("cost", fmt_value(u["cost"], 4))
+        t.add_row("cost per 1,000 items", fmt_value(u["cost_per_1000_items"], 4))
+    else:
+        t.add_row("cost per 1,000 items", "no price (--price IN/OUT or --prices FILE)")
+    t.add_row("this run: new calls / prompt / completion tokens",
+              f"{u['new_calls']} / {u['new_prompt_tokens']:,} / {u['new_completion_tokens']:,}")
+    for v in summary.get("models", []):
+        who = escape(str(v["model"] or "?")) + (f" ({escape(str(v['system_fingerprint']))})" if v["system_fingerprint"] else "")
+        t.add_row(f"answered by {who}", f"{v['calls']} calls")
     return t
 
 

@@ -71,6 +71,10 @@ NO_BASELINES: Any = typer.Option(False, "--no-baselines", help="Leave the baseli
 OPTION: Any = typer.Option([], "--option", help="Metric option metric.key=value (repeatable).")
 NO_CACHE: Any = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring.")
 AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
+PRICE: Any = typer.Option([], "--price", help="A judge's price per million input/output tokens for its cost per "
+                          "1,000 items: IN/OUT (every judge) or COLUMN=IN/OUT (repeatable).")
+PRICES: Any = typer.Option(None, "--prices", help="A price file (YAML: model name or glob -> {input, output} per "
+                           "million tokens; looked up by each judge's J.model column); default: $EVALIGN_PRICES.")
 
 
 def register(app: typer.Typer) -> None:
@@ -87,7 +91,7 @@ def meta_cmd(
     no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -108,8 +112,10 @@ def meta_cmd(
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
+    from evalign.judges.usage import price_book
+
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
-                     baselines=not no_baselines)
+                     baselines=not no_baselines, prices=price_book(prices, list(price)))
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
         result = evaluate(spec, progress=stages.resampling())
@@ -264,7 +270,8 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
-    rows = rows.drop(columns=[c for c in ("definition", *FIELDS) if c in rows.columns])
+    cost = [c for c in COST_SHOWN if c != "s_per_1000"]  # shown in their own table (print_costs)
+    rows = rows.drop(columns=[c for c in ("definition", *FIELDS, *cost) if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -299,6 +306,38 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
         return pd.DataFrame()
     rows = rows[(rows["group"] == group) & pd.to_numeric(rows["accuracy_both"], errors="coerce").notna()]
     return rows[["metric", *DIAGNOSTICS_SHOWN]].rename(columns=DIAGNOSTICS_SHOWN).reset_index(drop=True)
+
+
+#: the cost columns shown under a trust table, with their headers
+COST_SHOWN = {"calls": "calls", "prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens",
+              "s_per_call": "s/call", "parse_rate": "parse rate", "s_per_1000": "s/1k items",
+              "cost_per_1000": "cost/1k items"}
+
+
+def cost_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
+    """The cost column group of the judges with usage (calls, tokens, seconds, parse rate, cost per
+    1,000 items), for one group of a trust table's rows, beside the ranking statistic (empty when no
+    judge has usage)."""
+    rows = pd.DataFrame(rows)
+    if rows.empty or "calls" not in rows.columns:
+        return pd.DataFrame()
+    rows = rows[(rows["group"] == group) & pd.to_numeric(rows["calls"], errors="coerce").notna()]
+    out = rows[["metric", "value", *COST_SHOWN]].rename(columns=COST_SHOWN).reset_index(drop=True)
+    for c in ("calls", "prompt tokens", "completion tokens"):
+        out[c] = [f"{int(v):,}" for v in out[c]]
+    out["cost/1k items"] = ["-" if not (isinstance(v, float) and math.isfinite(v)) else f"{v:.4g}"
+                            for v in out["cost/1k items"]]
+    return out
+
+
+def print_costs(rows: Any, statistic: str) -> None:
+    """The judges' cost table under a trust table (nothing when no judge has usage columns)."""
+    df = cost_display(rows)
+    if df.empty:
+        return
+    print_table(df.rename(columns={"value": statistic}), digits=3,
+                title="Judges: cost and time (whole table; seconds are the calls' latencies added up; cost needs a "
+                      "price: --price IN/OUT or --prices FILE)")
 
 
 def print_diagnostics(rows: Any) -> None:
@@ -414,5 +453,6 @@ def render(r: Any) -> None:
     for t in r.trust:
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
         print_diagnostics(t.rows)
+        print_costs(t.rows, t.statistic)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

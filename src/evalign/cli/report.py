@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
-from evalign.cli.meta import existing_columns
+from evalign.cli.meta import PRICE, PRICES, existing_columns
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report import write_report
@@ -55,6 +55,7 @@ def report_cmd(
     pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS,
     metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
+    price: list[str] = PRICE, prices: Path = PRICES,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -75,7 +76,10 @@ def report_cmd(
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
-    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling)
+    from evalign.judges.usage import price_book
+
+    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,
+                     prices=price_book(prices, list(price)))
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
@@ -119,7 +123,7 @@ def report_inputs(settings: Any) -> Any:
 
 
 def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list[str], *, by: str | None,
-               resampling: Any) -> ReportJob:
+               resampling: Any, prices: Any = None) -> ReportJob:
     """Read the inputs of ``settings``, find or compute the metric and judge columns, and build the
     report's :class:`~evalign.evaluate.EvalSpec` (its trust tables by the labels' kind; the breakdown
     by ``task`` when it has several values, its labels merged by case)."""
@@ -150,7 +154,8 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
         spec = EvalSpec(human=hum, columns=tuple(cols), items=table, pairs=pairs, by=by, trust=_requests(hum.kind, inputs.ds),
                         resampling=resampling, source=inputs.source, dataset=inputs.dataset,
                         costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10,
-                        statistics=tuple(inputs.ds.statistics) if inputs.ds is not None else ())
+                        statistics=tuple(inputs.ds.statistics) if inputs.ds is not None else (),
+                        prices=prices)
     except EvalignError as e:
         raise CliError(str(e)) from None
     return ReportJob(inputs, spec, runs, merges)

@@ -21,7 +21,9 @@ class TrustTable:
     """One ranking: ``rows`` (columns ``group, n, kind, rank, cluster, metric, value, ci_low,
     ci_high, p_vs_best, beats_baselines``, further statistics, ``epsilon``, ``s_per_1000`` and
     for judges ``n_unparseable`` and, for a pairwise judge run in both orders, the order diagnostics
-    :data:`evalign.meta.order_diagnostics.FIELDS`; for baselines their ``definition``); ``groups`` (``group, n,
+    :data:`evalign.meta.order_diagnostics.FIELDS`; when a judge has per-row usage columns, the cost group
+    :data:`evalign.evaluate.stages.COST_COLUMNS` (whole table; NaN for the other rows) and its
+    ``s_per_1000``; for baselines their ``definition``); ``groups`` (``group, n,
     status``); ``signature``. ``headline``: one line when no metric or judge beats the best trivial
     baseline of ``(all)`` (ranks and clusters are then withheld, None); ``warnings``: the warnings of
     this table (also in :attr:`EvalResult.warnings`)."""

@@ -137,7 +137,9 @@ class EvalSpec:
     registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
     ``statistics``: statistics the dataset declares for its judges (objects with ``name``,
     ``description`` and ``compute(pairs, column) -> float``, see
-    :class:`evalign.datasets.DatasetStatistic`), a column each of a pair table's trust table.
+    :class:`evalign.datasets.DatasetStatistic`), a column each of a pair table's trust table. ``prices``: the
+    judges' prices (:class:`~evalign.judges.usage.PriceBook`; a judge column's cost per 1,000 items is
+    computed from its per-row usage columns, see :mod:`evalign.judges.usage`).
     """
 
     human: Human
@@ -156,6 +158,7 @@ class EvalSpec:
     baselines: bool = True
     curves: bool = False
     statistics: tuple[Any, ...] = ()
+    prices: Any = None
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:

@@ -30,6 +30,7 @@ from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
 from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
 from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
+from evalign.judges.usage import JudgeUsage, has_usage, table_models, table_usage
 from evalign.meta.significance import CORRELATIONS
 from evalign.meta.trust import Predictor, rank_predictors
 
@@ -77,6 +78,31 @@ def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None 
     })
     sig["text"] = "|".join(f"{k}:{v}" for k, v in sig.items() if k not in ("epsilon_rule", "text") and v is not None)
     return sig
+
+
+#: the cost column group of a trust table (judges with usage columns; whole table, the same in every
+#: group), after ``s_per_1000``: answered calls, tokens, mean seconds per call, parse rate, cost per 1,000 items
+COST_COLUMNS = ("calls", "prompt_tokens", "completion_tokens", "s_per_call", "parse_rate", "cost_per_1000")
+
+
+def add_cost_columns(rows: pd.DataFrame, usage: Mapping[str, JudgeUsage]) -> None:
+    """The cost column group (:data:`COST_COLUMNS`) of the judges in ``usage`` (NaN for other rows; no
+    column when no judge has usage), and their ``s_per_1000`` where the table has none (in place)."""
+    if not usage:
+        return
+    metrics = rows["metric"].tolist()
+
+    def col(f: Callable[[JudgeUsage], float]) -> list[float]:
+        return [float(f(usage[m])) if m in usage else np.nan for m in metrics]
+
+    rows["s_per_1000"] = [u if m not in usage or np.isfinite(u) else usage[m].seconds_per_1000
+                          for m, u in zip(metrics, pd.to_numeric(rows["s_per_1000"]), strict=True)]
+    rows["calls"] = col(lambda u: u.calls)
+    rows["prompt_tokens"] = col(lambda u: u.prompt_tokens)
+    rows["completion_tokens"] = col(lambda u: u.completion_tokens)
+    rows["s_per_call"] = col(lambda u: u.seconds_per_call)
+    rows["parse_rate"] = col(lambda u: u.parse_rate)
+    rows["cost_per_1000"] = col(lambda u: u.cost_per_1000)
 
 
 def paired_test_of(req: TrustRequest) -> str:
@@ -325,6 +351,7 @@ class Evaluation:
             rows = with_ceiling(rows, group_rows, groups, ceiling)
         if not rows.empty:
             self.extra_columns(rows, groups)
+            add_cost_columns(rows, self.judge_usage())
             defs = B.definitions(req.statistic, self.labels_have_ties(req), self.spec.human.rater)
             rows["definition"] = [defs.get(str(m)) if k == "baseline" else None
                                   for m, k in zip(rows["metric"], rows["kind"], strict=True)]
@@ -356,6 +383,25 @@ class Evaluation:
     def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
         """Add table-specific columns to the ranked ``rows`` (in place)."""
 
+    def judge_usage(self) -> dict[str, JudgeUsage]:
+        """Each judge column's :class:`~evalign.judges.usage.JudgeUsage` over the whole table, from its
+        per-row usage columns (in the evaluated table, else in the item table of the scored sides), at
+        its price in ``spec.prices``; judges without usage columns are left out."""
+        out: dict[str, JudgeUsage] = {}
+        tables = [t for t in (self.table, self.spec.items) if t is not None]
+        for c in self.cols:
+            if c.kind != "judge":
+                continue
+            t = next((t for t in tables if has_usage(t, c.name)), None)
+            if t is None:
+                continue
+            book = self.spec.prices
+            price = book.price(c.name, table_models(t, c.name)) if book is not None else None
+            u = table_usage(t, c.name, price)
+            if u is not None:
+                out[c.name] = u
+        return out
+
     # -- breakdown, curves, sign ---------------------------------------------------------------
 
     def breakdown(self) -> pd.DataFrame | None:
@@ -386,12 +432,14 @@ class Evaluation:
 
 
 __all__ = [
+    "COST_COLUMNS",
     "MAX_CURVE_POINTS",
     "PROGRESS",
     "Ceiling",
     "Evaluation",
     "Progress",
     "Undefined",
+    "add_cost_columns",
     "align_note",
     "baseline_warnings",
     "columns_json",

@@ -13,6 +13,14 @@ from typing import Any
 import pandas as pd
 
 from evalign.errors import InputError, UsageError, did_you_mean
+from evalign.io.conversations import (
+    MESSAGES,
+    PAIR_MESSAGES,
+    check_derived,
+    conversation_fields,
+    pair_conversations,
+    parse_messages,
+)
 from evalign.io.readers import (
     CORE_FIELDS,
     STDIO,
@@ -107,6 +115,7 @@ def _validate(
         for k, v in out.items():
             if not isinstance(v, int | float | bool) and v is not None:
                 check_value_text(v, file=file, line=line, field=fields.get(k, k), line_word=line_word)
+    _item_conversation(out, where)
     _validate_core(out, where, default_system)
     _validate_reference(out, where, require_reference)
     for h in human:
@@ -120,6 +129,30 @@ def _validate(
             out[c] = parse_number(out[c], from_text=numeric_from_text, file=file, line=line, field=c,
                                   line_word=line_word)
     return out
+
+
+def _turn_key(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The graded turn as part of a row's key (per-turn items of one conversation share their id), or
+    nothing for a row without a ``turn``."""
+    t = row.get("turn")
+    if is_missing(t) or t == "":
+        return ()
+    return (str(int(t)) if isinstance(t, float) and t.is_integer() else str(t),)
+
+
+def _item_conversation(out: dict[str, Any], where: _Where) -> None:
+    """A record's ``messages`` (when given) checked, and its ``instruction``, ``response`` and ``turn``
+    filled from it (see :mod:`evalign.io.conversations`; in place)."""
+    if is_missing(out.get(MESSAGES)):
+        out.pop(MESSAGES, None)
+        return
+    src = where.fields.get(MESSAGES, MESSAGES)
+    msgs = parse_messages(out[MESSAGES], file=where.file, line=where.line, field=src, line_word=where.line_word)
+    if not is_missing(out.get("input")) and out.get("input") != "":
+        raise where.err("an item with 'messages' holds its input in the user turn; leave 'input' empty", "input")
+    out[MESSAGES] = msgs
+    check_derived(out, conversation_fields(msgs), field=src, file=where.file, line=where.line,
+                  line_word=where.line_word, names={k: k for k in ("instruction", "response", "turn")})
 
 
 def _validate_core(out: dict[str, Any], where: _Where, default_system: str | None) -> None:
@@ -216,16 +249,17 @@ def records_to_table(
     fmap = dict(fields or {})
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, ...], int] = {}
     for line, rec in records:
         word = meta.get("line_word", "line")
         try:
             row = _validate(rec, file=file, line=line, fields=fmap, human=human, require_reference=require_reference,
                             default_system=default_system, numeric_from_text=numeric_from_text, line_word=word,
                             scores=scores)
-            key = (row["id"], row["system"])
+            key = (row["id"], row["system"], *_turn_key(row))
             if key in seen:
-                raise InputError(f"duplicate (id, system) = ({key[0]!r}, {key[1]!r}); first seen on {word} {seen[key]}",
+                names = "(id, system, turn)" if len(key) > 2 else "(id, system)"
+                raise InputError(f"duplicate {names} = ({', '.join(map(repr, key))}); first seen on {word} {seen[key]}",
                                  file=file, line=line, field=fmap.get("id", "id"), line_word=word)
         except InputError as e:
             if on_invalid == "error":
@@ -333,6 +367,10 @@ def _validate_pair(rec: dict[str, Any], *, file: str, line: int, word: str, from
     for k, v in out.items():
         if not isinstance(v, int | float | bool) and v is not None:
             check_value_text(v, file=file, line=line, field=k, line_word=word)
+    for f in PAIR_MESSAGES:
+        if is_missing(out.get(f)):
+            out.pop(f, None)
+    pair_conversations(out, file=file, line=line, line_word=word)
     for f in PAIR_REQUIRED:
         v = out.get(f)
         if f != "instruction" and (is_missing(v) or (f == "id" and v == "")):
@@ -390,13 +428,14 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
     :func:`parse_preference` into +1 / -1 / 0 / NaN (floats). Errors name the file, line and field."""
     name, records, meta, from_text = _open_records(source)
     rows: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, ...], int] = {}
     for line, rec in records:
         word = meta.get("line_word", "line")
         out = _validate_pair(rec, file=name, line=line, word=word, from_text=from_text, pref=pref)
-        pid = out["id"]
+        pid = (out["id"], *_turn_key(out))
         if pid in seen:
-            raise InputError(f"duplicate id {pid!r}; first seen on {word} {seen[pid]}", file=name, line=line,
+            shown = f"id {pid[0]!r}" if len(pid) == 1 else f"(id, turn) = ({pid[0]!r}, {pid[1]!r})"
+            raise InputError(f"duplicate {shown}; first seen on {word} {seen[pid]}", file=name, line=line,
                              line_word=word, field="id")
         seen[pid] = line
         rows.append(out)

@@ -15,7 +15,15 @@ Output columns (the one convention of every judge; ``J`` is the judge's column n
   ``J.correctness`` (criteria); ``J.method`` (geval: ``logprobs`` / ``samples``); ``J.code`` (pairs:
   +1 = A better, -1 = B better, 0 = tie), ``J.ab``, ``J.ba``, ``J.consistent`` (relative);
   ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking); ``J.score_a``, ``J.score_b``, ``J.margin``,
-  ``J.p_a`` (reward_pairwise: the two rewards, their difference, sigmoid of it = P(A better)).
+  ``J.p_a`` (reward_pairwise: the two rewards, their difference, sigmoid of it = P(A better)).; ``J.label_ab``, ``J.label_ba`` (Arena-Hard).
+* what the row's calls took (written by the runner, :mod:`evalign.judges.usage`): ``J.calls``,
+  ``J.unparsed``, ``J.prompt_tokens``, ``J.completion_tokens``, ``J.seconds``, ``J.model`` and, when a
+  server returned one, ``J.fingerprint``.
+
+A row may hold a conversation (``messages``; ``messages_a`` / ``messages_b`` for pairs, see
+:mod:`evalign.io.conversations`): a template with turn placeholders (MT-Bench's) shows its turns
+(:func:`turn_fields`), any other sees the transcript up to the graded user turn as its instruction
+(:func:`context_instruction`, :func:`pair_instruction`).
 """
 
 from __future__ import annotations
@@ -59,6 +67,91 @@ def join_instruction(instruction: Any, input_: Any) -> str:
     ins = "" if is_missing(instruction) else str(instruction)
     inp = "" if is_missing(input_) else str(input_)
     return f"{ins}\n\n{inp}" if inp.strip() else ins
+
+
+def row_messages(row: Mapping[str, Any], key: str = "messages") -> list[Message] | None:
+    """A row's conversation (``messages``, ``messages_a`` or ``messages_b``, as the readers checked
+    it: see :mod:`evalign.io.conversations`), or None when the row has none."""
+    v = row.get(key)
+    if isinstance(v, list | tuple) and v:
+        return [dict(m) for m in v]
+    if v is not None and hasattr(v, "tolist") and not isinstance(v, str):  # a Parquet list column
+        return [dict(m) for m in v.tolist()]
+    return None
+
+
+def _transcript(blocks: Sequence[tuple[str, str]]) -> str:
+    """``### Role:`` blocks, as FastChat's multi-turn judge prompts lay turns out."""
+    return "\n\n".join(f"### {role}:\n{text}" for role, text in blocks)
+
+
+def context_instruction(row: Mapping[str, Any]) -> str:
+    """The instruction a single-turn template shows for an item: its instruction (and input); for a
+    conversation with more than the graded user turn (an earlier turn or a system message), the
+    transcript up to that user turn (``### System:`` / ``### User:`` / ``### Assistant:`` blocks), so the
+    last assistant turn is graded in context."""
+    msgs = row_messages(row)
+    if msgs is None or (len(msgs) <= 2 and msgs[0]["role"] == "user"):
+        return join_instruction(row.get("instruction"), row.get("input"))
+    names = {"system": "System", "user": "User", "assistant": "Assistant"}
+    return _transcript([(names[m["role"]], m["content"]) for m in msgs[:-1]])
+
+
+def pair_instruction(row: Mapping[str, Any], order: str = "ab") -> str:
+    """The instruction a pair template shows in ``order`` (``ab``: response_a shown as A): the pair's
+    instruction (and input); for conversations with an earlier turn or a system message, the transcript
+    up to the graded user turn with each earlier answer of the side shown as A, then B's (``### Assistant
+    A:`` / ``### Assistant B:``)."""
+    a, b = row_messages(row, "messages_a"), row_messages(row, "messages_b")
+    if a is None or b is None or (len(a) <= 2 and a[0]["role"] == "user" and b[0]["role"] == "user"):
+        return join_instruction(row.get("instruction"), row.get("input"))
+    first, second = (a, b) if order != "ba" else (b, a)
+    blocks: list[tuple[str, str]] = []
+    s1 = first[0]["content"] if first[0]["role"] == "system" else None
+    s2 = second[0]["content"] if second[0]["role"] == "system" else None
+    if s1 is not None and s1 == s2:
+        blocks.append(("System", s1))
+    else:
+        blocks += [(f"System (Assistant {side})", s) for side, s in (("A", s1), ("B", s2)) if s is not None]
+    users = [m["content"] for m in first if m["role"] == "user"]
+    ans1 = [m["content"] for m in first if m["role"] == "assistant"]
+    ans2 = [m["content"] for m in second if m["role"] == "assistant"]
+    for k, question in enumerate(users):
+        blocks.append(("User", question))
+        if k < len(users) - 1:
+            blocks += [("Assistant A", ans1[k]), ("Assistant B", ans2[k])]
+    return _transcript(blocks)
+
+
+def turn_fields(row: Mapping[str, Any], order: str = "", reference: bool = False) -> dict[str, str]:
+    """The turn-indexed placeholders of a conversation row (FastChat's names, see
+    :data:`evalign.judges.prompts.TURN_PLACEHOLDERS`): ``question_N``, and ``answer_N`` (an item) or
+    ``answer_a_N`` / ``answer_b_N`` (a pair, A = the side shown first in ``order``); with ``reference``,
+    ``ref_answer_N`` from the row's ``reference`` (a list: one reference answer per turn; a single
+    text: the graded turn's). Empty for a row without a conversation."""
+    out: dict[str, str] = {}
+    single = row_messages(row)
+    a, b = row_messages(row, "messages_a"), row_messages(row, "messages_b")
+    if single is not None:
+        sides = {"": single}
+    elif a is not None and b is not None:
+        sides = {"_a": a, "_b": b} if order != "ba" else {"_a": b, "_b": a}
+    else:
+        return out
+    first = next(iter(sides.values()))
+    for k, q in enumerate((m["content"] for m in first if m["role"] == "user"), start=1):
+        out[f"question_{k}"] = q
+    for suffix, msgs in sides.items():
+        for k, ans in enumerate((m["content"] for m in msgs if m["role"] == "assistant"), start=1):
+            out[f"answer{suffix}_{k}"] = ans
+    if reference:
+        refs = row.get("reference")
+        turns = sum(1 for m in first if m["role"] == "assistant")
+        if isinstance(refs, list | tuple):
+            out.update({f"ref_answer_{k}": str(r) for k, r in enumerate(refs, start=1)})
+        elif isinstance(refs, str):
+            out[f"ref_answer_{turns}"] = refs
+    return out
 
 
 def all_references(value: Any) -> str | None:
@@ -133,6 +226,8 @@ class Judge(ABC):
     default_template: ClassVar[str]
     default_rubric: ClassVar[str | None] = None
     sampling_defaults: ClassVar[dict[str, Any]] = dict(PROMETHEUS_SAMPLING)
+    #: whether ``--mode absolute --template T`` (T of this judge's mode) runs this judge (else Prometheus')
+    claims_templates: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -224,6 +319,16 @@ class Judge(ABC):
     def extra_options(self) -> dict[str, Any]:
         """Mode-specific options for the signature."""
         return {}
+
+    def template_key(self, reference: bool) -> tuple[str, int, str]:
+        """The template's part of every call's cache key: name, version and content hash of the variant
+        used (a judge choosing among several templates gives its own)."""
+        return self.template.name, self.template.version, self.template.hash(reference)
+
+    def reference_variant(self) -> bool:
+        """Whether the judge has prompts that show the reference answer (default: whether its template
+        has a reference variant; a judge choosing among several templates says so itself)."""
+        return self.template.has_reference
 
     def signature(self, backend: Mapping[str, Any], reference: bool, run: Mapping[str, Any] | None = None) -> Signature:
         """The reproducibility signature: judge options plus the backend identity (never a key) and
@@ -372,6 +477,9 @@ JUDGES.register("reward_pairwise", lazy="evalign.judges.modes.reward:RewardPairJ
 #: the judge of each mode name on a backend that returns scores (``--backend reward``): item, pair
 REWARD_MODES = {"absolute": "reward", "reward": "reward", "pairwise": "reward_pairwise", "relative": "reward_pairwise",
                 "reward_pairwise": "reward_pairwise"}
+JUDGES.register("mtbench_single", lazy="evalign.judges.modes.mtbench:MTBenchSingle")
+JUDGES.register("mtbench_pair", lazy="evalign.judges.modes.mtbench:MTBenchPair")
+JUDGES.register("arena_hard", lazy="evalign.judges.modes.mtbench:ArenaHard", aliases=("arena-hard",))
 
 #: mode names (as used by the CLI's --mode) -> judge names (the registry's aliases)
 MODE_ALIASES: dict[str, str] = JUDGES.aliases
@@ -402,6 +510,8 @@ def judge_for_template(name: str, template: str | Template | None) -> type[Judge
     if t.mode not in JUDGES:
         return cls
     own = JUDGES.get(t.mode)
+    if not own.pairwise and own is not cls:  # an item judge's template: it runs that judge if it claims them
+        return own if own.claims_templates and cls.name == "prometheus_absolute" else cls
     if own is cls or not own.pairwise or own.name == "prometheus_relative":
         return cls
     if cls.name != "prometheus_relative":
@@ -482,8 +592,9 @@ class SingleJudge(Judge):
 
     def fields(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> dict[str, str]:
         f = {
-            "instruction": join_instruction(row.get("instruction"), row.get("input")),
+            "instruction": context_instruction(row),
             "response": "" if is_missing(row.get("response")) else str(row.get("response")),
+            **turn_fields(row, reference=reference),
         }
         if reference:
             ref = first_reference(row.get("reference"))

@@ -57,6 +57,7 @@ REASONS: dict[str, str] = {
     "low_mass": "G-Eval: the score tokens' total probability at the score position is below --geval-min-mass",
     "no_logprobs": "G-Eval: the server returned no logprobs and --geval-fallback error was given",
     "self_evaluation": "the row's system matches --skip-self (a judge does not grade its own model family)",
+    "unknown_label": "the verdict label is not one the prompt offers (e.g. [[A<B]] where [[B>A]] is asked)",
 }
 
 MODES = ("absolute", "relative", "geval", "criteria")
@@ -161,6 +162,11 @@ def mask_echo(text: str, prompt: str | None = None) -> str:
 
 def _clean(text: str) -> str:
     return _EOS_RE.sub("", text.rstrip()).rstrip()
+
+
+def clean_output(text: str) -> str:
+    """An output without trailing spaces and the end-of-sequence tokens some servers leave in it."""
+    return _clean(text)
 
 
 # --- numeric scores ------------------------------------------------------------------------------

@@ -3,11 +3,14 @@
 Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version``, ``mode``, ``source``,
 ``system`` (system prompt, may be empty), ``format_hint`` (the answer format, used when re-asking) and
 two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
-that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
+that has no reference variant, e.g. the SemScore paper's G-Eval; ``without_reference: null`` for one that
+needs a reference, e.g. MT-Bench's math prompts). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
 (relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages),
-``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate) and ``{criteria}`` /
-``{criteria_json}`` (the criteria judge's list of criteria and its answer's form); any other brace text (e.g. a JSON
+``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate), ``{criteria}`` /
+``{criteria_json}`` (the criteria judge's list of criteria and its answer's form), and the turn-indexed
+:data:`TURN_PLACEHOLDERS` of multi-turn templates (``{question_2}``, ``{answer_a_1}``, ...: see
+:func:`evalign.judges.base.turn_fields`); any other brace text (e.g. a JSON
 example) is left as it is. Substitution is one pass, so a response that contains ``{rubric}`` is never
 expanded.
 
@@ -65,7 +68,11 @@ Message = dict[str, str]
 #: placeholders a template may use
 PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B", "questions",
                 "reference_output", "explanation_A", "explanation_B", "criteria", "criteria_json")
-_PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+#: turn-indexed placeholders of multi-turn templates (FastChat's names; ``N`` = 1..9, the turn):
+#: ``{question_N}`` (the N-th user turn), ``{answer_N}`` (the N-th assistant turn), ``{answer_a_N}`` /
+#: ``{answer_b_N}`` (each shown side's), ``{ref_answer_N}`` (the N-th turn's reference answer)
+TURN_PLACEHOLDERS = ("question", "answer", "answer_a", "answer_b", "ref_answer")
+_PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + "|(?:" + "|".join(TURN_PLACEHOLDERS) + r")_[1-9])\}")
 
 #: number of score descriptions of a rubric (the 1-5 Prometheus scale)
 RUBRIC_SCALE = 5
@@ -137,7 +144,7 @@ class Template:
     system: str
     format_hint: str
     with_reference: str | None
-    without_reference: str
+    without_reference: str | None
     parser: str = ""
     sampling: tuple[tuple[str, Any], ...] = ()
     tokens_to_avoid: tuple[str, ...] = ()
@@ -152,12 +159,19 @@ class Template:
         """True when the template has a variant with the reference answer."""
         return self.with_reference is not None
 
+    @property
+    def needs_reference(self) -> bool:
+        """True when the template has only a variant with the reference answer."""
+        return self.without_reference is None
+
     def text(self, reference: bool) -> str:
         """The user prompt text with or without the reference answer."""
         if reference:
             if self.with_reference is None:
                 raise EvalignError(f"template '{self.name}' has no reference variant (use it without reference)")
             return self.with_reference
+        if self.without_reference is None:
+            raise EvalignError(f"template '{self.name}' needs a reference answer (every row needs a 'reference')")
         return self.without_reference
 
     def hash(self, reference: bool) -> str:
@@ -238,8 +252,11 @@ def load_template(spec: str | Path) -> Template:
     for key in required:
         if key not in data:
             raise InputError("missing field", file=str(path), field=key)
+    if data["with_reference"] is None and data["without_reference"] is None:
+        raise InputError("a template needs a prompt: with_reference and without_reference are both null",
+                         file=str(path), field="without_reference")
     for key in ("with_reference", "without_reference", "system", "format_hint", "source"):
-        if key == "with_reference" and data[key] is None:
+        if key in ("with_reference", "without_reference") and data[key] is None:
             continue
         if key in data and not isinstance(data[key], str):
             raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)

@@ -57,13 +57,18 @@ import pandas as pd
 from evalign.cache import LEASE_SECONDS, Cache, make_key
 from evalign.errors import EvalignError, InputError
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
+from evalign.io.conversations import expand_turns
 from evalign.judges.backends import ConstraintRefused, Generation, GenerationRequest
+from evalign.judges.backends.types import answered_by
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
+from evalign.judges.usage import JudgeUsage, Price, drift_message, model_versions
 
 NAMESPACE = "judge"
+#: how conversations are graded (see :func:`run_judge`)
+TURNS = ("last", "each")
 #: bump when the cache key layout changes
 KEY_VERSION = 1
 #: most characters of a backend error message kept (after redaction)
@@ -84,6 +89,29 @@ class Call:
     messages: list[Message]
     settings: dict[str, Any]
     key: str = ""
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """What one answered call cost and who answered it: the server's token counts, the latency in
+    seconds (None when not measured) and the returned ``model`` / ``system_fingerprint``."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float | None
+    model: str | None
+    fingerprint: str | None
+
+    @classmethod
+    def of(cls, gen: Mapping[str, Any]) -> CallUsage:
+        """From a cached generation (:meth:`evalign.judges.backends.Generation.to_json`)."""
+        u = gen.get("usage") or {}
+        model, fp = gen.get("model"), gen.get("system_fingerprint")
+        if "model" not in gen:  # stored before evalign kept them: the server's response says
+            model, fp = answered_by(gen.get("raw"))
+        secs = gen.get("seconds")
+        return cls(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
+                   float(secs) if isinstance(secs, int | float) else None, model, fp)
 
 
 @dataclass(frozen=True)
@@ -108,7 +136,11 @@ class JudgeSummary:
     or ``"verdict"`` (pair judges: ``column`` holds A / B / tie / unparseable). ``methods``: G-Eval
     rows by method (``logprobs`` / ``samples``). ``rounds``: ranking protocol pairs by rounds used.
     ``errors``: backend error messages (redacted) by count; ``last_error`` the last one;
-    ``failed_fraction``: calls that failed after retries / calls sent. Reading it like a mapping
+    ``failed_fraction``: calls that failed after retries / calls sent. ``usage``: what the judged items
+    cost (:meth:`evalign.judges.usage.JudgeUsage.as_dict` over the run's distinct answered calls, cached
+    ones included, plus ``new_calls`` / ``new_prompt_tokens`` / ``new_completion_tokens``: this run's
+    own). ``models``: the model versions that answered (``model``, ``system_fingerprint``, ``calls``);
+    ``drift``: one line when there was more than one, else None. Reading it like a mapping
     (``summary["calls"]["new"]``) reads :meth:`as_dict`.
     """
 
@@ -141,6 +173,9 @@ class JudgeSummary:
     constraint: Mapping[str, Any] = field(default_factory=dict)
     #: per criterion of a criteria judge: items read (``scored``), not read, and the mean rating
     criteria: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    usage: Mapping[str, Any] = field(default_factory=dict)
+    models: Sequence[Mapping[str, Any]] = ()
+    drift: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -179,20 +214,20 @@ def decide_reference(judge: Judge, table: pd.DataFrame) -> bool:
     a row lacking one (or a template without a reference variant) is an error."""
     refs = table["reference"].tolist() if "reference" in table.columns else [None] * len(table)
     has = [first_reference(r) is not None for r in refs]
+    needs = judge.template.needs_reference
     if judge.reference is False:
+        judge.template.text(False)  # raises for a template that needs a reference
         return False
-    if judge.reference is True:
-        judge.template.text(True)  # raises for a template without a reference variant
+    if judge.reference is True or needs:
+        if not judge.reference_variant():
+            judge.template.text(True)  # raises for a template without a reference variant
         if not all(has):
             i = has.index(False)
-            raise InputError(
-                "no reference answer (judge without one: --no-reference / reference=False)",
-                file=_source(table),
-                line=i + 1,
-                field="reference",
-            )
+            why = (f"template '{judge.template.name}' needs a reference answer on every row" if needs else
+                   "no reference answer (judge without one: --no-reference / reference=False)")
+            raise InputError(why, file=_source(table), line=i + 1, field="reference")
         return True
-    return judge.template.has_reference and bool(has) and all(has)
+    return judge.reference_variant() and bool(has) and all(has)
 
 
 def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
@@ -246,9 +281,7 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
         NAMESPACE,
         KEY_VERSION,
         dict(identity),
-        judge.template.name,
-        judge.template.version,
-        judge.template.hash(reference),
+        *judge.template_key(reference),
         rubric.hash() if rubric is not None else None,
         call.settings,
         call.sample,
@@ -357,6 +390,8 @@ class _State:
     texts: dict[int, dict[tuple[int, str], str]] = field(default_factory=dict)
     errors: dict[int, str] = field(default_factory=dict)
     call_log: list[dict[str, Any]] = field(default_factory=list)
+    #: each answered call's usage (cache key -> :class:`CallUsage`), from the backend or the cache
+    answers: dict[str, CallUsage] = field(default_factory=dict)
     call_reasons: Counter[str] = field(default_factory=Counter)
     error_messages: Counter[str] = field(default_factory=Counter)
     last_error: str | None = None
@@ -384,7 +419,7 @@ async def execute(
         for c in pending:
             by_key.setdefault(c.key, []).append(c)
         stored = cache.get_many(NAMESPACE, list(by_key))
-        parsed = _parse_stored(judge, stored, by_key, progress)
+        parsed = _parse_stored(judge, stored, by_key, progress, st.answers)
         from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
         while todo:
@@ -395,7 +430,7 @@ async def execute(
                 await _leased(cache, backend.generate_many(reqs, wave.on_done))
             rest = [k for k in todo if k not in parsed]
             got = await _wait_for_other_run(cache, rest) if rest else {}
-            parsed.update(_parse_stored(judge, got, by_key, progress))
+            parsed.update(_parse_stored(judge, got, by_key, progress, st.answers))
             from_cache.update(got)
             todo = [k for k in rest if k not in got]
         pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
@@ -436,12 +471,13 @@ async def _wait_for_other_run(cache: Cache, keys: Sequence[str], poll: float = 0
 
 
 def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str, list[Call]],
-                  progress: _Progress) -> dict[str, tuple[ParseResult, str]]:
-    """The parsed result and text of each call found in the cache."""
+                  progress: _Progress, answers: dict[str, CallUsage]) -> dict[str, tuple[ParseResult, str]]:
+    """The parsed result and text of each call found in the cache (its usage recorded in ``answers``)."""
     parsed: dict[str, tuple[ParseResult, str]] = {}
     bad = 0
     for k, raw in stored.items():
         gen = json.loads(raw.decode("utf-8"))["generation"]
+        answers[k] = CallUsage.of(gen)
         c = by_key[k][0]
         res = safe_parse(judge, gen, prompt_text(c.messages), c.order)
         parsed[k] = (res, gen["choices"][0].get("text") or "")
@@ -476,6 +512,7 @@ class _Wave:
     def _answered(self, key: str, c: Call, res: Generation) -> None:
         data = res.to_json()
         self.cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
+        self.st.answers[key] = CallUsage.of(data)
         r = safe_parse(self.judge, data, prompt_text(c.messages), c.order)
         self.parsed[key] = (r, data["choices"][0].get("text") or "")
         if not fits_constraint(c.settings, res):
@@ -484,7 +521,8 @@ class _Wave:
         self.progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
         if self.log_fh is not None:
             _log(self.log_fh, {"key": key, "row": c.row, "sample": c.sample, "order": c.order,
-                               "attempt": c.attempt, "value": r.value, "reason": r.reason})
+                               "attempt": c.attempt, "value": r.value, "reason": r.reason,
+                               "model": res.model, "system_fingerprint": res.system_fingerprint})
 
     def _failed(self, key: str, c: Call, res: Any) -> None:
         msg = str(res)[:ERROR_CHARS]  # backends redact before this point
@@ -523,7 +561,8 @@ def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Cal
             st.call_reasons[res.reason or "?"] += len(calls)
         for c in calls:
             st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
-                                "key": key, "cached": key in stored, "value": res.value, "reason": res.reason})
+                                "key": key, "cached": key in stored, "value": res.value, "reason": res.reason,
+                                "answered": key in st.answers})
             if not res.ok and res.reason not in ("backend_error", "parser_error") and c.attempt < judge.reask:
                 messages = judge.reask_messages(calls[0].messages, text, res)
                 n = Call(c.row, c.sample, c.order, c.attempt + 1, messages, c.settings)
@@ -570,7 +609,39 @@ def aggregate(judge: Judge, table: pd.DataFrame, p: _Plan, st: _State) -> tuple[
         out[name] = [cols.get(suf) for cols in per_row]
     if not judge.pairwise:
         out[col] = out[col].astype(float)
+    for suf, values in row_usage(len(p.records), st).items():
+        out[f"{col}.{suf}"] = values
     return out, per_row
+
+
+def row_usage(n_rows: int, st: _State) -> dict[str, list[Any]]:
+    """The per-row usage columns (:data:`evalign.judges.usage.ROW_COLUMNS`): each row's answered calls
+    (re-asks, stages and rounds included; cached ones too: what judging the row takes), of which
+    ``unparsed`` gave no grade, their tokens and seconds, and the models (``;``-joined when several)
+    and fingerprints that answered (the fingerprint column only when a server gave one)."""
+    cols: dict[str, list[Any]] = {c: [0] * n_rows for c in ("calls", "unparsed", "prompt_tokens", "completion_tokens")}
+    cols["seconds"] = [0.0] * n_rows
+    models: list[dict[str, None]] = [{} for _ in range(n_rows)]
+    prints: list[dict[str, None]] = [{} for _ in range(n_rows)]
+    for c in st.call_log:
+        u = st.answers.get(c["key"]) if c.get("answered") else None
+        if u is None:
+            continue
+        r = c["row"]
+        cols["calls"][r] += 1
+        cols["unparsed"][r] += 0 if c["reason"] is None else 1
+        cols["prompt_tokens"][r] += u.prompt_tokens
+        cols["completion_tokens"][r] += u.completion_tokens
+        cols["seconds"][r] += u.seconds or 0.0
+        if u.model:
+            models[r][u.model] = None
+        if u.fingerprint:
+            prints[r][u.fingerprint] = None
+    cols["seconds"] = [round(x, 4) for x in cols["seconds"]]
+    cols["model"] = ["; ".join(m) or None for m in models]
+    if any(prints):
+        cols["fingerprint"] = ["; ".join(f) or None for f in prints]
+    return cols
 
 
 # --- the whole run ------------------------------------------------------------------------------
@@ -588,11 +659,17 @@ async def arun_judge(
     partial_path: str | Path | None = None,
     on_progress: ProgressFn | None = None,
     on_note: NoteFn | None = None,
+    turns: str = "last",
+    price: Price | None = None,
 ) -> JudgeRun:
     """Async form of :func:`run_judge`."""
     t0 = time.perf_counter()
     cache = cache if cache is not None else Cache()
     identity = backend.identity()
+    if turns not in TURNS:
+        raise InputError(f"turns must be {' or '.join(TURNS)}, got {turns!r}", field="turns")
+    if turns == "each":
+        table = expand_turns(table, judge.pairwise)
     if human is not None and human not in table.columns:
         raise InputError("no such human rating column", file=_source(table), field=human)
     model = getattr(backend, "display_model", None) or identity.get("model")
@@ -629,7 +706,7 @@ async def arun_judge(
         run_opts["constraint"] = judge.constraint_tag()
     signature = str(active.signature(identity, p.reference, run_opts))
     summary = _summary(active, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
-                       round(time.perf_counter() - t0, 3))
+                       round(time.perf_counter() - t0, 3), price)
     constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
     counts = getattr(active, "criterion_counts", None)
     summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
@@ -683,6 +760,8 @@ def run_judge(
     partial_path: str | Path | None = None,
     on_progress: ProgressFn | None = None,
     on_note: NoteFn | None = None,
+    turns: str = "last",
+    price: Price | None = None,
 ) -> JudgeRun:
     """Grade every row of ``table`` (an item table, or a pair table for pairwise judges) with
     ``judge`` on ``backend``; returns the table with the judge's columns and the run summary.
@@ -695,13 +774,18 @@ def run_judge(
     ``partial_path``: a JSONL progress log (one line per finished call).
     ``on_progress(counts)``: called as calls finish (done, total, cached, new, unscored, retried, failed).
     ``on_note(line)``: called with the one line that says the output is not constrained, and why.
+    ``turns``: for rows holding a conversation (``messages``, or ``messages_a`` / ``messages_b``),
+    ``"last"`` grades the last assistant turn in context (the row as it is); ``"each"`` grades every
+    assistant turn: each such row becomes one row per turn (``turn`` = 1, 2, ...; the conversation cut
+    after that turn; the row's other columns, labels included, copied to each).
+    ``price``: the judge's :class:`~evalign.judges.usage.Price` (the summary's ``usage`` then has the cost).
     """
 
     async def main() -> JudgeRun:
         try:
             return await arun_judge(table, judge, backend, cache=cache, skip_self=skip_self, human=human,
                                     length_unit=length_unit, partial_path=partial_path, on_progress=on_progress,
-                                    on_note=on_note)
+                                    on_note=on_note, turns=turns, price=price)
         finally:
             await backend.aclose()
 
@@ -727,6 +811,7 @@ def _summary(
     human: str | None,
     length_unit: str,
     seconds: float,
+    price: Price | None = None,
 ) -> JudgeSummary:
     col = judge.column
     status = out[f"{col}.status"]
@@ -746,6 +831,7 @@ def _summary(
     else:
         distribution, mean, std, bias = _score_statistics(out, col, human, length_unit)
         rounds = {}
+    usage, versions = _usage(st, int((status != "skipped").sum()), price)
     methods: dict[str, int] = {}
     if f"{col}.method" in out.columns:
         methods = {str(k): int(v) for k, v in Counter(m for m in out[f"{col}.method"] if isinstance(m, str)).items()}
@@ -774,7 +860,29 @@ def _summary(
         last_error=st.last_error,
         failed_fraction=(calls.failed / st.sent) if st.sent else 0.0,
         seconds=seconds,
+        usage=usage,
+        models=versions,
+        drift=drift_message(versions),
     )
+
+
+def _usage(st: _State, items: int, price: Price | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's usage over its distinct answered calls (cached ones included) and the model versions
+    that answered them."""
+    first: dict[str, dict[str, Any]] = {}
+    for c in st.call_log:
+        if c.get("answered"):
+            first.setdefault(c["key"], c)
+    answers = {k: st.answers[k] for k in first}
+    u = JudgeUsage(items=items, calls=len(answers), unparsed=sum(1 for c in first.values() if c["reason"] is not None),
+                   prompt_tokens=sum(a.prompt_tokens for a in answers.values()),
+                   completion_tokens=sum(a.completion_tokens for a in answers.values()),
+                   seconds=sum(a.seconds or 0.0 for a in answers.values()), price=price)
+    new = [answers[k] for k, c in first.items() if not c["cached"]]
+    out = u.as_dict()
+    out.update(new_calls=len(new), new_prompt_tokens=sum(a.prompt_tokens for a in new),
+               new_completion_tokens=sum(a.completion_tokens for a in new))
+    return out, model_versions((a.model, a.fingerprint) for a in answers.values())
 
 
 def _verdicts(column: pd.Series, keep: np.ndarray) -> list[str | None]:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from evalign import __version__
 from evalign.evaluate.leaderboard import outcome_lines, outcome_title
+from evalign.evaluate.stages import COST_COLUMNS
 from evalign.io import write_files_atomic
 from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
@@ -138,7 +139,7 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
     s = Section(key, title)
     s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
               if "low" in table.columns or "ci_low" in table.columns else "")
-    s.tables[title] = format_results(table, data.digits)
+    s.tables[title] = format_results(table.drop(columns=[c for c in COST_COLUMNS if c in table.columns]), data.digits)
     s.after = list(data.table_notes.get(key, []))
     if "value" in table.columns:
         for stat, part in _blocks(table):
@@ -152,6 +153,40 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
                                     "significantly worse than the best); grey squares = trivial baselines, "
                                     f"dashed line = the best of them, dotted line = the {data.rater} ceiling", png))
     return s
+
+
+def _cost_section(data: ReportData) -> Section | None:
+    """The judges' cost column group (calls, tokens, seconds, parse rate, cost per 1,000 items) beside
+    their agreement, and a plot of agreement against cost per 1,000 items (seconds when no price is
+    known), for the first result table whose judges have usage columns."""
+    for key, table in (("pair_accuracy", data.pair_accuracy), ("correlations", data.correlations)):
+        if table is None or "calls" not in table.columns:
+            continue
+        for stat, part in _blocks(table):
+            judges = part[pd.to_numeric(part["calls"], errors="coerce").notna()]
+            if not len(judges):
+                continue
+            priced = "cost_per_1000" in part.columns and pd.to_numeric(part["cost_per_1000"], errors="coerce").notna().any()
+            x = "cost_per_1000" if priced else "s_per_1000"
+            what = _what(part, stat)
+            s = Section("judge_cost", f"Judges: {what} against cost")
+            s.text = ("Per judge over the whole table: answered calls (re-asks and cached ones included), the "
+                      "server's prompt and completion tokens, mean seconds per call, the share of answers read "
+                      "(parse rate), seconds per 1,000 items (the calls' latencies added up: one call at a time) "
+                      "and, with a price (--price IN/OUT, --prices FILE), the cost per 1,000 items. Timings depend "
+                      "on the machine and its load.")
+            shown = ["metric", "value", "calls", "prompt_tokens", "completion_tokens", "s_per_call", "parse_rate",
+                     "s_per_1000", *(["cost_per_1000"] if priced else [])]
+            s.tables[f"Cost and time of the judges ({key})"] = format_results(judges[[c for c in shown if c in judges.columns]]
+                                                                             .rename(columns={"value": stat}), data.digits)
+            xlabel = "cost per 1,000 items (price per 1M tokens as given)" if priced else \
+                "seconds per 1,000 items (calls one at a time)"
+            png = F.agreement_vs_cost(part, x, xlabel, _axis_label(part, stat), scale=F.scale_for(stat)[:2])
+            s.figures.append(Figure("agreement_vs_cost", f"{what} with {data.labels} against "
+                                    f"{'cost' if priced else 'seconds'} per 1,000 items, per judge (bar = its "
+                                    "bootstrap interval; dashed line = the best trivial baseline)", png))
+            return s
+    return None
 
 
 def _by_task_section(data: ReportData) -> Section | None:
@@ -250,6 +285,7 @@ def build_report(data: ReportData) -> Report:
                         data.pair_accuracy),
         *_pairwise_board_sections(data),
         probe_section(data.probes) if data.probes else None,
+        _cost_section(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

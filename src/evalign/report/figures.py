@@ -342,3 +342,44 @@ def score_vs_length(item_table: pd.DataFrame, judge_cols: Sequence[str]) -> byte
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle("Judge score vs response length", fontsize=11)
     return _png(fig)
+
+
+def agreement_vs_cost(table: pd.DataFrame, cost: str, xlabel: str, ylabel: str, *,
+                      scale: tuple[float, float] | None = None) -> bytes:
+    """Each judge (and metric) with a cost as a point: x = its ``cost`` column (cost or seconds per 1,000
+    items), y = its agreement ``value`` with the interval as a bar; the best trivial baseline of the
+    table (rows of ``kind`` baseline) as a dashed line. A log x axis when the costs span more than
+    100x. ``scale``: the fixed y limits of the statistic (see :func:`scale_for`)."""
+    low, high = interval_columns(table)
+    x = pd.to_numeric(table[cost], errors="coerce").to_numpy(dtype=float)
+    v = table["value"].to_numpy(dtype=float)
+    kinds = table["kind"].astype(str).to_numpy() if "kind" in table.columns else np.full(len(table), "judge")
+    names = table["metric"].astype(str).to_numpy()
+    pts = np.isfinite(x) & np.isfinite(v) & (kinds != "baseline")
+    fig = _figure(6.4, 4.2)
+    ax = fig.add_subplot()
+    for k, i in enumerate(np.flatnonzero(pts)):
+        colour = PALETTE[k % len(PALETTE)]
+        yerr = None
+        if low and high:
+            lo, hi = float(table[low].iloc[i]), float(table[high].iloc[i])
+            if np.isfinite(lo) and np.isfinite(hi):
+                yerr = [[max(0.0, v[i] - lo)], [max(0.0, hi - v[i])]]
+        ax.errorbar([x[i]], [v[i]], yerr=yerr, fmt="o", color=colour, ecolor=colour, capsize=3, ms=6, label=names[i])
+    trivial = (kinds == "baseline") & (names != "human_ceiling") & np.isfinite(v)
+    if trivial.any():
+        ax.axhline(float(np.max(v[trivial])), color=VERMILLION, ls="--", lw=1.2, label="best trivial baseline")
+    ceiling = (names == "human_ceiling") & np.isfinite(v)
+    if ceiling.any():
+        ax.axhline(float(v[ceiling][0]), color=GREEN, ls=":", lw=1.8, label="human ceiling")
+    xs = x[pts]
+    if xs.size and xs.min() > 0 and xs.max() / xs.min() > 100:
+        ax.set_xscale("log")
+    if scale is not None:
+        ax.set_ylim(min(scale[0], float(np.nanmin(v)) if np.isfinite(v).any() else scale[0]),
+                    max(scale[1], float(np.nanmax(v)) if np.isfinite(v).any() else scale[1]))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+    return _png(fig)

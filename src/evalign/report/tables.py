@@ -37,11 +37,12 @@ def fmt_rank(v: Any) -> str:
 
 
 #: columns whose values are integers (ranks, clusters, counts) although a missing cell makes them floats
-INTEGER_COLUMNS = ("rank", "cluster")
+INTEGER_COLUMNS = ("rank", "cluster", "calls", "prompt_tokens", "completion_tokens")
 
 
 def integer_column(name: str) -> bool:
-    """Whether a results column holds integers: a rank, a cluster or a count (``n``, ``n_items``, ``n systems``)."""
+    """Whether a results column holds integers: a rank, a cluster or a count (``n``, ``n_items``, ``n systems``,
+    a judge's ``calls`` and tokens)."""
     return name in INTEGER_COLUMNS or name == "n" or name.startswith(("n_", "n "))
 
 

@@ -468,7 +468,7 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
     is built."""
     m = _mapping(v if v is not None else MarkedMap(), where, parent, key)
     spec_keys = [f.name for f in dataclasses.fields(EvalSpec) if f.name not in ("columns", "items", "pairs",
-                                                                                   "costs")]
+                                                                                   "costs", "prices")]
     check_keys(m, spec_keys, where)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(EvalSpec):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from evalign.errors import BackendError
@@ -135,8 +136,12 @@ class Backend(ABC):
 
         async def worker() -> None:
             for i in queue:
+                t0 = time.perf_counter()
                 try:
-                    res: Generation | BackendError = await self.generate(reqs[i])
+                    gen = await self.generate(reqs[i])
+                    if gen.seconds is None:  # the call's latency, for the cost of a judge
+                        gen = replace(gen, seconds=round(time.perf_counter() - t0, 4))
+                    res: Generation | BackendError = gen
                 except BackendError as exc:
                     if raise_errors or getattr(exc, "fatal", False):
                         raise

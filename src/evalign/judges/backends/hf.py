@@ -9,7 +9,9 @@ import inspect
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from evalign.errors import BackendError, ModelLoadError
@@ -238,6 +240,8 @@ class HFLocalBackend(Backend):
     def _generate_batch(self, reqs: list[GenerationRequest]) -> list[Generation]:
         import torch
 
+        t0 = time.perf_counter()
+
         proto = reqs[0]
         if proto.logit_bias:
             raise BackendRequestError("the 'hf' backend does not support 'logit_bias'")
@@ -302,8 +306,14 @@ class HFLocalBackend(Backend):
             usage = Usage(int(prompt_lens[b]), completion)
             self._count(usage)
             raw = {"backend": "hf", "model": self.model_path, "prompt": texts[b], "completion_ids": ids}
-            gens.append(Generation.from_choices(choices, usage, retries=0, raw=raw))
-        return gens
+            gens.append(Generation.from_choices(choices, usage, retries=0, raw=raw, model=str(self.model_path),
+                                                system_fingerprint=self.fingerprint()))
+        per_request = round((time.perf_counter() - t0) / len(reqs), 4)  # the batch's time, shared out
+        return [replace(g, seconds=per_request) for g in gens]
+
+    def fingerprint(self) -> str | None:
+        """The model version as its content hash (``hf:<hash>``, as in :meth:`identity`) once known."""
+        return f"hf:{self._content_id}" if self._content_id else None
 
     async def check_constraint(self, constraint: Constraint) -> str | None:
         """None when llguidance is installed (it takes every form), else why not."""

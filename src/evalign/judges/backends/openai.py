@@ -47,6 +47,7 @@ from evalign.judges.backends.types import (
     Generation,
     GenerationRequest,
     Usage,
+    answered_by,
     fold_system,
 )
 
@@ -623,7 +624,9 @@ class OpenAICompatibleBackend(Backend):
             raise
         self._count(usage, retries)
         raw = raws[0] if len(raws) == 1 else {"responses": raws}
-        return Generation.from_choices(choices, usage, retries=retries, raw=raw)
+        model, fingerprint = answered_by(raw)
+        return Generation.from_choices(choices, usage, retries=retries, raw=raw, model=model,
+                                       system_fingerprint=fingerprint)
 
 
 def _body_text(resp: Any) -> str:

@@ -174,7 +174,9 @@ class Generation:
     first choice; ``choices`` holds all ``n``. ``usage`` counts tokens of all choices. ``retries`` is
     how many times the request was retried. ``raw`` is the server's response JSON (``{"responses":
     [...]}`` when ``n > 1`` took several requests; for local models the rendered ``prompt`` and the
-    ``completion_ids`` of each choice); it never holds request headers or keys.
+    ``completion_ids`` of each choice); it never holds request headers or keys. ``model`` and
+    ``system_fingerprint``: the model version that answered, as the server named it (None when it did
+    not say); ``seconds``: how long the request took (None when not measured).
     """
 
     text: str
@@ -186,6 +188,9 @@ class Generation:
     tokens: list[str] | None = None
     token_logprobs: list[float] | None = None
     choices: tuple[Choice, ...] = ()
+    model: str | None = None
+    system_fingerprint: str | None = None
+    seconds: float | None = None
 
     @property
     def truncated(self) -> bool:
@@ -194,7 +199,8 @@ class Generation:
 
     @classmethod
     def from_choices(
-        cls, choices: Sequence[Choice], usage: Usage, retries: int = 0, raw: dict[str, Any] | None = None
+        cls, choices: Sequence[Choice], usage: Usage, retries: int = 0, raw: dict[str, Any] | None = None, *,
+        model: str | None = None, system_fingerprint: str | None = None, seconds: float | None = None,
     ) -> Generation:
         """Build from one or more choices (the first one fills the top-level fields)."""
         if not choices:
@@ -210,6 +216,9 @@ class Generation:
             tokens=first.tokens,
             token_logprobs=first.token_logprobs,
             choices=tuple(choices),
+            model=model,
+            system_fingerprint=system_fingerprint,
+            seconds=seconds,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -219,17 +228,35 @@ class Generation:
             "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
             "retries": self.retries,
             "raw": self.raw,
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "seconds": self.seconds,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Generation:
         """Inverse of :meth:`to_json`."""
+        raw = data.get("raw") or {}
         return cls.from_choices(
             [Choice(**c) for c in data["choices"]],
             Usage(**data.get("usage", {})),
             retries=int(data.get("retries", 0)),
-            raw=data.get("raw") or {},
+            raw=raw,
+            model=data.get("model", answered_by(raw)[0]),
+            system_fingerprint=data.get("system_fingerprint", answered_by(raw)[1]),
+            seconds=data.get("seconds"),
         )
+
+
+def answered_by(raw: Any) -> tuple[str | None, str | None]:
+    """The ``model`` and ``system_fingerprint`` a server's response JSON names (the first response's
+    when ``raw`` holds several), each None when absent or not text."""
+    if isinstance(raw, dict) and isinstance(raw.get("responses"), list) and raw["responses"]:
+        raw = raw["responses"][0]
+    if not isinstance(raw, dict):
+        return None, None
+    model, fp = raw.get("model"), raw.get("system_fingerprint")
+    return (model if isinstance(model, str) else None), (fp if isinstance(fp, str) else None)
 
 
 def fold_system(messages: Sequence[Message]) -> list[Message]:

@@ -43,7 +43,13 @@ from typing import Any, ClassVar
 
 from evalign.errors import EvalignError
 from evalign.judges.backends.types import Constraint
-from evalign.judges.base import SAMPLING_KEYS, SWAP_VERDICT, is_missing, join_instruction, register_judge
+from evalign.judges.base import (
+    SAMPLING_KEYS,
+    SWAP_VERDICT,
+    is_missing,
+    pair_instruction,
+    register_judge,
+)
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult, unscored
@@ -125,14 +131,14 @@ class LLMBarJudge(PrometheusRelative):
         return {**super().extra_options(), "logit_bias": self.logit_bias}
 
     # -- prompts ---------------------------------------------------------------------------------
-    def _base(self, row: Mapping[str, Any]) -> dict[str, str]:
-        return {"instruction": join_instruction(row.get("instruction"), row.get("input"))}
+    def _base(self, row: Mapping[str, Any], order: str = "ab") -> dict[str, str]:
+        return {"instruction": pair_instruction(row, order)}
 
     def _shown(self, row: Mapping[str, Any], order: str) -> dict[str, str]:
         a = "" if is_missing(row.get("response_a")) else str(row.get("response_a"))
         b = "" if is_missing(row.get("response_b")) else str(row.get("response_b"))
         first, second = (a, b) if order == "ab" else (b, a)
-        return {**self._base(row), "response_A": first, "response_B": second}
+        return {**self._base(row, order), "response_A": first, "response_B": second}
 
     def _verdict_messages(self, row: Mapping[str, Any], order: str, stage_outputs: Mapping[str, str]) -> list[Message]:
         return stripped(self.template.render(False, {**self._shown(row, order), **stage_outputs}))

@@ -60,7 +60,7 @@ class PrometheusRanking(SingleJudge):
     def prompts(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> list[tuple[str, list[Message]]]:
         out = []
         for side in ("a", "b"):
-            single = {**row, "response": row.get(f"response_{side}")}
+            single = {**row, "response": row.get(f"response_{side}"), "messages": row.get(f"messages_{side}")}
             out.append((side, self.template.render(reference, self.fields(single, rubric, reference))))
         return out
 

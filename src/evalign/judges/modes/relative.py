@@ -16,11 +16,12 @@ from evalign.judges.base import (
     Judge,
     first_reference,
     is_missing,
-    join_instruction,
+    pair_instruction,
     pair_verdict,
     reason_of,
     register_judge,
     resolve_orders,
+    turn_fields,
 )
 from evalign.judges.parsing import ParseResult, parse_grade, unscored
 from evalign.judges.prompts import Message, Rubric
@@ -54,7 +55,7 @@ class PrometheusRelative(Judge):
     def prompts(self, row: Mapping[str, Any], rubric: Rubric | None, reference: bool) -> list[tuple[str, list[Message]]]:
         a = "" if is_missing(row.get("response_a")) else str(row.get("response_a"))
         b = "" if is_missing(row.get("response_b")) else str(row.get("response_b"))
-        base = {"instruction": join_instruction(row.get("instruction"), row.get("input"))}
+        base: dict[str, str] = {}
         if reference:
             base["reference_answer"] = first_reference(row.get("reference")) or ""
         if rubric is not None:
@@ -62,7 +63,9 @@ class PrometheusRelative(Judge):
         out = []
         for order in self.orders:
             first, second = (a, b) if order == "ab" else (b, a)
-            out.append((order, self.template.render(reference, {**base, "response_A": first, "response_B": second})))
+            shown = {"instruction": pair_instruction(row, order), **turn_fields(row, order, reference)}
+            out.append((order, self.template.render(reference, {**base, **shown, "response_A": first,
+                                                                 "response_B": second})))
         return out
 
     def parse(self, gen: Mapping[str, Any], prompt: str | None = None) -> ParseResult:
