@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -232,6 +232,84 @@ class AltTestResult:
             "dropped_annotators": [{"annotator": a, "n_items": n} for a, n in self.dropped_annotators],
             "annotators": [vars(a).copy() for a in self.annotators], "reason": self.reason, "notes": list(self.notes),
         }
+
+
+@dataclass(frozen=True, eq=False)
+class AltTestReport:
+    """The Alt-Tests of several judges against the same annotators, with the settings they share.
+
+    ``results``: one :class:`AltTestResult` per judge, in the order given; ``annotators``: the
+    annotators' names; ``source``: what was tested (a file, ``dataset NAME``); ``notes``: what to
+    know (e.g. unparseable verdicts counted as a label no annotator gave, judges left out)."""
+
+    results: tuple[AltTestResult, ...]
+    settings: AltTestSettings
+    annotators: tuple[str, ...] = ()
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def __getitem__(self, judge: str) -> AltTestResult:
+        for r in self.results:
+            if r.judge == judge:
+                return r
+        raise KeyError(judge)
+
+    @property
+    def judges(self) -> list[str]:
+        return [r.judge for r in self.results]
+
+    @property
+    def title(self) -> str:
+        """What the table shows and with which epsilon, in one line."""
+        s = self.settings
+        return (f"Alt-Test (Calderon et al. 2025): can the judge replace an annotator? epsilon {s.epsilon:g} "
+                f"({s.epsilon_source}); Benjamini-Yekutieli at q {s.q:g}; passes when the winning rate >= 0.5")
+
+    def table(self) -> pd.DataFrame:
+        """One row per judge: ``judge, winning_rate, advantage_probability, passed, annotators``
+        (tested), ``dropped_annotators``, ``n_items``, ``scoring``, ``epsilon``, ``reason``."""
+        rows = [{"judge": r.judge, "winning_rate": r.winning_rate, "advantage_probability": r.advantage_probability,
+                 "passed": r.passed, "annotators": len(r.annotators), "dropped_annotators": len(r.dropped_annotators),
+                 "n_items": r.n_items, "scoring": r.scoring, "epsilon": r.epsilon, "reason": r.reason}
+                for r in self.results]
+        return pd.DataFrame(rows, columns=["judge", "winning_rate", "advantage_probability", "passed", "annotators",
+                                           "dropped_annotators", "n_items", "scoring", "epsilon", "reason"])
+
+    def p_values(self) -> pd.DataFrame:
+        """One row per (judge, tested annotator): ``judge, annotator, n_items, p_value, rejected,
+        advantage_probability, human_advantage_probability``."""
+        rows = [{"judge": r.judge, **vars(a)} for r in self.results for a in r.annotators]
+        return pd.DataFrame(rows, columns=["judge", "annotator", "n_items", "p_value", "rejected",
+                                           "advantage_probability", "human_advantage_probability"])
+
+    def describe(self) -> str:
+        """The settings in one line, the scoring function as used (``neg_rmse (auto)``)."""
+        used = sorted({r.scoring for r in self.results})
+        text = self.settings.describe()
+        if self.settings.scoring == AUTO and used:
+            text = text.replace("scoring auto", f"scoring {'/'.join(used)} (auto: by the labels)")
+        return text
+
+    def dropped(self) -> list[str]:
+        """What the minimums left out, once per distinct sentence over the judges."""
+        return list(dict.fromkeys(d for r in self.results for d in r.dropped()))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        s = self.settings
+        return {"title": self.title, "epsilon": s.epsilon, "epsilon_source": s.epsilon_source, "q": s.q,
+                "scoring": s.scoring, "min_annotators": s.min_annotators, "min_items": s.min_items,
+                "annotators": list(self.annotators), "source": self.source, "notes": list(self.notes),
+                "results": [r.to_json() for r in self.results]}
+
+
+def settings_for(epsilon: float | None = None, annotator_kind: str | None = None, **kw: Any) -> AltTestSettings:
+    """The settings of a test: ``epsilon`` when given (source "given"), else the paper's value for
+    ``annotator_kind`` (:func:`epsilon_for`); ``kw``: the other fields of :class:`AltTestSettings`."""
+    if epsilon is not None:
+        return AltTestSettings(epsilon=epsilon, epsilon_source="given", **kw)
+    eps, source = epsilon_for(annotator_kind)
+    return AltTestSettings(epsilon=eps, epsilon_source=source, **kw)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -469,6 +547,7 @@ __all__ = [
     "DEFAULT_EPSILON",
     "EPSILON_BY_KIND",
     "SCORINGS",
+    "AltTestReport",
     "AltTestResult",
     "AltTestSettings",
     "AnnotatorTest",
@@ -487,5 +566,6 @@ __all__ = [
     "per_item_scorer",
     "register_scoring",
     "resolve_scoring",
+    "settings_for",
     "t_test_less",
 ]

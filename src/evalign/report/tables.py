@@ -124,6 +124,44 @@ def pairwise_board_display(table: pd.DataFrame) -> pd.DataFrame:
     return shown.rename(columns=BOARD_SHOWN)
 
 
+def alt_test_display(table: pd.DataFrame) -> pd.DataFrame:
+    """An Alt-Test table (:meth:`evalign.meta.alt_test.AltTestReport.table`) as shown: rates as
+    numbers, ``passed`` as yes / no, ``annotators`` as ``tested (+dropped)``; the reason column only
+    when a test could not run."""
+    if table.empty:
+        return table
+    out = pd.DataFrame({
+        "judge": table["judge"],
+        "winning rate": table["winning_rate"],
+        "advantage prob.": table["advantage_probability"],
+        "passes": ["yes" if p is True else "no" if p is False else "-" for p in table["passed"]],
+        "annotators": [f"{t}" + (f" (+{d} dropped)" if d else "") for t, d in
+                       zip(table["annotators"], table["dropped_annotators"], strict=True)],
+        "items": table["n_items"],
+    })
+    if table["reason"].notna().any():
+        out["why not"] = table["reason"].fillna("")
+    return out
+
+
+def alt_test_p_display(p_values: pd.DataFrame) -> pd.DataFrame:
+    """The per-annotator p-values of an Alt-Test (:meth:`~evalign.meta.alt_test.AltTestReport.p_values`)
+    as a judge x annotator grid (one row per judge, or per annotator when there are fewer judges than
+    annotators: whichever makes fewer columns): ``p`` with ``*`` when Benjamini-Yekutieli rejects
+    (the judge wins against that annotator)."""
+    if p_values.empty:
+        return p_values
+    cell = [f"{p:.3g}" + (" *" if r else "") if isinstance(p, float) and math.isfinite(p) else "-"
+            for p, r in zip(p_values["p_value"], p_values["rejected"], strict=True)]
+    judges, annotators = list(dict.fromkeys(p_values["judge"])), list(dict.fromkeys(p_values["annotator"]))
+    rows, cols = ("judge", "annotator") if len(annotators) <= len(judges) else ("annotator", "judge")
+    order = {"judge": judges, "annotator": annotators}
+    wide = p_values.assign(cell=cell).pivot(index=rows, columns=cols, values="cell")
+    wide = wide.reindex(index=order[rows], columns=order[cols]).fillna("-").reset_index()
+    wide.columns.name = None
+    return wide
+
+
 def by_task_display(matrix: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The task x metric matrix as strings with a ``task`` column."""
     out = matrix.map(lambda v: fmt(v, digits))
