@@ -15,14 +15,8 @@ from typer.testing import CliRunner
 
 from evalign.cli import app
 from evalign.errors import InputError
-from evalign.evaluate.alt_test import (
-    UNPARSEABLE,
-    alt_test_files,
-    alt_test_table,
-    dataset_settings,
-    item_alt_test,
-    verdict_labels,
-)
+from evalign.evaluate.alt_test import alt_test_files, alt_test_table, dataset_settings
+from evalign.evaluate.annotators import UNPARSEABLE, item_labels, run_alt_test, verdict_labels
 from evalign.meta.alt_test import AltTestSettings, alt_test_dicts
 
 runner = CliRunner()
@@ -87,8 +81,9 @@ def test_unparseable_verdict_is_a_label_no_annotator_gave() -> None:
 def test_item_scores_off_the_annotators_scale_are_left_out() -> None:
     rng = np.random.default_rng(0)
     r = [rng.integers(1, 6, (2, 20)).astype(float) for _ in range(3)]
-    rep = item_alt_test(r, {"judge:ok": r[0], "judge:x10": r[0] * 10}, ["a", "b", "c"],
-                        settings=AltTestSettings(min_items=10))
+    labels = item_labels(r, {"judge:ok": r[0], "judge:x10": r[0] * 10}, ["a", "b", "c"])
+    assert labels.units is not None and labels.units.tolist() == list(range(20)) * 2  # cells resampled by item
+    rep = run_alt_test(labels, AltTestSettings(min_items=10))
     assert rep.judges == ["judge:ok"]
     assert rep["judge:ok"].scoring == "neg_rmse"
     assert any("judge:x10: not on the annotators' scale" in n for n in rep.notes)

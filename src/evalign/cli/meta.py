@@ -70,6 +70,13 @@ NO_BASELINES: Any = typer.Option(False, "--no-baselines", help="Leave the baseli
 OPTION: Any = typer.Option([], "--option", help="Metric option metric.key=value (repeatable).")
 NO_CACHE: Any = typer.Option(False, "--no-cache", help="Do not read or write the cache when scoring.")
 AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
+ALT_TEST: Any = typer.Option(False, "--alt-test", help="Alt-Test of each judge against the individual annotators "
+                                                       "(Calderon et al. 2025; needs >= 2 annotator columns).")
+EPSILON: Any = typer.Option(None, "--epsilon", help="The Alt-Test's cost-benefit margin in [0, 1) (implies "
+                                                    "--alt-test; default: by the dataset's annotators: experts 0.2, "
+                                                    "skilled 0.15, crowd 0.1; unknown 0.1).")
+AGREEMENT: Any = typer.Option(False, "--agreement", help="Each judge's kappa with each annotator against the "
+                                                         "annotators' kappa with each other (the human ceiling).")
 
 
 def register(app: typer.Typer) -> None:
@@ -86,7 +93,7 @@ def meta_cmd(
     no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -107,8 +114,9 @@ def meta_cmd(
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
-    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
-                     baselines=not no_baselines)
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
+                     by=by, min_group_size=min_group_size, resampling=resampling, baselines=not no_baselines,
+                     alt_test=alt_test or epsilon is not None, epsilon=epsilon, agreement="auto" if agreement else None)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
         result = evaluate(spec, progress=stages.resampling())
@@ -136,17 +144,24 @@ def _check_options(level: str | None, grouping: str, bootstrap: int, permutation
         raise CliError("--min-group-size must be at least 1")
 
 
-def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,
-              **spec_kw: Any) -> Any:
+def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool, *,
+              alt_test: bool = False, epsilon: float | None = None, **spec_kw: Any) -> Any:
     """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
     (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
     computed (``option``: their ``--option`` values; a glob selects judge columns; none: the
-    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), and the
-    remaining spec fields ``spec_kw``."""
+    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), the
+    Alt-Test when ``alt_test`` (``epsilon``, else by the dataset's annotators), and the remaining
+    spec fields ``spec_kw``."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
     inputs = meta_inputs(settings)
+    if alt_test:
+        try:
+            spec_kw["alt_test"] = dataset_settings(inputs.ds.name if inputs.ds is not None else None, epsilon)
+        except EvalignError as e:
+            raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
     default = list(inputs.ds.judge_columns) if inputs.ds is not None and inputs.pairs is not None else []
     try:
         metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
@@ -253,7 +268,9 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
-    rows = rows.drop(columns=[c for c in ("definition", *FIELDS) if c in rows.columns])
+    from evalign.evaluate.annotators import ALT_COLUMNS, CEILING_COLUMNS  # numpy: not at start
+
+    rows = rows.drop(columns=[c for c in ("definition", *FIELDS, *ALT_COLUMNS, *CEILING_COLUMNS) if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -288,6 +305,30 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
         return pd.DataFrame()
     rows = rows[(rows["group"] == group) & pd.to_numeric(rows["accuracy_both"], errors="coerce").notna()]
     return rows[["metric", *DIAGNOSTICS_SHOWN]].rename(columns=DIAGNOSTICS_SHOWN).reset_index(drop=True)
+
+
+def print_judges_vs_humans(r: Any, t: Any) -> None:
+    """Under the first trust table: can these judges replace an annotator? The Alt-Test and the
+    agreement against the human ceiling of each judge, then their details (p-values, the
+    annotators' own agreement) and what was left out."""
+    from evalign.report.tables import alt_test_p_display, judges_vs_humans_display  # pandas: not at start
+
+    if r.alt_test is None and r.ceiling is None:
+        return
+    titles = [x.short_title for x in (r.alt_test, r.ceiling) if x is not None]
+    print_table(judges_vs_humans_display(t.rows, r.alt_test, r.ceiling, t.statistic),
+                title="Can these judges replace an annotator? " + "; ".join(titles), digits=3)
+    if r.alt_test is not None:
+        p = alt_test_p_display(r.alt_test.p_values())
+        if not p.empty:
+            print_table(p, title="Alt-Test p-value per left-out annotator (H0: the annotator's advantage >= "
+                                 "epsilon; * = rejected: the judge wins against that annotator)")
+        console.print(escape(f"Alt-Test settings: {r.alt_test.describe()}"), highlight=False)
+        for line in r.alt_test.dropped():
+            err_console.print(f"[dim]Alt-Test left out: {escape(line)}[/dim]", highlight=False)
+    notes = [*(r.alt_test.notes if r.alt_test is not None else ()), *(r.ceiling.notes if r.ceiling is not None else ())]
+    for note in dict.fromkeys(notes):
+        err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
 
 
 def print_diagnostics(rows: Any) -> None:
@@ -400,8 +441,10 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
-    for t in r.trust:
+    for i, t in enumerate(r.trust):
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
         print_diagnostics(t.rows)
+        if i == 0:
+            print_judges_vs_humans(r, t)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

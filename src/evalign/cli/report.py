@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
-from evalign.cli.meta import existing_columns
+from evalign.cli.meta import AGREEMENT, ALT_TEST, EPSILON, existing_columns
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report import write_report
@@ -55,6 +55,7 @@ def report_cmd(
     pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS,
     metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
+    alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -75,7 +76,8 @@ def report_cmd(
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
-    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling)
+    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,
+                     alt_test=alt_test or epsilon is not None, epsilon=epsilon, agreement="auto" if agreement else None)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
@@ -119,11 +121,14 @@ def report_inputs(settings: Any) -> Any:
 
 
 def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list[str], *, by: str | None,
-               resampling: Any) -> ReportJob:
+               resampling: Any, alt_test: bool = False, epsilon: float | None = None,
+               agreement: str | None = None) -> ReportJob:
     """Read the inputs of ``settings``, find or compute the metric and judge columns, and build the
     report's :class:`~evalign.evaluate.EvalSpec` (its trust tables by the labels' kind; the breakdown
-    by ``task`` when it has several values, its labels merged by case)."""
+    by ``task`` when it has several values, its labels merged by case; the Alt-Test when
+    ``alt_test``, at ``epsilon`` or by the dataset's annotators; the human-ceiling ``agreement``)."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
+    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names, resolve_columns  # scipy: not at every command's start
 
     inputs = report_inputs(settings)
@@ -145,9 +150,11 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
     table, pairs, by, merges = _merge_tasks(table, pairs, by)
     try:
+        alt = dataset_settings(inputs.ds.name if inputs.ds is not None else None, epsilon) if alt_test else None
         spec = EvalSpec(human=hum, columns=tuple(cols), items=table, pairs=pairs, by=by, trust=_requests(hum.kind),
                         resampling=resampling, source=inputs.source, dataset=inputs.dataset,
-                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10)
+                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10,
+                        alt_test=alt, agreement=agreement)
     except EvalignError as e:
         raise CliError(str(e)) from None
     return ReportJob(inputs, spec, runs, merges)

@@ -12,7 +12,7 @@ annotators' and the judges', in what scale, and the epsilon of a dataset's annot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +21,10 @@ import pandas as pd
 
 from evalign.datasets.catalogue import CATALOGUE
 from evalign.errors import InputError
+from evalign.evaluate.annotators import pair_labels, run_alt_test
 from evalign.evaluate.columns import verdict_array, verdict_codes
 from evalign.io.annotations import read_annotations, read_judge_labels
-from evalign.meta.alt_test import (
-    AltTestReport,
-    AltTestSettings,
-    alt_test_coded,
-    alt_test_dicts,
-    alt_test_many,
-    resolve_scoring,
-    settings_for,
-)
-
-#: the code of an unparseable verdict: a label no annotator gives (+1 / -1 / 0 are theirs)
-UNPARSEABLE = 9.0
+from evalign.meta.alt_test import AltTestReport, AltTestSettings, alt_test_dicts, alt_test_many, settings_for
 
 
 def annotator_kind(dataset: str | None) -> str | None:
@@ -57,48 +47,16 @@ def dataset_settings(dataset: str | None, epsilon: float | None = None, **kw: An
     return s
 
 
-def verdict_labels(verdicts: np.ndarray) -> np.ndarray:
-    """A judge's ``2 x pairs`` verdict array (:func:`evalign.evaluate.columns.verdict_array`) as
-    Alt-Test labels: +1 A, -1 B, 0 tie, :data:`UNPARSEABLE`, NaN for a pair without a verdict."""
-    a, b = np.asarray(verdicts, dtype=float)
-    out = np.where(np.isnan(a), UNPARSEABLE, a - b)
-    return np.where(np.isnan(a) & np.isnan(b), np.nan, out)
-
-
-def pair_alt_test(prefs: np.ndarray, verdicts: Mapping[str, np.ndarray], annotators: Sequence[str], *,
-                  settings: AltTestSettings, source: str = "") -> AltTestReport:
-    """The Alt-Test of pairwise judges: ``prefs`` ``(annotators, pairs)`` codes (+1 / -1 / 0, NaN =
-    none), each judge's ``2 x pairs`` verdict array; scored by accuracy (``settings.scoring`` ``auto``)."""
-    labels = {j: verdict_labels(v) for j, v in verdicts.items()}
-    n_bad = {j: int(np.sum(v == UNPARSEABLE)) for j, v in labels.items()}
-    scoring = "accuracy" if settings.scoring == "auto" else settings.scoring
-    results = alt_test_coded(np.asarray(prefs, dtype=float).T, labels, annotators=list(annotators), settings=settings,
-                             scoring=scoring)
-    notes = [f"{j}: {n} unparseable verdict(s) count as a label no annotator gave" for j, n in n_bad.items() if n]
-    return AltTestReport(tuple(results.values()), settings, tuple(annotators), source, tuple(notes))
-
-
-def item_alt_test(ratings: Sequence[np.ndarray], scores: Mapping[str, np.ndarray], annotators: Sequence[str], *,
-                  settings: AltTestSettings, source: str = "", notes: Sequence[str] = ()) -> AltTestReport:
-    """The Alt-Test of item judges: each annotator's ratings and each judge's scores as arrays of
-    the same shape (e.g. ``systems x items``; every cell an item of the test, NaN = none), on the
-    annotators' scale. A judge with a score outside the annotators' range is left out, with a note."""
-    humans = np.column_stack([np.asarray(r, dtype=float).ravel() for r in ratings])
-    lo, hi = np.nanmin(humans), np.nanmax(humans)
-    kept, out_notes = {}, list(notes)
-    for j, v in scores.items():
-        flat = np.asarray(v, dtype=float).ravel()
-        outside = np.sum((flat < lo) | (flat > hi))
-        if outside:
-            out_notes.append(f"{j}: not on the annotators' scale ({int(outside)} score(s) outside "
-                             f"[{lo:g}, {hi:g}]): no Alt-Test")
-            continue
-        kept[j] = flat
-    if not kept:
-        return AltTestReport((), settings, tuple(annotators), source, tuple(out_notes))
-    results = alt_test_coded(humans, kept, annotators=list(annotators), settings=settings,
-                             scoring=resolve_scoring(settings.scoring, True))
-    return AltTestReport(tuple(results.values()), settings, tuple(annotators), source, tuple(out_notes))
+def as_settings(alt_test: AltTestSettings | float | bool | None, dataset: str | None = None) -> AltTestSettings | None:
+    """The Alt-Test settings an API argument asks for: None / False (no test), True (epsilon by the
+    dataset's annotators, see :func:`dataset_settings`), a number (the epsilon) or the settings."""
+    if alt_test is None or alt_test is False:
+        return None
+    if isinstance(alt_test, AltTestSettings):
+        return alt_test
+    if alt_test is True:
+        return dataset_settings(dataset)
+    return dataset_settings(dataset, float(alt_test))
 
 
 def alt_test_table(table: pd.DataFrame, annotators: Sequence[str], judges: Sequence[str], *,
@@ -119,7 +77,7 @@ def alt_test_table(table: pd.DataFrame, annotators: Sequence[str], judges: Seque
     if pairs:
         prefs = np.vstack([pd.to_numeric(table[a], errors="raise").to_numpy(dtype=float) for a in annotators])
         verdicts = {j: verdict_array(*verdict_codes(table, j)) for j in judges}
-        return pair_alt_test(prefs, verdicts, annotators, settings=s, source=source)
+        return run_alt_test(pair_labels(prefs, verdicts, annotators), s, source)
     humans = table[list(annotators)].to_numpy(dtype=object)
     labels = {j: table[j].to_numpy(dtype=object) for j in judges}
     results = alt_test_many(humans, labels, annotators=list(annotators), settings=s)
@@ -149,5 +107,4 @@ def alt_test_files(humans: str | Path, judges: str | Path, *, settings: AltTestS
     return AltTestReport(tuple(results.values()), s, tuple(h), f"{humans} + {judges}", tuple(notes))
 
 
-__all__ = ["UNPARSEABLE", "alt_test_files", "alt_test_table", "annotator_kind", "dataset_settings", "item_alt_test",
-           "pair_alt_test", "verdict_labels"]
+__all__ = ["alt_test_files", "alt_test_table", "annotator_kind", "as_settings", "dataset_settings"]

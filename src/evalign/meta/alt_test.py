@@ -265,6 +265,12 @@ class AltTestReport:
         return (f"Alt-Test (Calderon et al. 2025): can the judge replace an annotator? epsilon {s.epsilon:g} "
                 f"({s.epsilon_source}); Benjamini-Yekutieli at q {s.q:g}; passes when the winning rate >= 0.5")
 
+    @property
+    def short_title(self) -> str:
+        """``Alt-Test at epsilon 0.2 (how it was chosen), q 0.05``."""
+        s = self.settings
+        return f"Alt-Test at epsilon {s.epsilon:g} ({s.epsilon_source}), q {s.q:g}: passes at winning rate >= 0.5"
+
     def table(self) -> pd.DataFrame:
         """One row per judge: ``judge, winning_rate, advantage_probability, passed, annotators``
         (tested), ``dropped_annotators``, ``n_items``, ``scoring``, ``epsilon``, ``reason``."""

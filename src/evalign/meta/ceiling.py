@@ -96,6 +96,13 @@ class CeilingReport:
                 f"{self.ceiling_high:.3f}]; {pct}% paired bootstrap interval of the difference, "
                 f"{self.resampling.n_resamples} resamples over items")
 
+    @property
+    def short_title(self) -> str:
+        """``human ceiling: the annotators' mean Cohen's kappa 0.86 [0.83, 0.88]``."""
+        name = "Cohen's kappa" if self.statistic == "kappa" else "quadratic-weighted kappa"
+        return (f"human ceiling: the {len(self.annotators)} annotators' mean {name} with each other "
+                f"{self.ceiling:.3f} [{self.ceiling_low:.3f}, {self.ceiling_high:.3f}]")
+
     def table(self) -> pd.DataFrame:
         """One row per judge: ``judge, value, ci_low, ci_high, ceiling, difference, diff_low,
         diff_high, verdict``, then one column per annotator (``vs <annotator>``)."""

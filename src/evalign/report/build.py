@@ -18,8 +18,10 @@ from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
 from evalign.report.tables import (
+    alt_test_p_display,
     by_task_display,
     format_results,
+    judges_vs_humans_display,
     leaderboard_display,
     pairwise_board_display,
     to_latex,
@@ -153,6 +155,32 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
     return s
 
 
+def _annotator_sections(data: ReportData) -> list[Section]:
+    """Per result with an Alt-Test or a human-ceiling agreement: can these judges replace an
+    annotator? The judges' figures, the Alt-Test p-values, the annotators' own agreement."""
+    out = []
+    for i, r in enumerate(data.annotator_results):
+        key = "annotators" + (f"_{i + 1}" if len(data.annotator_results) > 1 else "")
+        s = Section(key, "Can these judges replace an annotator?" + (f" ({r.source})" if
+                                                                     len(data.annotator_results) > 1 else ""))
+        parts = [x.title for x in (r.alt_test, r.ceiling) if x is not None]
+        s.text = ". ".join(parts) + "."
+        t = r.trust[0]
+        s.tables["Judges against the individual annotators"] = format_results(
+            judges_vs_humans_display(t.rows, r.alt_test, r.ceiling, t.statistic), data.digits)
+        if r.alt_test is not None and r.alt_test.results:
+            s.tables["Alt-Test p-value per left-out annotator (* = rejected: the judge wins)"] = alt_test_p_display(
+                r.alt_test.p_values())
+            s.after = [f"Alt-Test settings: {r.alt_test.describe()}",
+                       *(f"Alt-Test left out: {d}" for d in r.alt_test.dropped())]
+        if r.ceiling is not None:
+            s.tables["The annotators' agreement with each other"] = format_results(r.ceiling.pairs_table(), data.digits)
+        s.after += list(dict.fromkeys([*(r.alt_test.notes if r.alt_test else ()),
+                                       *(r.ceiling.notes if r.ceiling else ())]))
+        out.append(s)
+    return out
+
+
 def _by_task_section(data: ReportData) -> Section | None:
     if data.by_task is None or not len(data.by_task):
         return None
@@ -248,6 +276,7 @@ def build_report(data: ReportData) -> Report:
         _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",
                         data.pair_accuracy),
         *_pairwise_board_sections(data),
+        *_annotator_sections(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

@@ -94,6 +94,9 @@ class ReportData:
     #: per metric: rows, cells without a value, texts truncated (columns ``metric``, ``rows``,
     #: ``missing``, ``truncated``); None: not shown
     coverage: pd.DataFrame | None = None
+    #: the results (:class:`evalign.evaluate.EvalResult`) with an Alt-Test or a human-ceiling agreement:
+    #: a section "Can these judges replace an annotator?" each
+    annotator_results: list[Any] = field(default_factory=list)
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:

@@ -134,7 +134,7 @@ def alt_test_display(table: pd.DataFrame) -> pd.DataFrame:
         "judge": table["judge"],
         "winning rate": table["winning_rate"],
         "advantage prob.": table["advantage_probability"],
-        "passes": ["yes" if p is True else "no" if p is False else "-" for p in table["passed"]],
+        "passes": [_yes_no(p) for p in table["passed"]],
         "annotators": [f"{t}" + (f" (+{d} dropped)" if d else "") for t, d in
                        zip(table["annotators"], table["dropped_annotators"], strict=True)],
         "items": table["n_items"],
@@ -160,6 +160,40 @@ def alt_test_p_display(p_values: pd.DataFrame) -> pd.DataFrame:
     wide = wide.reindex(index=order[rows], columns=order[cols]).fillna("-").reset_index()
     wide.columns.name = None
     return wide
+
+
+def judges_vs_humans_display(rows: pd.DataFrame, alt: Any, ceiling: Any, statistic: str) -> pd.DataFrame:
+    """Can these judges replace an annotator? One row per judge of group ``(all)`` of a trust table's
+    ``rows``, in its order: the ranking ``statistic``, then the Alt-Test
+    (:class:`~evalign.meta.alt_test.AltTestReport` ``alt``) and the agreement against the human
+    ceiling (:class:`~evalign.meta.ceiling.CeilingReport` ``ceiling``), either may be None."""
+    by_alt = {r.judge: r for r in alt.results} if alt is not None else {}
+    by_ceil = {j.judge: j for j in ceiling.judges} if ceiling is not None else {}
+    main = rows[(rows["group"] == "(all)") & rows["metric"].isin([*by_alt, *by_ceil])]
+    out = pd.DataFrame({"judge": main["metric"].to_numpy(), statistic: main["value"].to_numpy()})
+    judges = list(out["judge"])
+    if alt is not None:
+        out["winning rate"] = [by_alt[j].winning_rate if j in by_alt else math.nan for j in judges]
+        out["advantage"] = [by_alt[j].advantage_probability if j in by_alt else math.nan for j in judges]
+        out["passes"] = [_yes_no(by_alt[j].passed) if j in by_alt else "-" for j in judges]
+    if ceiling is not None:
+        kap = "kappa" if ceiling.statistic == "kappa" else "qw kappa"
+        pct = round(100 * ceiling.resampling.confidence)
+        out[f"{kap} w/ humans"] = [by_ceil[j].value if j in by_ceil else math.nan for j in judges]
+        out[f"minus ceiling [{pct}% CI]"] = [_difference(by_ceil.get(j)) for j in judges]
+        out["vs ceiling"] = [by_ceil[j].verdict if j in by_ceil else "-" for j in judges]
+    return out
+
+
+def _yes_no(v: Any) -> str:
+    return "yes" if v is True else "no" if v is False else "-"
+
+
+def _difference(j: Any) -> str:
+    """A judge's difference from the human ceiling with its interval, ``+0.012 [-0.030, +0.051]``."""
+    if j is None or not math.isfinite(j.difference_low):
+        return "-"
+    return f"{j.difference:+.3f} [{j.difference_low:+.3f}, {j.difference_high:+.3f}]"
 
 
 def by_task_display(matrix: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
