@@ -114,9 +114,9 @@ def meta_cmd(
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
                             alpha=alpha, seed=seed)
-    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
-                     by=by, min_group_size=min_group_size, resampling=resampling, baselines=not no_baselines,
-                     alt_test=alt_test or epsilon is not None, epsilon=epsilon, agreement="auto" if agreement else None)
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
+                     baselines=not no_baselines)
+    spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
         result = evaluate(spec, progress=stages.resampling())
@@ -144,24 +144,33 @@ def _check_options(level: str | None, grouping: str, bootstrap: int, permutation
         raise CliError("--min-group-size must be at least 1")
 
 
-def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool, *,
-              alt_test: bool = False, epsilon: float | None = None, **spec_kw: Any) -> Any:
+def with_judge_tests(spec: Any, dataset: str | None, *, alt_test: bool, epsilon: float | None, agreement: bool) -> Any:
+    """``spec`` with the Alt-Test (``--alt-test``, or ``--epsilon`` given; epsilon by the annotators
+    of ``dataset``, ``NAME[:VARIANT]``, when not given) and the human-ceiling ``--agreement``."""
+    import dataclasses
+
+    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
+
+    if not (alt_test or epsilon is not None or agreement):
+        return spec
+    try:
+        alt = dataset_settings(dataset, epsilon) if alt_test or epsilon is not None else None
+    except EvalignError as e:
+        raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
+    return dataclasses.replace(spec, alt_test=alt, agreement="auto" if agreement else None)
+
+
+def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,
+              **spec_kw: Any) -> Any:
     """The :class:`~evalign.evaluate.EvalSpec` of ``evalign meta``: the inputs of ``settings``
     (an :class:`~evalign.evaluate.inputs.InputSettings`), the ``metrics`` columns found or
     computed (``option``: their ``--option`` values; a glob selects judge columns; none: the
-    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), the
-    Alt-Test when ``alt_test`` (``epsilon``, else by the dataset's annotators), and the remaining
-    spec fields ``spec_kw``."""
+    dataset's shipped judge columns, see :func:`~evalign.evaluate.prepare.expand_names`), and the
+    remaining spec fields ``spec_kw``."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
-    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
     inputs = meta_inputs(settings)
-    if alt_test:
-        try:
-            spec_kw["alt_test"] = dataset_settings(inputs.ds.name if inputs.ds is not None else None, epsilon)
-        except EvalignError as e:
-            raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
     default = list(inputs.ds.judge_columns) if inputs.ds is not None and inputs.pairs is not None else []
     try:
         metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,

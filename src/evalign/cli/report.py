@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
-from evalign.cli.meta import AGREEMENT, ALT_TEST, EPSILON, existing_columns
+from evalign.cli.meta import AGREEMENT, ALT_TEST, EPSILON, existing_columns, with_judge_tests
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report import write_report
@@ -76,8 +76,9 @@ def report_cmd(
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
-    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,
-                     alt_test=alt_test or epsilon is not None, epsilon=epsilon, agreement="auto" if agreement else None)
+    job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling)
+    job = dataclasses.replace(job, spec=with_judge_tests(job.spec, dataset, alt_test=alt_test, epsilon=epsilon,
+                                                         agreement=agreement))
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
@@ -121,14 +122,11 @@ def report_inputs(settings: Any) -> Any:
 
 
 def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list[str], *, by: str | None,
-               resampling: Any, alt_test: bool = False, epsilon: float | None = None,
-               agreement: str | None = None) -> ReportJob:
+               resampling: Any) -> ReportJob:
     """Read the inputs of ``settings``, find or compute the metric and judge columns, and build the
     report's :class:`~evalign.evaluate.EvalSpec` (its trust tables by the labels' kind; the breakdown
-    by ``task`` when it has several values, its labels merged by case; the Alt-Test when
-    ``alt_test``, at ``epsilon`` or by the dataset's annotators; the human-ceiling ``agreement``)."""
+    by ``task`` when it has several values, its labels merged by case)."""
     from evalign.evaluate import EvalSpec  # scipy: not at every command's start
-    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names, resolve_columns  # scipy: not at every command's start
 
     inputs = report_inputs(settings)
@@ -150,11 +148,9 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
     table, pairs, by, merges = _merge_tasks(table, pairs, by)
     try:
-        alt = dataset_settings(inputs.ds.name if inputs.ds is not None else None, epsilon) if alt_test else None
         spec = EvalSpec(human=hum, columns=tuple(cols), items=table, pairs=pairs, by=by, trust=_requests(hum.kind),
                         resampling=resampling, source=inputs.source, dataset=inputs.dataset,
-                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10,
-                        alt_test=alt, agreement=agreement)
+                        costs={r.column: r.seconds_per_1000 for r in runs}, curves=True, min_group_size=10)
     except EvalignError as e:
         raise CliError(str(e)) from None
     return ReportJob(inputs, spec, runs, merges)

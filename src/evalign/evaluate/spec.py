@@ -136,13 +136,15 @@ class EvalSpec:
     ranking table of the labels: pairwise accuracy for item ratings, Kendall for system values,
     preference accuracy for pairs; ``level`` overrides the level). ``by``: a column for the
     breakdown. ``min_group_size``: smallest group ranked (default 10 items, 30 pairs).
-    ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
-    registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
     ``alt_test``: run the Alt-Test of every judge against the individual annotators with these
     settings (None: not run; see :mod:`evalign.meta.alt_test`). ``agreement``: each judge's
     agreement with each annotator against the annotators' own (``auto``: Cohen's kappa for
     preferences, quadratic-weighted kappa for ratings; ``kappa``; ``quadratic_kappa``; None: not
-    computed; see :mod:`evalign.meta.ceiling`). Both need >= 2 annotator columns.
+    computed; see :mod:`evalign.meta.ceiling`). Both need >= 2 annotator columns. ``clusters``:
+    False ranks by value without significance clusters or p-values against the best
+    (``beats_baselines`` is still tested).
+    ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
+    registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
     """
 
     human: Human
@@ -154,14 +156,15 @@ class EvalSpec:
     by: str | None = None
     trust: tuple[TrustRequest, ...] = ()
     min_group_size: int | None = None
+    alt_test: AltTestSettings | None = None
+    agreement: str | None = None
+    clusters: bool = True
     resampling: Resampling = field(default_factory=Resampling)
     source: str = "<table>"
     dataset: str | None = None
     costs: Mapping[str, float] = field(default_factory=dict)
     baselines: bool = True
     curves: bool = False
-    alt_test: AltTestSettings | None = None
-    agreement: str | None = None
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:

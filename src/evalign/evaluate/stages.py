@@ -354,7 +354,7 @@ class Evaluation:
         rows, group_rows, notes = rank_predictors(
             self.human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
             is_pairs=self.is_pairs, resampling=spec.resampling, min_group_size=spec.group_floor(), test=test,
-            undefined=self.undefined(req), progress=PROGRESS.get())
+            undefined=self.undefined(req), progress=PROGRESS.get(), clusters=spec.clusters)
         ceiling = self.ceiling(req)
         if ceiling is not None and not rows.empty:
             rows = with_ceiling(rows, group_rows, groups, ceiling)

@@ -474,6 +474,7 @@ def _meta_dict(spec: Any) -> dict[str, Any]:
         "dataset": spec.dataset,
         "baselines": spec.baselines,
         "curves": spec.curves,
+        "clusters": spec.clusters,
         "alt_test": None if spec.alt_test is None else {k: v for k, v in dataclasses.asdict(spec.alt_test).items()
                                                         if k != "epsilon_source"},
         "agreement": spec.agreement,
