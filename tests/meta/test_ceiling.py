@@ -9,9 +9,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from evalign.errors import InputError
 from evalign.meta.agreement import cohen_kappa
-from evalign.meta.ceiling import agreement_ceiling
+from evalign.meta.ceiling import agreement_ceiling, resample_counts
 from evalign.meta.resampling import Resampling
-from evalign.meta.significance import bootstrap_counts
 
 
 def _noisy(truth: np.ndarray, rng: np.random.Generator, flip: float, lo: int = 1, hi: int = 5) -> np.ndarray:
@@ -63,7 +62,9 @@ def test_bootstrap_equals_a_loop_over_the_same_resamples() -> None:
     units = np.repeat(np.arange(20), 3)  # 20 items x 3 systems: items are resampled
     rs = Resampling(n_resamples=40, seed=7, confidence=0.9)
     r = agreement_ceiling(humans, {"j": judge}, statistic="kappa", units=units, resampling=rs)
-    counts = np.asarray(bootstrap_counts(20, 40, 7))
+    draws = np.random.default_rng(7).integers(0, 20, (40, 20))  # the resamples, drawn as bootstrap_ci draws them
+    counts = np.array([np.bincount(d, minlength=20) for d in draws])
+    assert (resample_counts(20, 40, 7) == counts).all()
     diffs, judge_means = [], []
     for row in counts:
         idx = np.repeat(np.repeat(np.arange(20), row.astype(int)) * 3, 3) + np.tile(np.arange(3), int(row.sum()))

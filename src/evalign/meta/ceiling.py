@@ -35,7 +35,6 @@ from scipy import sparse
 from evalign.errors import InputError
 from evalign.meta.agreement import disagreement_weights, kappa_from_counts
 from evalign.meta.resampling import DEFAULT, Resampling
-from evalign.meta.significance import bootstrap_counts
 
 STATISTICS = ("kappa", "quadratic_kappa")
 #: the verdicts of a judge row
@@ -170,6 +169,17 @@ def _pair_stats(statistic: str, w: np.ndarray, pairs: Sequence[tuple[np.ndarray,
     return np.where((cnt >= 2) & (denom > 1e-12), out, np.nan)
 
 
+def resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """How many times each of ``n`` units is drawn in each bootstrap resample, ``(n_resamples, n)``:
+    row ``b`` counts ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]`` (the
+    index draws of :func:`evalign.meta.significance.bootstrap_ci`)."""
+    if not n:
+        return np.zeros((n_resamples, 0))
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    flat = (idx + np.arange(n_resamples)[:, None] * n).ravel()
+    return np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(np.float64)
+
+
 def _interval(dist: np.ndarray, confidence: float) -> tuple[float, float]:
     ok = dist[np.isfinite(dist)]
     if not ok.size:
@@ -217,8 +227,7 @@ def agreement_ceiling(
     js = {k: np.asarray(v, dtype=float).ravel() for k, v in judges.items()}
     n = h.shape[0]
     unit_ids = np.arange(n) if units is None else np.unique(np.asarray(units), return_inverse=True)[1]
-    w = np.asarray(bootstrap_counts(int(unit_ids.max()) + 1 if n else 0, resampling.n_resamples, resampling.seed),
-                   dtype=np.float64)[:, unit_ids]
+    w = resample_counts(int(unit_ids.max()) + 1 if n else 0, resampling.n_resamples, resampling.seed)[:, unit_ids]
     cats = None
     if statistic == "kappa":
         cats = np.unique(np.concatenate([h[np.isfinite(h)], *(v[np.isfinite(v)] for v in js.values())]))
@@ -246,4 +255,5 @@ def agreement_ceiling(
     return CeilingReport(statistic, tuple(rows), tuple(ann_pairs), ceiling, c_lo, c_hi, tuple(names), resampling)
 
 
-__all__ = ["STATISTICS", "VERDICTS", "CeilingReport", "JudgeCeiling", "PairAgreement", "agreement_ceiling"]
+__all__ = ["STATISTICS", "VERDICTS", "CeilingReport", "JudgeCeiling", "PairAgreement", "agreement_ceiling",
+           "resample_counts"]
