@@ -147,3 +147,28 @@ def test_run_config_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     res = runner.invoke(app, ["run", "bad.yaml", "--dry-run"])
     text = " ".join(res.output.split())
     assert res.exit_code == 2 and "bad.yaml, line 9" in text and "must be a number in [0, 1), got 2" in text
+
+
+def test_calibration_and_the_weighted_verdict(pandalm: object) -> None:
+    from evalign.evaluate.calibrated import WEIGHTED
+    from evalign.meta.agreement import majority_vote
+    from evalign.meta.calibration import pairwise_calibration, weighted_preference_accuracy
+
+    pairs = pandalm.pairs.copy()  # type: ignore[attr-defined]
+    rng = np.random.default_rng(3)
+    v = pairs["judge:pandalm-7b"]
+    p = np.where(v == "A", 0.8, np.where(v == "B", 0.2, 0.5)) + rng.uniform(-0.15, 0.15, len(v))
+    pairs["judge:pandalm-7b.p_a"] = p
+    r = meta_evaluate_pairs(pairs, pandalm.pref_columns, judges=["judge:pandalm-7b", "judge:gpt-3.5-turbo"],  # type: ignore[attr-defined]
+                            **FAST)
+    labels = majority_vote(pairs[pandalm.pref_columns].to_numpy(dtype=float), fallback=0.0)  # type: ignore[attr-defined]
+    assert [c.judge for c in r.calibration] == ["judge:pandalm-7b"]  # gpt-3.5 states no probability
+    direct = pairwise_calibration(p, labels)
+    got = r.calibration[0]
+    assert (got.n, got.n_left_out) == (direct.n, direct.n_left_out)
+    assert (got.ece, got.brier) == pytest.approx((direct.ece, direct.brier), abs=1e-12)
+    rows = r.trust[0].rows
+    row = rows[(rows["metric"] == "judge:pandalm-7b") & (rows["group"] == "(all)")].iloc[0]
+    assert row[WEIGHTED] == pytest.approx(weighted_preference_accuracy(p, labels), abs=1e-12)
+    assert np.isnan(rows.loc[rows["metric"] == "judge:gpt-3.5-turbo", WEIGHTED]).all()
+    assert r.to_json()["calibration"][0]["binning"] == "10 equal-width bins on [0, 1], weighted by their counts"

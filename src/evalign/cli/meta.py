@@ -296,7 +296,8 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = rows[[c for c in ("group", "n") if c in rows.columns] + front + [
         c for c in rows.columns if c not in front and c not in ("group", "n")]]
     return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
-                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable",
+                                "accuracy_weighted": "weighted by p_a"})
 
 
 #: the order diagnostics shown under a trust table, with their short headers
@@ -340,6 +341,18 @@ def print_judges_vs_humans(r: Any, t: Any) -> None:
         err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
 
 
+def print_calibration(r: Any) -> None:
+    """The calibration of the judges that state a probability (nothing when none does)."""
+    from evalign.report.tables import calibration_display  # pandas: not at start
+
+    if not r.calibration:
+        return
+    print_table(calibration_display(r.calibration),
+                title=f"Calibration of the judges' stated probabilities (J.p_a: P(A better) vs the humans' majority, "
+                      f"ties left out; J.p: P(chosen grade) vs the humans' grade); ECE over "
+                      f"{r.calibration[0].binning}", digits=3)
+
+
 def print_diagnostics(rows: Any) -> None:
     """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
     df = diagnostics_display(rows)
@@ -353,7 +366,7 @@ def print_diagnostics(rows: Any) -> None:
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
     """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
     as text."""
-    for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
+    for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best", "accuracy_weighted"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
     if "epsilon" in rows.columns:
@@ -455,5 +468,6 @@ def render(r: Any) -> None:
         print_diagnostics(t.rows)
         if i == 0:
             print_judges_vs_humans(r, t)
+            print_calibration(r)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

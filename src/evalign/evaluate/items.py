@@ -14,6 +14,7 @@ from evalign.errors import InputError
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
 from evalign.evaluate.annotators import AnnotatorLabels, item_labels
+from evalign.evaluate.calibrated import item_calibrations
 from evalign.evaluate.result import TrustTable
 from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import (
@@ -205,6 +206,13 @@ class ItemEvaluation(Evaluation):
                                                                  human_higher_is_better=hum.higher_is_better).human,
                                         np.nan) for a in ann]
         return groups
+
+    def calibrations(self) -> list[Any]:
+        """Each graded judge with ``J.p`` and ``J.grade``: its calibration against the rating column."""
+        hum = self.spec.human.column
+        if hum is None:
+            return []
+        return item_calibrations(self.table, [c.name for c in self.cols if c.kind == "judge"], hum)
 
     def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
         """Each single-annotator rating column and each judge's scores (raw, on the annotators'

@@ -11,6 +11,7 @@ import pandas as pd
 
 from evalign.evaluate.spec import rater_of
 from evalign.meta.alt_test import AltTestReport
+from evalign.meta.calibration import Calibration
 from evalign.meta.ceiling import CeilingReport
 
 #: how tie thresholds are chosen (part of every signature)
@@ -100,6 +101,7 @@ class EvalResult:
     human: str = ""
     alt_test: AltTestReport | None = None
     ceiling: CeilingReport | None = None
+    calibration: tuple[Calibration, ...] = ()
 
     def to_pandas(self) -> pd.DataFrame:
         """The ranking: the rows of the first trust table (a copy; every group, baselines beside the
@@ -141,6 +143,8 @@ class EvalResult:
             out["alt_test"] = self.alt_test.to_json()
         if self.ceiling is not None:
             out["ceiling"] = self.ceiling.to_json()
+        if self.calibration:
+            out["calibration"] = [c.to_json() for c in self.calibration]
         if self.breakdown is not None:
             out["breakdown"] = {"by": self.breakdown_by, "statistic": self.breakdown_statistic,
                                 "rows": self.breakdown.to_dict("records")}

@@ -35,6 +35,7 @@ from evalign.evaluate.annotators import AnnotatorLabels, add_judge_columns, run_
 from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
 from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
 from evalign.meta.alt_test import AltTestReport
+from evalign.meta.calibration import Calibration
 from evalign.meta.ceiling import CeilingReport
 from evalign.meta.significance import CORRELATIONS
 from evalign.meta.trust import Predictor, rank_predictors
@@ -226,6 +227,8 @@ class Evaluation:
         self.lengths: np.ndarray | None = None
         self.alt: AltTestReport | None = None
         self.ceil: CeilingReport | None = None
+        #: the calibration of each judge that states a probability (J.p_a / J.p)
+        self.calib: list[Calibration] = []
 
     def run(self) -> EvalResult:
         """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
@@ -237,6 +240,7 @@ class Evaluation:
         self.warnings += G.tie_warnings(self.tie_rates, self.epsilons, self.spec.human.rater)
         groups = self.group()
         self.judges_vs_annotators()
+        self.calib = self.calibrations()
         tables = [self.rank(req, groups) for req in self.spec.trust_requests()]
         bd = self.breakdown()
         curves = self.curves()
@@ -342,6 +346,10 @@ class Evaluation:
         """The annotators' and the judges' labels on the aligned data, or None and why not."""
         return None, "the labels are not per annotator"
 
+    def calibrations(self) -> list[Calibration]:
+        """The calibration of each judge with a stated probability (``J.p_a`` / ``J.p``)."""
+        return []
+
     # -- rank ----------------------------------------------------------------------------------
 
     def rank(self, req: TrustRequest, groups: Mapping[str, np.ndarray]) -> TrustTable:
@@ -418,7 +426,8 @@ class Evaluation:
             columns=columns_json(self.cols), overview=overview, trust=tuple(tables), missing=self.missing,
             breakdown=bd, breakdown_by=spec.by, curves=dict(curves), notes=tuple(dict.fromkeys(self.notes)),
             warnings=tuple(dict.fromkeys(self.warnings)), refused=nothing_ranked(tables),
-            alt_test=self.alt, ceiling=self.ceil, **self.result_fields(spec.trust_requests()[0], bd),
+            alt_test=self.alt, ceiling=self.ceil, calibration=tuple(self.calib),
+            **self.result_fields(spec.trust_requests()[0], bd),
         )
 
 

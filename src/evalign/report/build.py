@@ -20,6 +20,7 @@ from evalign.report.html import Figure, Section, render_html
 from evalign.report.tables import (
     alt_test_p_display,
     by_task_display,
+    calibration_display,
     format_results,
     judges_vs_humans_display,
     leaderboard_display,
@@ -181,6 +182,23 @@ def _annotator_sections(data: ReportData) -> list[Section]:
     return out
 
 
+def _calibration_section(data: ReportData) -> Section | None:
+    """The calibration of the judges that state a probability: ECE, Brier score, reliability diagram."""
+    if not data.calibration:
+        return None
+    s = Section("calibration", "Calibration of the judges' stated probabilities")
+    first = data.calibration[0]
+    s.text = ("Does a stated 70% come true 70% of the time? Pairwise judges state P(A is better) (J.p_a, from the "
+              "logprobs of their answer tokens), against the humans' majority (ties left out); graded judges the "
+              f"probability of their grade (J.p), against the humans' grade. ECE over {first.binning}; Brier = mean "
+              "squared difference of probability and outcome (0 best).")
+    s.tables["Calibration"] = format_results(calibration_display(data.calibration), data.digits)
+    s.figures.append(Figure("reliability", "Reliability diagram: mean stated probability per bin against how often "
+                                           "it came true (dot size = items); dashed = perfect calibration",
+                            F.reliability_diagram(data.calibration)))
+    return s
+
+
 def _by_task_section(data: ReportData) -> Section | None:
     if data.by_task is None or not len(data.by_task):
         return None
@@ -277,6 +295,7 @@ def build_report(data: ReportData) -> Report:
                         data.pair_accuracy),
         *_pairwise_board_sections(data),
         *_annotator_sections(data),
+        _calibration_section(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

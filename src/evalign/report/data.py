@@ -97,6 +97,9 @@ class ReportData:
     #: the results (:class:`evalign.evaluate.EvalResult`) with an Alt-Test or a human-ceiling agreement:
     #: a section "Can these judges replace an annotator?" each
     annotator_results: list[Any] = field(default_factory=list)
+    #: the calibration of the judges that state a probability (:class:`evalign.meta.calibration.Calibration`):
+    #: a table and a reliability diagram
+    calibration: list[Any] = field(default_factory=list)
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:

@@ -196,6 +196,13 @@ def _difference(j: Any) -> str:
     return f"{j.difference:+.3f} [{j.difference_low:+.3f}, {j.difference_high:+.3f}]"
 
 
+def calibration_display(calibrations: Any) -> pd.DataFrame:
+    """One row per judge with a stated probability: ``judge, kind, n, left out, ECE, Brier``."""
+    return pd.DataFrame([{"judge": c.judge, "kind": c.kind, "n": c.n, "left out": c.n_left_out, "ECE": c.ece,
+                          "Brier": c.brier} for c in calibrations],
+                        columns=["judge", "kind", "n", "left out", "ECE", "Brier"])
+
+
 def by_task_display(matrix: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The task x metric matrix as strings with a ``task`` column."""
     out = matrix.map(lambda v: fmt(v, digits))

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 from evalign.errors import EvalignError
 from evalign.judges.base import SAMPLING_KEYS, SWAP_VERDICT, is_missing, join_instruction, register_judge
 from evalign.judges.llmbar_parsing import parse_llmbar
+from evalign.judges.logprobs import LLMBAR, first_shown_probability, with_probability
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, Stage
@@ -197,7 +198,8 @@ class LLMBarJudge(PrometheusRelative):
             style = PARSERS[self.template.synthesis.parser]  # type: ignore[union-attr]
         else:  # a stage: its output is used as it is
             return ParseResult(text.strip(), None, "stage output", text.strip())
-        return parse_llmbar(text, choice.get("finish_reason"), style=style, prompt=prompt)
+        res = parse_llmbar(text, choice.get("finish_reason"), style=style, prompt=prompt)
+        return with_probability(res, first_shown_probability(choice, LLMBAR, last=style == "cot"))
 
     def parse(self, gen: Mapping[str, Any], prompt: str | None = None) -> ParseResult:
         return self.parse_call(gen, prompt, "ab")
