@@ -31,6 +31,7 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
+from evalign.cli.published import published_settings, run_published
 from evalign.cli.score import parse_options
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
@@ -75,6 +76,9 @@ ALT_TEST: Any = typer.Option(False, "--alt-test", help="Alt-Test of each judge a
 EPSILON: Any = typer.Option(None, "--epsilon", help="The Alt-Test's cost-benefit margin in [0, 1) (implies "
                                                     "--alt-test; default: by the dataset's annotators: experts 0.2, "
                                                     "skilled 0.15, crowd 0.1; unknown 0.1).")
+PUBLISHED: Any = typer.Option(False, "--published", help="Every judge and metric the datasets ship, on every set with "
+                                                         "its files here, in one table (--dataset: only these sets).")
+TOP: Any = typer.Option(None, "--top", help="With --published: the best N columns of each set only.")
 AGREEMENT: Any = typer.Option(False, "--agreement", help="Each judge's kappa with each annotator against the "
                                                          "annotators' kappa with each other (the human ceiling).")
 
@@ -94,6 +98,7 @@ def meta_cmd(
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
     as_json: bool = AS_JSON, alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT,
+    published: bool = PUBLISHED, top: int = TOP,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -101,6 +106,17 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    if published:
+        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
+                                ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
+        if given:
+            raise CliError(f"--published evaluates every dataset's own columns and labels: not with {', '.join(given)}")
+        run_published(published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap,
+                                          permutations=permutations, seed=seed, alpha=alpha, confidence=confidence,
+                                          epsilon=epsilon), as_json=as_json, top=top)
+        return
+    if top is not None:
+        raise CliError("--top goes with --published")
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)

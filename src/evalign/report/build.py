@@ -25,6 +25,7 @@ from evalign.report.tables import (
     judges_vs_humans_display,
     leaderboard_display,
     pairwise_board_display,
+    published_display,
     to_latex,
     to_markdown,
 )
@@ -199,6 +200,19 @@ def _calibration_section(data: ReportData) -> Section | None:
     return s
 
 
+def _published_section(data: ReportData) -> Section | None:
+    """The cross-set table: which judge for my task."""
+    t = data.published
+    if t is None or t.rows.empty:
+        return None
+    s = Section("published", "Which judge for my task: every shipped judge and metric on every set")
+    s.text = t.title + ". Sets without shipped columns or without their files here are listed under the table."
+    s.tables["Every shipped judge and metric on every set"] = published_display(t.rows)
+    s.tables["The sets"] = format_results(t.sets, data.digits)
+    s.after = list(t.notes)
+    return s
+
+
 def _by_task_section(data: ReportData) -> Section | None:
     if data.by_task is None or not len(data.by_task):
         return None
@@ -289,6 +303,7 @@ def build_report(data: ReportData) -> Report:
     """Build the sections for what ``data`` holds (missing parts are skipped) and the HTML page."""
     who = data.labels
     candidates = [
+        _published_section(data),
         _leaderboard_section(data),
         _result_section(data, "correlations", f"Correlation with {who}", data.correlations),
         _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",

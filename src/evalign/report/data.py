@@ -100,6 +100,9 @@ class ReportData:
     #: the calibration of the judges that state a probability (:class:`evalign.meta.calibration.Calibration`):
     #: a table and a reliability diagram
     calibration: list[Any] = field(default_factory=list)
+    #: the cross-set table (:class:`evalign.evaluate.published.PublishedTable`): every shipped judge and
+    #: metric on every set, a page of its own
+    published: Any = None
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:

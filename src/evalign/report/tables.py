@@ -196,6 +196,36 @@ def _difference(j: Any) -> str:
     return f"{j.difference:+.3f} [{j.difference_low:+.3f}, {j.difference_high:+.3f}]"
 
 
+#: short names of the ranking statistics in the cross-set table
+STAT_SHORT = {"preference_accuracy": "pref. acc.", "pairwise_accuracy": "pairwise acc.", "kendall": "kendall",
+              "pearson": "pearson", "spearman": "spearman", "preference_accuracy_no_ties": "pref. acc. (no ties)"}
+
+
+def published_display(rows: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
+    """The cross-set table (:attr:`evalign.evaluate.published.PublishedTable.rows`) as shown: one row
+    per set and column, ``value [low, high]``, ``rank`` as ``k/of``, ``beats baselines`` as yes / no
+    (with the best baseline's value), the Alt-Test as ``winning rate / advantage`` (``-`` where the
+    labels have one annotator); ``top``: the best ``top`` columns of each set only."""
+    if rows.empty:
+        return rows
+    if top is not None:
+        rows = rows[rows["rank"] <= top]
+    sets = [s if lab in (None, "preference") or pd.isna(lab) else f"{s}/{lab}"
+            for s, lab in zip(rows["set"], rows["labels"], strict=True)]
+    value = [fmt(v) + (f" [{fmt(lo)}, {fmt(hi)}]" if isinstance(lo, float) and math.isfinite(lo) else "")
+             for v, lo, hi in zip(rows["value"], rows["ci_low"], rows["ci_high"], strict=True)]
+    beats = [("yes" if b is True else "no" if b is False else "-") + (f" ({fmt(bv, 2)})" if math.isfinite(bv) else "")
+             for b, bv in zip(rows["beats_baselines"], rows["best_baseline_value"], strict=True)]
+    alt = ["-" if not math.isfinite(w) else f"{w:.2f} / {a:.2f}" + (" pass" if p is True else "")
+           for w, a, p in zip(rows["alt_winning_rate"], rows["alt_advantage"], rows["alt_passed"], strict=True)]
+    return pd.DataFrame({
+        "set": sets, "column": rows["column"].to_numpy(), "n": rows["n"].to_numpy(),
+        "statistic": [STAT_SHORT.get(str(s), str(s)) for s in rows["statistic"]], "value [95% CI]": value,
+        "rank": [f"{fmt_rank(r)}/{o}" for r, o in zip(rows["rank"], rows["of"], strict=True)],
+        "beats baseline (best)": beats, "Alt-Test win / adv.": alt,
+    })
+
+
 def calibration_display(calibrations: Any) -> pd.DataFrame:
     """One row per judge with a stated probability: ``judge, kind, n, left out, ECE, Brier``."""
     return pd.DataFrame([{"judge": c.judge, "kind": c.kind, "n": c.n, "left out": c.n_left_out, "ECE": c.ece,
