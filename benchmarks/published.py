@@ -44,7 +44,7 @@ def main() -> None:
           f"{sum(1 for s in out['sets'] if str(s['status']).endswith('ranked'))}")
     for s in out["sets"]:
         if s.get("seconds") is not None:
-            print(f"  {s['set']:<22} {str(s['labels']):<18} {s['columns']:>4} column(s) {s['seconds']:7.2f} s")
+            print(f"  {s['set']:<22} {s['labels']!s:<18} {s['columns']:>4} column(s) {s['seconds']:7.2f} s")
     load = os.getloadavg()[0]
     print(f"cold run: wall {best_wall:.1f} s, CPU {best_cpu:.1f} s (best of {args.repeats}); goal < 10 s; "
           f"load average {load:.1f} on {os.cpu_count()} cores")
