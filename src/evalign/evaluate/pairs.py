@@ -204,6 +204,16 @@ class PairEvaluation(Evaluation):
         p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
         return pair_calibrations(p, self.labels, self.common)
 
+    def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
+        """The probability-weighted verdict's accuracy (:data:`~evalign.evaluate.calibrated.WEIGHTED`) of
+        each judge with ``J.p_a`` over its group's compared pairs, beside the hard verdict's."""
+        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
+        if not p:
+            return
+        sel = {g: np.isin(np.arange(len(self.table)), idx) & self.common for g, idx in groups.items()}
+        rows[WEIGHTED] = [weighted_accuracy(p[m], self.labels, sel[g]) if m in p else np.nan
+                          for g, m in zip(rows["group"], rows["metric"], strict=True)]
+
     def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
         """Each annotator column's codes and each judge's verdicts on the compared pairs."""
         if len(self.pref) < 2:
@@ -222,7 +232,6 @@ class PairEvaluation(Evaluation):
         verdict_cols = {c.name for c in self.cols if c.verdict}
         rows["n_unparseable"] = [n_unparseable(self.data[m][:, groups[g]]) if m in verdict_cols else np.nan
                                  for g, m in zip(rows["group"], rows["metric"], strict=True)]
-        self.weighted_column(rows, groups, sorted(verdict_cols))
         both = set(both_order_judges(self.table.columns)) & verdict_cols
         if not both:
             return
@@ -230,16 +239,6 @@ class PairEvaluation(Evaluation):
         for f in FIELDS:
             rows[f] = [getattr(diags[(g, m)], f) if (g, m) in diags else np.nan
                        for g, m in zip(rows["group"], rows["metric"], strict=True)]
-
-    def weighted_column(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray], judges: Sequence[str]) -> None:
-        """The probability-weighted verdict's accuracy (:data:`~evalign.evaluate.calibrated.WEIGHTED`) of
-        each judge with ``J.p_a`` over its group's compared pairs, beside the hard verdict's."""
-        p = pair_probabilities(self.table, judges)
-        if not p:
-            return
-        sel = {g: np.isin(np.arange(len(self.table)), idx) & self.common for g, idx in groups.items()}
-        rows[WEIGHTED] = [weighted_accuracy(p[m], self.labels, sel[g]) if m in p else np.nan
-                          for g, m in zip(rows["group"], rows["metric"], strict=True)]
 
     def order_diagnostics(self, judges: Sequence[str],
                           groups: Mapping[str, np.ndarray]) -> dict[tuple[str, str], OrderDiagnostics]:

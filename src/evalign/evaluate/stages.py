@@ -368,6 +368,7 @@ class Evaluation:
             rows = with_ceiling(rows, group_rows, groups, ceiling)
         if not rows.empty:
             self.extra_columns(rows, groups)
+            self.judge_columns(rows, groups)
             if req == spec.trust_requests()[0]:
                 add_judge_columns(rows, self.alt, self.ceil)
             defs = B.definitions(req.statistic, self.labels_have_ties(req), self.spec.human.rater)
@@ -400,6 +401,9 @@ class Evaluation:
 
     def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
         """Add table-specific columns to the ranked ``rows`` (in place)."""
+
+    def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
+        """Add the judges' probability columns (the weighted verdict) to the ranked ``rows`` (in place)."""
 
     # -- breakdown, curves, sign ---------------------------------------------------------------
 
