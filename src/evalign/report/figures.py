@@ -370,4 +370,3 @@ def score_vs_length(item_table: pd.DataFrame, judge_cols: Sequence[str]) -> byte
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle("Judge score vs response length", fontsize=11)
     return _png(fig)
-
