@@ -151,7 +151,8 @@ def alt_test_p_display(p_values: pd.DataFrame) -> pd.DataFrame:
     (the judge wins against that annotator)."""
     if p_values.empty:
         return p_values
-    cell = [f"{p:.3g}" + (" *" if r else "") if isinstance(p, float) and math.isfinite(p) else "-"
+    cell = [(f"{p:.3f}" if p >= 0.001 else f"{p:.1e}") + (" *" if r else "")
+            if isinstance(p, float) and math.isfinite(p) else "-"
             for p, r in zip(p_values["p_value"], p_values["rejected"], strict=True)]
     judges, annotators = list(dict.fromkeys(p_values["judge"])), list(dict.fromkeys(p_values["annotator"]))
     rows, cols = ("judge", "annotator") if len(annotators) <= len(judges) else ("annotator", "judge")
