@@ -46,19 +46,20 @@ def run_published(settings: Any, *, as_json: bool, top: int | None = None) -> An
 
 def render(table: Any, top: int | None = None) -> None:
     """The cross-set table in the terminal, then the sets left out and why, and the notes."""
-    from evalign.report.tables import published_display  # pandas: not at start
+    from evalign.report.tables import published_blocks  # pandas: not at start
 
     if table.rows.empty:
         raise CliError("no dataset with shipped judge or metric columns has its files here (see `evalign datasets`)")
-    shown = published_display(table.rows, top)
-    title = table.title + (f"; the best {top} of each set" if top else "")
-    print_table(shown, title=title, digits=3)
+    console.print(escape(table.title + (f"; the best {top} of each set" if top else "")), highlight=False)
+    for title, block in published_blocks(table.rows, top):
+        print_table(block, title=title, digits=3)
     skipped = table.sets[~table.sets["status"].astype(str).str.endswith("ranked")]
     for s in skipped.itertuples():
         err_console.print(f"[dim]{escape(str(s.set))}: {escape(str(s.status))}[/dim]", highlight=False)
     for note in table.notes:
         err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
-    console.print(escape("value: each set's ranking statistic (pref. acc. = preference accuracy with ties against "
-                         "the annotators' majority; pairwise acc. = pairwise accuracy of the ratings; kendall = "
-                         "Kendall's tau); Alt-Test win / adv. = winning rate / advantage probability (pass: "
-                         "winning rate >= 0.5) at each set's epsilon"), highlight=False)
+    console.print(escape("value: each set's ranking statistic with its interval (pref. acc. = preference accuracy "
+                         "with ties against the annotators' majority; pairwise acc. = pairwise accuracy of the "
+                         "ratings; kendall = Kendall's tau); # = rank; beats = significantly better than the best "
+                         "trivial baseline; Alt-Test = winning rate / advantage probability (pass: winning rate >= "
+                         "0.5); columns named judge:<name> are shown as <name>"), highlight=False)

@@ -227,6 +227,34 @@ def published_display(rows: pd.DataFrame, top: int | None = None) -> pd.DataFram
     })
 
 
+def published_blocks(rows: pd.DataFrame, top: int | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """The cross-set table as one narrow table per set and label set (for a terminal): its title
+    says the set, the statistic, n, the best trivial baseline and the Alt-Test's epsilon; each row a
+    column (``judge:`` left out of the name) in rank order with ``value [low, high]``, whether it
+    beats the best baseline, and the Alt-Test's winning rate / advantage probability."""
+    out = []
+    if top is not None:
+        rows = rows[rows["rank"] <= top]
+    for (name, labels), g in rows.groupby(["set", "labels"], sort=False, dropna=False):
+        first = g.iloc[0]
+        set_name = name if labels in (None, "preference") or pd.isna(labels) else f"{name}/{labels}"
+        base = (f"; best trivial baseline {first['best_baseline']} {fmt(first['best_baseline_value'])}"
+                if first["best_baseline"] is not None and not pd.isna(first["best_baseline"]) else "")
+        eps = f"; Alt-Test at epsilon {first['epsilon']:g}" if math.isfinite(first["epsilon"]) else ""
+        title = (f"{set_name}: {STAT_SHORT.get(str(first['statistic']), str(first['statistic']))}, "
+                 f"n {int(first['n'])}, {int(first['of'])} column(s){base}{eps}")
+        d = published_display(g)
+        d.insert(0, "#", [str(r).split("/")[0] for r in d["rank"]])
+        d["column"] = [str(c).removeprefix("judge:") for c in d["column"]]
+        d = d.drop(columns=["set", "n", "statistic", "rank"]).rename(
+            columns={"beats baseline (best)": "beats", "Alt-Test win / adv.": "Alt-Test"})
+        d["beats"] = [b.split(" ")[0] for b in d["beats"]]
+        if (d["Alt-Test"] == "-").all():
+            d = d.drop(columns=["Alt-Test"])
+        out.append((title, d))
+    return out
+
+
 def calibration_display(calibrations: Any) -> pd.DataFrame:
     """One row per judge with a stated probability: ``judge, kind, n, left out, ECE, Brier``."""
     return pd.DataFrame([{"judge": c.judge, "kind": c.kind, "n": c.n, "left out": c.n_left_out, "ECE": c.ece,
