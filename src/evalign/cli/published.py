@@ -60,6 +60,7 @@ def render(table: Any, top: int | None = None) -> None:
         err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     console.print(escape("value: each set's ranking statistic with its interval (pref. acc. = preference accuracy "
                          "with ties against the annotators' majority; pairwise acc. = pairwise accuracy of the "
-                         "ratings; kendall = Kendall's tau); # = rank; beats = significantly better than the best "
+                         "ratings; kendall = Kendall's tau); # = rank (-: no column of the set beats its best "
+                         "trivial baseline, so evalign withholds the ranks); beats = significantly better than the best "
                          "trivial baseline; Alt-Test = winning rate / advantage probability (pass: winning rate >= "
                          "0.5); columns named judge:<name> are shown as <name>"), highlight=False)
