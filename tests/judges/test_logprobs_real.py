@@ -51,27 +51,35 @@ def test_llmbar_p_a_from_the_answer_tokens(smollm2_server: ServerInfo, tmp_path:
 
 
 def test_geval_grade_probability(smollm2_server: ServerInfo) -> None:  # noqa: F811
-    """G-Eval's prompt to the real model, its first line only (``stop``: a weak model rambles on and a
-    cut-off answer is unparseable), read by the judge's own parser: J.p, J.expected, J.grade."""
-    judge = get_judge("geval", temperature=0.0, seed=7)
+    """G-Eval's prompt to the real model, its answer held to one grade by a GBNF grammar (a 135M model
+    rambles before any grade, and a cut-off answer is unparseable), read by the judge's own parser
+    with the logprobs the server returns (llama.cpp's, before the grammar: the grade tokens' mass is
+    small, so G-Eval's ``min_mass`` guard is off here): J.p, J.expected, J.grade, recomputed from the
+    returned top logprobs."""
+    judge = get_judge("geval", temperature=0.0, seed=7, top_logprobs=20, min_mass=0.0)
     recs = ({"instruction": "What is the capital of France?", "response": "Paris."},
             {"instruction": "Add 2 and 3.", "response": "2 + 3 = 6."})
-    reqs = [GenerationRequest(messages=messages, **{**judge.request_settings(0), "max_tokens": 6, "stop": ["\n"]})
+    reqs = [GenerationRequest(messages=messages, **{**judge.request_settings(0), "max_tokens": 2,
+                                                    "grammar": "root ::= [1-4]"})
             for rec in recs for _, messages in judge.prompts(rec, judge.rubric, False)]
 
     async def ask() -> list:
         backend = _backend(smollm2_server)
         return [await backend.generate(r) for r in reqs]
 
-    got = []
-    for gen in asyncio.run(ask()):
-        out = judge.aggregate({(0, ""): judge.parse(gen.to_json())})
-        if out.get("method") == "logprobs":
-            got.append(out)
-    assert got, "SmolLM2 opened no G-Eval answer with a grade"
-    for out in got:
-        p, e, g = out["p"], out["expected"], out["grade"]
-        # greedy decoding: the chosen grade is the most likely grade token, so it has at least 1/4
-        assert 0.25 <= p <= 1.0 and 1.0 <= e <= 4.0 and g in (1.0, 2.0, 3.0, 4.0)
-        assert math.isclose(e, out[""])  # G-Eval's score is the expected grade
-    print("\nSmolLM2 G-Eval:", got)
+    gens = [g.to_json() for g in asyncio.run(ask())]
+    for gen in gens:
+        out = judge.aggregate({(0, ""): judge.parse(gen)})
+        assert out["method"] == "logprobs", out
+        choice = gen["choices"][0]
+        grade = int(choice["text"])
+        probs = {int(t.strip()): math.exp(lp) for t, lp in choice["top_logprobs"][0].items() if t.strip() in "1234"
+                 and t.strip()}
+        total = sum(probs.values())
+        assert out["grade"] == grade
+        assert out["p"] == pytest.approx(probs[grade] / total)
+        assert out["expected"] == pytest.approx(sum(k * v for k, v in probs.items()) / total)
+        # greedy decoding held to a grade picks the most likely grade token: at least 1/4 of the grades' mass
+        assert 0.25 <= out["p"] <= 1.0 and 1.0 <= out["expected"] <= 4.0
+        assert math.isclose(out["expected"], out[""])  # G-Eval's score is the expected grade
+    print("\nSmolLM2 G-Eval:", [(g["choices"][0]["text"], judge.aggregate({(0, ""): judge.parse(g)})["p"]) for g in gens])
