@@ -89,7 +89,7 @@ def check_run(name: str, args: list[str], cwd: Path, code: int = 0, columns: str
 # ------------------------------------------------------------------------------------------------
 # help texts
 
-HELP = [[], ["score"], ["metrics"], ["meta"], ["judge"], ["report"], ["demo"], ["synth"], ["train-judge"],
+HELP = [[], ["score"], ["metrics"], ["meta"], ["alt-test"], ["judge"], ["report"], ["demo"], ["synth"], ["train-judge"],
         ["verify-judge"], ["run"], ["datasets"], ["datasets", "export"], ["leaderboard"], ["cache"], ["cache", "info"],
         ["cache", "clear"], ["probe"]]
 

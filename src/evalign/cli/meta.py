@@ -31,6 +31,7 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
+from evalign.cli.published import published_settings, run_published
 from evalign.cli.score import parse_options
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
@@ -75,6 +76,16 @@ PRICE: Any = typer.Option([], "--price", help="A judge's price per million input
                           "1,000 items: IN/OUT (every judge) or COLUMN=IN/OUT (repeatable).")
 PRICES: Any = typer.Option(None, "--prices", help="A price file (YAML: model name or glob -> {input, output} per "
                            "million tokens; looked up by each judge's J.model column); default: $EVALIGN_PRICES.")
+ALT_TEST: Any = typer.Option(False, "--alt-test", help="Alt-Test of each judge against the individual annotators "
+                                                       "(Calderon et al. 2025; needs >= 2 annotator columns).")
+EPSILON: Any = typer.Option(None, "--epsilon", help="The Alt-Test's cost-benefit margin in [0, 1) (implies "
+                                                    "--alt-test; default: by the dataset's annotators: experts 0.2, "
+                                                    "skilled 0.15, crowd 0.1; unknown 0.1).")
+PUBLISHED: Any = typer.Option(False, "--published", help="Every judge and metric the datasets ship, on every set with "
+                                                         "its files here, in one table (--dataset: only these sets).")
+TOP: Any = typer.Option(None, "--top", help="With --published: the best N columns of each set only.")
+AGREEMENT: Any = typer.Option(False, "--agreement", help="Each judge's kappa with each annotator against the "
+                                                         "annotators' kappa with each other (the human ceiling).")
 
 
 def register(app: typer.Typer) -> None:
@@ -91,7 +102,8 @@ def meta_cmd(
     no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
-    as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES,
+    as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES, alt_test: bool = ALT_TEST,
+    epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED, top: int = TOP,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -99,6 +111,17 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    if published:
+        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
+                                ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
+        if given:
+            raise CliError(f"--published evaluates every dataset's own columns and labels: not with {', '.join(given)}")
+        run_published(published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap,
+                                          permutations=permutations, seed=seed, alpha=alpha, confidence=confidence,
+                                          epsilon=epsilon), as_json=as_json, top=top)
+        return
+    if top is not None:
+        raise CliError("--top goes with --published")
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
@@ -116,6 +139,7 @@ def meta_cmd(
 
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
+    spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
         result = evaluate(spec, progress=stages.resampling())
@@ -141,6 +165,22 @@ def _check_options(level: str | None, grouping: str | None, bootstrap: int, perm
         raise CliError("--confidence and --alpha must be between 0 and 1")
     if min_group_size is not None and min_group_size < 1:
         raise CliError("--min-group-size must be at least 1")
+
+
+def with_judge_tests(spec: Any, dataset: str | None, *, alt_test: bool, epsilon: float | None, agreement: bool) -> Any:
+    """``spec`` with the Alt-Test (``--alt-test``, or ``--epsilon`` given; epsilon by the annotators
+    of ``dataset``, ``NAME[:VARIANT]``, when not given) and the human-ceiling ``--agreement``."""
+    import dataclasses
+
+    from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
+
+    if not (alt_test or epsilon is not None or agreement):
+        return spec
+    try:
+        alt = dataset_settings(dataset, epsilon) if alt_test or epsilon is not None else None
+    except EvalignError as e:
+        raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
+    return dataclasses.replace(spec, alt_test=alt, agreement="auto" if agreement else None)
 
 
 def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,
@@ -270,8 +310,11 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = pd.DataFrame(rows).copy()
     if rows.empty:
         return rows
+    from evalign.evaluate.annotators import ALT_COLUMNS, CEILING_COLUMNS  # numpy: not at start
+
     cost = [c for c in COST_SHOWN if c != "s_per_1000"]  # shown in their own table (print_costs)
-    rows = rows.drop(columns=[c for c in ("definition", *FIELDS, *cost) if c in rows.columns])
+    rows = rows.drop(columns=[c for c in ("definition", *FIELDS, *cost, *ALT_COLUMNS, *CEILING_COLUMNS)
+                              if c in rows.columns])
     pct = round(100 * confidence)
     rows.insert(rows.columns.get_loc("ci_low"), f"{pct}% CI", [
         f"[{lo:.3f}, {hi:.3f}]" if isinstance(lo, float) and math.isfinite(lo) and math.isfinite(hi) else "-"
@@ -288,7 +331,8 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     rows = rows[[c for c in ("group", "n") if c in rows.columns] + front + [
         c for c in rows.columns if c not in front and c not in ("group", "n")]]
     return rows.rename(columns={"s_per_1000": "s/1k items", "beats_baselines": "beats baselines",
-                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable"})
+                                "accuracy_parsed": "acc. parsed only", "n_unparseable": "unparseable",
+                                "accuracy_weighted": "weighted by p_a"})
 
 
 #: the order diagnostics shown under a trust table, with their short headers
@@ -340,6 +384,42 @@ def print_costs(rows: Any, statistic: str) -> None:
                       "price: --price IN/OUT or --prices FILE)")
 
 
+def print_judges_vs_humans(r: Any, t: Any) -> None:
+    """Under the first trust table: can these judges replace an annotator? The Alt-Test and the
+    agreement against the human ceiling of each judge, then their details (p-values, the
+    annotators' own agreement) and what was left out."""
+    from evalign.report.tables import alt_test_p_display, judges_vs_humans_display  # pandas: not at start
+
+    if r.alt_test is None and r.ceiling is None:
+        return
+    titles = [x.short_title for x in (r.alt_test, r.ceiling) if x is not None]
+    print_table(judges_vs_humans_display(t.rows, r.alt_test, r.ceiling, t.statistic),
+                title="Can these judges replace an annotator? " + "; ".join(titles), digits=3)
+    if r.alt_test is not None:
+        p = alt_test_p_display(r.alt_test.p_values())
+        if not p.empty:
+            print_table(p, title="Alt-Test p-value per left-out annotator (H0: the annotator's advantage >= "
+                                 "epsilon; * = rejected: the judge wins against that annotator)")
+        console.print(escape(f"Alt-Test settings: {r.alt_test.describe()}"), highlight=False)
+        for line in r.alt_test.dropped():
+            err_console.print(f"[dim]Alt-Test left out: {escape(line)}[/dim]", highlight=False)
+    notes = [*(r.alt_test.notes if r.alt_test is not None else ()), *(r.ceiling.notes if r.ceiling is not None else ())]
+    for note in dict.fromkeys(notes):
+        err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+
+
+def print_calibration(r: Any) -> None:
+    """The calibration of the judges that state a probability (nothing when none does)."""
+    from evalign.report.tables import calibration_display  # pandas: not at start
+
+    if not r.calibration:
+        return
+    print_table(calibration_display(r.calibration),
+                title=f"Calibration of the judges' stated probabilities (J.p_a: P(A better) vs the humans' majority, "
+                      f"ties left out; J.p: P(chosen grade) vs the humans' grade); ECE over "
+                      f"{r.calibration[0].binning}", digits=3)
+
+
 def print_diagnostics(rows: Any) -> None:
     """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
     df = diagnostics_display(rows)
@@ -353,7 +433,7 @@ def print_diagnostics(rows: Any) -> None:
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
     """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
     as text."""
-    for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
+    for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best", "accuracy_weighted"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
     if "epsilon" in rows.columns:
@@ -450,9 +530,12 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
-    for t in r.trust:
+    for i, t in enumerate(r.trust):
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
         print_diagnostics(t.rows)
         print_costs(t.rows, t.statistic)
+        if i == 0:
+            print_judges_vs_humans(r, t)
+            print_calibration(r)
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

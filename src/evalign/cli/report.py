@@ -14,7 +14,17 @@ from rich.markup import escape
 
 from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
-from evalign.cli.meta import PRICE, PRICES, existing_columns
+from evalign.cli.meta import (
+    AGREEMENT,
+    ALT_TEST,
+    EPSILON,
+    PRICE,
+    PRICES,
+    PUBLISHED,
+    existing_columns,
+    with_judge_tests,
+)
+from evalign.cli.published import published_settings, run_published
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report import write_report
@@ -56,11 +66,16 @@ def report_cmd(
     metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
     confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
     price: list[str] = PRICE, prices: Path = PRICES,
+    alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
 
+    if published:
+        _published_report(scored_file, metric, judge, dataset, data_dir, bootstrap, confidence, seed, epsilon, title,
+                          out, as_json)
+        return
     metrics = split_multi(metric)
     judges = split_multi(judge)
     if not metrics and not judges and (scored_file is not None or not dataset):
@@ -80,6 +95,8 @@ def report_cmd(
 
     job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,
                      prices=price_book(prices, list(price)))
+    job = dataclasses.replace(job, spec=with_judge_tests(job.spec, dataset, alt_test=alt_test, epsilon=epsilon,
+                                                         agreement=agreement))
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
@@ -95,6 +112,30 @@ def report_cmd(
     n_tab = sum(k.startswith("markdown:") for k in written)
     err_console.print(f"[dim]{n_fig} plots and {n_tab} tables in {escape(str(out.parent / (out.stem + '_files')))}[/dim]")
     console.print(escape(f"wrote {written['html']}"))
+
+
+def _published_report(scored_file: Path | None, metric: list[str], judge: list[str], dataset: str | None,
+                      data_dir: Path | None, bootstrap: int, confidence: float, seed: int, epsilon: float | None,
+                      title: str | None, out: Path, as_json: bool) -> None:
+    """``evalign report --published``: the cross-set table as a report page."""
+    from evalign.report.data import ReportData
+
+    if scored_file is not None or metric or judge:
+        raise CliError("--published evaluates every dataset's own columns: not with SCORED_FILE, --metric or --judge")
+    settings = published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap, permutations=bootstrap,
+                                  seed=seed, alpha=0.05, confidence=confidence, epsilon=epsilon)
+    table = run_published(settings, as_json=True) if as_json else _quiet_published(settings)
+    data = ReportData(title=title or "evalign: every shipped judge and metric on every set", published=table)
+    written = write_report(out.parent, data, html_name=out.name, assets=f"{out.stem}_files")
+    if not as_json:
+        console.print(escape(f"wrote {written['html']}"))
+
+
+def _quiet_published(settings: Any) -> Any:
+    from evalign.evaluate.published import published_table  # scipy: not at every command's start
+
+    with Stages() as stages:
+        return published_table(settings, progress=stages.start)
 
 
 @dataclass(frozen=True)

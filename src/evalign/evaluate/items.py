@@ -13,6 +13,8 @@ import pandas as pd
 from evalign.errors import InputError
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
+from evalign.evaluate.annotators import AnnotatorLabels, item_labels
+from evalign.evaluate.calibrated import item_calibrations
 from evalign.evaluate.result import TrustTable
 from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import (
@@ -204,6 +206,34 @@ class ItemEvaluation(Evaluation):
                                                                  human_higher_is_better=hum.higher_is_better).human,
                                         np.nan) for a in ann]
         return groups
+
+    def calibrations(self) -> list[Any]:
+        """Each graded judge with ``J.p`` and ``J.grade``: its calibration against the rating column."""
+        hum = self.spec.human.column
+        if hum is None:
+            return []
+        return item_calibrations(self.table, [c.name for c in self.cols if c.kind == "judge"], hum)
+
+    def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
+        """Each single-annotator rating column and each judge's scores (raw, on the annotators'
+        scale) on the common cells; items are the resampling units."""
+        hum = self.spec.human
+        ann = [a for a in hum.annotators if a in self.table.columns] if self.item_level else []
+        if len(ann) < 2:
+            return None, (f"{len(ann)} annotator column(s); the labels need at least 2 (Human.annotators)"
+                          if self.item_level else "system-level labels have no annotators")
+        judges = [c for c in self.cols if c.kind == "judge"]
+        notes = [f"{c.name}: its scores run the other way from the annotators' (higher_is_better "
+                 f"{c.higher_is_better}): not compared with the annotators" for c in judges
+                 if c.higher_is_better != hum.higher_is_better]
+        judges = [c for c in judges if c.higher_is_better == hum.higher_is_better]
+        if not judges:
+            return AnnotatorLabels(np.empty((0, len(ann))), {}, tuple(ann), False, notes=tuple(notes)), \
+                "no judge column (a metric's scores are not on the annotators' scale)"
+        raw = item_arrays(self.table, ann[0], [*ann[1:], *(c.name for c in judges)])
+        ratings = [raw.human, *(raw.metrics[a] for a in ann[1:])]
+        scores = {c.name: raw.metrics[c.name] for c in judges}
+        return item_labels(ratings, scores, ann, keep=self.common, notes=notes), None
 
     def predictors(self, req: TrustRequest, also: Sequence[str]) -> list[Predictor]:
         """Each column (a corpus column at system level by its corpus statistic) and the trivial baselines."""

@@ -18,11 +18,13 @@ from typing import Any
 import pandas as pd
 
 from evalign.datasets import pairs_to_items
+from evalign.evaluate.alt_test import as_settings
 from evalign.evaluate.prepare import resolve_columns
 from evalign.evaluate.result import EvalResult
 from evalign.evaluate.run import evaluate
 from evalign.evaluate.spec import EvalSpec, Human, Resampling
 from evalign.io import read_items, read_pairs
+from evalign.meta.alt_test import AltTestSettings
 
 __all__ = ["meta_evaluate", "meta_evaluate_pairs"]
 
@@ -64,6 +66,9 @@ def meta_evaluate(
     seed: int = 0,
     baselines: bool = True,
     fields: Mapping[str, str] | None = None,
+    annotators: Sequence[str] = (),
+    alt_test: AltTestSettings | float | bool | None = None,
+    agreement: str | None = None,
 ) -> EvalResult:
     """Meta-evaluate ``metrics`` and ``judges`` against the human labels of an item table ``df``
     (one row per item and system: ``id``, ``system``, ``response``, ``reference`` when a
@@ -79,8 +84,8 @@ def meta_evaluate(
     """
     m, j = _names(metrics, judges)
     if isinstance(human, str):
-        lab = Human(column=human, higher_is_better=not human_lower_is_better)
-        table = read_items(df, fields=fields, human=[human])
+        lab = Human(column=human, higher_is_better=not human_lower_is_better, annotators=tuple(annotators))
+        table = read_items(df, fields=fields, human=[human, *annotators])
     else:
         lab = Human(system={str(k): float(v) for k, v in human.items()}, higher_is_better=not human_lower_is_better)
         table = read_items(df, fields=fields)
@@ -88,7 +93,7 @@ def meta_evaluate(
                             alpha=alpha, seed=seed)
     spec = _spec(table, lab, m, j, pairs=None, source=str(df.attrs.get("source", "<DataFrame>")),
                  lower_is_better=lower_is_better, options=options, resampling=resampling, level=level,
-                 grouping=grouping, by=by, baselines=baselines)
+                 grouping=grouping, by=by, baselines=baselines, alt_test=as_settings(alt_test), agreement=agreement)
     return evaluate(spec)
 
 
@@ -107,6 +112,8 @@ def meta_evaluate_pairs(
     alpha: float = 0.05,
     seed: int = 0,
     baselines: bool = True,
+    alt_test: AltTestSettings | float | bool | None = None,
+    agreement: str | None = None,
 ) -> EvalResult:
     """Meta-evaluate ``metrics`` and ``judges`` against the pairwise human preferences of a pair
     table ``pairs`` (``id``, ``response_a``, ``response_b``, ``reference`` for reference-based
@@ -115,7 +122,10 @@ def meta_evaluate_pairs(
 
     ``metrics``: registered metric names (both sides scored and compared with a calibrated tie
     threshold) or ``<name>_a`` / ``<name>_b`` columns given as ``name``; ``judges``: pairwise
-    verdict columns (A / B / tie). Returns the frozen :class:`~evalign.evaluate.EvalResult`."""
+    verdict columns (A / B / tie). With several annotators, ``alt_test`` (``True``, an epsilon or
+    :class:`~evalign.meta.alt_test.AltTestSettings`) adds the Alt-Test of each judge and
+    ``agreement`` (``auto``, Cohen's kappa) each judge against the human ceiling. Returns the frozen
+    :class:`~evalign.evaluate.EvalResult`."""
     m, j = _names(metrics, judges)
     pref = [prefs] if isinstance(prefs, str) else list(prefs)
     table = read_pairs(pairs, pref=pref)
@@ -123,5 +133,6 @@ def meta_evaluate_pairs(
                             alpha=alpha, seed=seed)
     spec = _spec(pairs_to_items(table), Human(pref_columns=tuple(pref)), m, j, pairs=table,
                  source=str(pairs.attrs.get("source", "<DataFrame>")), lower_is_better=lower_is_better,
-                 options=options, resampling=resampling, by=by, baselines=baselines)
+                 options=options, resampling=resampling, by=by, baselines=baselines, alt_test=as_settings(alt_test),
+                 agreement=agreement)
     return evaluate(spec)

@@ -12,6 +12,8 @@ import pandas as pd
 from evalign.errors import InputError
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
+from evalign.evaluate.annotators import AnnotatorLabels, pair_labels
+from evalign.evaluate.calibrated import WEIGHTED, pair_calibrations, pair_probabilities, weighted_accuracy
 from evalign.evaluate.columns import n_unparseable, verdict_array, verdict_codes, verdict_statistics
 from evalign.evaluate.result import TrustTable
 from evalign.evaluate.spec import Column, TrustRequest
@@ -196,6 +198,30 @@ class PairEvaluation(Evaluation):
             return B.human_ceiling_pairs(prefs[:, sel], req.statistic)
 
         return ceiling
+
+    def calibrations(self) -> list[Any]:
+        """Each verdict judge with ``J.p_a``: its calibration on the compared pairs."""
+        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
+        return pair_calibrations(p, self.labels, self.common)
+
+    def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
+        """The probability-weighted verdict's accuracy (:data:`~evalign.evaluate.calibrated.WEIGHTED`) of
+        each judge with ``J.p_a`` over its group's compared pairs, beside the hard verdict's."""
+        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
+        if not p:
+            return
+        sel = {g: np.isin(np.arange(len(self.table)), idx) & self.common for g, idx in groups.items()}
+        rows[WEIGHTED] = [weighted_accuracy(p[m], self.labels, sel[g]) if m in p else np.nan
+                          for g, m in zip(rows["group"], rows["metric"], strict=True)]
+
+    def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
+        """Each annotator column's codes and each judge's verdicts on the compared pairs."""
+        if len(self.pref) < 2:
+            return None, f"{len(self.pref)} annotator column ({', '.join(self.pref)}); the labels need at least 2"
+        verdicts = {c.name: self.data[c.name] for c in self.cols if c.verdict}
+        if not verdicts:
+            return None, "no judge verdict column"
+        return pair_labels(self.human, verdicts, self.pref, keep=self.common), None
 
     def extra_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
         """``n_unparseable`` of each judge's verdicts in each group (when a judge is evaluated), the

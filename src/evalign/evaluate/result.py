@@ -10,6 +10,9 @@ from typing import Any
 import pandas as pd
 
 from evalign.evaluate.spec import rater_of
+from evalign.meta.alt_test import AltTestReport
+from evalign.meta.calibration import Calibration
+from evalign.meta.ceiling import CeilingReport
 
 #: how tie thresholds are chosen (part of every signature)
 EPSILON_RULE = ("calibrated once per column on all aligned data (Deutsch et al. 2023), held in every group "
@@ -98,6 +101,9 @@ class EvalResult:
     warnings: tuple[str, ...] = ()
     refused: str | None = None
     human: str = ""
+    alt_test: AltTestReport | None = None
+    ceiling: CeilingReport | None = None
+    calibration: tuple[Calibration, ...] = ()
 
     def to_pandas(self) -> pd.DataFrame:
         """The ranking: the rows of the first trust table (a copy; every group, baselines beside the
@@ -135,6 +141,12 @@ class EvalResult:
             "missing": self.missing.to_dict("records"),
             "trust": [t.to_json() for t in self.trust],
         }
+        if self.alt_test is not None:
+            out["alt_test"] = self.alt_test.to_json()
+        if self.ceiling is not None:
+            out["ceiling"] = self.ceiling.to_json()
+        if self.calibration:
+            out["calibration"] = [c.to_json() for c in self.calibration]
         if self.breakdown is not None:
             out["breakdown"] = {"by": self.breakdown_by, "statistic": self.breakdown_statistic,
                                 "rows": self.breakdown.to_dict("records")}

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.meta.alt_test import AltTestSettings
 from evalign.meta.resampling import Resampling
 from evalign.meta.system_level import SYSTEM_LEVELS, declares_corpus, system_label
 
@@ -18,6 +19,8 @@ Kind = Literal["metric", "judge", "baseline"]
 LabelSource = Literal["human", "model"]
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
+#: the statistics of a judge's agreement against the human ceiling (see :mod:`evalign.meta.ceiling`)
+AGREEMENTS = ("auto", "kappa", "quadratic_kappa")
 #: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
 
 
@@ -133,6 +136,13 @@ class EvalSpec:
     ranking table of the labels: pairwise accuracy for item ratings, Kendall for system values,
     preference accuracy for pairs; ``level`` overrides the level). ``by``: a column for the
     breakdown. ``min_group_size``: smallest group ranked (default 10 items, 30 pairs).
+    ``alt_test``: run the Alt-Test of every judge against the individual annotators with these
+    settings (None: not run; see :mod:`evalign.meta.alt_test`). ``agreement``: each judge's
+    agreement with each annotator against the annotators' own (``auto``: Cohen's kappa for
+    preferences, quadratic-weighted kappa for ratings; ``kappa``; ``quadratic_kappa``; None: not
+    computed; see :mod:`evalign.meta.ceiling`). Both need >= 2 annotator columns. ``clusters``:
+    False ranks by value without significance clusters or p-values against the best
+    (``beats_baselines`` is still tested).
     ``source``: the data's name in messages (a file or ``dataset NAME``); ``dataset``: the
     registered dataset's name, if any. ``costs``: seconds per 1,000 items per column.
     ``statistics``: statistics the dataset declares for its judges (objects with ``name``,
@@ -151,6 +161,9 @@ class EvalSpec:
     by: str | None = None
     trust: tuple[TrustRequest, ...] = ()
     min_group_size: int | None = None
+    alt_test: AltTestSettings | None = None
+    agreement: str | None = None
+    clusters: bool = True
     resampling: Resampling = field(default_factory=Resampling)
     source: str = "<table>"
     dataset: str | None = None
@@ -179,6 +192,8 @@ class EvalSpec:
             raise InputError("item-level or system-level labels need an item table", field="items")
         if self.human.kind == "system" and self.level == "item":
             raise InputError("level 'item' needs item-level human ratings (a rating column)", field="level")
+        if self.agreement is not None and self.agreement not in AGREEMENTS:
+            raise InputError(f"must be one of {', '.join(AGREEMENTS)}, got {self.agreement!r}", field="agreement")
 
     @property
     def mode(self) -> str:

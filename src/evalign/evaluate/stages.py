@@ -7,11 +7,14 @@
    columns without a value, keep the cells where every column has one (``mask``), or refuse;
 2. **compute** (``compute``): the overview of every column on all aligned data (no intervals);
 3. **group** (:meth:`Evaluation.group`): the groups of ``by`` (and the baselines' response lengths);
-4. **rank** (:meth:`Evaluation.rank`): per trust request, the predictors (columns and trivial
+4. **annotators** (:meth:`Evaluation.judges_vs_annotators`): when asked for, each judge against the
+   individual annotators: the Alt-Test and the agreement against the human ceiling
+   (:mod:`evalign.evaluate.annotators`), on all aligned data;
+5. **rank** (:meth:`Evaluation.rank`): per trust request, the predictors (columns and trivial
    baselines) ranked by :func:`evalign.meta.trust.rank_predictors` (resample, rank, guard), the human
-   ceiling beside them, and the baseline warnings;
-5. **breakdown**, **curves** and the closing notes (``breakdown``, ``curves``, ``closing_notes``);
-6. **sign** (:meth:`Evaluation.result`): one :class:`EvalResult` with its reproducibility signature.
+   ceiling beside them, the judges' Alt-Test and ceiling figures on their rows, and the baseline warnings;
+6. **breakdown**, **curves** and the closing notes (``breakdown``, ``curves``, ``closing_notes``);
+7. **sign** (:meth:`Evaluation.result`): one :class:`EvalResult` with its reproducibility signature.
 """
 
 from __future__ import annotations
@@ -28,9 +31,13 @@ import evalign
 from evalign.errors import InputError
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
+from evalign.evaluate.annotators import AnnotatorLabels, add_judge_columns, run_alt_test, run_ceiling
 from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
 from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
 from evalign.judges.usage import JudgeUsage, has_usage, table_models, table_usage
+from evalign.meta.alt_test import AltTestReport
+from evalign.meta.calibration import Calibration
+from evalign.meta.ceiling import CeilingReport
 from evalign.meta.significance import CORRELATIONS
 from evalign.meta.trust import Predictor, rank_predictors
 
@@ -244,6 +251,10 @@ class Evaluation:
         self.tie_rates: dict[str, float] = {}
         self.epsilons: dict[str, float] = {}
         self.lengths: np.ndarray | None = None
+        self.alt: AltTestReport | None = None
+        self.ceil: CeilingReport | None = None
+        #: the calibration of each judge that states a probability (J.p_a / J.p)
+        self.calib: list[Calibration] = []
 
     def run(self) -> EvalResult:
         """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
@@ -254,6 +265,8 @@ class Evaluation:
         overview = self.compute()
         self.warnings += G.tie_warnings(self.tie_rates, self.epsilons, self.spec.human.rater)
         groups = self.group()
+        self.judges_vs_annotators()
+        self.calib = self.calibrations()
         tables = [self.rank(req, groups) for req in self.spec.trust_requests()]
         bd = self.breakdown()
         curves = self.curves()
@@ -333,6 +346,36 @@ class Evaluation:
     def groups_of(self, by: str | None) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    # -- annotators ----------------------------------------------------------------------------
+
+    def judges_vs_annotators(self) -> None:
+        """Stage ``annotators``: the Alt-Test (``spec.alt_test``) and the agreement against the human
+        ceiling (``spec.agreement``) of every judge, on the aligned data; a note when the labels do
+        not allow them (fewer than 2 annotator columns, no judge)."""
+        spec = self.spec
+        if spec.alt_test is None and spec.agreement is None:
+            return
+        labels, why = self.annotator_labels()
+        if labels is None or not labels.judges:
+            what = " and ".join(x for x, on in (("Alt-Test", spec.alt_test is not None),
+                                                ("human-ceiling agreement", spec.agreement is not None)) if on)
+            reason = why or "no judge column on the annotators' scale"
+            self.notes.append(f"no {what}: {reason}")
+            self.notes += list(labels.notes) if labels is not None else []
+            return
+        if spec.alt_test is not None:
+            self.alt = run_alt_test(labels, spec.alt_test, spec.source)
+        if spec.agreement is not None:
+            self.ceil = run_ceiling(labels, spec.agreement, spec.resampling)
+
+    def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
+        """The annotators' and the judges' labels on the aligned data, or None and why not."""
+        return None, "the labels are not per annotator"
+
+    def calibrations(self) -> list[Calibration]:
+        """The calibration of each judge with a stated probability (``J.p_a`` / ``J.p``)."""
+        return []
+
     # -- rank ----------------------------------------------------------------------------------
 
     def rank(self, req: TrustRequest, groups: Mapping[str, np.ndarray]) -> TrustTable:
@@ -345,13 +388,16 @@ class Evaluation:
         rows, group_rows, notes = rank_predictors(
             self.human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
             is_pairs=self.is_pairs, resampling=spec.resampling, min_group_size=spec.group_floor(), test=test,
-            undefined=self.undefined(req), progress=PROGRESS.get())
+            undefined=self.undefined(req), progress=PROGRESS.get(), clusters=spec.clusters)
         ceiling = self.ceiling(req)
         if ceiling is not None and not rows.empty:
             rows = with_ceiling(rows, group_rows, groups, ceiling)
         if not rows.empty:
             self.extra_columns(rows, groups)
             add_cost_columns(rows, self.judge_usage())
+            self.judge_columns(rows, groups)
+            if req == spec.trust_requests()[0]:
+                add_judge_columns(rows, self.alt, self.ceil)
             defs = B.definitions(req.statistic, self.labels_have_ties(req), self.spec.human.rater)
             rows["definition"] = [defs.get(str(m)) if k == "baseline" else None
                                   for m, k in zip(rows["metric"], rows["kind"], strict=True)]
@@ -402,6 +448,9 @@ class Evaluation:
                 out[c.name] = u
         return out
 
+    def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
+        """Add the judges' probability columns (the weighted verdict) to the ranked ``rows`` (in place)."""
+
     # -- breakdown, curves, sign ---------------------------------------------------------------
 
     def breakdown(self) -> pd.DataFrame | None:
@@ -427,6 +476,7 @@ class Evaluation:
             columns=columns_json(self.cols), overview=overview, trust=tuple(tables), missing=self.missing,
             breakdown=bd, breakdown_by=spec.by, curves=dict(curves), notes=tuple(dict.fromkeys(self.notes)),
             warnings=tuple(dict.fromkeys(self.warnings)), refused=nothing_ranked(tables),
+            alt_test=self.alt, ceiling=self.ceil, calibration=tuple(self.calib),
             **self.result_fields(spec.trust_requests()[0], bd),
         )
 

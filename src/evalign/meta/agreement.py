@@ -194,18 +194,34 @@ def cohen_kappa(
     q = len(cats)
     obs = np.zeros((q, q))
     np.add.at(obs, (xi, yi), 1.0)
-    exp = np.outer(obs.sum(axis=1), obs.sum(axis=0)) / obs.sum()
+    return float(kappa_from_counts(obs, disagreement_weights(q, weights)))
+
+
+def disagreement_weights(q: int, weights: Literal["linear", "quadratic"] | None = None) -> np.ndarray:
+    """The ``(q, q)`` disagreement weights of Cohen's (weighted) kappa between ``q`` ordered
+    categories: 0/1 (``None``), ``|i - j|`` (``linear``) or ``(i - j)^2`` (``quadratic``)."""
     idx = np.arange(q)
     if weights is None:
-        w = (idx[:, None] != idx[None, :]).astype(np.float64)
-    elif weights == "linear":
-        w = np.abs(idx[:, None] - idx[None, :]).astype(np.float64)
-    elif weights == "quadratic":
-        w = ((idx[:, None] - idx[None, :]) ** 2).astype(np.float64)
-    else:
-        raise InputError(f"unknown weights {weights!r}; choose None, 'linear' or 'quadratic'", field="weights")
-    denom = float(np.sum(w * exp))
-    return 1.0 - float(np.sum(w * obs)) / denom if denom > 0 else float("nan")
+        return (idx[:, None] != idx[None, :]).astype(np.float64)
+    if weights == "linear":
+        return np.abs(idx[:, None] - idx[None, :]).astype(np.float64)
+    if weights == "quadratic":
+        return ((idx[:, None] - idx[None, :]) ** 2).astype(np.float64)
+    raise InputError(f"unknown weights {weights!r}; choose None, 'linear' or 'quadratic'", field="weights")
+
+
+def kappa_from_counts(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Cohen's (weighted) kappa of contingency tables ``counts`` ``(..., q, q)`` (rows: the first
+    rater's category, columns: the second's; counts may be bootstrap weights) with disagreement
+    ``weights`` ``(q, q)``: ``1 - sum(w * observed) / sum(w * expected)``, the expected table being
+    the product of the margins. NaN where the expected disagreement is zero."""
+    obs = np.asarray(counts, dtype=np.float64)
+    total = obs.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        exp = obs.sum(axis=-1)[..., :, None] * obs.sum(axis=-2)[..., None, :] / total[..., None, None]
+        denom = np.sum(weights * exp, axis=(-2, -1))
+        out = 1.0 - np.sum(weights * obs, axis=(-2, -1)) / denom
+    return np.where(denom > 0, out, np.nan)
 
 
 def _index_of(cats: np.ndarray, values: np.ndarray, name: str) -> np.ndarray:

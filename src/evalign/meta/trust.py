@@ -170,6 +170,7 @@ def rank_predictors(
     test: str = "permutation",
     undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    clusters: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
     """The rows of a trust table: per group, every predictor's value with a bootstrap interval; the
     ranked predictors (metrics, judges, baselines with ``ranked``) sorted by value; metrics and
@@ -182,7 +183,8 @@ def rank_predictors(
     the statistic is undefined in a group (then no rank, cluster or test; the reason is the group's
     status), or None. ``progress(stage, done, total)``: called after each bootstrap interval
     (``"bootstrap intervals"``, total known) and each paired test (``"permutation tests"`` or
-    ``"bootstrap tests"``, total None).
+    ``"bootstrap tests"``, total None). ``clusters``: False leaves out the significance clusters and
+    the p-values against the best (ranks by value and ``beats_baselines`` only: far fewer tests).
 
     The stages, per group of at least ``min_group_size`` items: slice the data and ask why the
     statistic would be undefined; resample (an interval per predictor); rank (clusters and the
@@ -195,6 +197,7 @@ def rank_predictors(
         raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
     ranker = _Ranker(human, predictors, statistic=statistic, also=also, level=level, grouping=grouping,
                      variant=variant, is_pairs=is_pairs, resampling=resampling, test=test, progress=progress)
+    ranker.clusters = clusters
     ranker.n_intervals = sum(len(ranker.preds) for sel in groups.values() if len(sel) >= min_group_size)
     rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
@@ -279,6 +282,7 @@ class _Ranker:
         self.also_eps = {s: {p.name: self.calibrate(p, s) for p in predictors} for s in also}
         self.n_intervals = 0
         self.done = {"intervals": 0, "tests": 0}
+        self.clusters = True
 
     def calibrate(self, p: Predictor, statistic: str) -> float | None:
         """Stage ``calibrate``: a predictor's tie threshold for ``statistic`` on all data (None: none)."""
@@ -318,7 +322,8 @@ class _Ranker:
         p_best = {name: float("nan") for name in self.preds}
         beats: dict[str, Any] = dict.fromkeys(self.preds)
         if reason is None and contenders:
-            self.rank(g, contenders, clusters, p_best, notes)
+            if self.clusters:
+                self.rank(g, contenders, clusters, p_best, notes)
             self.guard(g, contenders, beats, notes)
         return self.rows(g, reason, clusters, p_best, beats)
 

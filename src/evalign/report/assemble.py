@@ -71,6 +71,8 @@ def from_results(
         by_task_left_out=parts.left_out,
         min_group_size=parts.min_size,
         coverage=coverage(results, runs),
+        annotator_results=[r for r in ok if r.alt_test is not None or r.ceiling is not None],
+        calibration=[c for r in ok for c in r.calibration],
         explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
         title=title,
         subtitle=subtitle,

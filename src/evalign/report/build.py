@@ -20,10 +20,14 @@ from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
 from evalign.report.probes import probe_section
 from evalign.report.tables import (
+    alt_test_p_display,
     by_task_display,
+    calibration_display,
     format_results,
+    judges_vs_humans_display,
     leaderboard_display,
     pairwise_board_display,
+    published_display,
     to_latex,
     to_markdown,
 )
@@ -189,6 +193,62 @@ def _cost_section(data: ReportData) -> Section | None:
     return None
 
 
+def _annotator_sections(data: ReportData) -> list[Section]:
+    """Per result with an Alt-Test or a human-ceiling agreement: can these judges replace an
+    annotator? The judges' figures, the Alt-Test p-values, the annotators' own agreement."""
+    out = []
+    for i, r in enumerate(data.annotator_results):
+        key = "annotators" + (f"_{i + 1}" if len(data.annotator_results) > 1 else "")
+        s = Section(key, "Can these judges replace an annotator?" + (f" ({r.source})" if
+                                                                     len(data.annotator_results) > 1 else ""))
+        parts = [x.title for x in (r.alt_test, r.ceiling) if x is not None]
+        s.text = ". ".join(parts) + "."
+        t = r.trust[0]
+        s.tables["Judges against the individual annotators"] = format_results(
+            judges_vs_humans_display(t.rows, r.alt_test, r.ceiling, t.statistic), data.digits)
+        if r.alt_test is not None and r.alt_test.results:
+            s.tables["Alt-Test p-value per left-out annotator (* = rejected: the judge wins)"] = alt_test_p_display(
+                r.alt_test.p_values())
+            s.after = [f"Alt-Test settings: {r.alt_test.describe()}",
+                       *(f"Alt-Test left out: {d}" for d in r.alt_test.dropped())]
+        if r.ceiling is not None:
+            s.tables["The annotators' agreement with each other"] = format_results(r.ceiling.pairs_table(), data.digits)
+        s.after += list(dict.fromkeys([*(r.alt_test.notes if r.alt_test else ()),
+                                       *(r.ceiling.notes if r.ceiling else ())]))
+        out.append(s)
+    return out
+
+
+def _calibration_section(data: ReportData) -> Section | None:
+    """The calibration of the judges that state a probability: ECE, Brier score, reliability diagram."""
+    if not data.calibration:
+        return None
+    s = Section("calibration", "Calibration of the judges' stated probabilities")
+    first = data.calibration[0]
+    s.text = ("Does a stated 70% come true 70% of the time? Pairwise judges state P(A is better) (J.p_a, from the "
+              "logprobs of their answer tokens), against the humans' majority (ties left out); graded judges the "
+              f"probability of their grade (J.p), against the humans' grade. ECE over {first.binning}; Brier = mean "
+              "squared difference of probability and outcome (0 best).")
+    s.tables["Calibration"] = format_results(calibration_display(data.calibration), data.digits)
+    s.figures.append(Figure("reliability", "Reliability diagram: mean stated probability per bin against how often "
+                                           "it came true (dot size = items); dashed = perfect calibration",
+                            F.reliability_diagram(data.calibration)))
+    return s
+
+
+def _published_section(data: ReportData) -> Section | None:
+    """The cross-set table: which judge for my task."""
+    t = data.published
+    if t is None or t.rows.empty:
+        return None
+    s = Section("published", "Which judge for my task: every shipped judge and metric on every set")
+    s.text = t.title + ". Sets without shipped columns or without their files here are listed under the table."
+    s.tables["Every shipped judge and metric on every set"] = published_display(t.rows)
+    s.tables["The sets"] = format_results(t.sets, data.digits)
+    s.after = list(t.notes)
+    return s
+
+
 def _by_task_section(data: ReportData) -> Section | None:
     if data.by_task is None or not len(data.by_task):
         return None
@@ -279,6 +339,7 @@ def build_report(data: ReportData) -> Report:
     """Build the sections for what ``data`` holds (missing parts are skipped) and the HTML page."""
     who = data.labels
     candidates = [
+        _published_section(data),
         _leaderboard_section(data),
         _result_section(data, "correlations", f"Correlation with {who}", data.correlations),
         _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",
@@ -286,6 +347,8 @@ def build_report(data: ReportData) -> Report:
         *_pairwise_board_sections(data),
         probe_section(data.probes) if data.probes else None,
         _cost_section(data),
+        *_annotator_sections(data),
+        _calibration_section(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

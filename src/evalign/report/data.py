@@ -97,6 +97,15 @@ class ReportData:
     #: per metric: rows, cells without a value, texts truncated (columns ``metric``, ``rows``,
     #: ``missing``, ``truncated``); None: not shown
     coverage: pd.DataFrame | None = None
+    #: the results (:class:`evalign.evaluate.EvalResult`) with an Alt-Test or a human-ceiling agreement:
+    #: a section "Can these judges replace an annotator?" each
+    annotator_results: list[Any] = field(default_factory=list)
+    #: the calibration of the judges that state a probability (:class:`evalign.meta.calibration.Calibration`):
+    #: a table and a reliability diagram
+    calibration: list[Any] = field(default_factory=list)
+    #: the cross-set table (:class:`evalign.evaluate.published.PublishedTable`): every shipped judge and
+    #: metric on every set, a page of its own
+    published: Any = None
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:

@@ -279,6 +279,34 @@ def _symlog_axis(ax: Any, smallest: float, largest: float) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+def reliability_diagram(calibrations: Sequence[Any]) -> bytes:
+    """The reliability diagram of each judge that states a probability
+    (:class:`~evalign.meta.calibration.Calibration`), one panel each: per bin the mean stated
+    probability against how often it came true (dot size = items in the bin), the diagonal of perfect
+    calibration, ECE and Brier score in the title."""
+    nrows, ncols = _grid(len(calibrations))
+    fig = _figure(3.6 * ncols, 3.4 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for k, c in enumerate(calibrations):
+        ax = axes[k // ncols][k % ncols]
+        b = c.bins
+        ax.plot([0, 1], [0, 1], ls="--", lw=1, color="0.5")
+        if len(b):
+            sizes = 20 + 200 * b["n"].to_numpy() / max(1, int(b["n"].max()))
+            ax.plot(b["mean_p"], b["observed"], lw=1, color=BLUE)
+            ax.scatter(b["mean_p"], b["observed"], s=sizes, color=BLUE, zorder=3)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        what = "P(A better)" if c.kind == "pairwise" else "P(chosen grade)"
+        ax.set_xlabel(f"stated {what}")
+        ax.set_ylabel("observed: humans say A" if c.kind == "pairwise" else "observed: the humans' grade")
+        ax.set_title(f"{c.judge}\nECE {c.ece:.3f}, Brier {c.brier:.3f}, n {c.n}", fontsize=8)
+        ax.grid(alpha=0.3)
+    for k in range(len(calibrations), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    return _png(fig)
+
+
 def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
     """Pairwise accuracy as a function of the tie threshold epsilon, one panel per metric (metrics
     have their own units; a symmetric-log x axis so that small thresholds are not squashed at the

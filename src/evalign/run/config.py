@@ -53,9 +53,10 @@ from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.leaderboard import leaderboard_spec
-from evalign.evaluate.spec import GROUPINGS, LEVELS
+from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
 from evalign.judges.backends import BACKENDS, backend_class, list_backends
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
+from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
@@ -80,7 +81,7 @@ LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "baseline", "a
 LEADERBOARD_KEYS = ("name", "verdicts", "trust", *LEADERBOARD_OPTIONS)
 TRUST_KEYS = ("evaluation", "column")
 #: EvalSpec fields the run makes itself (not set in ``meta``)
-META_COMPUTED = ("human", "columns", "items", "pairs", "costs", "resampling", "trust")
+META_COMPUTED = ("human", "columns", "items", "pairs", "costs", "resampling", "trust", "alt_test")
 FIELD_NAMES = ("id", "system", "instruction", "input", "reference", "response", "task", "language")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -484,7 +485,29 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
                              for f in dataclasses.fields(Resampling) if f.name in r}
     if m.get("trust"):
         out["trust"] = _meta_trust(m, where)
+    if m.get("alt_test") not in (None, False):
+        out["alt_test"] = _meta_alt_test(m, where)
     _validate_meta(out, m, where)
+    return out
+
+
+def _meta_alt_test(m: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+    """``meta.alt_test``: ``true`` (epsilon by the dataset's annotators), a number (the epsilon) or a
+    mapping of :class:`~evalign.meta.alt_test.AltTestSettings` fields (``epsilon`` optional)."""
+    v = m["alt_test"]
+    if v is True:
+        return {}
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return {"epsilon": float(v)}
+    a = _mapping(v, where.child("alt_test"), m, "alt_test")
+    aw = where.child("alt_test")
+    fields = [f for f in dataclasses.fields(AltTestSettings) if f.name != "epsilon_source"]
+    check_keys(a, [f.name for f in fields], aw)
+    out = {f.name: _scalar_field(a, f.name, _default_of(f), aw) for f in fields if f.name in a}
+    try:
+        AltTestSettings(**out)
+    except InputError as e:
+        raise aw.error(a, e.field if e.field in a else next(iter(a), "epsilon"), e.reason) from None
     return out
 
 
@@ -531,6 +554,8 @@ def _validate_meta(out: Mapping[str, Any], m: Mapping[str, Any], where: _Where) 
     for key, choices in (("level", LEVELS), ("grouping", GROUPINGS)):
         if out.get(key) is not None and out[key] not in choices:
             raise where.error(m, key, f"must be one of {', '.join(choices)}, got {out[key]!r}")
+    if out.get("agreement") is not None and out["agreement"] not in AGREEMENTS:
+        raise where.error(m, "agreement", f"must be one of {', '.join(AGREEMENTS)}, got {out['agreement']!r}")
     if out.get("min_group_size") is not None and (not isinstance(out["min_group_size"], int)
                                                   or out["min_group_size"] < 1):
         raise where.error(m, "min_group_size", f"must be an integer >= 1, got {out['min_group_size']!r}")

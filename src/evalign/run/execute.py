@@ -33,6 +33,7 @@ from evalign.cache import Cache
 from evalign.datasets.catalogue import require_texts
 from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
+from evalign.evaluate.alt_test import dataset_settings
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
 from evalign.evaluate.leaderboard import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.evaluate.prepare import resolve_columns
@@ -425,10 +426,14 @@ def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.Data
     """The :class:`~evalign.evaluate.EvalSpec` of an evaluation's ``meta`` section, with the
     defaults made explicit (the trust tables, the minimum group size, the level)."""
     meta = dict(ev.meta)
-    spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust")}
+    spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust", "alt_test")}
     spec_kw.setdefault("source", d["label"])
     spec_kw.setdefault("dataset", d["dataset"])
     try:
+        if meta.get("alt_test") is not None:
+            alt = dict(meta["alt_test"])
+            ds = d.get("ds")
+            spec_kw["alt_test"] = dataset_settings(ds.name if ds is not None else None, alt.pop("epsilon", None), **alt)
         spec = EvalSpec(human=d["human"], columns=tuple(cols), items=items, pairs=pairs,
                         resampling=Resampling(**meta.get("resampling", {})),
                         trust=tuple(TrustRequest(**t) for t in meta.get("trust", [])), costs=dict(costs or {}),
@@ -482,6 +487,10 @@ def _meta_dict(spec: Any) -> dict[str, Any]:
         "dataset": spec.dataset,
         "baselines": spec.baselines,
         "curves": spec.curves,
+        "clusters": spec.clusters,
+        "alt_test": None if spec.alt_test is None else {k: v for k, v in dataclasses.asdict(spec.alt_test).items()
+                                                        if k != "epsilon_source"},
+        "agreement": spec.agreement,
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from evalign.errors import EvalignError
 from evalign.judges.base import SingleJudge, numeric_columns, register_judge
+from evalign.judges.logprobs import grade_columns, grade_probability, with_probability
 from evalign.judges.parsing import ParseResult, mask_echo, parse_grade, unscored
 
 #: G-Eval's default minimum total probability of the score tokens at the score position
@@ -79,11 +80,14 @@ class GEval(SingleJudge):
         if total < self.min_mass:
             return unscored("low_mass", f"score tokens' probability {total:.3g} < {self.min_mass:g}", res.feedback)
         weighted = sum(k * p for k, p in found.items()) / total
-        return ParseResult(weighted, None, "logprobs", res.feedback)
+        p_grade, expected = grade_probability(found, res.score)
+        return with_probability(ParseResult(weighted, None, "logprobs", res.feedback), grade=res.score,
+                                p_grade=p_grade, expected=expected)
 
     def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
         ordered = [results[k] for k in sorted(results)]
         out = numeric_columns(ordered, self.samples)
+        out.update(grade_columns(ordered))  # J.p, J.expected, J.grade: the grade distribution, with logprobs
         methods = {r.detail for r in ordered if r.ok}
         out["method"] = None if not methods else methods.pop() if len(methods) == 1 else "mixed"
         return out

@@ -51,6 +51,7 @@ from evalign.judges.base import (
     register_judge,
 )
 from evalign.judges.llmbar_parsing import parse_llmbar
+from evalign.judges.logprobs import LLMBAR, first_shown_probability, with_probability
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, Stage
@@ -225,7 +226,8 @@ class LLMBarJudge(PrometheusRelative):
             style = PARSERS[self.template.synthesis.parser]  # type: ignore[union-attr]
         else:  # a stage: its output is used as it is
             return ParseResult(text.strip(), None, "stage output", text.strip())
-        return parse_llmbar(text, choice.get("finish_reason"), style=style, prompt=prompt)
+        res = parse_llmbar(text, choice.get("finish_reason"), style=style, prompt=prompt)
+        return with_probability(res, first_shown_probability(choice, LLMBAR, last=style == "cot"))
 
     def parse(self, gen: Mapping[str, Any], prompt: str | None = None) -> ParseResult:
         return self.parse_call(gen, prompt, "ab")

@@ -23,6 +23,7 @@ from evalign.judges.base import (
     resolve_orders,
     turn_fields,
 )
+from evalign.judges.logprobs import PROMETHEUS, first_shown_probability, p_a, with_probability
 from evalign.judges.parsing import ParseResult, parse_grade, unscored
 from evalign.judges.prompts import Message, Rubric
 
@@ -70,8 +71,9 @@ class PrometheusRelative(Judge):
 
     def parse(self, gen: Mapping[str, Any], prompt: str | None = None) -> ParseResult:
         choice = gen["choices"][0]
-        return parse_grade(choice.get("text"), "relative", choice.get("finish_reason"), allow_tie=self.tie,
-                           prompt=prompt)
+        res = parse_grade(choice.get("text"), "relative", choice.get("finish_reason"), allow_tie=self.tie,
+                          prompt=prompt)
+        return with_probability(res, first_shown_probability(choice, PROMETHEUS))
 
     def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
         codes: list[float] = []
@@ -120,6 +122,9 @@ class PrometheusRelative(Judge):
         if self.samples > 1:
             out["std"] = statistics.pstdev(codes) if codes else float("nan")
             out["n"] = len(codes)
+        prob = p_a(results, self.orders, self.samples)  # from the answer tokens' logprobs, when returned
+        if prob is not None:
+            out["p_a"] = prob
         return out
 
     def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
