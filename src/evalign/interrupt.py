@@ -62,8 +62,8 @@ _said: list[bool] = [False]
 
 
 def said() -> bool:
-    """Whether :data:`LINE` was printed already; marks it printed (so a second Ctrl-C while the
-    first one unwinds prints nothing more)."""
+    """Whether :data:`LINE` was printed already; marks it printed (the caller prints it now), so
+    that a second Ctrl-C while the first one unwinds prints nothing more."""
     before = _said[0]
     _said[0] = True
     return before

@@ -38,6 +38,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from evalign import interrupt
 from evalign.errors import EvalignError, UsageError, unknown_name
 from evalign.io import STDIO, check_output, is_missing, json_default, json_safe
 
@@ -307,10 +308,13 @@ def handle_errors() -> Any:
     Click's own exits and usage errors pass through unchanged."""
     passthrough = _click_exceptions()
     try:
-        yield
+        with interrupt.verb_running():  # Ctrl-C: KeyboardInterrupt inside the verb (see evalign.interrupt)
+            yield
     except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]: finished work is kept; run the same command again to resume")
-        raise SystemExit(130) from None
+        interrupt.said()  # a second Ctrl-C while this one unwinds prints nothing more
+        word, rest = interrupt.LINE.split(": ", 1)
+        err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
+        raise SystemExit(interrupt.EXIT_CODE) from None
     except passthrough:
         raise
     except EvalignError as e:

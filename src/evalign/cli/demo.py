@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
 from evalign.cli.meta import baseline_legend, print_diagnostics, print_trust, trust_display
-from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
 
@@ -31,6 +30,7 @@ def demo_cmd(
     """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
     metric agrees best with the human judgments (with --judge: how a small local judge compares
     with the published ones on LLMBar)."""
+    from evalign.demo import run_demo, write_demo  # scipy, matplotlib: not at `evalign demo --help`
     from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
 
     with Stages(disable=as_json) as stages:
@@ -153,6 +153,8 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
 
 def demo_legend(result: Any) -> list[str]:
     """What the short names of the demo's tables stand for."""
+    from evalign.demo import human_rank_scale
+
     lines = [f"{name} = {col}" for col, name in _short_names(result.metric_cols).items() if col != name]
     lines.append(f"human rank = {human_rank_scale()}")
     return lines

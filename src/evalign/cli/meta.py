@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -35,6 +34,9 @@ from evalign.cli.score import parse_options
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
 from evalign.metrics.base import get_metric, metric_class
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
@@ -248,6 +250,8 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
+    import pandas as pd  # tables to print: not at `evalign meta --help`
+
     from evalign.meta.order_diagnostics import FIELDS  # numpy only, but evalign.meta is heavy
 
     rows = pd.DataFrame(rows).copy()
@@ -283,6 +287,8 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
     """The order diagnostics of the judges run in both orders, for one group of a trust table's
     rows, in the table's order (empty when no judge has them): the key figures of
     :data:`evalign.meta.order_diagnostics.FIELDS` (all of them are in ``--json``)."""
+    import pandas as pd
+
     rows = pd.DataFrame(rows)
     if rows.empty or "accuracy_both" not in rows.columns:
         return pd.DataFrame()
@@ -303,6 +309,8 @@ def print_diagnostics(rows: Any) -> None:
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
     """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
     as text."""
+    import pandas as pd
+
     for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
@@ -316,6 +324,8 @@ def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
 
 def baseline_legend(rows: Any) -> list[str]:
     """What each baseline row of a trust table is (``name: definition``), in the order of the rows."""
+    import pandas as pd
+
     rows = pd.DataFrame(rows)
     if rows.empty or "definition" not in rows.columns:
         return []

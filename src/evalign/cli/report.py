@@ -17,7 +17,6 @@ from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.meta import existing_columns
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
-from evalign.report import write_report
 from evalign.report.data import MERGED_TASK, merge_labels
 
 SCORED_FILE: Any = typer.Argument(None, help="Scored items (.jsonl/.csv/.parquet); for pairs, the scored "
@@ -189,6 +188,7 @@ def write_report_files(job: ReportJob, result: Any, *, title: str | None, out: P
     """Write the report of ``result`` to ``out`` (the HTML file; plots and tables in
     ``<stem>_files/``). Returns what :func:`~evalign.report.write_report` wrote."""
     from evalign.report.assemble import from_results  # scipy: not at every command's start
+    from evalign.report.build import write_report  # matplotlib: not at every command's start
 
     inputs, spec = job.inputs, job.spec
     ds = inputs.ds

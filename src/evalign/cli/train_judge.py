@@ -13,7 +13,6 @@ from evalign.cli import judge_data
 from evalign.cli.common import console, emit_json, err_console, print_table
 from evalign.errors import UsageError
 from evalign.train import TrainSettings, train_judge
-from evalign.train.verify import VerifyOptions, verify_models
 
 
 def print_report(report: Any) -> None:
@@ -120,6 +119,8 @@ def train_cmd(
     result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
     report = None
     if eval_dataset:
+        from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `train-judge --help`
+
         report = verify_models(eval_dataset, {"base": base_model, "trained": str(out)},
                                VerifyOptions(limit=eval_limit, max_tokens=eval_max_tokens, temperature=0.0, seed=seed,
                                              both_orders=not eval_single_order, device=device))
@@ -180,6 +181,8 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
+    from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `verify-judge --help`
+
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
                          both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
                          template=template, ranking=ranking, max_rounds=max_rounds, held_out=held_out)
