@@ -18,6 +18,7 @@ import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,8 +87,8 @@ def test_verbs_table_matches_the_commands() -> None:
     registered: dict[str, str] = {}
     for info in pkgutil.iter_modules(evalign.cli.__path__):
         module = f"evalign.cli.{info.name}"
-        source = (info.module_finder.path + f"/{info.name}.py")  # type: ignore[union-attr]
-        if "\ndef register(" not in open(source, encoding="utf-8").read():
+        source = Path(evalign.cli.__path__[0]) / f"{info.name}.py"
+        if "\ndef register(" not in source.read_text(encoding="utf-8"):
             continue
         for name, command in load_commands(module).items():
             registered.setdefault(name, module)
