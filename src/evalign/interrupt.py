@@ -22,7 +22,6 @@ This module uses only the standard library (it runs before anything else is load
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -50,7 +49,7 @@ def is_command_line(argv: list[str] | None = None, orig_argv: list[str] | None =
                 module = arg[2:] or (orig[k + 1] if k + 1 < len(orig) else "")
                 return module == "evalign" or module.startswith("evalign.")
         return False
-    name = os.path.basename(first)
+    name = first.replace("\\", "/").rsplit("/", 1)[-1]  # (a Windows path too)
     for suffix in _SCRIPT_SUFFIXES:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
