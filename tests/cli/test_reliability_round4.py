@@ -134,7 +134,7 @@ def test_version_prints_the_package_version(tmp_path: Path) -> None:
     assert res.returncode == 0 and res.stdout == f"evalign {evalign.__version__}\n", res.stderr
     assert re.fullmatch(r"\d+\.\d+\.\d+", evalign.__version__)
     project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # one source: pyproject reads evalign's
-    assert re.search(r'^dynamic = \["version"\]', project, re.M) and not re.search(r"^version = ", project, re.M)
+    assert re.search(r'^dynamic = \["version"\]', project, re.M) and not re.search(r'^version = "', project, re.M)
     assert 'version = { attr = "evalign.__version__" }' in project
     assert runner.invoke(app, ["--version"]).output == f"evalign {evalign.__version__}\n"
 
