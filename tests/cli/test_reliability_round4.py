@@ -4,6 +4,7 @@ live elsewhere say where."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -28,6 +29,63 @@ def one_error(text: str) -> str:
     flat = " ".join(text.split())
     assert flat.count("error:") == 1 and "Traceback" not in text and "this is a bug" not in flat, text
     return flat
+
+
+# ------------------------------------------------------------------------------------------------
+# bad 1: a flag that names a metric, judge, system or label set refuses an unknown name (did you mean)
+
+
+def _scored(path: Path) -> tuple[Path, Path]:
+    """A scored item table (3 systems x 12 items, columns m1 and m2) and its system-level human values."""
+    rows = [{"id": f"q{i}", "system": s, "response": "r", "reference": "r", "m1": k + i / 100, "m2": -k + i / 50}
+            for i in range(12) for k, s in enumerate("abc")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    human = path.with_suffix(".human.json")
+    human.write_text(json.dumps({"a": 1, "b": 2, "c": 3}), encoding="utf-8")
+    return path, human
+
+
+@pytest.mark.parametrize("verb", ["report", "meta"])
+@pytest.mark.parametrize(("name", "hint"), [("m11", "m1"), ("m2x", "m2")])
+def test_metric_lower_is_better_refuses_an_unknown_column(tmp_path: Path, verb: str, name: str, hint: str) -> None:
+    scored, human = _scored(tmp_path / "scored.jsonl")
+    out = tmp_path / "r.html"
+    args = [verb, str(scored), "--system-human", str(human), "-m", "m1", "-m", "m2", "--metric-lower-is-better",
+            name, "--bootstrap", "10", *(["-o", str(out)] if verb == "report" else ["--permutations", "10"])]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert (f"--metric-lower-is-better: unknown metric or judge column '{name}' (did you mean '{hint}'?); "
+            "known: m1, m2") in one_error(res.output)
+    assert not out.exists()
+    ok = runner.invoke(app, [*args[: args.index(name)], "m2", *args[args.index(name) + 1:]])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_api_lower_is_better_refuses_an_unknown_column(tmp_path: Path) -> None:
+    import pandas as pd
+
+    scored, _ = _scored(tmp_path / "scored.jsonl")
+    df = pd.read_json(scored, lines=True).assign(h=lambda d: d["m1"])
+    with pytest.raises(evalign.errors.UsageError, match=r"lower_is_better: unknown metric or judge column 'm11' "
+                                                        r"\(did you mean 'm1'\?\)"):
+        evalign.meta_evaluate(df, metrics=["m1"], human="h", lower_is_better=["m11"])
+
+
+def test_meta_refuses_human_beside_system_human(tmp_path: Path) -> None:
+    scored, human = _scored(tmp_path / "scored.jsonl")
+    res = runner.invoke(app, ["meta", str(scored), "--system-human", str(human), "--human", "nosuch", "-m", "m1"])
+    assert res.exit_code == 2 and "give either --human or --system-human, not both" in one_error(res.output)
+
+
+def test_judge_template_rubric_and_rubric_column_say_did_you_mean(tmp_path: Path) -> None:
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": 1, "system": "s", "instruction": "q", "response": "r", "reference": "x",
+                                 "rubrik": "helpfulness"}) + "\n")
+    base = ["judge", str(items), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-o", str(tmp_path / "o.jsonl")]
+    for extra, hint in ((["--template", "prometheus_absolut"], "prometheus_absolute"),
+                        (["--rubric", "helpfulnes"], "helpfulness"), (["--rubric-column", "rubric"], "rubrik")):
+        res = runner.invoke(app, [*base, *extra])
+        assert res.exit_code in (1, 2) and f"(did you mean '{hint}'?)" in one_error(res.output), extra
 
 
 # ------------------------------------------------------------------------------------------------
@@ -155,3 +213,72 @@ def test_ctrl_c_tests_pass_with_sigint_ignored() -> None:
                          text=True, timeout=300, preexec_fn=ignore_sigint)
     assert res.returncode == 0 and "1 passed" in res.stdout, res.stdout[-2000:]
     assert "preexec_fn=default_sigint" in (ROOT / "tests" / "judges" / "test_resume.py").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: leaderboard (own tests: tests/rank/test_leaderboard.py, tests/cli/test_leaderboard_cli.py)
+
+
+def _verdicts(path: Path, n: int = 24, **cols: object) -> Path:
+    systems = ["s1", "s2", "s3", "s4"]
+    rows = []
+    for i in range(n):
+        a, b = systems[i % 4], systems[(i + 1 + i // 4) % 4]
+        if a == b:
+            b = systems[(i + 2) % 4]
+        row: dict[str, object] = {"id": f"q{i}", "system_a": a, "system_b": b, "verdict": "AB"[i % 2]}
+        for name, make in cols.items():
+            row[name] = make(i) if callable(make) else make
+        rows.append(row)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_panel_of_judges_covering_different_items(tmp_path: Path) -> None:
+    path = _verdicts(tmp_path / "v.jsonl", K=lambda i: "A" if i < 12 else None, L=lambda i: None if i < 12 else "B")
+    for rule in ("majority", "mean"):
+        res = runner.invoke(app, ["leaderboard", str(path), "--panel", "K,L", "--panel-rule", rule, "--bootstrap", "0"])
+        assert res.exit_code == 0, res.output
+        assert "no row was judged by every member of the panel" in " ".join(res.output.split())
+    res = runner.invoke(app, ["leaderboard", str(path), "--verdict", "K", "--bootstrap", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    systems = json.loads(res.stdout)["systems"]  # ranked from K (12 verdicts), not from the column "verdict"
+    assert sum(r["n_wins"] + r["n_losses"] for r in systems) == 2 * 12 and sum(r["n_missing"] for r in systems) == 24
+
+
+def test_judge_with_only_the_b_first_order_is_ranked_from_it(tmp_path: Path) -> None:
+    path = _verdicts(tmp_path / "v.jsonl", J=lambda i: "A", **{"J.ba": lambda i: "A"})
+    out = json.loads(runner.invoke(app, ["leaderboard", str(path), "--judge", "J", "--bootstrap", "0",
+                                         "--json"]).stdout)
+    assert "J.ab has no verdict: only the B-first order (J.ba) was judged, and its battles alone are ranked" in out["notes"]
+    assert sum(r["n_unparseable"] for r in out["systems"]) == 0 and sum(r["n_battles"] for r in out["systems"]) == 48
+
+
+def test_skip_self_gives_the_real_reason(tmp_path: Path) -> None:
+    path = _verdicts(tmp_path / "v.jsonl")
+    models = [a for s in ("s1", "s2", "s3", "s4") for a in ("--judge-model", s)]
+    res = runner.invoke(app, ["leaderboard", str(path), *models, "--skip-self", "--bootstrap", "0"])
+    assert res.exit_code == 1
+    text = one_error(res.output)
+    assert f"{path}: --skip-self leaves nothing to rank: each of the 24 battles includes a judge's own outputs" in text
+    res = runner.invoke(app, ["leaderboard", str(path), "--judge-model", "s11", "--skip-self", "--bootstrap", "0"])
+    assert res.exit_code == 2
+    assert (f"--judge-model 's11' with --skip-self: no system of {path} is that judge (did you mean 's1'?)"
+            in one_error(res.output))
+
+
+def test_self_battle_names_file_and_line(tmp_path: Path) -> None:
+    path = _verdicts(tmp_path / "v.jsonl")
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[4])
+    lines[4] = json.dumps({**row, "system_b": row["system_a"]})
+    path.write_text("\n".join(lines) + "\n")
+    res = runner.invoke(app, ["leaderboard", str(path), "--bootstrap", "0"])
+    assert res.exit_code == 1
+    assert f"{path}, line 5, field 'system_b': a system battles itself" in one_error(res.output)
+
+
+@pytest.mark.parametrize(("option", "value", "hint"), [("--baseline-system", "s11", "s1"), ("--anchor", "s4x", "s4")])
+def test_leaderboard_system_options_say_did_you_mean(tmp_path: Path, option: str, value: str, hint: str) -> None:
+    res = runner.invoke(app, ["leaderboard", str(_verdicts(tmp_path / "v.jsonl")), option, value, "--bootstrap", "0"])
+    assert res.exit_code == 2 and f"(did you mean '{hint}'?)" in one_error(res.output)

@@ -205,7 +205,8 @@ def _columns(inputs: Any, metrics: list[str], lower: list[str],
 
     names, lower = existing_columns(inputs.items, metrics, lower, options)
     return resolve_columns(inputs.items, names, source=inputs.source, pairs=inputs.pairs,
-                           lower_is_better=lower, options=options, on_scoring=spinner)
+                           lower_is_better=lower, options=options, on_scoring=spinner,
+                           lower_option="--metric-lower-is-better")
 
 
 def existing_columns(table: Any, metrics: list[str], lower: list[str],
@@ -239,6 +240,7 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
                               highlight=False)
             if ((cls is not None and not cls.higher_is_better) or n in lower) and found not in lower:
                 lower.append(found)
+            lower = [c for c in lower if c != n]  # named by its column from here on
         out.append(found or n)
     return out, lower
 

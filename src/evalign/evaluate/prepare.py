@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalign.errors import InputError
+from evalign.errors import InputError, unknown_name
 from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
 from evalign.evaluate.spec import Column, Human
 from evalign.meta.system_level import corpus_metric, registered_metric
@@ -136,6 +136,7 @@ def resolve_columns(
     lower_is_better: Sequence[str] = (),
     options: Mapping[str, Mapping[str, Any]] | None = None,
     on_scoring: Callable[[list[str]], Any] | None = None,
+    lower_option: str = "lower_is_better",
 ) -> tuple[pd.DataFrame | None, list[Column], list[Any]]:
     """The :class:`Column` of each name, computing registered metrics the table lacks.
 
@@ -145,9 +146,14 @@ def resolve_columns(
     corpus metric with its default options, in a table with the texts, is recomputed from corpus
     statistics at system level. ``options``: metric name -> constructor options for metrics computed
     here. ``on_scoring(names)``: returns a context manager shown while scoring (a spinner).
+    ``lower_is_better`` must name columns of ``names`` (else a :class:`~evalign.errors.UsageError`
+    naming ``lower_option``, the argument as the caller calls it, with a "did you mean").
     Returns (table with the computed columns, columns, the :class:`~evalign.scoring.MetricRun` list).
     """
     lower = set(lower_is_better)
+    for name in lower_is_better:  # a typo would leave every direction as it was, silently
+        if name not in names:
+            raise unknown_name("metric or judge column", name, names, where=lower_option)
     options = options or {}
     cols: list[Column] = []
     to_compute: list[Any] = []

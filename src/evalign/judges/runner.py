@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.cache import LEASE_SECONDS, Cache, make_key
-from evalign.errors import InputError
+from evalign.errors import InputError, did_you_mean
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.judges.backends import Generation, GenerationRequest
 from evalign.judges.base import Judge, first_reference, prompt_text
@@ -186,7 +186,7 @@ def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
     if col is None:
         return [judge.rubric] * len(table)
     if col not in table.columns:
-        raise InputError("no such rubric column", file=_source(table), field=col)
+        raise InputError(f"no such rubric column{did_you_mean(col, table.columns)}", file=_source(table), field=col)
     return [
         rubric_from_cell(v, file=_source(table), line=i + 1, field=col, names=judge.rubric_map)
         for i, v in enumerate(table[col].tolist())
