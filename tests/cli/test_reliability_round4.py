@@ -282,3 +282,55 @@ def test_self_battle_names_file_and_line(tmp_path: Path) -> None:
 def test_leaderboard_system_options_say_did_you_mean(tmp_path: Path, option: str, value: str, hint: str) -> None:
     res = runner.invoke(app, ["leaderboard", str(_verdicts(tmp_path / "v.jsonl")), option, value, "--bootstrap", "0"])
     assert res.exit_code == 2 and f"(did you mean '{hint}'?)" in one_error(res.output)
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: templates are validated fully when they load, before any call (own tests: tests/judges/test_templates.py)
+
+
+def _template(path: Path, base: str = "prometheus_relative", **changes: object) -> Path:
+    import yaml
+
+    from evalign.judges.prompts import TEMPLATES
+
+    data = yaml.safe_load(Path(TEMPLATES.get(base)).read_text(encoding="utf-8"))
+    data.update(changes)
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+TEMPLATE_CASES = [  # (case, template changes, base, --mode, the error after "error: ")
+    ("version-abc", {"version": "abc"}, "prometheus_relative", "pairwise",
+     "{t}, field 'version': must be an integer >= 1 (the template's version), got 'abc'"),
+    ("max-tokens-negative", {"sampling": {"max_tokens": -3}}, "llmbar_vanilla", "pairwise",
+     "{t}, field 'sampling.max_tokens': must be an integer >= 1, got -3"),
+    ("temperature-text", {"sampling": {"temperature": "hot"}}, "llmbar_vanilla", "pairwise",
+     "{t}, field 'sampling.temperature': must be a number >= 0, got 'hot'"),
+    ("sampling-typo", {"sampling": {"max_token": 5}}, "llmbar_vanilla", "pairwise",
+     "{t}, field 'sampling.max_token': unknown sampling setting (did you mean 'max_tokens'?)"),
+    ("placeholder-typo", {"without_reference": "Which is better?\n{instruction}\nA: {response_A}\nB: {respnse_B}"},
+     "prometheus_relative", "pairwise",
+     "{t}, field 'without_reference': {{respnse_B}} is not a placeholder (did you mean 'response_B'?)"),
+    ("absolute-template-pairwise-mode", {}, "prometheus_absolute", "pairwise",
+     "template 'prometheus_absolute' ({t}), field 'without_reference': the relative judge shows {{response_A}} and "
+     "{{response_B}} in its prompt, but this prompt has no {{response_A}} (the template's mode is absolute: use it "
+     "with --mode absolute)"),
+    ("pairwise-template-without-responses", {"with_reference": None, "without_reference": "Which is better? {instruction}"},
+     "prometheus_relative", "pairwise",
+     "template 'prometheus_relative' ({t}), field 'without_reference': the relative judge shows {{response_A}} and "
+     "{{response_B}} in its prompt, but this prompt has no {{response_A}}"),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "base", "mode", "message"), TEMPLATE_CASES, ids=[c[0] for c in TEMPLATE_CASES])
+def test_template_is_checked_before_any_call(tmp_path: Path, case: str, changes: dict, base: str, mode: str,
+                                             message: str) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"id": "1", "instruction": "q", "response_a": "a", "response_b": "b"}) + "\n")
+    t = _template(tmp_path / "t.yaml", base, **changes)
+    # port 9 (discard) has no server: a call would fail after retries, not with this error
+    res = runner.invoke(app, ["judge", str(pairs), "--mode", mode, "--template", str(t), "--base-url",
+                              "http://127.0.0.1:9/v1", "--model", "m", "-o", str(tmp_path / "out.jsonl")])
+    assert res.exit_code in (1, 2), res.output
+    assert "error: " + message.format(t=t) in one_error(res.output)
+    assert not (tmp_path / "out.jsonl").exists()
