@@ -334,3 +334,17 @@ def test_template_is_checked_before_any_call(tmp_path: Path, case: str, changes:
     assert res.exit_code in (1, 2), res.output
     assert "error: " + message.format(t=t) in one_error(res.output)
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: verify-judge --held-out with a manifest whose held_out is null (own test: tests/train/test_verify.py)
+
+
+def test_verify_judge_held_out_null_names_the_field(tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"questions": {"train": ["vicuna:1"], "held_out": None}}), encoding="utf-8")
+    res = runner.invoke(app, ["verify-judge", "--dataset", "prometheus_vicuna", "--model", "smollm2-135m-instruct",
+                              "--held-out", str(manifest)])
+    assert res.exit_code == 1
+    assert (f"{manifest}, field 'questions.held_out': must be a non-empty list of held-out questions "
+            "(<source>:<id>, as `evalign judge-data` writes it), got nothing") in one_error(res.output)
