@@ -348,3 +348,22 @@ def test_verify_judge_held_out_null_names_the_field(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert (f"{manifest}, field 'questions.held_out': must be a non-empty list of held-out questions "
             "(<source>:<id>, as `evalign judge-data` writes it), got nothing") in one_error(res.output)
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: the API takes any verdict column named as a judge (own test: tests/evaluate/test_answers.py)
+
+
+def test_meta_evaluate_pairs_accepts_a_verdict_column_given_as_judge() -> None:
+    import pandas as pd
+
+    prefs = [1.0, -1.0, 0.0] * 12
+    t = pd.DataFrame({"id": [str(i) for i in range(36)], "instruction": "q", "response_a": "a", "response_b": "bb",
+                      "pref_1": prefs, "J": [{1.0: "A", -1.0: "B", 0.0: "tie"}[p] for p in prefs]})
+    r = evalign.meta_evaluate_pairs(t, prefs="pref_1", judges=["J"], n_resamples=20, n_permutations=20)
+    row = r.to_pandas().set_index("metric").loc["J"]
+    assert row["kind"] == "judge" and row["value"] == 1.0
+    with pytest.raises(evalign.InputError) as e:
+        evalign.meta_evaluate_pairs(t, prefs="pref_1", metrics=["J"], n_resamples=20, n_permutations=20)
+    assert "did you mean 'J'" not in str(e.value)
+    assert "named judge:NAME, or with a 'J.status' column, or given as a judge" in str(e.value)

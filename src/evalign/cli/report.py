@@ -141,7 +141,7 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
         raise CliError(str(e)) from None
     names, lower = existing_columns(inputs.items, list(dict.fromkeys([*metrics, *judges])), lower, {})
     table, cols, runs = resolve_columns(inputs.items, names, source=inputs.source, pairs=pairs, lower_is_better=lower,
-                                        lower_option="--metric-lower-is-better")
+                                        lower_option="--metric-lower-is-better", judges=judges)
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
     table, pairs, by, merges = _merge_tasks(table, pairs, by)
     try:
