@@ -367,3 +367,49 @@ def test_meta_evaluate_pairs_accepts_a_verdict_column_given_as_judge() -> None:
         evalign.meta_evaluate_pairs(t, prefs="pref_1", metrics=["J"], n_resamples=20, n_permutations=20)
     assert "did you mean 'J'" not in str(e.value)
     assert "named judge:NAME, or with a 'J.status' column, or given as a judge" in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: demo --judge checks its options and prerequisites first (own tests: tests/test_demo_judge.py)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--judge-backend", "bogus"], "--judge-backend bogus: not one of auto, llama, hf"),
+    (["--judge-backend", "lama"], "--judge-backend lama: not one of auto, llama, hf (did you mean 'llama'?)"),
+    (["--judge-pairs", "-3"], "--judge-pairs must be at least 1 (LLMBar Natural pairs to judge), got -3"),
+])
+def test_demo_judge_checks_options_before_the_demo(tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "demo"
+    res = runner.invoke(app, ["demo", "--judge", *args, "-o", str(out)])
+    assert res.exit_code == 2 and f"error: {message}" in one_error(res.output)
+    assert not out.exists()  # nothing of the demo ran
+
+
+def test_demo_judge_missing_server_is_said_for_a_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "uvicorn" else real(n, *a))
+    out = tmp_path / "demo"
+    res = runner.invoke(app, ["demo", "--judge", "--judge-backend", "llama", "-o", str(out)])
+    assert res.exit_code == 2 and not out.exists()
+    text = one_error(res.output)
+    assert "--judge-backend llama: llama.cpp's OpenAI-compatible server (the local judge server) needs " \
+           "llama-cpp-python with its [server] extra (missing: uvicorn)" in text
+    assert "tests" not in text and "or use --judge-backend hf" in text
+
+
+def test_demo_live_table_names_its_statistics(tmp_path: Path) -> None:
+    from evalign.cache import Cache
+    from evalign.cli.demo import live_table
+    from evalign.demo_judge import LIVE_COLUMN, run_live_judge, write_live_judge
+    from test_demo_judge import AlwaysFirst  # tests/, on the path
+
+    live = run_live_judge(n_pairs=30, seed=3, n_resamples=50, backend=AlwaysFirst(), cache=Cache(tmp_path / "c"))
+    data = json.loads(write_live_judge(live, tmp_path)["live_judge.json"].read_text(encoding="utf-8"))
+    title, df = live_table(data)
+    assert "accuracy" not in df.columns and list(df.columns) == ["cluster", "metric", "acc. both orders", "95% CI",
+                                                                "acc. mean (2 orders)"]
+    row = df.set_index("metric").loc[LIVE_COLUMN]
+    assert row["acc. both orders"] == 0.0 and row["acc. mean (2 orders)"] == 0.5  # always "Output (a)"
+    assert "right in both presentation orders" in title and "as LLMBar reports" in title
