@@ -413,3 +413,28 @@ def test_demo_live_table_names_its_statistics(tmp_path: Path) -> None:
     row = df.set_index("metric").loc[LIVE_COLUMN]
     assert row["acc. both orders"] == 0.0 and row["acc. mean (2 orders)"] == 0.5  # always "Output (a)"
     assert "right in both presentation orders" in title and "as LLMBar reports" in title
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: train-judge reports every bad argument, the input first
+
+
+def test_train_judge_reports_every_bad_argument_input_first(tmp_path: Path) -> None:
+    missing = tmp_path / "MISSING.jsonl"
+    res = runner.invoke(app, ["train-judge", str(missing), "--base-model", "BAD", "-o", str(tmp_path / "out"),
+                              "--eval-dataset", "pandalmm"])
+    assert res.exit_code == 1
+    text = one_error(res.output)
+    assert text.index(f"{missing}: no such file") < text.index("base model 'BAD' is neither a local folder") < \
+        text.index("unknown dataset 'pandalmm' (did you mean 'pandalm'?)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_judge_api_checks_the_data_before_the_model(tmp_path: Path) -> None:
+    from evalign.errors import EvalignError
+    from evalign.train import train_judge
+
+    bad = tmp_path / "data.jsonl"
+    bad.write_text(json.dumps({"instruction": "q"}) + "\n", encoding="utf-8")
+    with pytest.raises(EvalignError, match=r"data.jsonl, line 1, field 'output': missing field .*; base model 'BAD'"):
+        train_judge(bad, "BAD", tmp_path / "out")

@@ -11,8 +11,10 @@ import typer
 
 from evalign.cli import judge_data
 from evalign.cli.common import console, emit_json, err_console, print_table
-from evalign.errors import UsageError
-from evalign.train import TrainSettings, train_judge
+from evalign.cli.dataset_options import parse_spec
+from evalign.errors import UsageError, check_all
+from evalign.judges.backends.model_source import locate_base_model
+from evalign.train import TrainSettings, read_examples, train_judge
 
 
 def print_report(report: Any) -> None:
@@ -99,6 +101,9 @@ def train_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only)."""
+    check_all(lambda: read_examples(data, system_prompt=system_prompt),  # every bad argument, the input first
+              lambda: locate_base_model(base_model),
+              lambda: eval_dataset and parse_spec(eval_dataset))
     settings = TrainSettings(
         lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
         lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
