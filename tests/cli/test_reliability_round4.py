@@ -438,3 +438,46 @@ def test_train_judge_api_checks_the_data_before_the_model(tmp_path: Path) -> Non
     bad.write_text(json.dumps({"instruction": "q"}) + "\n", encoding="utf-8")
     with pytest.raises(EvalignError, match=r"data.jsonl, line 1, field 'output': missing field .*; base model 'BAD'"):
         train_judge(bad, "BAD", tmp_path / "out")
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: a 401 from the judge in `evalign run` is one line (no cache notice after a failure)
+
+
+def test_run_with_a_401_judge_says_one_line(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Unauthorized(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = b'{"error": {"message": "invalid api key"}}'
+            self.send_response(401)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rows = [{"id": f"q{i}", "system": s, "instruction": "q", "response": "r" + s, "reference": "r", "rating": k}
+                for i in range(4) for k, s in enumerate("ab")]
+        (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (tmp_path / "cfg.yaml").write_text(
+            "version: 1\nname: x\nevaluations:\n  - name: e\n    data: {file: items.jsonl}\n    judges:\n"
+            f"      - {{mode: absolute, model: m, base_url: 'http://127.0.0.1:{server.server_port}/v1', "
+            "api_key_env: MY_KEY}\n    meta:\n      human: {column: rating}\n", encoding="utf-8")
+        cache = tmp_path / "new-cache.sqlite"  # created by this run
+        env = {**os.environ, "MY_KEY": "sk-not-a-key", "EVALIGN_CACHE": str(cache)}
+        res = subprocess.run([sys.executable, "-m", "evalign", "run", "cfg.yaml", "-o", "out"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        server.shutdown()
+    assert res.returncode == 1, res.stderr
+    last = [ln for ln in res.stderr.splitlines() if ln.strip()][-1]
+    assert last.startswith("error: POST http://127.0.0.1:") and "HTTP 401 (check the API key and its variable)" in last
+    assert "created the evalign cache" not in res.stderr and "sk-not-a-key" not in res.stderr
+    assert one_error(res.stderr)

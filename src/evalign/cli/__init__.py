@@ -100,13 +100,12 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         existed = default_cache_path().is_file()
-        try:
-            with handle_errors():
-                return super().invoke(ctx)
-        finally:
-            notice = cache_created_notice(existed)
-            if notice:
-                err_console.print(f"[dim]{escape(notice)}[/dim]", highlight=False)
+        with handle_errors():
+            result = super().invoke(ctx)
+        notice = cache_created_notice(existed)  # after a success only: a failure says one line
+        if notice:
+            err_console.print(f"[dim]{escape(notice)}[/dim]", highlight=False)
+        return result
 
 
 def _version(value: bool) -> None:
