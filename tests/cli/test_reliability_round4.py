@@ -481,3 +481,31 @@ def test_run_with_a_401_judge_says_one_line(tmp_path: Path) -> None:
     assert last.startswith("error: POST http://127.0.0.1:") and "HTTP 401 (check the API key and its variable)" in last
     assert "created the evalign cache" not in res.stderr and "sk-not-a-key" not in res.stderr
     assert one_error(res.stderr)
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: meta on fewer pairs than the ranking floor still describes judges run in both orders
+
+
+def test_meta_below_the_ranking_floor_shows_order_diagnostics(tmp_path: Path) -> None:
+    import pandas as pd
+
+    gold = [1, -1] * 10
+    ab = ["A"] * 20  # always the first shown: right on the 10 A pairs in the A-first order
+    ba = ["B"] * 20  # ... and on the 10 B pairs once swapped (B shown first, mapped back)
+    t = pd.DataFrame({"id": [str(i) for i in range(20)], "instruction": "q", "response_a": "a", "response_b": "bb",
+                      "pref_1": gold, "J.ab": ab, "J.ba": ba, "J": ["tie"] * 20, "J.status": "scored"})
+    path = tmp_path / "pairs.jsonl"
+    t.to_json(path, orient="records", lines=True)
+    res = runner.invoke(app, ["meta", str(path), "-m", "J", "--pref", "pref_1", "--bootstrap", "20",
+                              "--permutations", "20"], env={"COLUMNS": "160"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "groups too small to rank (reported, not ranked): (all) (20)" in text
+    assert "Judges run in both orders" in text
+    assert "│ J │ 0.500 │ 0.500 │ 0.500 │ 0.000 │ 0.000 │ 1.000 │" in text  # per order, mean, both, agree, first
+    out = json.loads(runner.invoke(app, ["meta", str(path), "-m", "J", "--pref", "pref_1", "--bootstrap", "20",
+                                         "--permutations", "20", "--json"]).stdout)
+    row = next(r for r in out["overview"] if r["metric"] == "J")
+    assert (row["accuracy_original"], row["accuracy_swapped"], row["position_agreement"], row["prefers_first"]) == \
+        (0.5, 0.5, 0.0, 1.0)

@@ -38,6 +38,9 @@ from evalign.metrics.base import get_metric, metric_class
 if TYPE_CHECKING:
     import pandas as pd
 
+#: the order diagnostics' fields (:data:`evalign.meta.order_diagnostics.FIELDS`; that module loads numpy)
+ORDER_FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",
+                "prefers_first", "prefers_longer")
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 
@@ -280,7 +283,8 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
 
 
 #: the order diagnostics shown under a trust table, with their short headers
-DIAGNOSTICS_SHOWN = {"accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
+DIAGNOSTICS_SHOWN = {"accuracy_original": "acc. A first", "accuracy_swapped": "acc. B first",
+                     "accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
                      "position_agreement": "orders agree", "prefers_first": "picks first shown",
                      "prefers_longer": "picks longer"}
 
@@ -298,14 +302,17 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
     return rows[["metric", *DIAGNOSTICS_SHOWN]].rename(columns=DIAGNOSTICS_SHOWN).reset_index(drop=True)
 
 
-def print_diagnostics(rows: Any) -> None:
-    """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
+def print_diagnostics(rows: Any) -> bool:
+    """The order diagnostics table under a trust table (nothing when no judge has both orders);
+    whether it printed one."""
     df = diagnostics_display(rows)
     if df.empty:
-        return
-    print_table(df, title="Judges run in both orders: accuracy as LLMBar reports it (mean of the two orders), "
+        return False
+    print_table(df, title="Judges run in both orders: accuracy in each order (A shown first as in the table, then "
+                          "swapped), as LLMBar reports it (mean of the two orders), "
                           "when both orders are right (the ranked verdict), how often the orders agree, and the "
                           "share of decided verdicts that picked the first-shown or the longer response", digits=3)
+    return True
 
 
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
@@ -380,7 +387,8 @@ def render(r: Any) -> None:
         title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
         overview = r.overview if r.rater == "human" else r.overview.rename(
             columns={"human_tie_rate": f"{r.rater}_tie_rate"})
-        print_table(overview, title=f"{title} ({head})")
+        print_table(overview.drop(columns=[c for c in ORDER_FIELDS if c in overview.columns]),
+                    title=f"{title} ({head})")  # the order diagnostics: their own table below
     print_warnings(result_warnings(r))
     if r.systems is not None and r.human == "system-level":
         print_table(r.systems, title=f"System ranking ({r.rater}; each metric's declared system score)")
@@ -412,8 +420,11 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
+    shown = False
     for t in r.trust:
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
-        print_diagnostics(t.rows)
+        shown = print_diagnostics(t.rows) or shown
+    if not shown and "accuracy_both" in r.overview.columns:  # nothing ranked (too few pairs): still described
+        print_diagnostics(r.overview.assign(group="(all)"))
     if r.refused is None and r.trust:
         err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
