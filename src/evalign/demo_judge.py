@@ -216,7 +216,8 @@ def live_note(live: LiveJudgeResult) -> str:
     agree = float((both[f"{col}.ab"] == both[f"{col}.ba"]).mean()) if len(both) else float("nan")
     per_call = s.seconds / max(1, s.calls.new) if s.calls.new else float("nan")
     made = f"{per_call:.2f} s per call" if s.calls.new else "every call from the cache"
-    return (f"{calls - unparsed} of {calls} answers parsed, positional agreement {agree:.2f} over {len(both)} pairs, "
+    cut = f" ({s.calls.read_before_cut} complete before the max_tokens cut)" if s.calls.read_before_cut else ""
+    return (f"{calls - unparsed} of {calls} answers parsed{cut}, positional agreement {agree:.2f} over {len(both)} pairs, "
             f"{made}; the interval shows how little {len(t)} pairs can tell")
 
 

@@ -509,3 +509,33 @@ def test_meta_below_the_ranking_floor_shows_order_diagnostics(tmp_path: Path) ->
     row = next(r for r in out["overview"] if r["metric"] == "J")
     assert (row["accuracy_original"], row["accuracy_swapped"], row["position_agreement"], row["prefers_first"]) == \
         (0.5, 0.5, 0.0, 1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# weak: an LLMBar verdict complete before max_tokens cut the text is read, and counted
+# (own tests: tests/judges/test_llmbar_parsing.py)
+
+
+def test_verdicts_complete_before_the_cut_are_read_and_counted(tmp_path: Path) -> None:
+    from evalign.cache import Cache
+    from evalign.demo_judge import LIVE_COLUMN, live_note, run_live_judge
+    from evalign.judges.backends.base import Backend
+    from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage
+
+    class CutAfterTheAnswer(Backend):
+        """SmolLM2 at max_tokens 16: the answer, then an explanation cut off."""
+
+        kind = "cut-after-the-answer"
+
+        def identity(self) -> dict[str, object]:
+            return {"kind": self.kind}
+
+        async def generate(self, req: GenerationRequest) -> Generation:
+            return Generation.from_choices([Choice("Output (a) is better than Output (b). The sound of", "length")],
+                                           Usage(1, 16))
+
+    live = run_live_judge(n_pairs=10, seed=1, n_resamples=20, backend=CutAfterTheAnswer(), cache=Cache(tmp_path / "c"))
+    t = live.run.table
+    assert t[f"{LIVE_COLUMN}.ab"].tolist() == ["A"] * 10 and t[f"{LIVE_COLUMN}.status"].tolist() == ["scored"] * 10
+    assert live.run.summary.calls.read_before_cut == 20 and live.run.summary.calls.unscored_by_reason == {}
+    assert live_note(live).startswith("20 of 20 answers parsed (20 complete before the max_tokens cut)")

@@ -458,6 +458,8 @@ def _counts_table(summary: dict[str, Any]) -> Table:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    if calls.get("read_before_cut"):
+        t.add_row("read before the max_tokens cut", str(calls["read_before_cut"]))
     if calls.get("abandoned"):
         t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):

@@ -86,6 +86,8 @@ class CallCounts:
     failed: int
     http_retries: int
     unscored_by_reason: Mapping[str, int]
+    #: calls whose output was cut off at max_tokens after a complete verdict (read, and counted here)
+    read_before_cut: int = 0
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,7 @@ class _State:
     errors: dict[int, str] = field(default_factory=dict)
     call_log: list[dict[str, Any]] = field(default_factory=list)
     call_reasons: Counter[str] = field(default_factory=Counter)
+    cut_calls: int = 0
     error_messages: Counter[str] = field(default_factory=Counter)
     last_error: str | None = None
     http_retries: int = 0
@@ -481,6 +484,8 @@ def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Cal
         res, text = parsed[key]
         if not res.ok:
             st.call_reasons[res.reason or "?"] += len(calls)
+        elif res.cut:
+            st.cut_calls += len(calls)
         for c in calls:
             st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
                                 "key": key, "cached": key in stored, "value": res.value, "reason": res.reason})
@@ -639,6 +644,7 @@ def _summary(
         failed=int(progress.get("failed", 0)),
         http_retries=st.http_retries,
         unscored_by_reason=dict(st.call_reasons.most_common()),
+        read_before_cut=st.cut_calls,
     )
     if judge.pairwise:
         distribution, mean, bias, rounds = _pair_statistics(judge, out, length_unit)
