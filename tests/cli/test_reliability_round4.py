@@ -539,3 +539,36 @@ def test_verdicts_complete_before_the_cut_are_read_and_counted(tmp_path: Path) -
     assert t[f"{LIVE_COLUMN}.ab"].tolist() == ["A"] * 10 and t[f"{LIVE_COLUMN}.status"].tolist() == ["scored"] * 10
     assert live.run.summary.calls.read_before_cut == 20 and live.run.summary.calls.unscored_by_reason == {}
     assert live_note(live).startswith("20 of 20 answers parsed (20 complete before the max_tokens cut)")
+
+
+# ------------------------------------------------------------------------------------------------
+# the report in a browser (own tests: tests/report/test_browser.py::test_demo_report_fits_1280_px in Chromium at
+# 1280 px, tests/report/test_figures.py::test_demo_figures_name_what_they_show)
+
+
+def test_report_results_tables_show_the_main_columns_and_the_rest_behind_a_toggle() -> None:
+    import pandas as pd
+
+    from evalign.report.build import main_columns
+    from evalign.report.html import Section, render_html
+
+    shown = pd.DataFrame({"table": ["pairs (A)", "pairs (B)"], "level": ["item", "item"], "rank": ["1", "1"],
+                          "metric": ["m", "m"], "value [low, high]": ["0.5 [0.4, 0.6]"] * 2, "epsilon": ["0.1"] * 2,
+                          "n pairs": ["10", "10"]})
+    main, same = main_columns(shown)
+    assert main == ["table", "rank", "metric", "value [low, high]"] and same == {"level": "item", "n pairs": "10"}
+    page = render_html("t", None, [Section("acc", "Accuracy", tables={"Accuracy": shown}, main={"Accuracy": main})],
+                       "f")
+    assert '<input type="checkbox" class="allcols"' in page and "show all 7 columns (3 more)" in page
+    assert '<th class="more">epsilon</th>' in page and '<td class="iv">0.5 [0.4, 0.6]</td>' in page
+
+
+def test_report_forest_plot_blocks_are_per_table() -> None:
+    import pandas as pd
+
+    from evalign.report.build import _blocks
+
+    t = pd.DataFrame({"statistic": ["acc"] * 4, "table": ["pairs (A)", "pairs (A)", "pairs (B)", "pairs (B)"],
+                      "metric": ["m", "random", "m", "random"], "value": [0.6, 0.5, 0.7, 0.5]})
+    assert [(s, w, list(p["metric"])) for s, w, p in _blocks(t)] == [("acc", "pairs (A)", ["m", "random"]),
+                                                                       ("acc", "pairs (B)", ["m", "random"])]
