@@ -63,7 +63,7 @@ READY_S = 600
 #: while the test waits on it (GCS defaults: a check every 3 s, dead after 5 misses of 10 s)
 RELAXED_HEALTH = {"RAY_health_check_period_ms": "10000", "RAY_health_check_timeout_ms": "60000",
                   "RAY_health_check_failure_threshold": "30"}
-#: connects to the cluster at argv[1] and prints its alive nodes' CPUs (its readiness)
+#: connects to the cluster at argv[1] (``auto``: the one under RAY_TMPDIR) and prints its alive nodes' CPUs
 READY_PROBE = """
 import logging, sys, ray
 ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)
@@ -101,7 +101,7 @@ def other_ray() -> Iterator[dict[str, str]]:
         assert started.returncode == 0, started.stdout + started.stderr
         current = Path(root) / "ray" / "ray_current_cluster"
         assert current.is_file(), list(Path(root).rglob("*"))[:20]
-        wait_until_ready(current.read_text().strip(), env)
+        wait_until_ready("auto", env)  # (as `--address auto` finds it: through RAY_TMPDIR)
         yield {"RAY_TMPDIR": root, "address": current.read_text().strip()}
     finally:
         procs = _processes_of(root)

@@ -16,10 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-import click
 import typer
 from rich.markup import escape
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from evalign import __version__
 from evalign.cache import default_cache_path
@@ -60,7 +59,7 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-def load_commands(module: str) -> dict[str, click.Command]:
+def load_commands(module: str) -> dict[str, Any]:
     """The commands ``module``'s ``register(app)`` adds, by name (imports the module)."""
     sub = typer.Typer(add_completion=False)
     importlib.import_module(module).register(sub)
@@ -68,7 +67,7 @@ def load_commands(module: str) -> dict[str, click.Command]:
 
 
 #: the commands of each verb module imported so far
-_LOADED: dict[str, dict[str, click.Command]] = {}
+_LOADED: dict[str, dict[str, Any]] = {}
 
 
 class _Group(TyperGroup):
@@ -78,27 +77,27 @@ class _Group(TyperGroup):
 
     listing = False
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(VERBS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in VERBS:
             return None
         module, help_text = VERBS[cmd_name]
         if self.listing:  # `evalign --help`: the table's line, nothing imported
-            return click.Command(cmd_name, help=help_text)
+            return TyperCommand(cmd_name, help=help_text)
         if module not in _LOADED:
             _LOADED[module] = load_commands(module)
         return _LOADED[module][cmd_name]
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         type(self).listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             type(self).listing = False
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         existed = default_cache_path().is_file()
         with handle_errors():
             result = super().invoke(ctx)

@@ -420,11 +420,17 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
+    print_trust_tables(r)
+    if r.refused is None and r.trust:
+        err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
+
+
+def print_trust_tables(r: Any) -> None:
+    """Each trust table with the order diagnostics of its judges run in both orders; when no table
+    has them (too few pairs to rank), the diagnostics over all pairs from the overview."""
     shown = False
     for t in r.trust:
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
         shown = print_diagnostics(t.rows) or shown
-    if not shown and "accuracy_both" in r.overview.columns:  # nothing ranked (too few pairs): still described
+    if not shown and "accuracy_both" in r.overview.columns:  # nothing ranked: the judges still described
         print_diagnostics(r.overview.assign(group="(all)"))
-    if r.refused is None and r.trust:
-        err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)

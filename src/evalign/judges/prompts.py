@@ -253,7 +253,7 @@ def load_template(spec: str | Path) -> Template:
     path = Path(spec)
     if not (path.suffix in (".yaml", ".yml", ".json") and path.exists()):
         if str(spec) not in TEMPLATES:
-            raise EvalignError(f"unknown judge template '{spec}'{did_you_mean(spec, list_templates())} "
+            raise EvalignError(f"unknown judge template '{spec}'{did_you_mean(str(spec), list_templates())} "
                                f"(built-in: {', '.join(list_templates())})")
         entry = TEMPLATES.get(str(spec))
         if isinstance(entry, Template):
@@ -493,7 +493,7 @@ def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
         return rubric_from_mapping(_read_mapping(path), name=path.stem, file=str(path))
     if str(spec) not in RUBRICS:
         raise EvalignError(
-            f"unknown rubric '{spec}'{did_you_mean(spec, list_rubrics())} (built-in: {', '.join(list_rubrics())}; "
+            f"unknown rubric '{spec}'{did_you_mean(str(spec), list_rubrics())} (built-in: {', '.join(list_rubrics())}; "
             "or give a .yaml/.json file)"
         )
     entry = RUBRICS.get(str(spec))
