@@ -145,8 +145,9 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
     s.after = list(data.table_notes.get(key, []))
     if "value" in table.columns:
         blocks = _blocks(table)
+        several = len({where for _, where, _ in blocks}) > 1
         for stat, where, part in blocks:  # one panel per statistic and per table, each with its own lines
-            what = (f"{where}: " if where else "") + _what(part, stat)
+            what = (f"{where}: " if several else "") + _what(part, stat)
             label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
             png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
                                   _axis_label(part, stat), scale=F.scale_for(stat)[:2], rater=data.rater)
