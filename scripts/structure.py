@@ -35,7 +35,7 @@ from pathlib import Path
 
 #: layer of each top-level part of the package (lower imports nothing higher)
 LAYERS: dict[str, int] = {
-    "errors": 0, "registry": 0, "signature": 0, "columns": 0, "__main__": 9, "__init__": 9,
+    "errors": 0, "registry": 0, "signature": 0, "columns": 0, "interrupt": 0, "__main__": 9, "__init__": 9,
     "io": 1, "cache": 1,
     "metrics": 2, "datasets": 2, "judges": 2, "meta": 2, "rank": 2,
     "evaluate": 3, "engine": 3, "scoring": 3, "synth": 3, "train": 4,

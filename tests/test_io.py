@@ -10,6 +10,7 @@ import pytest
 
 from evalign.errors import InputError
 from evalign.io import atomic_path, read_items, references_of, write_json_atomic, write_table
+from sigint import sigint_raises  # tests/, on the path
 
 
 def _jsonl(path: Path, rows: list[object]) -> Path:
@@ -115,7 +116,7 @@ def test_atomic_write_leaves_old_file_on_error(tmp_path: Path) -> None:
 
 def test_atomic_write_survives_ctrl_c(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    with pytest.raises(KeyboardInterrupt), atomic_path(out) as tmp:
+    with sigint_raises(), pytest.raises(KeyboardInterrupt), atomic_path(out) as tmp:  # also in a background job
         tmp.write_text("{")
         signal.raise_signal(signal.SIGINT)
     assert not out.exists() and list(tmp_path.iterdir()) == []

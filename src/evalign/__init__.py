@@ -1,24 +1,41 @@
 """evalign: score LLM responses, judge them with LLMs, and meta-evaluate metrics and judges
 against human ratings.
 
-Importing evalign is light: torch and model libraries are imported only when a model-based
-metric or a local judge is used; the judge and meta-evaluation names below load on first use.
+Importing evalign is light (no numpy, pandas, scipy, torch...): every name below but the errors
+and ``__version__`` loads its module on first use (``evalign.score`` imports the scoring code and
+pandas when first used). When the process is the ``evalign`` command, the first instruction
+makes Ctrl-C print one line and exit 130 from here on (see :mod:`evalign.interrupt`).
 """
 
 from __future__ import annotations
 
+from evalign import interrupt
+
+if interrupt.is_command_line():
+    interrupt.guard()
+
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import EvalignError, InputError, ModelLoadError
-from evalign.io import read_items, read_pairs, write_table
-from evalign.metrics.base import get_metric, list_metrics
-from evalign.scoring import score, system_scores
 
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from evalign.io import read_items, read_pairs, write_table
+    from evalign.metrics.base import get_metric, list_metrics
+    from evalign.scoring import score, system_scores
+
+#: the version of evalign (the package metadata reads it from here: pyproject's ``dynamic``)
 __version__ = "0.2.0"
 
 #: names loaded on first use: name -> module
 _LAZY = {
+    "read_items": "evalign.io",
+    "read_pairs": "evalign.io",
+    "write_table": "evalign.io",
+    "get_metric": "evalign.metrics.base",
+    "list_metrics": "evalign.metrics.base",
+    "score": "evalign.scoring",
+    "system_scores": "evalign.scoring",
     "run_judge": "evalign.judges",
     "get_judge": "evalign.judges",
     "parse_grade": "evalign.judges",
@@ -47,6 +64,12 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if not name.startswith("_"):  # a submodule not imported yet (``evalign.scoring``)
+        try:
+            return importlib.import_module(f"evalign.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"evalign.{name}":
+                raise
     raise AttributeError(f"module 'evalign' has no attribute {name!r}")
 
 

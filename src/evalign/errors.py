@@ -9,7 +9,7 @@ file, the 1-based line or row and the field or option. The command line prints t
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class EvalignError(Exception):
@@ -100,3 +100,21 @@ def unknown_name(
     if where:
         msg = f"{where}: {msg}"
     return UsageError(msg) if usage else EvalignError(msg)
+
+
+def check_all(*checks: Callable[[], object]) -> None:
+    """Run every check (in order: the input first) and report every failure at once: one failing
+    check raises its own error; several raise one error joining their messages with ``; `` (a
+    :class:`UsageError` when all of them are, else an :class:`EvalignError`). A command that checks its
+    arguments this way names all of the bad ones, not only the first."""
+    errors: list[EvalignError] = []
+    for check in checks:
+        try:
+            check()
+        except EvalignError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        joined = "; ".join(str(e) for e in errors)
+        raise UsageError(joined) if all(isinstance(e, UsageError) for e in errors) else EvalignError(joined)

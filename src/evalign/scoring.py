@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import InputError
 from evalign.io import check_systems, references_of, responses_of
 from evalign.metrics.base import Metric, get_metric
+
+if TYPE_CHECKING:  # imported where tables are scored, not at every command's start
+    import pandas as pd
 
 MetricSpec = str | Metric
 
@@ -57,6 +57,8 @@ def score(
     ``pd.NA``; never scored as the text "nan"), a response that is not text, or a reference that is
     neither text nor a list of texts raise :class:`~evalign.errors.InputError` naming the row.
     """
+    import numpy as np
+
     responses = responses_of(table)
     refs = references_of(table)
     ms = resolve_metrics(metrics)
@@ -99,6 +101,9 @@ def system_scores(table: pd.DataFrame, metrics: Sequence[MetricSpec]) -> pd.Data
     A corpus metric needs the texts (``response`` and ``reference``); when the table has only its
     score column, the column is the mean of its item scores and is named so: ``bleu (mean of items)``.
     """
+    import numpy as np
+    import pandas as pd
+
     ms = resolve_metrics(metrics)
     check_systems(table)  # a row without a system is an error, never silently left out
     texts = "response" in table.columns and "reference" in table.columns

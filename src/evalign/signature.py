@@ -10,13 +10,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 
 def package_version(dist: str) -> str:
     """The installed version of distribution ``dist``, or ``"none"`` when it is not installed."""
+    from importlib import metadata  # 25 ms: loaded when a signature is made, not at every command's start
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

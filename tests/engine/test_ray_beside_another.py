@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,12 +54,44 @@ def _processes_of(root: str) -> list[psutil.Process]:
     return list(found.values())
 
 
+#: how long a run may go without any sign of progress (a new shard written, or the run ending) before it
+#: counts as hung; a slow run on a loaded machine goes on as long as it progresses
+STALL_S = 600
+#: the longest a check of the other instance's readiness may keep failing (Ray starts slowly on 2 busy cores)
+READY_S = 600
+#: Ray's node health checks, relaxed so that a raylet slowed down by a busy machine is not declared dead
+#: while the test waits on it (GCS defaults: a check every 3 s, dead after 5 misses of 10 s)
+RELAXED_HEALTH = {"RAY_health_check_period_ms": "10000", "RAY_health_check_timeout_ms": "60000",
+                  "RAY_health_check_failure_threshold": "30"}
+#: connects to the cluster at argv[1] (``auto``: the one under RAY_TMPDIR) and prints its alive nodes' CPUs
+READY_PROBE = """
+import logging, sys, ray
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)
+print(sum(n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]))
+"""
+
+
+def wait_until_ready(address: str, env: dict[str, str]) -> None:
+    """Wait until the cluster at ``address`` has an alive node with its CPU (not a fixed time: each
+    probe is a real connection; it fails after :data:`READY_S` of failing probes)."""
+    deadline = time.monotonic() + READY_S
+    last = ""
+    while time.monotonic() < deadline:
+        probe = subprocess.run([sys.executable, "-c", READY_PROBE, address], env=env, capture_output=True, text=True,
+                               check=False)
+        if probe.returncode == 0 and float((probe.stdout.strip().splitlines() or ["0"])[-1]) >= 1:
+            return
+        last = probe.stderr[-1000:] or probe.stdout[-200:]
+        time.sleep(1)
+    pytest.fail(f"the other Ray instance at {address} never became ready: {last}")
+
+
 @pytest.fixture(scope="module")
 def other_ray() -> Iterator[dict[str, str]]:
     """A running ``ray start --head`` instance; yields the environment under which it is "the" Ray of
-    this machine (``RAY_TMPDIR``), and its GCS address."""
+    this machine (``RAY_TMPDIR``), and its GCS address, once it is ready to run tasks."""
     root = tempfile.mkdtemp(prefix="rayo-", dir="/tmp")  # short: Ray's socket paths are limited
-    env = {**os.environ, "RAY_TMPDIR": root}
+    env = {**os.environ, "RAY_TMPDIR": root, **RELAXED_HEALTH}
     port = _free_port()
     cmd = [_ray_cli(), "start", "--head", "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats",
            f"--port={port}",
@@ -68,6 +101,7 @@ def other_ray() -> Iterator[dict[str, str]]:
         assert started.returncode == 0, started.stdout + started.stderr
         current = Path(root) / "ray" / "ray_current_cluster"
         assert current.is_file(), list(Path(root).rglob("*"))[:20]
+        wait_until_ready("auto", env)  # (as `--address auto` finds it: through RAY_TMPDIR)
         yield {"RAY_TMPDIR": root, "address": current.read_text().strip()}
     finally:
         procs = _processes_of(root)
@@ -80,9 +114,30 @@ def other_ray() -> Iterator[dict[str, str]]:
 
 
 def _score(src: Path, out: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """``evalign score --engine ray`` into ``out``, waited for as long as it progresses: it fails only
+    when :data:`STALL_S` pass without a new shard in ``out`` (a hang), never on a fixed total time."""
     args = [sys.executable, "-m", "evalign", "score", str(src), "-m", "bleu,rouge_l", "--engine", "ray", "--out-dir",
             str(out), "--shard-rows", "100", "--json", *extra]
-    return subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True, timeout=600, check=False)
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
+        proc = subprocess.Popen(args, env={**os.environ, **RELAXED_HEALTH, **env}, stdout=so, stderr=se, text=True)
+        shards, last = -1, time.monotonic()
+        try:
+            while proc.poll() is None:
+                done = len(list(out.glob("part-*"))) if out.is_dir() else 0
+                if done != shards:
+                    shards, last = done, time.monotonic()
+                elif time.monotonic() - last > STALL_S:
+                    proc.kill()
+                    se.seek(0)
+                    pytest.fail(f"no progress for {STALL_S} s ({shards} shards written): {se.read()[-2000:]}")
+                time.sleep(1)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        so.seek(0)
+        se.seek(0)
+        return subprocess.CompletedProcess(args, proc.returncode, so.read(), se.read())
 
 
 def test_own_instance_beside_another_then_join_it(other_ray: dict[str, str], items: pd.DataFrame,

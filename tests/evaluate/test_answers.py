@@ -215,6 +215,11 @@ def test_one_call_pairs_api_on_a_dataframe() -> None:
     ranking = r.to_pandas().set_index("metric")
     assert ranking.loc["judge:perfect", "value"] == 1.0 and ranking.loc["judge:perfect", "rank"] == 1
     assert ranking.loc["judge:perfect", "kind"] == "judge" and ranking.loc["random", "value"] == 0.5
+    t["J"] = t["judge:perfect"]  # issue 32: any verdict column given as a judge, whatever its name
+    named = evalign.meta_evaluate_pairs(t, prefs="pref_1", judges=["J"], n_resamples=50, n_permutations=50)
+    assert named.to_pandas().set_index("metric").loc["J", "value"] == 1.0
+    with pytest.raises(evalign.InputError, match="neither a judge's verdict column"):
+        evalign.meta_evaluate_pairs(t, prefs="pref_1", metrics=["J"], n_resamples=50, n_permutations=50)
 
 
 def test_public_names_and_ranking_aliases() -> None:

@@ -210,3 +210,17 @@ def test_smollm2_phrasings_are_claims() -> None:
     assert parse_llmbar("Output (a) is indeed better than Output (b).", style="direct").value == "A"
     assert parse_llmbar("Output (b) is indeed the better option.", style="direct").value == "B"
     assert parse_llmbar("Output (b) is not indeed better.", style="direct").value is None
+
+
+def test_a_direct_answer_complete_before_the_cut_is_read() -> None:
+    """Issue 32: "Output (a) is better than Output (b). The sound of ..." cut at max_tokens is (a), as
+    upstream reads it (the answer comes first); a cut before the answer is whole, or a cut CoT text,
+    stays truncated."""
+    r = parse_llmbar("Output (a) is better than Output (b). The sound of", "length", style="direct")
+    assert r.ok and r.verdict == "A" and r.cut and r.position == 0
+    assert parse_llmbar("Output (b)\n\nOutput (b) answers the question because", "length").verdict == "B"
+    for text, style in (("Output (a) is", "direct"), ("Output (", "direct"), ("", "direct"),
+                        ("Output (a) is better. Therefore, Output (b)", "cot")):
+        cut = parse_llmbar(text, "length", style=style)
+        assert not cut.ok and cut.reason == "truncated" and not cut.cut, text
+    assert not parse_llmbar("Output (a) is better.", "stop").cut

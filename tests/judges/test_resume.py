@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from evalign.cache import Cache
+from sigint import default_sigint  # tests/, on the path
 
 GRAMMAR = 'root ::= "Feedback: " [a-z ]{10,30} " [RESULT] " [1-5]'
 N_ITEMS = 10
@@ -51,7 +52,8 @@ def run_to_end(cmd: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
 def interrupt_halfway(cmd: list[str], cache: Path, partial: Path, sig: int) -> int:
     """Start the command and send ``sig`` once about half of the calls are logged as finished."""
     env = {**os.environ, "EVALIGN_CACHE": str(cache)}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # SIGINT works in a background job too
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and proc.poll() is None:

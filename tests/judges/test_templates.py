@@ -185,3 +185,25 @@ def test_bad_shots_name_file_and_field(tmp_path: Path, shots: str, field: str, m
     with pytest.raises(InputError, match=message) as info:
         load_template(path)
     assert info.value.file == str(path) and info.value.field == field
+
+
+def test_a_template_is_validated_when_it_loads_and_fits_its_judge(tmp_path: Path) -> None:
+    """Issue 32: every field checked at load (file, field, what is expected); a judge refuses a template
+    whose prompts never show the responses it judges."""
+    import yaml
+
+    from evalign.errors import InputError, UsageError
+    from evalign.judges import get_judge, load_template
+    from evalign.judges.prompts import TEMPLATES
+
+    good = yaml.safe_load(Path(TEMPLATES.get("llmbar_vanilla")).read_text(encoding="utf-8"))
+    for change, field in (({"version": True}, "version"), ({"sampling": {"top_p": 2}}, "sampling.top_p"),
+                          ({"without_reference": None}, "without_reference"), ({"system": "{rubrik}"}, "system")):
+        path = tmp_path / "t.yaml"
+        path.write_text(yaml.safe_dump({**good, **change}), encoding="utf-8")
+        with pytest.raises(InputError, match=f"field '{field}'"):
+            load_template(path)
+    with pytest.raises(UsageError, match=r"the absolute judge shows \{response\}"):
+        get_judge("absolute", template="prometheus_relative")
+    with pytest.raises(UsageError, match="temperature must be a number >= 0"):
+        get_judge("absolute", temperature=-1)

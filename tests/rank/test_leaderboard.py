@@ -478,3 +478,20 @@ def _fitted_map(df: pd.DataFrame) -> dict[str, float]:
     from evalign.rank import fit_instruction_difficulty
 
     return fit_instruction_difficulty(df, "baseline")
+
+
+def test_judge_with_the_b_first_order_only_ranks_that_order():
+    """Issue 32: ``j.ba`` without ``j.ab`` made every A-first battle "unparseable"; the order that was
+    judged is ranked alone."""
+    out = pd.DataFrame({"id": ["1", "2"], "system_a": ["X", "X"], "system_b": ["Y", "Z"], "j": ["A", "B"],
+                        "j.ba": ["A", "B"]})
+    both = judge_battles(out, "j")
+    assert both["system_a"].tolist() == ["Y", "Z"] and both["verdict"].tolist() == ["B", "A"]
+
+
+def test_skip_self_that_drops_every_battle_says_so():
+    df = battles([("gpt-4", "llama", "A"), ("llama", "gpt-4", "B")])
+    settings = LeaderboardSettings(bt=BTSettings(n_bootstrap=0), judges=("gpt-4",), skip_self=True)
+    with pytest.raises(InputError, match=r"--skip-self leaves nothing to rank: each of the 2 battles includes a "
+                                         r"judge's own outputs \(judge 'gpt-4' is system 'gpt-4'\)"):
+        leaderboard(df, settings=settings)

@@ -220,3 +220,69 @@ def test_pair_explorer_shows_the_responses_at_laptop_width(tmp_path: Path) -> No
     assert m["row"] <= 9 * m["font"] * 1.4  # at most about 8 lines of 1.4 line height
     assert m["visible"] > 1000
     assert m["a"][0] < 400 and m["b"][1] < m["visible"], m  # both responses in view, whole
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """The demo's report (issue 32 looked at it in a browser at 1280 px), with few resamples."""
+    from evalign.demo import run_demo, write_demo
+
+    result = run_demo(n_resamples=50, seed=0)
+    out = tmp_path_factory.mktemp("demo")
+    write_demo(result, out)
+    return out / "report.html", result
+
+
+#: per table: [its section, its (or, for the explorer, its scroll box's) right edge, the page's width, its
+#: width, its box's width]
+_TABLE_FIT = """() => [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
+    const box = t.closest('.tblwrap, .ex-scroll') || t.parentElement;
+    const grid = t.classList.contains('ex-table');
+    return [t.closest('section').id, Math.round((grid ? box : t).getBoundingClientRect().right),
+            document.documentElement.clientWidth, grid ? box.clientWidth : t.scrollWidth, box.clientWidth];
+})"""
+#: per interval cell ("value [low, high]"): the number of lines its text takes
+_INTERVAL_LINES = """() => [...document.querySelectorAll('td.iv')].filter(td => td.offsetParent !== null).map(td => {
+    const r = document.createRange(); r.selectNodeContents(td);
+    return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size;
+})"""
+
+
+def test_demo_report_fits_1280_px(demo_report: tuple[Path, object]) -> None:
+    """Issue 32: no horizontal overflow of any table at 1280 px (the trust tables show fewer columns, the
+    interval on one line, the rest behind a toggle); the leaderboard heads its columns as the result does;
+    the preference-accuracy forest plot is one panel per table."""
+    from playwright.sync_api import sync_playwright
+
+    path, result = demo_report
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium(), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route(lambda u: not u.startswith(("file:", "data:")), lambda route: route.abort())
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+            fits = page.evaluate(_TABLE_FIT)
+            assert len(fits) >= 6
+            for section, right, width, table_w, box_w in fits:  # the item explorer, a sortable grid of every
+                assert table_w <= box_w, (section, table_w, box_w)  # item, scrolls in its own box (sticky
+                assert right <= width, (section, right, width)  # headers); every other table fits as it is
+            lines = page.evaluate(_INTERVAL_LINES)
+            assert lines and set(lines) == {1}, lines
+            toggles = page.locator("input.allcols")
+            assert toggles.count() == 2  # the correlation table and the preference-accuracy table
+            for k in range(toggles.count()):
+                toggles.nth(k).check()
+            assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+            shown = page.eval_on_selector_all("#pair_accuracy table th", "ths => ths.filter(t => t.offsetParent "
+                                              "!== null).map(t => t.innerText)")
+            assert "accuracy_mean" in shown and "epsilon" in shown  # the rest of the columns, behind the toggle
+            heads = page.eval_on_selector_all("#leaderboard table th", "ths => ths.map(t => t.innerText)")
+            titles = page.eval_on_selector_all("#pair_accuracy figure.plot", "fs => fs.map(f => f.id)")
+        finally:
+            browser.close()
+    labels = [c for c in result.system_result.systems.columns if "(" in c]  # the result's own headers
+    assert labels == ["bleu (corpus)", "chrf (corpus)"] and set(labels) <= set(heads), heads
+    assert not any("mean of items" in h for h in heads)
+    assert titles == ["fig-pair_accuracy_intervals_pairs__pandalm__preference_accuracy__wit",
+                      "fig-pair_accuracy_intervals_pairs__llmbar__preference_accuracy__with"], titles

@@ -72,14 +72,19 @@ def demo_report_data() -> ReportData:
 def test_demo_figures_name_what_they_show(demo_report_data: ReportData, captured: list[Any]) -> None:
     report = build_report(demo_report_data)
     names = [f.name for s in report.sections for f in s.figures]
-    assert names == ["leaderboard_ranks", "correlations_intervals", "pair_accuracy_intervals", "by_task_heatmap",
-                     "epsilon_curves"]
+    pandalm, llmbar = "pair_accuracy_intervals_pairs__pandalm__preference_accuracy__wit", \
+        "pair_accuracy_intervals_pairs__llmbar__preference_accuracy__with"
+    assert names == ["leaderboard_ranks", "correlations_intervals", pandalm, llmbar, "by_task_heatmap",
+                     "epsilon_curves"]  # one preference-accuracy panel per table (issue 32)
     texts = {name: _check(fig) for name, fig in zip(names, captured, strict=True)}
     corr = " ".join(texts["correlations_intervals"])
     assert "Kendall tau (system level, n = 8 systems)" in corr and "95% bootstrap interval" in corr
     assert "with humans" in corr and "best trivial baseline" in corr and "cluster 1" in corr
-    acc = " ".join(texts["pair_accuracy_intervals"])
-    assert "human ceiling" in acc and "preference accuracy (with ties) with humans" in acc
+    acc = " ".join(texts[pandalm])
+    assert "human ceiling" in acc and "pairs (PandaLM): preference accuracy (with ties) with humans" in acc
+    acc = " ".join(texts[llmbar])  # its own lines: LLMBar's gold has no annotators to agree, so no ceiling
+    assert "human ceiling" not in acc and "best trivial baseline" in acc and "pairs (LLMBar)" in acc
+    assert texts[pandalm].count("random") == 1 and texts[llmbar].count("random") == 1
     heat = texts["by_task_heatmap"]
     assert "Yelp (n=33)" in heat and "yelp (n=10)" not in " ".join(heat)  # merged: 23 + 10 pairs
     assert "Wolfram alpha (n=56)" in heat and not any(t.startswith("Facebook") for t in heat)  # 1 pair: left out
@@ -94,7 +99,7 @@ def test_demo_figures_name_what_they_show(demo_report_data: ReportData, captured
     assert acc_ax.get_xlim()[0] < 0 < 1 < acc_ax.get_xlim()[1] < 1.05
     corr_ax = captured[1].axes[0]
     assert corr_ax.get_xlim()[0] < -1 and corr_ax.get_xlim()[1] > 1
-    im = captured[3].axes[0].images[0]
+    im = captured[4].axes[0].images[0]  # the task heatmap, after the two accuracy panels
     assert im.get_clim() == (0.0, 1.0) and im.get_cmap().name == "cividis"
 
 

@@ -148,6 +148,10 @@ def test_held_out_rows_are_the_manifests_held_out_questions(tmp_path: Any) -> No
     bad.write_text("{", encoding="utf-8")
     with pytest.raises(EvalignError, match=r"bad.json: not a judge-data manifest"):
         held_out_rows(table, "prometheus_vicuna", bad)
+    for value in ("null", "[]", '"vicuna:1"', "[{}]"):  # issue 32: null was "unexpected TypeError"
+        bad.write_text('{"questions": {"held_out": ' + value + "}}", encoding="utf-8")
+        with pytest.raises(EvalignError, match=r"bad.json, field 'questions.held_out': must be a non-empty list"):
+            held_out_rows(table, "prometheus_vicuna", bad)
 
 
 def test_verify_hhh_by_ranking_uses_the_hhh_rubrics(tiny_llama: Any) -> None:

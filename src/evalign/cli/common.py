@@ -23,9 +23,8 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -39,8 +38,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from evalign import interrupt
 from evalign.errors import EvalignError, UsageError, unknown_name
-from evalign.io import STDIO, check_output, json_default, json_safe
+from evalign.io import STDIO, check_output, is_missing, json_default, json_safe
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: the command line shows its own progress: the Hugging Face libraries' bars (transformers' "Loading
 #: weights", hub downloads) stay off; read by huggingface_hub and transformers when they are imported
@@ -105,7 +108,7 @@ def field_map(
 
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A cell for a terminal table."""
-    if v is None or v is pd.NA or v is pd.NaT:
+    if v is None or is_missing(v):
         return "-"
     if isinstance(v, float):
         return "-" if math.isnan(v) else f"{v:.{digits}f}"
@@ -169,6 +172,8 @@ def render_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *,
     wide is folded into parts (see :func:`_fit_widths`), each repeating the ``key`` columns
     (default: those of :data:`KEY_COLUMNS` present, else the first column); later parts are titled
     with the title's head and ``(continued)``. Numbers are right-aligned."""
+    from pandas.api.types import is_numeric_dtype  # pandas: loaded by whoever made df
+
     headers = [str(c) for c in df.columns]
     cells = [[fmt_value(v, digits) for v in df[c]] for c in df.columns]
     names = list(key) if key is not None else [c for c in KEY_COLUMNS if c in headers]
@@ -178,7 +183,7 @@ def render_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *,
         text = title if n == 0 else f"{_head(title)} (continued)".strip()
         table = Table(title=escape(text) if text else None, title_justify="left", header_style="bold")
         for i, w in zip(idx, widths, strict=True):
-            numeric = pd.api.types.is_numeric_dtype(df[df.columns[i]])
+            numeric = is_numeric_dtype(df[df.columns[i]])
             over = sum(w + 3 for w in widths) + 1 > width and i in keys  # only a name too long for any layout folds
             table.add_column(escape(headers[i]), justify="right" if numeric else "left",
                              width=None if over else w, overflow="fold", no_wrap=False)
@@ -303,10 +308,13 @@ def handle_errors() -> Any:
     Click's own exits and usage errors pass through unchanged."""
     passthrough = _click_exceptions()
     try:
-        yield
+        with interrupt.verb_running():  # Ctrl-C: KeyboardInterrupt inside the verb (see evalign.interrupt)
+            yield
     except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]: finished work is kept; run the same command again to resume")
-        raise SystemExit(130) from None
+        interrupt.said()  # a second Ctrl-C while this one unwinds prints nothing more
+        word, rest = interrupt.LINE.split(": ", 1)
+        err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
+        raise SystemExit(interrupt.EXIT_CODE) from None
     except passthrough:
         raise
     except EvalignError as e:

@@ -1,7 +1,8 @@
 """``--dataset``, ``--data-dir`` and ``--labels``: declared once for every verb.
 
 The catalogue, the ``NAME:VARIANT`` specs and the tables they load live in
-:mod:`evalign.datasets.catalogue` (re-exported here for the verbs).
+:mod:`evalign.datasets.catalogue` (re-exported here for the verbs, loaded on first use: the options
+alone cost a verb's ``--help`` nothing).
 
 Use in a verb::
 
@@ -13,20 +14,39 @@ Use in a verb::
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from evalign.datasets.catalogue import (
-    CATALOGUE,
-    TABLE_KINDS,
-    DatasetEntry,
-    Variant,
-    dataset_table,
-    load_dataset_spec,
-    parse_spec,
-    table_of,
-)
+if TYPE_CHECKING:
+    from evalign.datasets.catalogue import (
+        CATALOGUE,
+        TABLE_KINDS,
+        DatasetEntry,
+        Variant,
+        load_dataset_spec,
+        parse_spec,
+        table_of,
+    )
+
+#: the catalogue's names re-exported here, loaded on first use
+_CATALOGUE_NAMES = ("CATALOGUE", "TABLE_KINDS", "DatasetEntry", "Variant", "load_dataset_spec", "parse_spec", "table_of")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CATALOGUE_NAMES:
+        return getattr(importlib.import_module("evalign.datasets.catalogue"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def dataset_table(spec: str, data_dir: str | Path | None = None, *, as_: str = "auto-items",
+                  against: str | None = None) -> Any:
+    """:func:`evalign.datasets.catalogue.dataset_table` (the datasets load when a verb reads one)."""
+    from evalign.datasets.catalogue import dataset_table as table
+
+    return table(spec, data_dir, as_=as_, against=against)
 
 __all__ = [
     "CATALOGUE",

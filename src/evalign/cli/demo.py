@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from evalign.cli.common import Stages, console, emit_json, err_console, print_table
 from evalign.cli.meta import baseline_legend, print_diagnostics, print_trust, trust_display
-from evalign.demo import human_rank_scale, run_demo, write_demo
 from evalign.metrics.base import Metric
 
 
@@ -31,7 +30,12 @@ def demo_cmd(
     """Score the bundled Self-Instruct and PandaLM data with every offline metric and show which
     metric agrees best with the human judgments (with --judge: how a small local judge compares
     with the published ones on LLMBar)."""
+    from evalign.demo import run_demo, write_demo  # scipy, matplotlib: not at `evalign demo --help`
+    from evalign.demo_judge import check_live_judge
     from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
+
+    if judge:  # its options and prerequisites before the demo's minutes of work
+        judge_backend = check_live_judge(judge_pairs, judge_backend)
 
     with Stages(disable=as_json) as stages:
 
@@ -95,16 +99,37 @@ def _live_judge(out: Path, n_pairs: int, kind: str, bootstrap: int, seed: int, q
     return write_live_judge(live, out)
 
 
+#: the live table's statistics: the ranked one (a verdict counts when both orders are right) and the
+#: mean of the two orders' accuracies (what LLMBar reports)
+BOTH, MEAN = "acc. both orders", "acc. mean (2 orders)"
+
+
+def live_table(data: dict[str, Any]) -> tuple[str, pd.DataFrame]:
+    """The live judge's trust table (title, table) from ``live_judge.json``: each statistic named,
+    the ranked accuracy over both orders with its interval, and the mean over the two orders beside it."""
+    import pandas as pd
+
+    pct = f"{round(100 * data['confidence'])}% CI"
+    df = trust_display(data["trust"], data["confidence"], BOTH).rename(columns={"unparseable": "unparsed"})
+    means = {r["metric"]: r.get("accuracy_mean") for r in data["trust"]}
+    df[MEAN] = pd.to_numeric(pd.Series([means.get(m) for m in df["metric"]], index=df.index, dtype=object))
+    df = df[[c for c in ("cluster", "metric", BOTH, pct, MEAN) if c in df.columns]]  # rank order; fits 80 columns
+    title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, LLMBar's Vanilla prompt, both "
+             f"orders) beside the published judges and the baselines. {BOTH}: right in both presentation orders "
+             f"(ranked; {pct} by bootstrap; cluster 1 = not significantly worse than the best); {MEAN}: the mean of "
+             "the two orders' accuracies, as LLMBar reports")
+    return title, df
+
+
 def _print_live(out: Path) -> None:
     """The live judge's trust table, as written by :func:`_live_judge`."""
     data = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
-    df = trust_display(data["trust"], data["confidence"], "accuracy").rename(columns={"unparseable": "unparsed"})
-    df = df[[c for c in ("cluster", "metric", "accuracy", f"{round(100 * data['confidence'])}% CI", "unparsed")
-             if c in df.columns]]  # fits 80 columns; rows in rank order
-    title = (f"LLMBar Natural, {data['pairs']} pairs: the live judge (SmolLM2-135M, LLMBar's Vanilla prompt, both "
-             f"orders) beside the published judges and the baselines ({round(100 * data['confidence'])}% bootstrap CI; "
-             "cluster 1 = not significantly worse than the best)")
+    title, df = live_table(data)
     print_table(df, title=title, digits=3)
+    unparsed = [f"{r['metric']} {int(r['n_unparseable'])}" for r in data["trust"]
+                if isinstance(r.get("n_unparseable"), int | float) and r["n_unparseable"] > 0]
+    if unparsed:
+        err_console.print(f"[dim]unparsed verdicts: {escape(', '.join(unparsed))}[/dim]", highlight=False)
     for line in baseline_legend(data["trust"]):
         err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     err_console.print(f"[dim]live judge: {escape(data['note'])}[/dim]", highlight=False)
@@ -153,6 +178,8 @@ def demo_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
 
 def demo_legend(result: Any) -> list[str]:
     """What the short names of the demo's tables stand for."""
+    from evalign.demo import human_rank_scale
+
     lines = [f"{name} = {col}" for col, name in _short_names(result.metric_cols).items() if col != name]
     lines.append(f"human rank = {human_rank_scale()}")
     return lines

@@ -532,6 +532,8 @@ def _counts_table(summary: dict[str, Any]) -> Table:
         t.add_row("output constrained", "yes" if constraint.get("sent") else "no")
     if constraint.get("outside_shape"):
         t.add_row("answers outside the constraint", str(constraint["outside_shape"]))
+    if calls.get("read_before_cut"):
+        t.add_row("read before the max_tokens cut", str(calls["read_before_cut"]))
     if calls.get("abandoned"):
         t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):

@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -37,6 +36,12 @@ from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
 from evalign.metrics.base import get_metric, metric_class
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the order diagnostics' fields (:data:`evalign.meta.order_diagnostics.FIELDS`; that module loads numpy)
+ORDER_FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",
+                "prefers_first", "prefers_longer")
 LEVELS = ("system", "item")
 GROUPINGS = ("none", "item", "system")
 
@@ -260,7 +265,8 @@ def _columns(inputs: Any, metrics: list[str], lower: list[str],
 
     names, lower = existing_columns(inputs.items, metrics, lower, options)
     return resolve_columns(inputs.items, names, source=inputs.source, pairs=inputs.pairs,
-                           lower_is_better=lower, options=options, on_scoring=spinner)
+                           lower_is_better=lower, options=options, on_scoring=spinner,
+                           lower_option="--metric-lower-is-better")
 
 
 def existing_columns(table: Any, metrics: list[str], lower: list[str],
@@ -294,6 +300,7 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
                               highlight=False)
             if ((cls is not None and not cls.higher_is_better) or n in lower) and found not in lower:
                 lower.append(found)
+            lower = [c for c in lower if c != n]  # named by its column from here on
         out.append(found or n)
     return out, lower
 
@@ -305,6 +312,8 @@ def existing_columns(table: Any, metrics: list[str], lower: list[str],
 def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
     """A trust table's rows as a terminal table: the interval in one column, ``beats_baselines``
     as yes / no, empty columns left out."""
+    import pandas as pd  # tables to print: not at `evalign meta --help`
+
     from evalign.meta.order_diagnostics import FIELDS  # numpy only, but evalign.meta is heavy
 
     rows = pd.DataFrame(rows).copy()
@@ -336,7 +345,8 @@ def trust_display(rows: Any, confidence: float, statistic: str) -> Any:
 
 
 #: the order diagnostics shown under a trust table, with their short headers
-DIAGNOSTICS_SHOWN = {"accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
+DIAGNOSTICS_SHOWN = {"accuracy_original": "acc. A first", "accuracy_swapped": "acc. B first",
+                     "accuracy_mean": "acc. mean (2 orders)", "accuracy_both": "acc. both orders",
                      "position_agreement": "orders agree", "prefers_first": "picks first shown",
                      "prefers_longer": "picks longer"}
 
@@ -345,6 +355,8 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
     """The order diagnostics of the judges run in both orders, for one group of a trust table's
     rows, in the table's order (empty when no judge has them): the key figures of
     :data:`evalign.meta.order_diagnostics.FIELDS` (all of them are in ``--json``)."""
+    import pandas as pd
+
     rows = pd.DataFrame(rows)
     if rows.empty or "accuracy_both" not in rows.columns:
         return pd.DataFrame()
@@ -362,6 +374,8 @@ def cost_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
     """The cost column group of the judges with usage (calls, tokens, seconds, parse rate, cost per
     1,000 items), for one group of a trust table's rows, beside the ranking statistic (empty when no
     judge has usage)."""
+    import pandas as pd
+
     rows = pd.DataFrame(rows)
     if rows.empty or "calls" not in rows.columns:
         return pd.DataFrame()
@@ -420,19 +434,24 @@ def print_calibration(r: Any) -> None:
                       f"{r.calibration[0].binning}", digits=3)
 
 
-def print_diagnostics(rows: Any) -> None:
-    """The order diagnostics table under a trust table (nothing when no judge has both orders)."""
+def print_diagnostics(rows: Any) -> bool:
+    """The order diagnostics table under a trust table (nothing when no judge has both orders);
+    whether it printed one."""
     df = diagnostics_display(rows)
     if df.empty:
-        return
-    print_table(df, title="Judges run in both orders: accuracy as LLMBar reports it (mean of the two orders), "
+        return False
+    print_table(df, title="Judges run in both orders: accuracy in each order (A shown first as in the table, then "
+                          "swapped), as LLMBar reports it (mean of the two orders), "
                           "when both orders are right (the ranked verdict), how often the orders agree, and the "
                           "share of decided verdicts that picked the first-shown or the longer response", digits=3)
+    return True
 
 
 def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
     """The optional columns of a trust table: left out when empty, ``epsilon`` and ``n_unparseable``
     as text."""
+    import pandas as pd
+
     for c in ("epsilon", "s_per_1000", "n_unparseable", "accuracy_parsed", "p_vs_best", "accuracy_weighted"):
         if c in rows.columns and pd.to_numeric(rows[c], errors="coerce").isna().all():
             rows = rows.drop(columns=[c])
@@ -446,6 +465,8 @@ def _format_extras(rows: pd.DataFrame) -> pd.DataFrame:
 
 def baseline_legend(rows: Any) -> list[str]:
     """What each baseline row of a trust table is (``name: definition``), in the order of the rows."""
+    import pandas as pd
+
     rows = pd.DataFrame(rows)
     if rows.empty or "definition" not in rows.columns:
         return []
@@ -498,7 +519,8 @@ def render(r: Any) -> None:
         title = r.title if r.mode == "items" else f"Preference accuracy: {r.title.lower()}"
         overview = r.overview if r.rater == "human" else r.overview.rename(
             columns={"human_tie_rate": f"{r.rater}_tie_rate"})
-        print_table(overview, title=f"{title} ({head})")
+        print_table(overview.drop(columns=[c for c in ORDER_FIELDS if c in overview.columns]),
+                    title=f"{title} ({head})")  # the order diagnostics: their own table below
     print_warnings(result_warnings(r))
     if r.systems is not None and r.human == "system-level":
         print_table(r.systems, title=f"System ranking ({r.rater}; each metric's declared system score)")
@@ -530,12 +552,21 @@ def render(r: Any) -> None:
                               + escape(", ".join(f"{g} ({n})" for g, n in zip(skipped["group"], skipped["n"],
                                                                                   strict=True))) + "[/dim]",
                               highlight=False)
+    print_trust_tables(r)
+    if r.refused is None and r.trust:
+        err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
+
+
+def print_trust_tables(r: Any) -> None:
+    """Each trust table with the order diagnostics of its judges run in both orders; when no table
+    has them (too few pairs to rank), the diagnostics over all pairs from the overview."""
+    shown = False
     for i, t in enumerate(r.trust):
         print_trust(t, trust_display(t.rows, t.signature["confidence"], t.statistic), trust_title(t, r))
-        print_diagnostics(t.rows)
+        shown = print_diagnostics(t.rows) or shown
         print_costs(t.rows, t.statistic)
         if i == 0:
             print_judges_vs_humans(r, t)
             print_calibration(r)
-    if r.refused is None and r.trust:
-        err_console.print(f"[dim]signature: {escape(r.signature['text'])}[/dim]", highlight=False)
+    if not shown and "accuracy_both" in r.overview.columns:  # nothing ranked: the judges still described
+        print_diagnostics(r.overview.assign(group="(all)"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import typer
 
 from evalign.cli.common import AS_JSON, emit_json, print_table
@@ -14,6 +13,8 @@ def metrics_cmd(
     options: bool = typer.Option(False, "--options", help="List each metric's options (for --option metric.key=value)."),
 ) -> None:
     """List the metrics evalign knows, with their direction, default options and description (or their options)."""
+    import pandas as pd  # a table to print: not at `evalign metrics --help`
+
     if options:
         rows = [
             {"metric": m.name, "option": k, "values": spec.describe(), "help": spec.help}

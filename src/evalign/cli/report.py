@@ -27,7 +27,6 @@ from evalign.cli.meta import (
 from evalign.cli.published import published_settings, run_published
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
-from evalign.report import write_report
 from evalign.report.data import MERGED_TASK, merge_labels
 
 SCORED_FILE: Any = typer.Argument(None, help="Scored items (.jsonl/.csv/.parquet); for pairs, the scored "
@@ -118,6 +117,7 @@ def _published_report(scored_file: Path | None, metric: list[str], judge: list[s
                       data_dir: Path | None, bootstrap: int, confidence: float, seed: int, epsilon: float | None,
                       title: str | None, out: Path, as_json: bool) -> None:
     """``evalign report --published``: the cross-set table as a report page."""
+    from evalign.report.build import write_report  # matplotlib: not at every command's start
     from evalign.report.data import ReportData
 
     if scored_file is not None or metric or judge:
@@ -188,7 +188,8 @@ def report_job(settings: Any, metrics: list[str], judges: list[str], lower: list
     if inputs.ds is not None:  # the direction of the dataset's shipped columns
         lower = [*lower, *(c for c in inputs.ds.lower_is_better if c in (*metrics, *judges) and c not in lower)]
     names, lower = existing_columns(inputs.items, list(dict.fromkeys([*metrics, *judges])), lower, {})
-    table, cols, runs = resolve_columns(inputs.items, names, source=inputs.source, pairs=pairs, lower_is_better=lower)
+    table, cols, runs = resolve_columns(inputs.items, names, source=inputs.source, pairs=pairs, lower_is_better=lower,
+                                        lower_option="--metric-lower-is-better", judges=judges)
     cols = [dataclasses.replace(c, kind="judge") if c.name in judges else c for c in cols]
     table, pairs, by, merges = _merge_tasks(table, pairs, by)
     try:
@@ -240,6 +241,7 @@ def write_report_files(job: ReportJob, result: Any, *, title: str | None, out: P
     """Write the report of ``result`` to ``out`` (the HTML file; plots and tables in
     ``<stem>_files/``). Returns what :func:`~evalign.report.write_report` wrote."""
     from evalign.report.assemble import from_results  # scipy: not at every command's start
+    from evalign.report.build import write_report  # matplotlib: not at every command's start
 
     inputs, spec = job.inputs, job.spec
     ds = inputs.ds

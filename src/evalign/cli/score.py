@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -37,6 +36,9 @@ from evalign.io import FORMATS, detect_format, read_items, write_table
 from evalign.metrics.base import Metric, get_metric
 from evalign.metrics.option_parsing import parse_all_options, parse_options
 from evalign.scoring import MetricRun, system_scores
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ScoreArgs", "parse_all_options", "parse_options", "register", "score_cmd"]
 

@@ -16,8 +16,6 @@ from evalign.cli.common import (
     progress,
     split_multi,
 )
-from evalign.engine.local import run_local
-from evalign.engine.ray import RaySettings, run_ray  # ray itself is imported when a run starts
 from evalign.engine.settings import EngineSettings
 from evalign.errors import UsageError
 from evalign.io import FORMATS, write_table
@@ -66,6 +64,9 @@ def score_sharded(
 ) -> None:
     """Check the command line, run the chosen engine with a progress bar and print what
     ``evalign score`` prints (``--json``: the same object, with ``out`` the folder)."""
+    from evalign.engine.local import run_local  # pandas: not at `evalign score --help`
+    from evalign.engine.ray import RaySettings, run_ray  # ray itself is imported when a run starts
+
     check_sharded(file=file, dataset=dataset, out=out, significance=significance, engine=engine, out_dir=out_dir,
                   address=address, gpus_per_actor=gpus_per_actor, workers=workers)
     assert file is not None and out_dir is not None  # checked above

@@ -11,9 +11,10 @@ import typer
 
 from evalign.cli import judge_data
 from evalign.cli.common import console, emit_json, err_console, print_table
-from evalign.errors import UsageError
-from evalign.train import TrainSettings, train_judge
-from evalign.train.verify import VerifyOptions, verify_models
+from evalign.cli.dataset_options import parse_spec
+from evalign.errors import UsageError, check_all
+from evalign.judges.backends.model_source import locate_base_model
+from evalign.train import TrainSettings, read_examples, train_judge
 
 
 def print_report(report: Any) -> None:
@@ -104,6 +105,17 @@ def train_cmd(
     reward model (--kind reward)."""
     if kind not in ("sft", "reward"):
         raise UsageError(f"--kind must be 'sft' or 'reward', got {kind!r}")
+
+    def read_data() -> object:
+        if kind == "reward":
+            from evalign.train.reward import read_preferences  # transformers: not at `train-judge --help`
+
+            return read_preferences(data)
+        return read_examples(data, system_prompt=system_prompt)
+
+    check_all(read_data,  # every bad argument, the input first
+              lambda: locate_base_model(base_model),
+              lambda: eval_dataset and parse_spec(eval_dataset))
     settings = TrainSettings(
         lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
         lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
@@ -130,6 +142,8 @@ def train_cmd(
         result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
     report = None
     if eval_dataset:
+        from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `train-judge --help`
+
         # a reward model's base has no score head yet: only the trained model is verified
         models = {"trained": str(out)} if kind == "reward" else {"base": base_model, "trained": str(out)}
         report = verify_models(eval_dataset, models,
@@ -194,6 +208,8 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
+    from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `verify-judge --help`
+
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
                          both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
                          template=template, ranking=ranking, max_rounds=max_rounds, held_out=held_out)

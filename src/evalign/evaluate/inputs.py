@@ -39,7 +39,7 @@ import pandas as pd
 
 from evalign.datasets import HumanDataset, label_set, load_dataset_spec, pairs_to_items
 from evalign.datasets.catalogue import subset_warning
-from evalign.errors import EvalignError, InputError
+from evalign.errors import EvalignError, InputError, UsageError
 from evalign.evaluate.prepare import attach_labels, dataset_human, dataset_title
 from evalign.evaluate.spec import Human
 from evalign.io import detect_format, iter_records, read_items, read_pairs, read_system_human
@@ -137,6 +137,8 @@ def load_inputs(settings: InputSettings) -> Inputs:
     s = settings
     if s.rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, not {s.rule!r}")
+    if s.human and s.system_human is not None:  # one would be silently ignored
+        raise UsageError("give either --human or --system-human, not both")
     if s.label_set is not None:
         s = _labelled(_with_label_set, s)
     if s.rule == "tables":

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from evalign.errors import InputError, UsageError
+from evalign.errors import InputError, UsageError, did_you_mean
 from evalign.io import read_battles
 from evalign.rank import (
     A_WINS,
@@ -28,10 +28,12 @@ from evalign.rank import (
     Leaderboard,
     LeaderboardSettings,
     PanelResult,
+    has_verdicts,
     judge_battles,
     judge_panel,
     leaderboard,
     read_verdicts,
+    self_preference,
 )
 
 #: the column the ranked verdicts are in when a panel is ranked
@@ -162,6 +164,8 @@ class LeaderboardOutcome:
     ppi: Any = None
     #: the style-controlled ratings (``--style-control``): :class:`evalign.rank.style.StyleControl`
     style: Any = None
+    #: what the reader must know of the verdicts read (beside the board's own notes)
+    notes: tuple[str, ...] = ()
 
     def judge_line(self) -> str:
         """Which judge produced the verdicts and what is known of its agreement with humans."""
@@ -182,16 +186,27 @@ def _used_columns(spec: LeaderboardSpec, columns: Any) -> list[str]:
     return [spec.column]
 
 
-def _check_verdicts(table: pd.DataFrame, columns: list[str]) -> None:
-    """Every verdict readable; an error names the file and the line of the first bad one."""
+def _in_file(table: pd.DataFrame, e: InputError) -> InputError:
+    """An error of the statistics about a row of ``table`` (``row N``, or no place), naming the file
+    and the row's line instead."""
     lines = table.attrs.get("lines")
-    for c in columns:
-        try:
+    line = lines[e.line - 1] if lines and e.line and e.line <= len(lines) else e.line
+    return InputError(e.reason, file=table.attrs.get("source"), line=line, field=e.field,
+                      line_word=table.attrs.get("line_word", "line"))
+
+
+def _check_rows(table: pd.DataFrame, columns: list[str]) -> None:
+    """Every verdict readable and no system battling itself; an error names the file and the line
+    of the first bad row."""
+    try:
+        for c in columns:
             read_verdicts(table[c].to_numpy(), c)
-        except InputError as e:
-            line = lines[e.line - 1] if lines and e.line else e.line
-            raise InputError(e.reason, file=table.attrs.get("source"), line=line, field=c,
-                             line_word=table.attrs.get("line_word", "line")) from None
+        same = np.flatnonzero(table["system_a"].astype(str).to_numpy() == table["system_b"].astype(str).to_numpy())
+        if same.size:
+            raise InputError("a system battles itself (system_a is system_b)", line=int(same[0]) + 1,
+                             field="system_b", line_word="row")
+    except InputError as e:
+        raise _in_file(table, e) from None
 
 
 def _panel(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame, PanelResult]:
@@ -213,7 +228,7 @@ def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame
     """The battle table to rank (verdicts in column ``verdict``) and the panel's agreement, if any.
     Battles are grouped by instruction by ``item_id`` where every row has one (pairs exported with
     ``evalign datasets export --as pairs --against``, whose ``id`` is unique per pair), else ``id``."""
-    _check_verdicts(table, _used_columns(spec, table.columns))
+    _check_rows(table, _used_columns(spec, table.columns))
     if ITEM_ID in table.columns and table[ITEM_ID].notna().all():
         table = table.assign(id=table[ITEM_ID].astype(str))
     if spec.judge:
@@ -221,7 +236,10 @@ def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame
     panel = None
     if spec.panel:
         table, panel = _panel(table, spec)
-    return table.rename(columns={spec.column: "verdict"}) if spec.column != "verdict" else table, panel
+    if spec.column == "verdict":
+        return table, panel
+    # the ranked column becomes "verdict": a column of that name the file has is not the one ranked
+    return table.drop(columns=["verdict"], errors="ignore").rename(columns={spec.column: "verdict"}), panel
 
 
 def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec(), *,
@@ -236,17 +254,18 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
     (``length_unit`` words or chars; :func:`evalign.evaluate.prediction_powered.style_board_of`)."""
     table = read_battles(source, columns=_used_columns(spec, ()))
     battles, panel = battles_of(table, spec)
-    systems = set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str))
-    for option, name in (("--baseline-system", spec.board.baseline), ("--anchor", spec.board.bt.anchor)):
-        if name is not None and name not in systems:
-            raise UsageError(f"{option} {name!r} is not a system of {table.attrs['source']} "
-                             f"(systems: {', '.join(sorted(systems))})")
+    _check_systems(spec, battles, str(table.attrs["source"]))
     codes = read_verdicts(battles["verdict"].to_numpy(), spec.column)
     if not np.isin(codes, (A_WINS, B_WINS, TIE)).any():
         n_bad = int((codes == UNPARSEABLE).sum())
         raise InputError(f"no resolved verdict to rank: {n_bad} unparseable, {len(codes) - n_bad} missing",
                          file=str(table.attrs["source"]), field=spec.column)
-    board = leaderboard(battles, settings=spec.board)
+    try:
+        board = leaderboard(battles, settings=spec.board)
+    except InputError as e:
+        if e.file is not None:
+            raise
+        raise InputError(e.reason, file=str(table.attrs["source"]), field=e.field) from None
     ppi = style = None
     if human is not None or style_control:
         from evalign.evaluate.prediction_powered import ppi_board_of, style_board_of
@@ -258,7 +277,33 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
         if style_control:
             style = style_board_of(battles, bt=spec.board.bt, alpha=alpha, length_unit=length_unit,
                                    source=str(table.attrs["source"]))
-    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust, ppi, style)
+    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust, ppi, style,
+                              notes=order_notes(table, spec))
+
+
+def _check_systems(spec: LeaderboardSpec, battles: pd.DataFrame, source: str) -> None:
+    """Every option that names a system names one of the file's (with a "did you mean")."""
+    systems = sorted(set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str)))
+    for option, name in (("--baseline-system", spec.board.baseline), ("--anchor", spec.board.bt.anchor)):
+        if name is not None and name not in systems:
+            raise UsageError(f"{option} {name!r} is not a system of {source}{did_you_mean(name, systems)} "
+                             f"(systems: {', '.join(systems)})")
+    if spec.board.skip_self:  # the judge models name the systems to drop
+        matched = {j for j, _ in self_preference(battles, spec.board.judges).pairs}
+        for name in spec.board.judges:
+            if name not in matched:
+                raise UsageError(f"--judge-model {name!r} with --skip-self: no system of {source} is that judge"
+                                 f"{did_you_mean(name, systems)}, so nothing would be dropped (systems: "
+                                 f"{', '.join(systems)})")
+
+
+def order_notes(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[str, ...]:
+    """What the reader must know of the presentation orders behind a ``--judge`` ranking: a judge
+    with verdicts in the B-first order (``NAME.ba``) only is ranked from that order alone."""
+    if spec.judge and has_verdicts(table, f"{spec.judge}.ba") and not has_verdicts(table, f"{spec.judge}.ab"):
+        return (f"{spec.judge}.ab has no verdict: only the B-first order ({spec.judge}.ba) was judged, and its "
+                "battles alone are ranked",)
+    return ()
 
 
 def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
@@ -322,7 +367,10 @@ def outcome_lines(o: LeaderboardOutcome) -> list[str]:
         lines.append(f"panel of {', '.join(pa.members)} ({pa.how}): Fleiss' kappa {pa.fleiss_kappa:.3f}, "
                      f"Krippendorff's alpha {pa.krippendorff_alpha:.3f}, mean Cohen's kappa {pa.mean_cohen_kappa:.3f} "
                      f"({pa.n_complete} rows all judged)")
-    lines.extend(f"note: {n}" for n in b.notes)
+        if pa.n_complete == 0:
+            lines.append("note: no row was judged by every member of the panel, so their agreement is undefined; "
+                         "each row's panel verdict comes from the members that judged it")
+    lines.extend(f"note: {n}" for n in (*o.notes, *b.notes))
     return lines
 
 
@@ -370,7 +418,7 @@ def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
                   "trust": None if out.trust is None else {**asdict(out.trust), "value": _finite(out.trust.value),
                                                            "low": _finite(out.trust.low),
                                                            "high": _finite(out.trust.high)}},
-        "notes": list(b.notes),
+        "notes": [*out.notes, *b.notes],
         **_extras_dict(out),
     }
 

@@ -41,7 +41,7 @@ def _spec(table: pd.DataFrame, human: Human, metrics: list[str], judges: list[st
           source: str, lower_is_better: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None,
           resampling: Resampling, **spec_kw: Any) -> EvalSpec:
     table, cols, runs = resolve_columns(table, [*metrics, *judges], source=source, pairs=pairs,
-                                        lower_is_better=lower_is_better, options=options)
+                                        lower_is_better=lower_is_better, options=options, judges=judges)
     cols = [replace(c, kind="judge") if c.name in judges and c.kind == "metric" else c for c in cols]
     return EvalSpec(human=human, columns=tuple(cols), items=table, pairs=pairs, source=source,
                     costs={r.column: r.seconds_per_1000 for r in runs}, resampling=resampling, **spec_kw)

@@ -122,11 +122,18 @@ class PairEvaluation(Evaluation):
 
     def compute(self) -> pd.DataFrame:
         """The overview: accuracy with and without ties of each metric (epsilon calibrated on all
-        pairs) and judge (verdicts, unparseable = wrong)."""
+        pairs) and judge (verdicts, unparseable = wrong), and the order diagnostics
+        (:data:`~evalign.meta.order_diagnostics.FIELDS`) of each judge run in both orders."""
         self.vstats = verdict_statistics()
         overview = pd.DataFrame([self.overview_row(c) for c in self.cols])
         if "n_unparseable" in overview.columns:
             overview["n_unparseable"] = overview["n_unparseable"].astype("Int64")
+        both = sorted(set(both_order_judges(self.table.columns)) & {c.name for c in self.cols if c.verdict})
+        if both:  # they describe a judge over every compared pair, whatever the ranking floor
+            diags = self.order_diagnostics(both, {"(all)": np.arange(len(self.table))})
+            for f in FIELDS:
+                overview[f] = [getattr(diags[("(all)", m)], f) if ("(all)", m) in diags else np.nan
+                               for m in overview["metric"]]
         return overview
 
     def overview_row(self, c: Column) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from evalign.errors import InputError
-from evalign.evaluate.columns import is_judge_column, judge_higher_is_better
+from evalign.errors import InputError, unknown_name
+from evalign.evaluate.columns import JUDGE_PREFIX, STATUS, is_judge_column, judge_higher_is_better
 from evalign.evaluate.spec import Column, Human
 from evalign.meta.system_level import corpus_metric, registered_metric
 from evalign.metrics.base import get_metric
@@ -136,6 +136,8 @@ def resolve_columns(
     lower_is_better: Sequence[str] = (),
     options: Mapping[str, Mapping[str, Any]] | None = None,
     on_scoring: Callable[[list[str]], Any] | None = None,
+    lower_option: str = "lower_is_better",
+    judges: Sequence[str] = (),
 ) -> tuple[pd.DataFrame | None, list[Column], list[Any]]:
     """The :class:`Column` of each name, computing registered metrics the table lacks.
 
@@ -145,14 +147,20 @@ def resolve_columns(
     corpus metric with its default options, in a table with the texts, is recomputed from corpus
     statistics at system level. ``options``: metric name -> constructor options for metrics computed
     here. ``on_scoring(names)``: returns a context manager shown while scoring (a spinner).
+    ``judges``: the names given as judges: a column of ``pairs`` among them is a verdict column
+    whatever its name. ``lower_is_better`` must name columns of ``names`` (else a :class:`~evalign.errors.UsageError`
+    naming ``lower_option``, the argument as the caller calls it, with a "did you mean").
     Returns (table with the computed columns, columns, the :class:`~evalign.scoring.MetricRun` list).
     """
     lower = set(lower_is_better)
+    for name in lower_is_better:  # a typo would leave every direction as it was, silently
+        if name not in names:
+            raise unknown_name("metric or judge column", name, names, where=lower_option)
     options = options or {}
     cols: list[Column] = []
     to_compute: list[Any] = []
     for n in names:
-        if pairs is not None and n in pairs.columns and is_judge_column(pairs, n):
+        if pairs is not None and n in pairs.columns and (n in judges or is_judge_column(pairs, n)):
             cols.append(Column(n, "judge", True, verdict=True))
             continue
         in_pairs = pairs is not None and f"{n}_a" in pairs.columns and f"{n}_b" in pairs.columns
@@ -190,6 +198,11 @@ def _unknown_column(name: str, table: pd.DataFrame | None, pairs: pd.DataFrame |
     known = [] if table is None else [str(c) for c in table.columns]
     if pairs is not None:
         known += [str(c) for c in pairs.columns]
+        if name in pairs.columns:  # there, but not a column that can be ranked as it is
+            return InputError(f"the pair table's column '{name}' is neither a judge's verdict column (A / B / tie: "
+                              f"named {JUDGE_PREFIX}NAME, or with a '{name}{STATUS}' column, or given as a judge: "
+                              f"-j {name} / judges=[...]) nor a metric's pair scores ('{name}_a' and '{name}_b')",
+                              file=source, field=name)
     hint = difflib.get_close_matches(name, known, n=1)
     return InputError(f"no metric or judge column '{name}' and no metric of that name"
                       + (f"; did you mean '{hint[0]}'?" if hint else ""), file=source, field=name)

@@ -14,11 +14,12 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any, TypeGuard
 
 from evalign.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: canonical columns of the item table, in output order
 CORE_FIELDS = ("id", "system", "instruction", "input", "reference", "response", "task", "language")
@@ -314,6 +315,8 @@ def iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> It
         meta["line_word"] = "row"
         binary_stream(path).close()
         try:
+            import pandas as pd  # pandas is imported where a table is built, not at every command's start
+
             df = pd.read_parquet(path)
         except Exception as e:  # pyarrow raises several types
             raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
@@ -341,7 +344,7 @@ def iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def unbox(v: Any) -> Any:
     """A DataFrame cell as a plain Python value; NaN, ``pd.NA``, ``NaT`` and None are None."""
-    if v is None or v is pd.NA or v is pd.NaT:
+    if v is None or pandas_na(v):
         return None
     if isinstance(v, float):
         return None if math.isnan(v) else v
@@ -369,4 +372,18 @@ def csv_value(v: Any) -> Any:
 
 
 def is_missing(v: Any) -> bool:
-    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
+    """Whether ``v`` is a missing value: None, NaN, ``pd.NA`` or ``NaT``."""
+    return v is None or pandas_na(v) or (isinstance(v, float) and math.isnan(v))
+
+
+def pandas_na(v: Any) -> bool:
+    """Whether ``v`` is pandas' ``NA`` or ``NaT`` (without importing pandas: when it is not loaded,
+    nothing is either)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and (v is pd.NA or v is pd.NaT)
+
+
+def is_frame(v: Any) -> TypeGuard[pd.DataFrame]:
+    """Whether ``v`` is a pandas DataFrame (without importing pandas)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(v, pd.DataFrame)

@@ -8,9 +8,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import InputError, UsageError, did_you_mean
 from evalign.io.conversations import (
@@ -31,12 +29,16 @@ from evalign.io.readers import (
     csv_value,
     decoded_lines,
     detect_format,
+    is_frame,
     is_missing,
     iter_frame,
     iter_records,
     json_loads,
     unbox,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: the names other tools give a canonical field; a record with one of them (and not the field) gets
 #: the hint to map it with ``--<field>-field NAME``
@@ -271,6 +273,8 @@ def records_to_table(
     if not rows:
         raise InputError("no records" + (f" ({len(skipped)} invalid ones skipped; first: {skipped[0]})" if skipped else ""),
                          file=file)
+    import pandas as pd  # pandas is imported where a table is built, not at every command's start
+
     df = pd.DataFrame(rows)
     front = [c for c in CORE_FIELDS if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
@@ -307,7 +311,7 @@ def read_items(
     :class:`~evalign.errors.InputError` naming file, line, field.
     """
     meta: dict[str, Any] = {}
-    if isinstance(source, pd.DataFrame):
+    if is_frame(source):
         meta["line_word"] = "row"
         return records_to_table(iter_frame(source), file=str(source.attrs.get("source", "<DataFrame>")), fields=fields,
                                  human=human, require_reference=require_reference, default_system=default_system,
@@ -413,7 +417,7 @@ def _open_records(
     """The name to show, the numbered records, the reader's meta (how lines are named) and whether the
     values come from text (CSV / TSV: numbers still to be read) of a file, ``"-"`` or a DataFrame."""
     meta: dict[str, Any] = {}
-    if isinstance(source, pd.DataFrame):
+    if is_frame(source):
         meta["line_word"] = "row"
         return str(source.attrs.get("source", "<DataFrame>")), iter_frame(source), meta, False
     fmt = detect_format(source)
@@ -441,6 +445,8 @@ def read_pairs(source: str | Path | pd.DataFrame, *, pref: Sequence[str] = ()) -
         rows.append(out)
     if not rows:
         raise InputError("no records", file=name)
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     for p in pref:
         df[p] = df[p].astype(float)
@@ -601,6 +607,8 @@ def read_battles(source: str | Path | pd.DataFrame, *, columns: Sequence[str] = 
         lines.append(line)
     if not rows:
         raise InputError("no records", file=name)
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     df.attrs.update(source=name, lines=lines, line_word=meta.get("line_word", "line"))
     return df

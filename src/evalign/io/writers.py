@@ -15,12 +15,13 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import OutputError, UsageError
-from evalign.io.readers import FORMATS, STDIO, detect_format
+from evalign.io.readers import FORMATS, STDIO, detect_format, pandas_na
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # --- writing ----------------------------------------------------------------------------------
 
@@ -161,9 +162,9 @@ def json_safe(obj: Any) -> Any:
             new_l = list(v)
             parent[key] = new_l
             stack.extend((new_l, i, x) for i, x in enumerate(new_l))
-        elif v is pd.NA or v is pd.NaT:
+        elif pandas_na(v):
             parent[key] = None
-        elif hasattr(v, "tolist") and not isinstance(v, pd.Timestamp):  # numpy scalars and arrays
+        elif hasattr(v, "tolist") and not isinstance(v, _dt.datetime):  # numpy scalars and arrays (a Timestamp is a datetime)
             try:
                 parent[key] = v.tolist()
             except (ValueError, AttributeError):
@@ -175,9 +176,11 @@ def json_safe(obj: Any) -> Any:
 def json_default(v: Any) -> Any:
     """JSON for values the json module does not know: dates and times as ISO 8601 text, decimals
     as numbers, sets as sorted lists; anything else is a :class:`TypeError`."""
-    if isinstance(v, _dt.datetime | _dt.date | _dt.time | pd.Timestamp):
+    if isinstance(v, _dt.datetime | _dt.date | _dt.time):  # pandas' Timestamp too
         return v.isoformat()
-    if isinstance(v, pd.Timedelta | _dt.timedelta):
+    if isinstance(v, _dt.timedelta):  # pandas' Timedelta too; both as pandas writes them
+        import pandas as pd  # there is a timedelta to write: pandas formats it
+
         return pd.Timedelta(v).isoformat()
     if isinstance(v, decimal.Decimal):
         return float(v) if v.is_finite() else None
@@ -212,9 +215,11 @@ EMPTY_TEXT_MARK = "\x00evalign-empty\x00"
 def write_csv(df: pd.DataFrame, path: Path, sep: str) -> None:
     """``df`` as CSV / TSV: a missing value is an empty cell, an empty text a quoted empty cell
     (``""``), so that the readers tell them apart."""
+    from pandas.api.types import is_string_dtype  # pandas: loaded by whoever made df
+
     marked = df.copy()
     for c in marked.columns:
-        if marked[c].dtype == object or pd.api.types.is_string_dtype(marked[c]):
+        if marked[c].dtype == object or is_string_dtype(marked[c]):
             empty = marked[c].map(lambda v: isinstance(v, str) and v == "")
             if empty.any():
                 marked[c] = marked[c].where(~empty, EMPTY_TEXT_MARK)

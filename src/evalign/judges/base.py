@@ -38,7 +38,16 @@ from typing import Any, ClassVar, TypeVar
 from evalign.errors import EvalignError, UsageError
 from evalign.judges.backends.types import Constraint
 from evalign.judges.parsing import ParseResult, parse_grade
-from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template, resolve_rubric_map
+from evalign.judges.prompts import (
+    SAMPLING_RULES,
+    Message,
+    Rubric,
+    Template,
+    load_rubric,
+    load_template,
+    resolve_rubric_map,
+    sampling_problem,
+)
 from evalign.judges.shapes import AnswerShape
 from evalign.registry import Registry
 from evalign.signature import Signature, make_signature, stable_hash, text_hash
@@ -58,7 +67,7 @@ PROMETHEUS_SAMPLING: dict[str, Any] = {
 CONSTRAIN_MODES = ("auto", "on", "off")
 
 #: the sampling settings a judge accepts (all go into the signature and the cache key)
-SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "repetition_penalty", "seed", "logprobs", "top_logprobs")
+SAMPLING_KEYS = tuple(SAMPLING_RULES)
 
 
 def join_instruction(instruction: Any, input_: Any) -> str:
@@ -221,6 +230,8 @@ class Judge(ABC):
     description: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = True
     pairwise: ClassVar[bool] = False
+    #: the placeholders of the judged response(s) every prompt of its template must show
+    response_placeholders: ClassVar[tuple[str, ...]] = ("response",)
     uses_rubric: ClassVar[bool] = False
     scale: ClassVar[tuple[int, int]] = (1, 5)
     default_template: ClassVar[str]
@@ -248,11 +259,16 @@ class Judge(ABC):
         unknown = [k for k in sampling if k not in SAMPLING_KEYS]
         if unknown:
             raise EvalignError(f"judge '{self.name}': unknown option(s) {', '.join(unknown)}")
+        for key, value in sampling.items():
+            problem = sampling_problem(key, value)
+            if problem:
+                raise UsageError(f"judge '{self.name}': {key} {problem}")
         if samples < 1:
             raise EvalignError(f"samples must be >= 1, got {samples}")
         if reask < 0:
             raise EvalignError(f"reask must be >= 0, got {reask}")
         self.template = template if isinstance(template, Template) else load_template(template or self.default_template)
+        self.check_template(self.template)
         if self.uses_rubric:
             self.rubric: Rubric | None = load_rubric(rubric or self.default_rubric or "helpfulness")
         else:
@@ -282,6 +298,20 @@ class Judge(ABC):
         self._column = column
         #: whether a rubric was chosen (a pairwise judge without one is not named after its default)
         self._rubric_chosen = rubric is not None or rubric_column is not None
+
+    def check_template(self, t: Template) -> None:
+        """The template shows this judge's response(s) (:attr:`response_placeholders`) in each of its
+        prompts: a template of another kind of judge (an absolute one with ``--mode pairwise``), or
+        one without the placeholders, would send prompts that never show what is judged."""
+        need = self.response_placeholders
+        shown = " and ".join("{" + p + "}" for p in need)
+        for variant, text in (("without_reference", t.without_reference), ("with_reference", t.with_reference)):
+            missing = [p for p in need if text is not None and "{" + p + "}" not in text]
+            if missing:
+                where = f"template '{t.name}'" + (f" ({t.path})" if t.path else "") + f", field '{variant}'"
+                hint = f" (the template's mode is {t.mode}: use it with --mode {t.mode})" if t.mode != self.mode else ""
+                raise UsageError(f"{where}: the {self.mode} judge shows {shown} in its prompt, but this prompt has "
+                                 f"no {{{missing[0]}}}{hint}")
 
     # -- naming and signature -------------------------------------------------------------------
     @property

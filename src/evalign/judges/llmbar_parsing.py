@@ -20,7 +20,9 @@ better") over the concluding one 45 times. This parser keeps upstream's patterns
 (what they read as a verdict still is one, where it is a claim) and adds evalign's rules
 (:mod:`evalign.judges.parsing`):
 
-* An output cut off at ``max_tokens`` (``finish_reason == "length"``) is ``truncated``, unscored.
+* An output cut off at ``max_tokens`` (``finish_reason == "length"``) is ``truncated``, unscored,
+  unless it is ``direct`` and starts with a complete answer (``Output (a) is better than Output (b).
+  The sound of``): that verdict is read (upstream reads it too) and the result is marked ``cut``.
 * A mention that is not a claim is never read: ``both Output (a) and Output (b)``, ``Output (a) or
   Output (b)``, ``neither Output (a) nor Output (b)``, the prompt's quoted format (``"Therefore,
   Output (a) is better." or "Therefore, Output (b) is better."``), headers and labels
@@ -180,8 +182,8 @@ def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: s
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, got {style!r}")
     raw = text or ""
-    if finish_reason == "length":
-        return unscored("truncated", feedback=raw.strip())
+    if finish_reason == "length":  # cut off at max_tokens: only an answer that comes first can be whole
+        return _before_the_cut(raw, style, prompt)
     clean = raw.strip()
     exact = _EXACT.get(clean)
     if exact is not None:
@@ -203,6 +205,19 @@ def parse_llmbar(text: str | None, finish_reason: str | None = None, *, style: s
         shown = ", ".join(v for _, v, _ in claims)
         return unscored("conflicting", f"claims for both outputs and no concluding one: {shown}", clean)
     return ParseResult(verdict, None, "", clean[:pos].strip(), position=pos)
+
+
+def _before_the_cut(raw: str, style: str, prompt: str | None) -> ParseResult:
+    """An output cut off at ``max_tokens``: in the ``direct`` format the answer comes first, so a
+    text that starts with a complete answer (``Output (a) is better than Output (b). The sound of``)
+    is read, as upstream reads it, and marked ``cut``; anything else is ``truncated``."""
+    clean = _EOS.sub("", raw.strip()).strip()
+    if style == "direct" and clean:
+        leading, _ = _claims(_mask_echo(clean, prompt) if prompt else clean)
+        if leading is not None:
+            return ParseResult(leading[1], None, "verdict complete before the output was cut off at max_tokens",
+                               clean, position=leading[0], cut=True)
+    return unscored("truncated", feedback=raw.strip())
 
 
 def parse_upstream(text: str | None, parsing: dict[str, str]) -> str | None:

@@ -84,6 +84,8 @@ class ParseResult:
     ratings: dict[str, int] = field(default_factory=dict)
     #: character offset of the grade in the output (None when unknown)
     position: int | None = None
+    #: the output was cut off at max_tokens after the grade was complete (an answer that comes first)
+    cut: bool = False
 
     @property
     def ok(self) -> bool:

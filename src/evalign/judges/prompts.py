@@ -49,16 +49,17 @@ into judge signatures and cache keys, so an edited prompt never reuses old grade
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from evalign.errors import EvalignError, InputError
+from evalign.errors import EvalignError, InputError, did_you_mean
 from evalign.judges.shapes import AnswerShape, shape_from_mapping
 from evalign.registry import Registry
 from evalign.signature import stable_hash
@@ -73,6 +74,38 @@ PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "respon
 #: ``{answer_b_N}`` (each shown side's), ``{ref_answer_N}`` (the N-th turn's reference answer)
 TURN_PLACEHOLDERS = ("question", "answer", "answer_a", "answer_b", "ref_answer")
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + "|(?:" + "|".join(TURN_PLACEHOLDERS) + r")_[1-9])\}")
+
+#: ``{word}`` in a prompt: a placeholder when ``word`` is one of :data:`PLACEHOLDERS`, else a mistake
+_BRACED_WORD_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+#: the sampling settings a judge (and a template's ``sampling``) may set: what each must be, and its test
+SAMPLING_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "temperature": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
+    "top_p": ("a number in (0, 1]", lambda v: _is_number(v) and 0 < v <= 1),
+    "max_tokens": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "repetition_penalty": ("a number >= 0 (0: not sent)", lambda v: _is_number(v) and v >= 0),
+    "seed": ("an integer", lambda v: _is_int(v)),
+    "logprobs": ("true or false", lambda v: isinstance(v, bool)),
+    "top_logprobs": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
+}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def sampling_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the sampling setting ``key`` = ``value`` (None: nothing; None values are
+    "not set")."""
+    if key not in SAMPLING_RULES:
+        return f"unknown sampling setting{did_you_mean(key, SAMPLING_RULES)} (known: {', '.join(SAMPLING_RULES)})"
+    expected, ok = SAMPLING_RULES[key]
+    return None if value is None or ok(value) else f"must be {expected}, got {value!r}"
+
 
 #: number of score descriptions of a rubric (the 1-5 Prometheus scale)
 RUBRIC_SCALE = 5
@@ -153,6 +186,8 @@ class Template:
     synthesis: Stage | None = None
     shots: tuple[tuple[str, str], ...] = ()
     answer: AnswerShape | None = None
+    #: the file it was read from ("" for a template made in Python)
+    path: str = field(default="", compare=False)
 
     @property
     def has_reference(self) -> bool:
@@ -242,27 +277,17 @@ def load_template(spec: str | Path) -> Template:
     path = Path(spec)
     if not (path.suffix in (".yaml", ".yml", ".json") and path.exists()):
         if str(spec) not in TEMPLATES:
-            raise EvalignError(f"unknown judge template '{spec}' (built-in: {', '.join(list_templates())})")
+            raise EvalignError(f"unknown judge template '{spec}'{did_you_mean(str(spec), list_templates())} "
+                               f"(built-in: {', '.join(list_templates())})")
         entry = TEMPLATES.get(str(spec))
         if isinstance(entry, Template):
             return entry
         path = Path(entry)
     data = _read_mapping(path)
-    required = ("name", "version", "mode", "with_reference", "without_reference")
-    for key in required:
-        if key not in data:
-            raise InputError("missing field", file=str(path), field=key)
-    if data["with_reference"] is None and data["without_reference"] is None:
-        raise InputError("a template needs a prompt: with_reference and without_reference are both null",
-                         file=str(path), field="without_reference")
-    for key in ("with_reference", "without_reference", "system", "format_hint", "source"):
-        if key in ("with_reference", "without_reference") and data[key] is None:
-            continue
-        if key in data and not isinstance(data[key], str):
-            raise InputError(f"must be a string, got {type(data[key]).__name__}", file=str(path), field=key)
+    if not isinstance(data, Mapping):
+        raise InputError(f"a template file holds a mapping of fields, got {type(data).__name__}", file=str(path))
+    _check_template_fields(data, path)
     sampling = data.get("sampling") or {}
-    if not isinstance(sampling, Mapping):
-        raise InputError(f"must be a mapping, got {type(sampling).__name__}", file=str(path), field="sampling")
     stages = data.get("stages") or []
     if not isinstance(stages, list):
         raise InputError(f"must be a list, got {type(stages).__name__}", file=str(path), field="stages")
@@ -284,6 +309,7 @@ def load_template(spec: str | Path) -> Template:
         synthesis=None if synthesis is None else _stage(synthesis, path, "synthesis", name="synthesis"),
         shots=_shots(data.get("shots"), path),
         answer=_answer(data, path),
+        path=str(path),
     )
 
 
@@ -292,6 +318,46 @@ def _answer(data: Mapping[str, Any], path: Path, where: str = "") -> AnswerShape
     if data.get("answer") is None:
         return None
     return shape_from_mapping(data["answer"], file=str(path), field=f"{where}answer")
+
+
+def _check_template_fields(data: Mapping[str, Any], path: Path) -> None:
+    """Every field of a template file as it must be (a wrong one is an :class:`InputError` naming
+    the file, the field and what is expected), before the template is used."""
+
+    def bad(message: str, field: str) -> InputError:
+        return InputError(message, file=str(path), field=field)
+
+    for key in ("name", "version", "mode", "with_reference", "without_reference"):
+        if key not in data:
+            raise bad("missing field", key)
+    for key in ("name", "mode", "with_reference", "without_reference", "system", "format_hint", "source", "parser"):
+        v = data.get(key)
+        if v is not None and not isinstance(v, str):
+            raise bad(f"must be a string, got {type(v).__name__}", key)
+    if data["with_reference"] is None and data["without_reference"] is None:
+        raise bad("a template needs a prompt: with_reference and without_reference are both null",
+                  "without_reference")
+    if not _is_int(data["version"]) or data["version"] < 1:
+        raise bad(f"must be an integer >= 1 (the template's version), got {data['version']!r}", "version")
+    sampling = data.get("sampling") or {}
+    if not isinstance(sampling, Mapping):
+        raise bad(f"must be a mapping, got {type(sampling).__name__}", "sampling")
+    for key, value in sampling.items():
+        problem = sampling_problem(str(key), value)
+        if problem:
+            raise bad(problem, f"sampling.{key}")
+    for key in ("with_reference", "without_reference", "system"):
+        unknown = unknown_placeholder(data.get(key) or "")
+        if unknown:
+            raise bad(f"{{{unknown}}} is not a placeholder{did_you_mean(unknown, PLACEHOLDERS)} (placeholders: "
+                      f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)})", key)
+
+
+def unknown_placeholder(text: str) -> str | None:
+    """The first ``{word}`` of ``text`` that is not one of :data:`PLACEHOLDERS` (it would be sent as
+    it is), or None."""
+    return next((m.group(1) for m in _BRACED_WORD_RE.finditer(text) if not _PLACEHOLDER_RE.fullmatch(m.group(0))),
+                None)
 
 
 def _strings(data: Mapping[str, Any], key: str, path: Path, where: str = "") -> tuple[str, ...]:
@@ -337,6 +403,11 @@ def _stage(data: Any, path: Path, where: str, name: str | None = None) -> Stage:
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise InputError("must be an integer >= 1", file=str(path), field=f"{where}.max_tokens")
+    for key in ("prompt", "system"):
+        unknown = unknown_placeholder(str(data.get(key) or ""))
+        if unknown:
+            raise InputError(f"{{{unknown}}} is not a placeholder{did_you_mean(unknown, PLACEHOLDERS)}",
+                             file=str(path), field=f"{where}.{key}")
     return Stage(
         name=name or str(data["name"]),
         system=str(data.get("system") or ""),
@@ -457,7 +528,8 @@ def load_rubric(spec: str | Path | Mapping[str, Any] | Rubric) -> Rubric:
         return rubric_from_mapping(_read_mapping(path), name=path.stem, file=str(path))
     if str(spec) not in RUBRICS:
         raise EvalignError(
-            f"unknown rubric '{spec}' (built-in: {', '.join(list_rubrics())}; or give a .yaml/.json file)"
+            f"unknown rubric '{spec}'{did_you_mean(str(spec), list_rubrics())} (built-in: {', '.join(list_rubrics())}; "
+            "or give a .yaml/.json file)"
         )
     entry = RUBRICS.get(str(spec))
     if isinstance(entry, Rubric):

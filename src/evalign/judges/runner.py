@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.cache import LEASE_SECONDS, Cache, make_key
-from evalign.errors import EvalignError, InputError
+from evalign.errors import EvalignError, InputError, did_you_mean
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.io.conversations import expand_turns
 from evalign.judges.backends import ConstraintRefused, Generation, GenerationRequest
@@ -126,6 +126,8 @@ class CallCounts:
     failed: int
     http_retries: int
     unscored_by_reason: Mapping[str, int]
+    #: calls whose output was cut off at max_tokens after a complete verdict (read, and counted here)
+    read_before_cut: int = 0
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,7 @@ def row_rubrics(judge: Judge, table: pd.DataFrame) -> list[Rubric | None]:
     if col is None:
         return [judge.rubric] * len(table)
     if col not in table.columns:
-        raise InputError("no such rubric column", file=_source(table), field=col)
+        raise InputError(f"no such rubric column{did_you_mean(col, table.columns)}", file=_source(table), field=col)
     return [
         rubric_from_cell(v, file=_source(table), line=i + 1, field=col, names=judge.rubric_map)
         for i, v in enumerate(table[col].tolist())
@@ -393,6 +395,7 @@ class _State:
     #: each answered call's usage (cache key -> :class:`CallUsage`), from the backend or the cache
     answers: dict[str, CallUsage] = field(default_factory=dict)
     call_reasons: Counter[str] = field(default_factory=Counter)
+    cut_calls: int = 0
     error_messages: Counter[str] = field(default_factory=Counter)
     last_error: str | None = None
     http_retries: int = 0
@@ -559,6 +562,8 @@ def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Cal
         res, text = parsed[key]
         if not res.ok:
             st.call_reasons[res.reason or "?"] += len(calls)
+        elif res.cut:
+            st.cut_calls += len(calls)
         for c in calls:
             st.call_log.append({"row": c.row, "sample": c.sample, "order": c.order, "attempt": c.attempt,
                                 "key": key, "cached": key in stored, "value": res.value, "reason": res.reason,
@@ -824,6 +829,7 @@ def _summary(
         failed=int(progress.get("failed", 0)),
         http_retries=st.http_retries,
         unscored_by_reason=dict(st.call_reasons.most_common()),
+        read_before_cut=st.cut_calls,
     )
     if judge.pairwise:
         distribution, mean, bias, rounds = _pair_statistics(judge, out, length_unit)

@@ -12,14 +12,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from evalign.errors import EvalignError
 from evalign.metrics.options import OptionSpec, check_options
 from evalign.registry import Registry
 from evalign.signature import Signature, make_signature
+
+if TYPE_CHECKING:  # numpy is imported where scores are computed, not at every command's start
+    import numpy as np
 
 
 @dataclass
@@ -73,6 +74,8 @@ class Metric(ABC):
 
     def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
         """The score of one system over its items. Default: the mean of the item scores."""
+        import numpy as np
+
         values = self.score(responses, references).values
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
@@ -168,6 +171,8 @@ def flatten_references(
 
     Returns the pair responses, the pair references and, for each pair, the index of its item.
     """
+    import numpy as np
+
     if len(responses) != len(references):
         raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
     hyp: list[str] = []
@@ -183,6 +188,8 @@ def flatten_references(
 
 def max_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
     """Per item, the maximum of its pair values (NaN for items without pairs)."""
+    import numpy as np
+
     out = np.full(n, -np.inf)
     np.maximum.at(out, owner, np.asarray(values, dtype=float))
     out[np.isneginf(out)] = np.nan
@@ -191,6 +198,8 @@ def max_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
 
 def argmax_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
     """Per item, the index (into the pair arrays) of its best pair; -1 for items without pairs."""
+    import numpy as np
+
     best = max_by_owner(values, owner, n)
     idx = np.full(n, -1, dtype=np.int64)
     for j in range(len(owner) - 1, -1, -1):  # first best pair wins
@@ -205,6 +214,8 @@ def best_over_references(
     references: Sequence[Sequence[str]],
 ) -> np.ndarray:
     """Apply a vectorised pair scorer to all (response, reference) pairs and keep each item's best."""
+    import numpy as np
+
     hyp, ref, owner = flatten_references(responses, references)
     if not hyp:
         return np.full(len(responses), np.nan)

@@ -129,7 +129,8 @@ def judge_battles(table: pd.DataFrame, judge: str, *, orders: Literal["both", "c
     orders resolved), ``<judge>.ab`` and ``<judge>.ba`` (each order's verdict, mapped back to the
     pair's orientation; None without a verdict). ``orders="combined"``: one battle per pair with the
     ``<judge>`` verdict. ``orders="both"`` (when ``<judge>.ba`` exists and has a verdict somewhere):
-    two battles per pair, the A-first one with the ``.ab`` verdict and the B-first one with systems,
+    two battles per pair (the B-first one alone when ``<judge>.ab`` has no verdict anywhere: only
+    that order was judged), the A-first one with the ``.ab`` verdict and the B-first one with systems,
     responses and lengths swapped and the ``.ba`` verdict as the judge gave it in that order (so
     :func:`position_agreement` can match them); an order without a verdict is ``unparseable`` when
     the other order has one, else the pair's own verdict column decides (missing or unparseable).
@@ -143,7 +144,7 @@ def judge_battles(table: pd.DataFrame, judge: str, *, orders: Literal["both", "c
     if "id" not in base.columns:
         base.insert(0, "id", [str(i) for i in range(len(base))])
     ab_col, ba_col = f"{judge}.ab", f"{judge}.ba"
-    if orders == "combined" or ba_col not in table.columns or table[ba_col].isna().all():
+    if orders == "combined" or not has_verdicts(table, ba_col):
         return base.assign(verdict=table[judge].to_numpy()).reset_index(drop=True)
     pair = table[judge].astype(object).where(table[judge].notna(), None).to_numpy()
 
@@ -155,13 +156,19 @@ def judge_battles(table: pd.DataFrame, judge: str, *, orders: Literal["both", "c
             out[i] = x if x is not None else ("unparseable" if pair[i] is not None else None)
         return out
 
-    first = base.assign(verdict=one(ab_col))
     second = base.copy()
     for x, y in (("system_a", "system_b"), ("response_a", "response_b"), ("len_a", "len_b")):
         if x in second.columns:
             second[[x, y]] = base[[y, x]].to_numpy()
     second["verdict"] = [{"A": "B", "B": "A"}.get(v, v) if isinstance(v, str) else v for v in one(ba_col)]
-    return pd.concat([first, second], ignore_index=True)
+    if not has_verdicts(table, ab_col):  # only the B-first order was judged: its battles alone
+        return second.reset_index(drop=True)
+    return pd.concat([base.assign(verdict=one(ab_col)), second], ignore_index=True)
+
+
+def has_verdicts(table: pd.DataFrame, column: str) -> bool:
+    """Whether ``table`` has ``column`` with a verdict on some row."""
+    return column in table.columns and bool(table[column].notna().any())
 
 
 # --- both presentation orders -------------------------------------------------------------------

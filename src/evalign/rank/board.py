@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from evalign.errors import InputError
 from evalign.rank.battles import (
     PositionAgreement,
     battle_arrays,
@@ -84,6 +85,10 @@ def leaderboard(
         sp = self_preference(battles, settings.judges)
         if sp.n_battles:
             if settings.skip_self:
+                if sp.n_battles == len(battles):
+                    who = "; ".join(f"judge {j!r} is system {s!r}" for j, s in sp.pairs)
+                    raise InputError(f"--skip-self leaves nothing to rank: each of the {len(battles)} battles includes a "
+                                     f"judge's own outputs ({who})")
                 battles = battles[~sp.mask].reset_index(drop=True)
                 notes.append(f"self-preference: {sp.n_battles} battles including a judge's own outputs dropped")
             else:

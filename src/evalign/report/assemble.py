@@ -139,10 +139,13 @@ class _Parts:
         for c in r.columns:
             self.metric_cols.append(str(c["name"]))
             self.hib[str(c["name"])] = bool(c["higher_is_better"])
-            self.system_labels[str(c["name"])] = str(c["system_label"])
+            self.system_labels.setdefault(str(c["name"]), str(c["system_label"]))
 
     def add_leaderboard(self, r: EvalResult) -> None:
         assert r.systems is not None
+        # the leaderboard's headers are its own result's (a pair table's bleu is a mean of items, the
+        # Self-Instruct leaderboard's a corpus score)
+        self.system_labels.update({str(c["name"]): str(c["system_label"]) for c in r.columns})
         lb = r.systems.rename(columns={c["system_label"]: c["name"] for c in r.columns})
         self.human_system_col = "human" if r.human == "system-level" else r.human
         self.leaderboard = lb.rename(columns={"human": self.human_system_col})

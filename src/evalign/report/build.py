@@ -143,15 +143,24 @@ def _result_section(data: ReportData, key: str, title: str, table: pd.DataFrame 
     s = Section(key, title)
     s.text = (f"value [low, high] = estimate and its {pct} percentile bootstrap interval over items."
               if "low" in table.columns or "ci_low" in table.columns else "")
-    s.tables[title] = format_results(table.drop(columns=[c for c in COST_COLUMNS if c in table.columns]), data.digits)
+    shown = format_results(table.drop(columns=[c for c in COST_COLUMNS if c in table.columns]), data.digits)
+    s.tables[title] = shown
+    s.main[title], same = main_columns(shown)
+    if same:
+        s.text = (s.text + " Every row: " + "; ".join(f"{c} {v}" for c, v in same.items()) + ".").strip()
     s.after = list(data.table_notes.get(key, []))
     if "value" in table.columns:
-        for stat, part in _blocks(table):
-            what = _what(part, stat)
+        blocks = _blocks(table)
+        several = len({where for _, where, _ in blocks}) > 1
+        for stat, where, part in blocks:  # one panel per statistic and per table, each with its own lines
+            what = (f"{where}: " if several else "") + _what(part, stat)
             label_cols = [c for c in _label_cols(part) if c not in ("statistic", "kind", "table")] or ["metric"]
             png = F.interval_plot(part, f"{what} with {who} ({pct} bootstrap interval)", label_cols,
                                   _axis_label(part, stat), scale=F.scale_for(stat)[:2], rater=data.rater)
-            s.figures.append(Figure(f"{key}_intervals" + (f"_{_slug(stat)}" if len(_blocks(table)) > 1 else ""),
+            name = f"{key}_intervals" + (f"_{_slug(f'{where} {stat}'.strip())}" if len(blocks) > 1 else "")
+            if any(f.name == name for f in s.figures):  # two tables of one name: numbered
+                name += f"_{len(s.figures) + 1}"
+            s.figures.append(Figure(name,
                                     f"{what} with {who}: dot = estimate, bar = {pct} percentile bootstrap "
                                     "interval over items; colours = significance clusters (cluster 1 = not "
                                     "significantly worse than the best); grey squares = trivial baselines, "
@@ -247,6 +256,23 @@ def _published_section(data: ReportData) -> Section | None:
     s.tables["The sets"] = format_results(t.sets, data.digits)
     s.after = list(t.notes)
     return s
+
+
+#: the columns of a results table shown at first (when present; a label column only when it varies):
+#: the rest (further statistics, counts, costs) are behind the table's "all columns" toggle
+RESULT_MAIN = ("table", "level", "statistic", "group", "rank", "cluster", "metric", "value [low, high]", "value",
+               "p_vs_best", "beats_baselines")
+#: label columns that name a row only when they differ between rows
+_LABELS = ("table", "level", "statistic", "group", "n systems", "n items", "n pairs", "n")
+
+
+def main_columns(shown: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+    """The columns of a displayed results table shown at first (:data:`RESULT_MAIN`; a label column
+    with one value in every row is left out), and those one-value label columns with their value
+    (said once above the table)."""
+    same = {c: str(shown[c].iloc[0]) for c in _LABELS if c in shown.columns and len(shown)
+            and shown[c].nunique(dropna=False) == 1}
+    return [c for c in shown.columns if c in RESULT_MAIN and c not in same], same
 
 
 def _by_task_section(data: ReportData) -> Section | None:
@@ -415,11 +441,17 @@ def write_report(
     return {key: written[rel] for key, rel in keys.items()}
 
 
-def _blocks(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The rows of each statistic (one plot per statistic: they have their own scales)."""
-    if "statistic" not in table.columns:
-        return [("value", table)]
-    return [(str(k), g) for k, g in table.groupby("statistic", sort=False)]
+def _blocks(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(statistic, table or "", rows) per statistic and per table of the rows (one plot each: the
+    statistics have their own scales, and each table its own baselines and ceiling)."""
+    keys = [c for c in ("statistic", "table") if c in table.columns]
+    if not keys:
+        return [("value", "", table)]
+    out = []
+    for k, g in table.groupby(keys, sort=False):
+        k = k if isinstance(k, tuple) else (k,)
+        out.append((str(k[0]) if "statistic" in keys else "value", str(k[-1]) if "table" in keys else "", g))
+    return out
 
 
 _NAMES = {"kendall": "Kendall tau", "pearson": "Pearson r", "spearman": "Spearman rho",

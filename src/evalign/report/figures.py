@@ -124,7 +124,7 @@ def interval_plot(table: pd.DataFrame, title: str, label_cols: Sequence[str], xl
     if scale is not None and scale[0] < 0 < scale[1]:
         ax.axvline(0, color="#bbbbbb", lw=0.8, zorder=0)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, fontsize=10, loc="left", wrap=True)  # a long title wraps inside the figure
     ax.grid(axis="x", alpha=0.3)
     if shown:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)

@@ -22,6 +22,11 @@ table.tbl { border-collapse: collapse; font-size: 0.88em; margin: 0.8em 0; }
 table.tbl th, table.tbl td { border-bottom: 1px solid #e3e3e3; padding: 0.3em 0.7em; text-align: right; }
 table.tbl th { background: #f4f6f8; }
 table.tbl td:first-child, table.tbl th:first-child { text-align: left; }
+table.tbl .iv { white-space: nowrap; }
+.tblwrap { max-width: 100%; overflow-x: auto; }
+.tblbox .more { display: none; }
+.tblbox input.allcols:checked ~ .tblwrap .more { display: table-cell; }
+.tblbox label { font-size: 0.8em; color: #555; margin-left: 0.3em; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
@@ -54,6 +59,9 @@ class Section:
     after: list[str] = field(default_factory=list)
     #: a ready HTML fragment shown after the figures (the item explorer); its texts are escaped by its maker
     html: str = ""
+    #: per table (title): the columns shown at first; the others are behind the table's "all columns"
+    #: toggle (so that a wide results table fits the page)
+    main: dict[str, list[str]] = field(default_factory=dict)
 
 
 #: what may not stand raw in an HTML page: C0 control characters other than tab, newline and carriage
@@ -75,8 +83,31 @@ def visible_controls(page: str) -> str:
     return _UNSAFE.sub(_visible, page)
 
 
-def _table_html(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, escape=True, border=0, classes="tbl", na_rep="-")
+def _table_html(df: pd.DataFrame, main: list[str] | None = None, key: str = "") -> str:
+    """A table; with ``main``, the other columns are hidden until its "all columns" box is ticked
+    (CSS only), and the table scrolls inside its box rather than the page."""
+    if main is None or set(main) >= set(map(str, df.columns)):
+        return df.to_html(index=False, escape=True, border=0, classes="tbl", na_rep="-")
+    e = html.escape
+
+    def cls(c: str) -> str:
+        names = ([] if c in main else ["more"]) + (["iv"] if "[" in c else [])
+        return f' class="{" ".join(names)}"' if names else ""
+
+    cols = [str(c) for c in df.columns]
+    head = "".join(f"<th{cls(c)}>{e(c)}</th>" for c in cols)
+    rows = "".join("<tr>" + "".join(f"<td{cls(c)}>{e('-' if _missing(v) else str(v))}</td>"
+                                    for c, v in zip(cols, r, strict=True)) + "</tr>"
+                   for r in df.itertuples(index=False))
+    box = f"cols-{e(key)}"
+    return (f'<div class="tblbox"><input type="checkbox" class="allcols" id="{box}"><label for="{box}">show all '
+            f"{len(cols)} columns ({len(cols) - len([c for c in cols if c in main])} more)</label>"
+            f'<div class="tblwrap"><table class="tbl"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+            "</div></div>")
+
+
+def _missing(v: object) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
 
 
 def render_html(title: str, subtitle: str | None, sections: list[Section], footer: str) -> str:
@@ -101,7 +132,7 @@ def render_html(title: str, subtitle: str | None, sections: list[Section], foote
         for name, df in s.tables.items():
             if len(s.tables) > 1 or name != s.title:
                 parts.append(f"<h3>{e(name)}</h3>")
-            parts.append(_table_html(df))
+            parts.append(_table_html(df, s.main.get(name), f"{s.key}-{len(parts)}"))
         if s.after:
             parts.append('<ul class="note warn">' + "".join(f"<li>{e(i)}</li>" for i in s.after) + "</ul>")
         for f in s.figures:

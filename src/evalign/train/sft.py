@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalign.errors import EvalignError, ModelLoadError
-from evalign.judges.backends.model_source import ResolvedModel, resolve_base_model
+from evalign.errors import EvalignError, ModelLoadError, check_all
+from evalign.judges.backends.model_source import ResolvedModel, locate_base_model, resolve_base_model
 from evalign.signature import file_sha256, package_version
 from evalign.train.data import conversations, ensure_chat_template, read_examples
 from evalign.train.settings import TrainSettings
@@ -193,6 +193,8 @@ def train_judge(
     """
     settings = settings or TrainSettings()
     out = Path(out)
+    check_all(lambda: read_examples(data, system_prompt=settings.system_prompt),  # the input first
+              lambda: locate_base_model(base_model))
     resume_from = resume_checkpoint(out) if resume else None
     resolved = resolve_base_model(base_model, on_message=on_message)
     trainer = build_trainer(data, resolved.path, out, settings)

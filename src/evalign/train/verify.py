@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets import load_dataset
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, InputError
 from evalign.judges import get_judge, run_judge
 from evalign.judges.backends import HFLocalBackend, RewardModelBackend
 from evalign.judges.backends.reward import is_reward_model
@@ -258,6 +258,10 @@ def held_out_rows(table: pd.DataFrame, dataset: str, manifest: str | Path) -> pd
         questions = json.loads(path.read_text(encoding="utf-8"))["questions"]["held_out"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise EvalignError(f"{path}: not a judge-data manifest with held-out questions ({e})") from e
+    if not isinstance(questions, list) or not questions or not all(isinstance(q, str | int) for q in questions):
+        got = "nothing" if questions is None else f"{type(questions).__name__} {json.dumps(questions)[:60]}"
+        raise InputError(f"must be a non-empty list of held-out questions (<source>:<id>, as `evalign judge-data` "
+                         f"writes it), got {got}", file=str(path), field="questions.held_out")
     source = dataset.removeprefix("prometheus_")
     keys = {str(q) for q in questions}
     keep = table[[f"{source}:{i}" in keys for i in table["id"]]]

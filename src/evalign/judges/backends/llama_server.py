@@ -34,7 +34,8 @@ def require_llama_cpp() -> None:
             missing.append("llama_cpp.server")
     if missing:
         raise RuntimeError(
-            f"the judge server tests need llama-cpp-python with its [server] extra (missing: {', '.join(missing)}). "
+            f"llama.cpp's OpenAI-compatible server (the local judge server) needs llama-cpp-python with its "
+            f"[server] extra (missing: {', '.join(missing)}). "
             "Install it with `pip install 'llama-cpp-python[server]'` (builds a CPU wheel; in a checkout "
             "scripts/build_llama_server.sh builds it once and reuses it)."
         )

@@ -243,6 +243,28 @@ def cached_conversion(gguf: str | Path, sha256: str, cache_dir: str | Path | Non
     return folder if ok else None
 
 
+def locate_base_model(spec: str | Path, *, must_exist: bool = True) -> tuple[Path, Kind]:
+    """Where a ``--base-model`` value points, checked without loading or converting anything: the
+    path and its kind (``folder``, ``gguf``, ``alias``: the package's GGUF file, or ``name`` for a
+    value passed on as a model name when ``must_exist`` is False); else a
+    :class:`~evalign.errors.ModelLoadError` (see :func:`resolve_base_model`)."""
+    text = str(spec)
+    path = Path(text).expanduser()
+    if path.exists():
+        if path.is_dir():
+            return path, "folder"
+        if not is_gguf(path):
+            raise ModelLoadError(f"base model {text!r} is a file but not a GGUF file (give a model folder, "
+                                 f"a .gguf file or one of: {', '.join(sorted(ALIASES))})")
+        return path, "gguf"
+    if text.strip().lower() in ALIASES:
+        return packaged_gguf_path(text), "alias"
+    if must_exist:
+        raise ModelLoadError(f"base model {text!r} is neither a local folder, a GGUF file nor a known alias "
+                             f"({', '.join(sorted(ALIASES))})")
+    return Path(text), "name"
+
+
 def resolve_base_model(
     spec: str | Path,
     *,
@@ -258,21 +280,10 @@ def resolve_base_model(
     nor an alias through unchanged (``kind="name"``, e.g. a Hugging Face Hub id for the judge backend);
     otherwise that is a :class:`~evalign.errors.ModelLoadError`, as is a missing alias package."""
     text = str(spec)
-    path = Path(text).expanduser()
-    kind: Kind
-    if path.exists():
-        if path.is_dir():
-            return ResolvedModel(path, "folder", text, message=f"using the model folder {path}")
-        if not is_gguf(path):
-            raise ModelLoadError(f"base model {text!r} is a file but not a GGUF file (give a model folder, "
-                                 f"a .gguf file or one of: {', '.join(sorted(ALIASES))})")
-        gguf, kind = path, "gguf"
-    elif text.strip().lower() in ALIASES:
-        gguf, kind = packaged_gguf_path(text), "alias"
-    elif must_exist:
-        raise ModelLoadError(f"base model {text!r} is neither a local folder, a GGUF file nor a known alias "
-                             f"({', '.join(sorted(ALIASES))})")
-    else:
+    gguf, kind = locate_base_model(spec, must_exist=must_exist)
+    if kind == "folder":
+        return ResolvedModel(gguf, "folder", text, message=f"using the model folder {gguf}")
+    if kind == "name":
         return ResolvedModel(Path(text), "name", text, message=f"passing {text!r} on as a model name")
     sha = file_sha256(gguf)
     found = cached_conversion(gguf, sha, cache_dir)

@@ -36,6 +36,7 @@ class PrometheusRelative(Judge):
     mode = "relative"
     description = "Prometheus 2 pairwise ranking, A vs B under a criterion; judged in both orders"
     pairwise = True
+    response_placeholders = ("response_A", "response_B")
     uses_rubric = True
     default_template = "prometheus_relative"
     default_rubric = "helpfulness"

@@ -1,0 +1,109 @@
+"""Ctrl-C in the ``evalign`` command: one line and exit code 130 at any moment, from the first
+instruction of the entry point on (importing, parsing options, printing help, running a verb).
+
+Python turns SIGINT into :class:`KeyboardInterrupt` wherever the program happens to be. While a verb
+runs, :func:`evalign.cli.common.handle_errors` catches it (finished work is kept: caches and atomic
+writers clean up as the exception unwinds) and prints :data:`LINE`. Before that (the command line is
+still importing its modules, or click is parsing the options) nothing could catch it, and a Python
+traceback from inside whatever library was loading came out. So the command line has two phases:
+
+* **starting** (:func:`guard`): SIGINT's handler is :func:`exit_interrupted`, which prints
+  :data:`LINE` and raises ``SystemExit(130)``: no traceback, nothing to keep yet. ``evalign/__init__.py``
+  installs it as its first instruction when the process is the ``evalign`` command
+  (:func:`is_command_line`: the console script, ``python -m evalign``), and the entry point
+  :func:`evalign.cli.main` installs it too (for other ways in, e.g. ``python -c``);
+* **running a verb** (:func:`verb_running`): Python's own handler again, so a verb (and the
+  libraries it drives: asyncio, Ray, torch) sees an ordinary KeyboardInterrupt.
+
+An inherited ``SIG_IGN`` (a background job of a non-interactive shell) is respected, as Python does:
+neither phase installs anything then. Importing evalign as a library changes no signal handler.
+This module uses only the standard library (it runs before anything else is loaded).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from types import FrameType
+
+#: the one line an interrupted command prints (on stderr), at any moment
+LINE = "interrupted: finished work is kept; run the same command again to resume"
+#: exit code of an interrupted command (128 + SIGINT, as a shell reports it)
+EXIT_CODE = 130
+#: names the console script may have (pip writes ``evalign``; ``evalign.exe`` / ``evalign-script.py`` on Windows)
+_SCRIPT_SUFFIXES = ("-script.pyw", "-script.py", ".exe")
+
+
+def is_command_line(argv: list[str] | None = None, orig_argv: list[str] | None = None) -> bool:
+    """Whether this process is the ``evalign`` command: the console script (``argv[0]`` is a file
+    named ``evalign``) or ``python -m evalign[.cli]`` (while the package loads for ``-m``, Python
+    sets ``argv[0]`` to ``'-m'``; the module named is in ``sys.orig_argv``)."""
+    argv = sys.argv if argv is None else argv
+    orig = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv
+    first = argv[0] if argv else ""
+    if first == "-m":
+        for k, arg in enumerate(orig[1:], start=1):
+            if arg.startswith("-m"):
+                module = arg[2:] or (orig[k + 1] if k + 1 < len(orig) else "")
+                return module == "evalign" or module.startswith("evalign.")
+        return False
+    name = first.replace("\\", "/").rsplit("/", 1)[-1]  # (a Windows path too)
+    for suffix in _SCRIPT_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name == "evalign"
+
+
+#: whether :data:`LINE` was printed (by :func:`exit_interrupted` or the verb's error handler)
+_said: list[bool] = [False]
+
+
+def said() -> bool:
+    """Whether :data:`LINE` was printed already; marks it printed (the caller prints it now), so
+    that a second Ctrl-C while the first one unwinds prints nothing more."""
+    before = _said[0]
+    _said[0] = True
+    return before
+
+
+def exit_interrupted(signum: int, frame: FrameType | None) -> None:
+    """SIGINT's handler while the command starts: print :data:`LINE` once, exit 130."""
+    if not said():
+        with suppress(Exception):
+            sys.stderr.write(LINE + "\n")
+            sys.stderr.flush()
+    raise SystemExit(EXIT_CODE)
+
+
+def _set(handler: object, *, unless: object) -> None:
+    """Install ``handler`` for SIGINT unless the current one is ``unless`` (or SIG_IGN, or this is
+    not the main thread)."""
+    with suppress(ValueError, TypeError):  # not the main thread / no signals here
+        current = signal.getsignal(signal.SIGINT)
+        if current is signal.SIG_IGN or current is unless:
+            return
+        signal.signal(signal.SIGINT, handler)  # type: ignore[arg-type]
+
+
+def guard() -> None:
+    """Enter the *starting* phase: a Ctrl-C prints :data:`LINE` and exits 130 (see the module doc)."""
+    _set(exit_interrupted, unless=exit_interrupted)
+
+
+@contextmanager
+def verb_running() -> Iterator[None]:
+    """The *running a verb* phase: inside, SIGINT raises KeyboardInterrupt again (Python's own
+    handler) when it was :func:`exit_interrupted`; on leaving, the handler found is back."""
+    before: object = None
+    with suppress(ValueError, TypeError):
+        before = signal.getsignal(signal.SIGINT)
+    if before is not exit_interrupted:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
