@@ -63,6 +63,12 @@ PERMUTATIONS: Any = typer.Option(1000, "--permutations", help="Permutations per 
 SEED: Any = typer.Option(0, "--seed", help="Seed of resampling and permutations.")
 ALPHA: Any = typer.Option(0.05, "--alpha", help="Significance level of clusters and baseline tests.")
 CONFIDENCE: Any = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
+RESAMPLING: Any = typer.Option(
+    "auto", "--resampling", help="auto: accuracies (means of per-item credits taking few values) resampled by the "
+    "counts of each value, exact in distribution but other draws than item indices; items: item indices always."
+)
+WORKERS: Any = typer.Option(None, "--workers", help="Processes for the per-item resampling work (default: every "
+                                                    "core; the results do not depend on it).")
 MIN_GROUP_SIZE: Any = typer.Option(
     None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
 )
@@ -82,7 +88,8 @@ def meta_cmd(
     metric: list[str] = METRIC, system_human: Path = SYSTEM_HUMAN, lower_is_better: bool = LOWER_IS_BETTER,
     metric_lower: list[str] = METRIC_LOWER, pref: list[str] = PREF, level: str = LEVEL, grouping: str = GROUPING,
     by: str = BY, bootstrap: int = BOOTSTRAP, permutations: int = PERMUTATIONS, seed: int = SEED,
-    alpha: float = ALPHA, confidence: float = CONFIDENCE, min_group_size: int = MIN_GROUP_SIZE,
+    alpha: float = ALPHA, confidence: float = CONFIDENCE, resampling_method: str = RESAMPLING,
+    workers: int = WORKERS, min_group_size: int = MIN_GROUP_SIZE,
     no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
@@ -94,6 +101,7 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    check_resampling(resampling_method, workers)
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
@@ -106,7 +114,7 @@ def meta_cmd(
                              pref=tuple(split_multi(pref)), rule="flags",
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
-                            alpha=alpha, seed=seed)
+                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines)
     with Stages(disable=as_json) as stages:
@@ -134,6 +142,14 @@ def _check_options(level: str | None, grouping: str, bootstrap: int, permutation
         raise CliError("--confidence and --alpha must be between 0 and 1")
     if min_group_size is not None and min_group_size < 1:
         raise CliError("--min-group-size must be at least 1")
+
+
+def check_resampling(method: str, workers: int | None) -> None:
+    """The ``--resampling`` and ``--workers`` options of ``meta`` and ``report``, checked."""
+    if method not in ("auto", "items"):
+        raise CliError(f"--resampling must be auto or items, got '{method}'")
+    if workers is not None and workers < 0:
+        raise CliError("--workers must be at least 0 (0 = every core)")
 
 
 def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,
