@@ -10,18 +10,38 @@ The item-index path of :mod:`evalign.meta.significance` resamples items by their
 Here they are made block by block of rows (resamples), never as one ``n_resamples x n`` matrix: the
 generator's stream does not depend on how the rows are cut into blocks, so any block size gives the
 same draws, and memory stays at one block (about :data:`BLOCK_ELEMS` entries) whatever ``n`` and the
-number of resamples.
+number of resamples. Draws of at most :data:`CACHE_ELEMS` entries in all (a small ``n x resamples``)
+are kept for the next call with the same arguments (every metric of a table, every test), so memory
+is bounded by a constant, not by ``n x resamples``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 #: entries of one block of draws (rows x items): ~16 MB of int32 indices
 BLOCK_ELEMS = 4_000_000
+#: draws of at most this many entries in all are kept between calls (~64 MB as float32), one set per kind
+CACHE_ELEMS = 16_000_000
+_cache: dict[str, tuple[tuple[Any, ...], list[np.ndarray]]] = {}
+
+
+def _kept(kind: str, key: tuple[Any, ...], entries: int, make: Callable[[], Iterator[np.ndarray]]) -> Iterable[np.ndarray]:
+    """The blocks of ``make()``, kept (read-only) for the next call with the same ``key`` when they are
+    at most :data:`CACHE_ELEMS` entries and the seed is a plain integer; else made afresh, block by block."""
+    if entries > CACHE_ELEMS or not isinstance(key[-1], int) or isinstance(key[-1], bool):
+        return make()
+    hit = _cache.get(kind)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    blocks = list(make())
+    for b in blocks:
+        b.setflags(write=False)
+    _cache[kind] = (key, blocks)
+    return blocks
 
 
 def block_rows(n: int, total: int, blocks_at_least: int = 1) -> int:
@@ -49,10 +69,14 @@ def counts_of(idx: np.ndarray, n: int, dtype: Any = np.float64) -> np.ndarray:
     return np.bincount(flat, minlength=b * n).reshape(b, n).astype(dtype)
 
 
-def bootstrap_count_blocks(n: int, n_resamples: int, seed: Any, dtype: Any = np.float32) -> Iterator[np.ndarray]:
-    """The multiplicity of each item in each bootstrap resample, block by block (``(rows, n)``)."""
-    for idx in bootstrap_index_blocks(n, n_resamples, seed):
-        yield counts_of(idx, n, dtype)
+def bootstrap_count_blocks(n: int, n_resamples: int, seed: Any, dtype: Any = np.float32) -> Iterable[np.ndarray]:
+    """The multiplicity of each item in each bootstrap resample, block by block (``(rows, n)``, read-only)."""
+    def make() -> Iterator[np.ndarray]:
+        for idx in bootstrap_index_blocks(n, n_resamples, seed):
+            yield counts_of(idx, n, dtype)
+
+    key = (n, n_resamples, block_rows(n, n_resamples), np.dtype(dtype).str, seed)
+    return _kept("bootstrap", key, n * n_resamples, make)
 
 
 def enumerated_masks(n: int) -> np.ndarray:
@@ -65,19 +89,19 @@ def enumerates(n: int, n_permutations: int) -> bool:
     return n <= 20 and 2**n <= n_permutations
 
 
-def swap_mask_blocks(n: int, n_permutations: int, seed: Any, rows: int | None = None) -> tuple[Iterator[np.ndarray], bool]:
-    """The swap masks of a permutation test as consecutive boolean blocks of ``rows`` permutations,
-    and whether they are the exact enumeration (every pattern, one block)."""
+def swap_mask_blocks(n: int, n_permutations: int, seed: Any, rows: int | None = None) -> tuple[Iterable[np.ndarray], bool]:
+    """The swap masks of a permutation test as consecutive boolean blocks of ``rows`` permutations
+    (read-only), and whether they are the exact enumeration (every pattern, one block)."""
     if enumerates(n, n_permutations):
-        return iter([enumerated_masks(n)]), True
-    rows = rows or block_rows(n, n_permutations)
+        return [enumerated_masks(n)], True
+    step = rows or block_rows(n, n_permutations)
 
     def blocks() -> Iterator[np.ndarray]:
         rng = np.random.default_rng(seed)
-        for r0 in range(0, n_permutations, rows):
-            yield rng.random((min(n_permutations, r0 + rows) - r0, n)) < 0.5
+        for r0 in range(0, n_permutations, step):
+            yield rng.random((min(n_permutations, r0 + step) - r0, n)) < 0.5
 
-    return blocks(), False
+    return _kept("permutation", (n, n_permutations, step, seed), n * n_permutations, blocks), False
 
 
 def bootstrap_counts(n: int, n_resamples: int, seed: Any) -> np.ndarray:
@@ -94,6 +118,7 @@ def permutation_swaps(n: int, n_permutations: int, seed: Any) -> tuple[np.ndarra
 
 __all__ = [
     "BLOCK_ELEMS",
+    "CACHE_ELEMS",
     "block_rows",
     "bootstrap_count_blocks",
     "bootstrap_counts",

@@ -88,7 +88,6 @@ from evalign.meta.draws import (
     bootstrap_count_blocks,
     bootstrap_counts,
     bootstrap_index_blocks,
-    counts_of,
     enumerates,
     permutation_swaps,
     swap_mask_blocks,
@@ -498,8 +497,7 @@ def _items_bootstrap_units(num: np.ndarray, den: np.ndarray, n_resamples: int, s
             sums = (w @ nd).astype(np.float64)
             out.append(ratio(sums[:, 0], sums[:, 1]))
     else:
-        for idx in bootstrap_index_blocks(num.size, n_resamples, seed):
-            w = counts_of(idx, num.size)
+        for w in bootstrap_count_blocks(num.size, n_resamples, seed, np.float64):
             out.append(ratio(w @ num, w @ den))
     return np.concatenate(out) if out else np.empty(0)
 
