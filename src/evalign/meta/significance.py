@@ -75,7 +75,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -488,42 +488,51 @@ def _units_credits(stat: Statistic, num: np.ndarray, den: np.ndarray, method: st
     return credits(num, den) if method == "auto" and stat.discrete else None
 
 
-def _items_bootstrap_units(num: np.ndarray, den: np.ndarray, n_resamples: int, seed: Any) -> np.ndarray:
-    """``(W @ num) / (W @ den)`` for the bootstrap count matrix W, block by block of resamples."""
-    out = []
-    if _exact_small_integers(num, den):
-        nd = np.stack([num, den], axis=1).astype(np.float32)
-        for w in bootstrap_count_blocks(num.size, n_resamples, seed):
-            sums = (w @ nd).astype(np.float64)
-            out.append(ratio(sums[:, 0], sums[:, 1]))
-    else:
-        for w in bootstrap_count_blocks(num.size, n_resamples, seed, np.float64):
-            out.append(ratio(w @ num, w @ den))
-    return np.concatenate(out) if out else np.empty(0)
+def _items_bootstrap_many(parts: Sequence[tuple[np.ndarray, np.ndarray]], n_resamples: int, seed: Any
+                          ) -> list[np.ndarray]:
+    """``(W @ num) / (W @ den)`` of every ``(num, den)`` (on the same items) for the bootstrap count
+    matrix W, over one pass of its blocks of resamples: integer credits as float32 products (exact),
+    others in float64."""
+    n = parts[0][0].size
+    exact = all(_exact_small_integers(num, den) for num, den in parts)
+    dtype = np.float32 if exact else np.float64
+    cols = np.stack([v for pair in parts for v in pair], axis=1).astype(dtype)
+    sums = [(w @ cols).astype(np.float64) for w in bootstrap_count_blocks(n, n_resamples, seed, dtype)]
+    total = np.concatenate(sums) if sums else np.empty((0, cols.shape[1]))
+    return [ratio(total[:, 2 * i], total[:, 2 * i + 1]) for i in range(len(parts))]
 
 
-def _items_permutation_units(
-    na: np.ndarray, da: np.ndarray, nb: np.ndarray, db: np.ndarray, n_permutations: int, seed: Any
-) -> tuple[np.ndarray, bool]:
-    """Permutation deltas of two units statistics by item swap masks, block by block; and the exact flag.
+def _items_permutation_many(
+    vectors: Sequence[tuple[np.ndarray, np.ndarray]], pairs: Sequence[tuple[int, int]], n_permutations: int, seed: Any,
+) -> tuple[list[np.ndarray], bool]:
+    """Permutation deltas of the pairs ``(i, j)`` of units statistics ``vectors`` (all on the same items)
+    over one pass of the blocks of swap masks; and the exact flag. Each block costs one product with
+    the statistics' columns (not one per pair).
 
-    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ (nb - na)``, b's ``sum(nb) - s @ (nb - na)``,
-    likewise for the denominators (integer units: float32 products, exact). Other units: the
-    reference ``keep @ na + swap @ nb`` in float64."""
-    blocks, exact = swap_mask_blocks(na.size, n_permutations, seed)
-    out = []
-    if _exact_small_integers(na, da, nb, db):
-        diff = np.stack([nb - na, db - da], axis=1).astype(np.float32)
+    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ nb - s @ na``, b's ``sum(nb) - (s @ nb -
+    s @ na)``, likewise for the denominators (integer units: float32 products, exact integers). Other
+    units: the reference ``keep @ na + swap @ nb`` in float64."""
+    n = vectors[0][0].size
+    blocks, exact = swap_mask_blocks(n, n_permutations, seed)
+    cols = np.stack([v for nd in vectors for v in nd], axis=1)
+    totals = [(float(num.sum()), float(den.sum())) for num, den in vectors]
+    parts: list[list[np.ndarray]] = [[] for _ in pairs]
+    if all(_exact_small_integers(num, den) for num, den in vectors):
+        c32 = cols.astype(np.float32)
         for mk in blocks:
-            moved = (mk.astype(np.float32) @ diff).astype(np.float64)
-            out.append(ratio(na.sum() + moved[:, 0], da.sum() + moved[:, 1])
-                       - ratio(nb.sum() - moved[:, 0], db.sum() - moved[:, 1]))
+            sw = (mk.astype(np.float32) @ c32).astype(np.float64)
+            for k, (i, j) in enumerate(pairs):
+                mn, md = sw[:, 2 * j] - sw[:, 2 * i], sw[:, 2 * j + 1] - sw[:, 2 * i + 1]
+                (na, da), (nb, db) = totals[i], totals[j]
+                parts[k].append(ratio(na + mn, da + md) - ratio(nb - mn, db - md))
     else:
         for mk in blocks:
-            keep, swap = (~mk).astype(float), mk.astype(float)
-            out.append(ratio(keep @ na + swap @ nb, keep @ da + swap @ db)
-                       - ratio(keep @ nb + swap @ na, keep @ db + swap @ da))
-    return np.concatenate(out), exact
+            kept, swapped = (~mk).astype(float) @ cols, mk.astype(float) @ cols
+            for k, (i, j) in enumerate(pairs):
+                a_num, a_den, b_num, b_den = 2 * i, 2 * i + 1, 2 * j, 2 * j + 1
+                parts[k].append(ratio(kept[:, a_num] + swapped[:, b_num], kept[:, a_den] + swapped[:, b_den])
+                                - ratio(kept[:, b_num] + swapped[:, a_num], kept[:, b_den] + swapped[:, a_den]))
+    return [np.concatenate(p) for p in parts], exact
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> float:
@@ -550,6 +559,109 @@ def _workers_for(work: int, workers: int | None) -> int | None:
     """The processes for a per-resample computation of ``work`` (resamples x items): 1 below
     :data:`PARALLEL_MIN_WORK` (forking would cost more than it saves)."""
     return workers if work >= PARALLEL_MIN_WORK else 1
+
+
+# --------------------------------------------------------------------------------------------
+# ratio statistics from their per-item credits, several at once
+
+
+@dataclass(frozen=True)
+class Units:
+    """A ``units`` statistic's per-item credits on one data set, ready to resample: its ``value``,
+    and either its ``credits`` grouped by value (resampled by sufficient statistics; ``num`` / ``den``
+    are then left out: they are ``credits.num[credits.codes]``) or the credit vectors ``num`` /
+    ``den`` (resampled by item indices). ``params``: the statistic's fixed parameters."""
+
+    value: float
+    num: np.ndarray | None = field(default=None, repr=False)
+    den: np.ndarray | None = field(default=None, repr=False)
+    credits: Credits | None = field(default=None, repr=False)
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The per-item ``(num, den)``."""
+        if self.num is not None and self.den is not None:
+            return self.num, self.den
+        assert self.credits is not None
+        return self.credits.num[self.credits.codes], self.credits.den[self.credits.codes]
+
+
+def units_of(stat: Statistic, human: Any, metric: Any, resampling: Resampling | None = None) -> Units:
+    """The :class:`Units` of a bound ``units`` statistic on ``(human, metric)``: grouped by value when
+    ``resampling.method`` is ``auto``, the statistic is ``discrete`` and its credits take at most
+    :data:`~evalign.meta.sufficient.MAX_CATEGORIES` values; else the per-item vectors."""
+    if stat.kind != "units" or stat.units is None:
+        raise ValueError(f"statistic '{stat.name}' is not a ratio of per-item credits")
+    h, m = _as_arrays(human, metric)
+    num, den = stat.units(h, m)
+    cr = _units_credits(stat, num, den, with_settings(resampling).method)
+    if cr is not None:
+        return Units(_ratio(num, den), credits=cr, params=dict(stat.params))
+    return Units(_ratio(num, den), num, den, params=dict(stat.params))
+
+
+def bootstrap_units(units: Sequence[Units], *, resampling: Resampling | None = None,
+                    method: str = "percentile") -> list[BootstrapResult]:
+    """Bootstrap intervals of ratio statistics on the same items (see :func:`bootstrap_ci`): those
+    with credits grouped by value by sufficient statistics, one multinomial draw per resample each;
+    the others over one shared pass of the item-index draws (the resamples of :func:`bootstrap_ci`,
+    block by block), so many statistics cost one set of draws."""
+    r = with_settings(resampling)
+    out: list[BootstrapResult | None] = [None] * len(units)
+    by_items = [i for i, u in enumerate(units) if u.credits is None]
+    for i, u in enumerate(units):
+        if u.credits is not None:
+            dist = ratio(*bootstrap_sums(u.credits, r.n_resamples, np.random.default_rng(r.seed)))
+            res = _interval(u.value, dist, r.confidence, method, r.n_resamples, r.seed, dict(u.params))
+            out[i] = replace(res, resampling="sufficient", credits=u.credits)
+    if by_items:
+        dists = _items_bootstrap_many([units[i].vectors() for i in by_items], r.n_resamples, r.seed)
+        for i, dist in zip(by_items, dists, strict=True):
+            out[i] = _interval(units[i].value, dist, r.confidence, method, r.n_resamples, r.seed, dict(units[i].params))
+    return [o for o in out if o is not None]
+
+
+def permutation_test_units(pairs: Sequence[tuple[Units, Units]], *, resampling: Resampling | None = None,
+                           alternative: str = "two-sided") -> list[PermutationResult]:
+    """Paired permutation tests (item swaps, see :func:`paired_permutation_test`) of pairs of ratio
+    statistics on the same items: a pair whose both sides have credits grouped by value by sufficient
+    statistics (a ``Binomial(n_c, 1/2)`` count of swapped items per joint value, every swap pattern
+    counted when ``2**n <= n_permutations``), the others over one shared pass of the swap masks."""
+    if alternative not in ALTERNATIVES:
+        raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
+                         field="alternative")
+    r = with_settings(resampling)
+    out: list[PermutationResult | None] = [None] * len(pairs)
+    by_items = []
+    for i, (a, b) in enumerate(pairs):
+        mv = permutation_moves(a.credits, b.credits) if a.credits is not None and b.credits is not None else None
+        if mv is None or mv.counts.size > MAX_CATEGORIES:
+            by_items.append(i)
+            continue
+        deltas, exact = _credit_deltas(mv, a.credits.n if a.credits is not None else 0, r)
+        out[i] = _permutation_result(a.value, b.value, deltas, exact, r.seed, alternative, "sufficient")
+    if by_items:
+        distinct: dict[int, int] = {}  # each statistic's columns once, whatever the number of its pairs
+        stats: list[Units] = []
+        for i in by_items:
+            for u in pairs[i]:
+                if id(u) not in distinct:
+                    distinct[id(u)] = len(stats)
+                    stats.append(u)
+        dl, exact = _items_permutation_many([u.vectors() for u in stats],
+                                            [(distinct[id(pairs[i][0])], distinct[id(pairs[i][1])]) for i in by_items],
+                                            r.n_permutations, r.seed)
+        for i, deltas in zip(by_items, dl, strict=True):
+            out[i] = _permutation_result(pairs[i][0].value, pairs[i][1].value, deltas, exact, r.seed, alternative,
+                                         "items")
+    return [o for o in out if o is not None]
+
+
+def _credit_deltas(mv: Moves, n: int, r: Resampling) -> tuple[np.ndarray, bool]:
+    """The permuted differences of two credit tables' moves and whether they are exact (enumerated)."""
+    if enumerates(n, r.n_permutations):
+        return enumerated_deltas(mv), True
+    return permutation_deltas(mv, r.n_permutations, np.random.default_rng(r.seed)), False
 
 
 # --------------------------------------------------------------------------------------------
@@ -600,19 +712,10 @@ def bootstrap_ci(
     n = _n_items(m)
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
-    cr = None
     if stat.kind == "units":
-        assert stat.units is not None
-        num, den = stat.units(h, m)
-        value, cr = _ratio(num, den), _units_credits(stat, num, den, r.method)
-        if cr is not None:
-            dist = ratio(*bootstrap_sums(cr, n_resamples, np.random.default_rng(seed)))
-        else:
-            dist = _items_bootstrap_units(num, den, n_resamples, seed)
-    else:
-        value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed, r.workers)
-    out = _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
-    return replace(out, resampling="sufficient" if cr is not None else "items", credits=cr)
+        return bootstrap_units([units_of(stat, h, m, r)], resampling=r, method=method)[0]
+    value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed, r.workers)
+    return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
 
 
 def _bootstrap_direct(
@@ -752,14 +855,14 @@ def paired_permutation_test(
     stat = _as_statistic(stat_fn, **options)
     other = stat if stat_b is None else _as_statistic(stat_b, **options)
     sa, sb = stat.bind(h, a), other.bind(h, b)
-    how = "items"
     if scheme == "cell" and a.ndim == 2:
         va, vb, deltas, exact = _cell_permutation(stat, sa, sb, h, a, b, r)
     elif sa.kind == "units" and sb.kind == "units":
-        va, vb, deltas, exact, how = _permute_units(sa, sb, h, a, b, r)
+        return permutation_test_units([(units_of(sa, h, a, r), units_of(sb, h, b, r))], resampling=r,
+                                      alternative=alternative)[0]
     else:
         va, vb, deltas, exact = _permute_direct(stat, sa, sb, h, a, b, r)
-    return _permutation_result(va, vb, deltas, exact, seed, alternative, how)
+    return _permutation_result(va, vb, deltas, exact, seed, alternative, "items")
 
 
 def _permutation_result(va: float, vb: float, deltas: np.ndarray, exact: bool, seed: Any, alternative: str,
@@ -768,52 +871,6 @@ def _permutation_result(va: float, vb: float, deltas: np.ndarray, exact: bool, s
     return PermutationResult(value_a=float(va), value_b=float(vb), delta=float(delta),
                              p_value=_p_value(delta, deltas, exact, alternative), n_permutations=int(deltas.shape[0]),
                              seed=seed, exact=exact, alternative=alternative, resampling=how)
-
-
-def credit_permutation_test(
-    a: Credits, b: Credits, *, value_a: float | None = None, value_b: float | None = None,
-    resampling: Resampling | None = None, alternative: str = "two-sided",
-) -> PermutationResult:
-    """The paired permutation test of two ratio statistics from their credits grouped by value (the
-    ``credits`` of their :class:`BootstrapResult`, on the same items): per joint value of the two
-    credit pairs, a ``Binomial(n_c, 1/2)`` count of swapped items (:mod:`evalign.meta.sufficient`),
-    every swap pattern counted exactly when ``2**n <= n_permutations`` (as the item path enumerates
-    them). ``value_a`` / ``value_b``: the observed statistics (default: from the credits). The same
-    p-value conventions as :func:`paired_permutation_test`, whose sufficient path this is."""
-    if alternative not in ALTERNATIVES:
-        raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
-                         field="alternative")
-    r = with_settings(resampling)
-    mv = permutation_moves(a, b)
-    deltas, exact = _credit_deltas(mv, a.n, r)
-    va = float(ratio(mv.num_a, mv.den_a)) if value_a is None else value_a
-    vb = float(ratio(mv.num_b, mv.den_b)) if value_b is None else value_b
-    return _permutation_result(va, vb, deltas, exact, r.seed, alternative, "sufficient")
-
-
-def _credit_deltas(mv: Moves, n: int, r: Resampling) -> tuple[np.ndarray, bool]:
-    """The permuted differences of :func:`credit_permutation_test` and whether they are exact."""
-    if enumerates(n, r.n_permutations):
-        return enumerated_deltas(mv), True
-    return permutation_deltas(mv, r.n_permutations, np.random.default_rng(r.seed)), False
-
-
-def _permute_units(
-    sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray, r: Resampling
-) -> tuple[float, float, np.ndarray, bool, str]:
-    """Item swaps of two ``units`` statistics: (value a, value b, permutation deltas, exact, method)."""
-    assert sa.units is not None and sb.units is not None
-    na, da = sa.units(h, a)
-    nb, db = sb.units(h, b)
-    va, vb = _ratio(na, da), _ratio(nb, db)
-    ca, cb = _units_credits(sa, na, da, r.method), _units_credits(sb, nb, db, r.method)
-    if ca is not None and cb is not None:
-        mv = permutation_moves(ca, cb)
-        if mv.counts.size <= MAX_CATEGORIES:
-            deltas, exact = _credit_deltas(mv, ca.n, r)
-            return va, vb, deltas, exact, "sufficient"
-    deltas, exact = _items_permutation_units(na, da, nb, db, r.n_permutations, r.seed)
-    return va, vb, deltas, exact, "items"
 
 
 def _permute_direct(
@@ -986,14 +1043,17 @@ __all__ = [
     "PermutationResult",
     "Resampling",
     "Statistic",
+    "Units",
     "bootstrap_ci",
     "bootstrap_counts",
+    "bootstrap_units",
     "compare_metrics",
-    "credit_permutation_test",
     "make_statistic",
     "paired_bootstrap_distributions",
     "paired_permutation_test",
     "permutation_swaps",
+    "permutation_test_units",
     "significance_clusters",
+    "units_of",
 ]
 

@@ -52,12 +52,15 @@ from evalign.meta.significance import (
     STATISTICS,
     BootstrapResult,
     Statistic,
+    Units,
     bootstrap_ci,
-    credit_permutation_test,
+    bootstrap_units,
     make_statistic,
     paired_bootstrap_distributions,
     paired_permutation_test,
+    permutation_test_units,
     significance_clusters,
+    units_of,
 )
 from evalign.meta.system_level import (
     corpus_metric,
@@ -253,32 +256,51 @@ class _Group:
     def __init__(self, ranker: _Ranker, name: str, sel: np.ndarray) -> None:
         self.ranker, self.name, self.n = ranker, name, len(sel)
         human = ranker.human
-        self.h = human if (human.ndim == 1 and not ranker.is_pairs) else human[..., sel]
-        self.data = {name: p.data[..., sel] for name, p in ranker.preds.items()}
+        n_all = max((p.data.shape[-1] for p in ranker.preds.values()), default=0)
+        sel = np.asarray(sel)
+        whole = sel.size == n_all and bool(np.array_equal(sel, np.arange(n_all)))  # every item in order: no copy
+        self.h = human if (human.ndim == 1 and not ranker.is_pairs) or whole else human[..., sel]
+        self.data = {name: p.data if whole else p.data[..., sel] for name, p in ranker.preds.items()}
         self.stats: dict[str, Statistic | None] = {}
         self.cis: dict[str, BootstrapResult] = {}
         self.values: dict[str, float] = {}
         self.also_values: dict[str, dict[str, float]] = {}
+        #: the per-item credits of the predictors with a ratio statistic
+        self.units: dict[str, Units] = {}
         self.tests: dict[tuple[str, str], float] = {}
 
     def resample(self) -> None:
         """Stage ``resample``: each predictor's statistic on the group with its bootstrap interval
-        and its extra statistics (one process per predictor on large groups)."""
+        and its extra statistics. Per predictor (one process each on large groups): the extra
+        statistics, and the per-item credits of a ratio statistic or the interval of another; then
+        the ratio statistics' intervals together (one pass of draws for those resampled by items)."""
         r = self.ranker
         self.stats = {name: r.stat_of(p, r.statistic, r.eps[name]) for name, p in r.preds.items()}
         names = list(r.preds)
 
-        def job(name: str) -> tuple[BootstrapResult | None, dict[str, float]]:
-            st = self.stats[name]
-            ci = None if st is None else bootstrap_ci(st, self.h, self.data[name], resampling=r.resampling)
-            return ci, r.also_values(r.preds[name], self.h, self.data[name])
+        def job(name: str) -> tuple[BootstrapResult | Units | None, dict[str, float]]:
+            st, data = self.stats[name], self.data[name]
+            bound = None if st is None else st.bind(self.h, data)
+            if st is None or bound is None:
+                out: BootstrapResult | Units | None = None
+            elif bound.kind == "units":
+                out = units_of(bound, self.h, data, r.resampling)
+            else:
+                out = bootstrap_ci(st, self.h, data, resampling=r.resampling)
+            return out, r.also_values(r.preds[name], self.h, data)
 
         workers = r.resampling.workers if self.n >= PARALLEL_MIN_ITEMS else 1
-        for name, (ci, also) in zip(names, parallel_map(job, names, workers), strict=True):
+        for name, (out, also) in zip(names, parallel_map(job, names, workers), strict=True):
             self.also_values[name] = also
-            if ci is not None:
-                self.cis[name] = ci
-                r.used.add(ci.resampling)
+            if isinstance(out, Units):
+                self.units[name] = out
+            elif out is not None:
+                self.cis[name] = out
+        self.cis.update(zip(self.units, bootstrap_units(list(self.units.values()), resampling=r.resampling),
+                            strict=True))
+        for name in names:
+            if name in self.cis:
+                r.used.add(self.cis[name].resampling)
                 r.tick("intervals")
         self.values = {name: (self.cis[name].value if name in self.cis else float("nan")) for name in r.preds}
 
@@ -297,19 +319,28 @@ class _Group:
 
 
     def test(self, a: str, b: str, sa: Statistic, sb: Statistic) -> float:
-        """The p-value of the paired test of ``a`` and ``b`` (by their credits when both intervals were
-        resampled by sufficient statistics)."""
+        """The p-value of the paired test of ``a`` and ``b``: two ratio statistics from their credits
+        (when either is resampled by items, every pair of ratio statistics of the group is tested at
+        once, over one pass of the swap masks), others by :func:`paired_permutation_test`."""
         r = self.ranker
-        ca, cb = self.cis[a], self.cis[b]
         if r.test == "bootstrap":
+            ca, cb = self.cis[a], self.cis[b]
             r.used.add(ca.resampling)
             r.used.add(cb.resampling)
             return paired_bootstrap_p(*paired_bootstrap_distributions(ca, cb, resampling=r.resampling))
-        if ca.credits is not None and cb.credits is not None:
-            t = credit_permutation_test(ca.credits, cb.credits, value_a=ca.value, value_b=cb.value,
-                                        resampling=r.resampling)
-        else:
-            t = paired_permutation_test(sa, self.h, self.data[a], self.data[b], resampling=r.resampling, stat_b=sb)
+        if a in self.units and b in self.units:
+            if self.units[a].credits is not None and self.units[b].credits is not None:
+                pairs = [(a, b)]
+            else:  # one pass of draws for every pair of the group that is tested by items
+                pairs = [(x, y) for i, x in enumerate(self.units) for y in list(self.units)[i + 1:]
+                         if (min(x, y), max(x, y)) not in self.tests]
+            found = permutation_test_units([(self.units[x], self.units[y]) for x, y in pairs],
+                                           resampling=r.resampling)
+            for (x, y), t in zip(pairs, found, strict=True):
+                self.tests[(min(x, y), max(x, y))] = t.p_value
+                r.used.add(t.resampling)
+            return self.tests[(min(a, b), max(a, b))]
+        t = paired_permutation_test(sa, self.h, self.data[a], self.data[b], resampling=r.resampling, stat_b=sb)
         r.used.add(t.resampling)
         return t.p_value
 
