@@ -1,4 +1,7 @@
-"""The fast resampling path of decomposable statistics equals the reference (pre-0.2) code exactly.
+"""The item-index path of decomposable statistics equals the reference (pre-0.2) code exactly.
+
+(``Resampling(method="items")``: the default resamples these statistics by sufficient statistics,
+equal in distribution only; see ``test_sufficient.py``.)
 
 The oracle below is the reference path as it was before the fast path (commit 3eab37a): per-pair
 values from one :func:`pairwise_preference_accuracy` call per pair, bootstrap weights as a float64
@@ -15,15 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import evalign.meta.significance as sig
+import evalign.meta.draws as draws
+from evalign.meta.draws import bootstrap_counts, counts_of, enumerates, permutation_swaps
 from evalign.meta.pairwise import pairwise_preference_accuracy, preference_units
-from evalign.meta.significance import (
-    bootstrap_ci,
-    bootstrap_counts,
-    paired_permutation_test,
-    permutation_swaps,
-)
+from evalign.meta.resampling import Resampling
+from evalign.meta.significance import bootstrap_ci, paired_permutation_test
 from evalign.meta.trust import trust_table_pairs
+
+ITEMS = Resampling(method="items")
 
 
 def _old_units(prefs: np.ndarray, m: np.ndarray, eps: float, ties: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -104,27 +106,28 @@ def test_preference_units_one_annotator_vector() -> None:
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 1000, 4099])
 @pytest.mark.parametrize("seed", [0, 11])
 def test_bootstrap_counts_are_the_reference_draws(n: int, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sig, "_DRAW_CHUNK_ELEMS", 3 * n + 1)  # several chunks of rows
-    monkeypatch.setattr(sig, "_draw_cache", {})
+    monkeypatch.setattr(draws, "BLOCK_ELEMS", 3 * n + 1)  # several blocks of rows: the same stream
     idx = np.random.default_rng(seed).integers(0, n, (37, n))
     ref = np.zeros((37, n))
     for b in range(37):
         np.add.at(ref[b], idx[b], 1.0)
     got = bootstrap_counts(n, 37, seed)
     assert got.dtype == np.float32 and np.array_equal(got, ref)
-    assert bootstrap_counts(n, 37, seed) is got  # cached
-    monkeypatch.setattr(sig, "_DRAW_CACHE_BYTES", 0)
-    assert np.array_equal(bootstrap_counts(n, 37, seed + 1), sig._counts(
-        np.random.default_rng(seed + 1).integers(0, n, (37, n)), n))
+    assert np.array_equal(got, counts_of(idx, n))
+    blocks = list(draws.bootstrap_count_blocks(n, 37, seed))
+    rows = (3 * n + 1) // n
+    assert len(blocks) == -(-37 // rows) and max(b.size for b in blocks) <= 3 * n + 1  # never the whole matrix
 
 
 @pytest.mark.parametrize(("n", "p"), [(5, 32), (5, 31), (6, 100), (1000, 50)])
 def test_permutation_swaps_are_the_reference_masks(n: int, p: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sig, "_DRAW_CHUNK_ELEMS", 2 * n + 1)
-    monkeypatch.setattr(sig, "_draw_cache", {})
-    ref, exact = sig._swap_masks(n, p, np.random.default_rng(5))
+    monkeypatch.setattr(draws, "BLOCK_ELEMS", 2 * n + 1)
+    if 2**n <= p:
+        ref = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
+    else:
+        ref = np.random.default_rng(5).random((p, n)) < 0.5
     got, got_exact = permutation_swaps(n, p, 5)
-    assert got_exact == exact == (2**n <= p)
+    assert got_exact == enumerates(n, p) == (2**n <= p)
     assert np.array_equal(got, ref.astype(np.float32))
 
 
@@ -134,7 +137,8 @@ def test_fast_bootstrap_identical_to_reference(name: str, n: int) -> None:
     prefs, ms = _pairs(n, seed=n)
     ties = name == "preference_accuracy"
     for m in ms.values():
-        r = bootstrap_ci(name, prefs, m, n_resamples=500, seed=3, confidence=0.9)
+        r = bootstrap_ci(name, prefs, m, n_resamples=500, seed=3, confidence=0.9, resampling=ITEMS)
+        assert r.resampling == "items"
         eps = r.params["epsilon"]
         num, den = _old_units(prefs, m, eps, ties)
         dist = _old_bootstrap(num, den, 500, 3)
@@ -151,7 +155,8 @@ def test_fast_permutation_identical_to_reference(n: int) -> None:
     a, b = ms["good"], ms["weak"]
     for name, ties in (("preference_accuracy", True), ("preference_accuracy_no_ties", False)):
         for seed in (0, 1):
-            r = paired_permutation_test(name, prefs, a, b, n_permutations=600, seed=seed)
+            r = paired_permutation_test(name, prefs, a, b, n_permutations=600, seed=seed, resampling=ITEMS)
+            assert r.resampling == "items"
             ea = pairwise_preference_accuracy(prefs.T, a[0], a[1]).epsilon if ties else 0.0
             eb = pairwise_preference_accuracy(prefs.T, b[0], b[1]).epsilon if ties else 0.0
             # the same statistic object serves both metrics: each is bound to its own epsilon
@@ -165,7 +170,8 @@ def test_trust_table_identical_to_reference_statistics() -> None:
     prefs, ms = _pairs(250, seed=9, k=2)
     pairs = pd.DataFrame({"id": [str(i) for i in range(250)], "p1": prefs[0], "p2": prefs[1],
                           **{f"{k}_{s}": v[i] for k, v in ms.items() for i, s in enumerate("ab")}})
-    rep = trust_table_pairs(pairs, ["p1", "p2"], list(ms), n_resamples=300, n_permutations=300, seed=4)
+    rep = trust_table_pairs(pairs, ["p1", "p2"], list(ms), n_resamples=300, n_permutations=300, seed=4,
+                            resampling=ITEMS)
     t = rep.for_group().set_index("metric")
     units = {k: _old_units(prefs, v, float(t.loc[k, "epsilon"]), True) for k, v in ms.items()}
     for k, (num, den) in units.items():
@@ -174,3 +180,25 @@ def test_trust_table_identical_to_reference_statistics() -> None:
         assert (t.loc[k, "value"], t.loc[k, "ci_low"], t.loc[k, "ci_high"]) == (num.sum() / den.sum(), lo, hi)
     best, other = t.index[0], t.index[1]
     assert t.loc[other, "p_vs_best"] == _old_permutation_p(units[best], units[other], 300, 4)[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_preference_calibration_curve_equals_the_accuracy_at_every_candidate(seed: int) -> None:
+    """The tie-calibration curve of preference data (sorted values and counts, no argsort) lists every
+    candidate epsilon (0 and each distinct |a - b|) with the accuracy and tie rate found by scoring
+    the pairs at that epsilon."""
+    from evalign.meta.agreement import majority_vote
+    from evalign.meta.pairwise import calibrate_preference_epsilon
+
+    prefs, ms = _pairs(200, seed=seed)
+    labels = prefs.T
+    for m in ms.values():
+        cal = calibrate_preference_epsilon(labels, m[0], m[1])
+        ok = ~(np.isnan(m[0]) | np.isnan(m[1]) | np.isnan(majority_vote(labels)))
+        cands = np.unique(np.r_[0.0, np.abs(m[0] - m[1])[ok]])
+        assert np.array_equal(cal.epsilons, cands)
+        for e, acc, tie in zip(cal.epsilons, cal.accuracies, cal.tie_rates, strict=True):
+            r = pairwise_preference_accuracy(labels, m[0], m[1], epsilon=float(e))
+            assert (acc, tie) == (r.accuracy_with_ties, r.metric_tie_rate)
+        best = int(np.argmax(cal.accuracies))
+        assert cal.epsilon == cal.epsilons[best] == pairwise_preference_accuracy(labels, m[0], m[1]).epsilon

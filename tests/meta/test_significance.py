@@ -12,6 +12,7 @@ import scipy.stats as st
 
 from evalign.errors import InputError
 from evalign.meta.correlation import correlation
+from evalign.meta.resampling import Resampling
 from evalign.meta.significance import (
     MetricComparison,
     bootstrap_ci,
@@ -20,6 +21,9 @@ from evalign.meta.significance import (
     paired_permutation_test,
     significance_clusters,
 )
+
+#: the item-index path (scipy's draws) for the statistics the default resamples by sufficient statistics
+ITEMS = Resampling(method="items")
 
 
 def _data(n_sys: int = 5, n_items: int = 30, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,8 +277,9 @@ def test_pairwise_accuracy_interval_equals_scipy_with_fixed_epsilon() -> None:
 
     h, a, _ = _rated()
     eps = calibrate_epsilon(h, a, grouping="item").epsilon
-    ours = bootstrap_ci("pairwise_accuracy", h, a, n_resamples=200, seed=2)
-    assert ours.params["epsilon"] == eps
+    # the item-index path draws scipy's resamples (the default resamples these credits by their counts)
+    ours = bootstrap_ci("pairwise_accuracy", h, a, n_resamples=200, seed=2, resampling=ITEMS)
+    assert ours.params["epsilon"] == eps and ours.resampling == "items"
     assert ours.value == pytest.approx(pairwise_accuracy(h, a, grouping="item").accuracy)
     ci = _scipy_ci(lambda i: pairwise_accuracy(h[:, i], a[:, i], grouping="item", epsilon=eps).accuracy,
                    h.shape[1], 200, 2)
@@ -331,7 +336,7 @@ def test_preference_accuracy_interval_equals_scipy(name: str) -> None:
     from evalign.meta.pairwise import pairwise_preference_accuracy
 
     prefs, m, _, _ = _prefs()
-    ours = bootstrap_ci(name, prefs.T, m, n_resamples=200, seed=4)
+    ours = bootstrap_ci(name, prefs.T, m, n_resamples=200, seed=4, resampling=ITEMS)
     eps = pairwise_preference_accuracy(prefs, m[0], m[1]).epsilon if name == "preference_accuracy" else 0.0
     assert ours.params["epsilon"] == eps
     attr = "accuracy_with_ties" if name == "preference_accuracy" else "accuracy_without_ties"

@@ -56,7 +56,7 @@ def test_shipped_demo_config_loads_and_resolves() -> None:
     assert si["meta"]["human"]["higher_is_better"] is False
     assert si["meta"]["trust"] == [{"statistic": "kendall", "level": "system", "grouping": "item"}]
     assert si["meta"]["resampling"] == {"n_resamples": 1000, "n_permutations": 1000, "confidence": 0.95,
-                                        "alpha": 0.05, "seed": 0}
+                                        "alpha": 0.05, "seed": 0, "method": "auto", "workers": None}
     assert si["meta"]["min_group_size"] == 10 and si["meta"]["baselines"] is True
     assert pl["meta"]["human"]["pref_columns"] == ["pref_1", "pref_2", "pref_3"]
     assert pl["meta"]["trust"][0]["statistic"] == "preference_accuracy" and pl["meta"]["by"] == "task"
@@ -194,6 +194,33 @@ def test_changed_settings_redo_only_their_steps_and_changed_signatures_are_repor
     assert changes[1].startswith("toy: the evaluation signature changed: was ") and "seed:3" in changes[1]
     assert "seed:4" in changes[1].split(", now ")[1]
     assert "warning" in res.output and "seed:4" in (out / "resolved.yaml").read_text()
+
+
+def test_workers_change_no_step_and_the_resampling_method_redoes_the_meta_evaluation(tmp_path: Path) -> None:
+    """The number of worker processes gives the same numbers: no step is redone for it. The
+    resampling method changes the draws: the meta-evaluation is redone and its signature says how."""
+    out = tmp_path / "out"
+    _run(["run", str(_write(tmp_path / "study.yaml", _file_config(tmp_path))), "--out", str(out)])
+    first = json.loads((out / "toy" / "evaluation.json").read_text())
+    assert "resampling:sufficient" in first["signature"]["text"]  # pairwise accuracy grouped by item
+    resolved = yaml.safe_load((out / "resolved.yaml").read_text())
+    assert resolved["evaluations"][0]["meta"]["resampling"]["method"] == "auto"
+    resolved["evaluations"][0]["meta"]["resampling"]["workers"] = 2
+    _write(out / "resolved.yaml", resolved)
+    _run(["run", str(out / "resolved.yaml")])
+    assert json.loads((out / "run.json").read_text())["evaluations"]["toy"]["skipped"] == [
+        "metric bleu", "metric chrf", "meta-evaluation"]
+    resolved["evaluations"][0]["meta"]["resampling"]["method"] = "items"
+    _write(out / "resolved.yaml", resolved)
+    _run(["run", str(out / "resolved.yaml")])
+    assert json.loads((out / "run.json").read_text())["evaluations"]["toy"]["skipped"] == ["metric bleu", "metric chrf"]
+    items = json.loads((out / "toy" / "evaluation.json").read_text())
+    assert "resampling:items" in items["signature"]["text"]
+    assert [r["value"] for r in items["trust"][0]["rows"]] == [r["value"] for r in first["trust"][0]["rows"]]
+    resolved["evaluations"][0]["meta"]["resampling"]["method"] = "indices"
+    _write(out / "resolved.yaml", resolved)
+    res = _run(["run", str(out / "resolved.yaml")], code=2)
+    assert "resampling" in res.output and "must be one of auto, items" in res.output
 
 
 def test_a_file_with_labels_from_a_dataset_variant(tmp_path: Path) -> None:

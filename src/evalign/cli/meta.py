@@ -70,6 +70,12 @@ PERMUTATIONS: Any = typer.Option(1000, "--permutations", help="Permutations per 
 SEED: Any = typer.Option(0, "--seed", help="Seed of resampling and permutations.")
 ALPHA: Any = typer.Option(0.05, "--alpha", help="Significance level of clusters and baseline tests.")
 CONFIDENCE: Any = typer.Option(0.95, "--confidence", help="Confidence level of the intervals.")
+RESAMPLING: Any = typer.Option(
+    "auto", "--resampling", help="auto: accuracies (means of per-item credits taking few values) resampled by the "
+    "counts of each value, exact in distribution but other draws than item indices; items: item indices always."
+)
+WORKERS: Any = typer.Option(None, "--workers", help="Processes for the per-item resampling work (default: every "
+                                                    "core; the results do not depend on it).")
 MIN_GROUP_SIZE: Any = typer.Option(
     None, "--min-group-size", help="Smallest group reported (default 10 items, 30 pairs)."
 )
@@ -103,7 +109,8 @@ def meta_cmd(
     metric: list[str] = METRIC, system_human: Path = SYSTEM_HUMAN, lower_is_better: bool = LOWER_IS_BETTER,
     metric_lower: list[str] = METRIC_LOWER, pref: list[str] = PREF, level: str = LEVEL, grouping: str = GROUPING,
     by: str = BY, bootstrap: int = BOOTSTRAP, permutations: int = PERMUTATIONS, seed: int = SEED,
-    alpha: float = ALPHA, confidence: float = CONFIDENCE, min_group_size: int = MIN_GROUP_SIZE,
+    alpha: float = ALPHA, confidence: float = CONFIDENCE, resampling_method: str = RESAMPLING,
+    workers: int = WORKERS, min_group_size: int = MIN_GROUP_SIZE,
     no_baselines: bool = NO_BASELINES, option: list[str] = OPTION, no_cache: bool = NO_CACHE,
     id_field: str = ID_FIELD, system_field: str = SYSTEM_FIELD, reference_field: str = REFERENCE_FIELD,
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
@@ -127,6 +134,7 @@ def meta_cmd(
         return
     if top is not None:
         raise CliError("--top goes with --published")
+    check_resampling(resampling_method, workers)
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
@@ -139,10 +147,11 @@ def meta_cmd(
                              pref=tuple(split_multi(pref)), rule="flags",
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
     resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
-                            alpha=alpha, seed=seed)
+                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
-    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping, by=by, min_group_size=min_group_size, resampling=resampling,
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
+                     by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
     spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
     with Stages(disable=as_json) as stages:
@@ -186,6 +195,14 @@ def with_judge_tests(spec: Any, dataset: str | None, *, alt_test: bool, epsilon:
     except EvalignError as e:
         raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
     return dataclasses.replace(spec, alt_test=alt, agreement="auto" if agreement else None)
+
+
+def check_resampling(method: str, workers: int | None) -> None:
+    """The ``--resampling`` and ``--workers`` options of ``meta`` and ``report``, checked."""
+    if method not in ("auto", "items"):
+        raise CliError(f"--resampling must be auto or items, got '{method}'")
+    if workers is not None and workers < 0:
+        raise CliError("--workers must be at least 0 (0 = every core)")
 
 
 def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,

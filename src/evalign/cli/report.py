@@ -21,6 +21,9 @@ from evalign.cli.meta import (
     PRICE,
     PRICES,
     PUBLISHED,
+    RESAMPLING,
+    WORKERS,
+    check_resampling,
     existing_columns,
     with_judge_tests,
 )
@@ -63,8 +66,8 @@ def report_cmd(
     system_human: Path = SYSTEM_HUMAN, human_lower_is_better: bool = HUMAN_LOWER, pairs_file: Path = PAIRS_FILE,
     pref: list[str] = PREF, dataset: str = DATASET, data_dir: Path = DATA_DIR, labels: str = LABELS,
     metric_lower: list[str] = METRIC_LOWER, by: str = BY, bootstrap: int = BOOTSTRAP,
-    confidence: float = CONFIDENCE, seed: int = SEED, title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON,
-    price: list[str] = PRICE, prices: Path = PRICES,
+    confidence: float = CONFIDENCE, seed: int = SEED, resampling_method: str = RESAMPLING, workers: int = WORKERS,
+    title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES,
     alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
@@ -86,10 +89,12 @@ def report_cmd(
         raise CliError("--bootstrap must be at least 1 and --confidence between 0 and 1")
     if scored_file is None and not dataset:
         raise CliError("give a SCORED_FILE or --dataset NAME")
+    check_resampling(resampling_method, workers)
     settings = InputSettings(file=scored_file, dataset=dataset, data_dir=data_dir, human=human,
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
-    resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed)
+    resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed,
+                            method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
     job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,

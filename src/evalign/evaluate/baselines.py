@@ -117,7 +117,7 @@ def _item_units(value: float) -> Statistic:
         den = (np.sum(np.isfinite(h), axis=0) >= 2).astype(float)
         return value * den, den
 
-    return Statistic("random", "units", units=units)
+    return Statistic("random", "units", units=units, discrete=True)
 
 
 def _pair_units(value: float, with_ties: bool) -> Statistic:
@@ -126,7 +126,7 @@ def _pair_units(value: float, with_ties: bool) -> Statistic:
         den = np.isfinite(label) & ((label != 0) if not with_ties else True)
         return value * den.astype(float), den.astype(float)
 
-    return Statistic("random", "units", units=units)
+    return Statistic("random", "units", units=units, discrete=True)
 
 
 def random_statistic(statistic: str, level: str, grouping: str, is_pairs: bool,

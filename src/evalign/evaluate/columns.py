@@ -119,10 +119,11 @@ def verdict_statistics() -> dict[str, Statistic]:
     ``accuracy_parsed`` (with ties, unparseable verdicts left out). Each is a per-pair ``units``
     statistic, so the bootstrap and paired permutation tests work as for metrics."""
     return {
-        "preference_accuracy": Statistic("preference_accuracy", "units", units=_verdict_units(True, False)),
+        "preference_accuracy": Statistic("preference_accuracy", "units", units=_verdict_units(True, False),
+                                         discrete=True),
         "preference_accuracy_no_ties": Statistic("preference_accuracy_no_ties", "units",
-                                                 units=_verdict_units(False, False)),
-        "accuracy_parsed": Statistic("accuracy_parsed", "units", units=_verdict_units(True, True)),
+                                                 units=_verdict_units(False, False), discrete=True),
+        "accuracy_parsed": Statistic("accuracy_parsed", "units", units=_verdict_units(True, True), discrete=True),
     }
 
 

@@ -64,6 +64,8 @@ def meta_evaluate(
     confidence: float = 0.95,
     alpha: float = 0.05,
     seed: int = 0,
+    resampling_method: str = "auto",
+    workers: int | None = None,
     baselines: bool = True,
     fields: Mapping[str, str] | None = None,
     annotators: Sequence[str] = (),
@@ -79,8 +81,10 @@ def meta_evaluate(
     with ``human_lower_is_better=True``). ``metrics``: metric columns of ``df`` or registered metric
     names (computed when ``df`` lacks them; ``options``: metric name -> options). ``judges``: judge
     score columns of ``df``. ``lower_is_better``: columns where lower is better. ``level``,
-    ``grouping``, ``by`` and the resampling settings as for ``evalign meta``. Returns the frozen
-    :class:`~evalign.evaluate.EvalResult` (``result.to_pandas()``: the ranking).
+    ``grouping``, ``by`` and the resampling settings as for ``evalign meta`` (``resampling_method``
+    ``auto`` / ``items`` and ``workers`` are :class:`~evalign.evaluate.Resampling`'s ``method`` and
+    ``workers``). Returns the frozen :class:`~evalign.evaluate.EvalResult` (``result.to_pandas()``: the
+    ranking).
     """
     m, j = _names(metrics, judges)
     if isinstance(human, str):
@@ -90,7 +94,7 @@ def meta_evaluate(
         lab = Human(system={str(k): float(v) for k, v in human.items()}, higher_is_better=not human_lower_is_better)
         table = read_items(df, fields=fields)
     resampling = Resampling(n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence,
-                            alpha=alpha, seed=seed)
+                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     spec = _spec(table, lab, m, j, pairs=None, source=str(df.attrs.get("source", "<DataFrame>")),
                  lower_is_better=lower_is_better, options=options, resampling=resampling, level=level,
                  grouping=grouping, by=by, baselines=baselines, alt_test=as_settings(alt_test), agreement=agreement)
@@ -111,6 +115,8 @@ def meta_evaluate_pairs(
     confidence: float = 0.95,
     alpha: float = 0.05,
     seed: int = 0,
+    resampling_method: str = "auto",
+    workers: int | None = None,
     baselines: bool = True,
     alt_test: AltTestSettings | float | bool | None = None,
     agreement: str | None = None,
@@ -122,15 +128,15 @@ def meta_evaluate_pairs(
 
     ``metrics``: registered metric names (both sides scored and compared with a calibrated tie
     threshold) or ``<name>_a`` / ``<name>_b`` columns given as ``name``; ``judges``: pairwise
-    verdict columns (A / B / tie). With several annotators, ``alt_test`` (``True``, an epsilon or
-    :class:`~evalign.meta.alt_test.AltTestSettings`) adds the Alt-Test of each judge and
-    ``agreement`` (``auto``, Cohen's kappa) each judge against the human ceiling. Returns the frozen
-    :class:`~evalign.evaluate.EvalResult`."""
+    verdict columns (A / B / tie). The resampling settings as for :func:`meta_evaluate`. With several
+    annotators, ``alt_test`` (``True``, an epsilon or :class:`~evalign.meta.alt_test.AltTestSettings`)
+    adds the Alt-Test of each judge and ``agreement`` (``auto``, Cohen's kappa) each judge against the
+    human ceiling. Returns the frozen :class:`~evalign.evaluate.EvalResult`."""
     m, j = _names(metrics, judges)
     pref = [prefs] if isinstance(prefs, str) else list(prefs)
     table = read_pairs(pairs, pref=pref)
     resampling = Resampling(n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence,
-                            alpha=alpha, seed=seed)
+                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     spec = _spec(pairs_to_items(table), Human(pref_columns=tuple(pref)), m, j, pairs=table,
                  source=str(pairs.attrs.get("source", "<DataFrame>")), lower_is_better=lower_is_better,
                  options=options, resampling=resampling, by=by, baselines=baselines, alt_test=as_settings(alt_test),

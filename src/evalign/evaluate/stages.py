@@ -65,8 +65,11 @@ def require(table: pd.DataFrame, names: Sequence[str], what: str, source: str) -
             raise InputError(f"no {what} column '{n}'{more}", file=source, field=n)
 
 
-def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None = None) -> dict[str, Any]:
-    """The reproducibility signature of a result or one of its trust tables."""
+def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None = None,
+              resampling: str | None = None) -> dict[str, Any]:
+    """The reproducibility signature of a result or one of its trust tables. ``resampling``: how the
+    table's intervals and tests were drawn (:func:`evalign.meta.trust.resampling_label`:
+    ``sufficient``, ``items``, ``sufficient+items``); default: the method setting (``auto`` / ``items``)."""
     r = spec.resampling
     sig: dict[str, Any] = {}
     if req is not None:
@@ -76,6 +79,7 @@ def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None 
     sig.update({
         "labels": f"{spec.human.kind} ({spec.human.label})",
         "epsilon_rule": EPSILON_RULE,
+        "resampling": resampling or r.method,
         "resamples": r.n_resamples,
         "permutations": r.n_permutations,
         "confidence": r.confidence,
@@ -385,7 +389,7 @@ class Evaluation:
         also = self.also(req)
         preds = self.predictors(req, also)
         test = paired_test_of(req)
-        rows, group_rows, notes = rank_predictors(
+        rows, group_rows, notes, how = rank_predictors(
             self.human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
             is_pairs=self.is_pairs, resampling=spec.resampling, min_group_size=spec.group_floor(), test=test,
             undefined=self.undefined(req), progress=PROGRESS.get(), clusters=spec.clusters)
@@ -405,7 +409,7 @@ class Evaluation:
         warned = baseline_warnings(rows, spec.resampling.alpha, req.statistic)
         self.warnings += warned
         return TrustTable(statistic=req.statistic, level=req.level, grouping=req.grouping, rows=rows,
-                          groups=group_rows, signature=signature(spec, req, test), notes=notes,
+                          groups=group_rows, signature=signature(spec, req, test, how), notes=notes,
                           headline=headline, warnings=tuple(warned))
 
     def labels_have_ties(self, req: TrustRequest) -> bool:
@@ -471,13 +475,16 @@ class Evaluation:
         """Stage ``sign``: the signed result."""
         spec = self.spec
         human = spec.human
+        fields = self.result_fields(spec.trust_requests()[0], bd)
+        if tables:  # the first table's signature: it names how that table was resampled
+            fields["signature"] = tables[0].signature
         return EvalResult(
             mode=self.mode, source=self.source, title=human.title, label_source=human.source,
             columns=columns_json(self.cols), overview=overview, trust=tuple(tables), missing=self.missing,
             breakdown=bd, breakdown_by=spec.by, curves=dict(curves), notes=tuple(dict.fromkeys(self.notes)),
             warnings=tuple(dict.fromkeys(self.warnings)), refused=nothing_ranked(tables),
             alt_test=self.alt, ceiling=self.ceil, calibration=tuple(self.calib),
-            **self.result_fields(spec.trust_requests()[0], bd),
+            **fields,
         )
 
 

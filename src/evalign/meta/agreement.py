@@ -70,6 +70,8 @@ def majority_vote(labels: object, fallback: float = 0.0, strict: bool = False) -
     arr = _as_matrix(labels, "labels", (1, 2))
     if arr.ndim == 1:
         return arr.copy()
+    if arr.shape[1] == 1:  # one annotator: its label wins (NaN where it gave none)
+        return arr[:, 0].copy()
     present = ~np.isnan(arr)
     cats = np.unique(arr[present])
     out = np.full(arr.shape[0], np.nan)

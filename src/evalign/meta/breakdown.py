@@ -114,6 +114,13 @@ def item_arrays(
     return ItemArrays(systems, items, h, ms)
 
 
+def _texts(col: pd.Series) -> tuple[str, ...]:
+    """``tuple(map(str, col))``, without a Python call per row for a text column with no missing value."""
+    if pd.api.types.is_string_dtype(col.dtype) and not col.isna().any():
+        return tuple(col.astype(str).tolist())
+    return tuple(map(str, col))
+
+
 def pair_arrays(
     pairs: pd.DataFrame,
     pref_columns: Sequence[str],
@@ -136,7 +143,7 @@ def pair_arrays(
     ms = {
         m: (-1.0 if m in lower else 1.0) * pairs[[f"{m}_a", f"{m}_b"]].to_numpy(dtype=float).T for m in metrics
     }
-    ids = tuple(map(str, pairs["id"])) if "id" in pairs.columns else tuple(map(str, range(len(pairs))))
+    ids = _texts(pairs["id"]) if "id" in pairs.columns else tuple(map(str, range(len(pairs))))
     return PairArrays(ids, prefs, ms)
 
 

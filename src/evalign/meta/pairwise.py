@@ -292,6 +292,23 @@ def _exact_curve(
     return eps, val, ties
 
 
+def _unit_curve(d: np.ndarray, code: np.ndarray, base: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_exact_curve` with every pair weighing 1, from sorted values and counts (no argsort): the
+    same epsilons, accuracy units (integers, exact) and tie counts."""
+    ds = np.sort(d)
+    last = np.flatnonzero(np.r_[ds[1:] != ds[:-1], True]) if ds.size else np.empty(0, dtype=np.intp)
+    eps = ds[last]
+    ht, conc = np.sort(d[code == _HTIE]), np.sort(d[code == _CONC])
+    gained = np.searchsorted(ht, eps, side="right") - np.searchsorted(conc, eps, side="right")
+    val = base + gained.astype(np.float64)
+    ties = last + 1
+    if eps.size == 0 or eps[0] != 0.0:
+        eps = np.r_[0.0, eps]
+        val = np.r_[base, val]
+        ties = np.r_[0, ties]
+    return eps, val, ties
+
+
 def _pair_weights(groups: _Groups, grp: np.ndarray | None, size: int) -> np.ndarray:
     if grp is None:
         return np.full(size, groups.weights[0] if groups.weights.size else 1.0)
@@ -578,8 +595,13 @@ def _preference_pairs(
         if arr.shape != prefs.shape:
             raise InputError(f"expected {prefs.shape[0]} scores, one per pair, got shape {arr.shape}", field=name)
     valid = ~(np.isnan(prefs) | np.isnan(a) | np.isnan(b))
-    p, diff = prefs[valid], a[valid] - b[valid]
-    code = np.where(p == 0, _HTIE, np.where(np.sign(diff) == p, _CONC, _OTHER)).astype(np.int8)
+    if valid.all():
+        p, diff = prefs, a - b
+    else:
+        p, diff = prefs[valid], a[valid] - b[valid]
+    code = np.zeros(p.shape, dtype=np.int8)
+    code[p == 0] = _HTIE
+    code[(np.sign(diff) == p) & (p != 0)] = _CONC
     return valid, p, np.abs(diff), code
 
 
@@ -623,12 +645,17 @@ def calibrate_preference_epsilon(human_prefs: object, score_a: object, score_b: 
     0 and each distinct ``|score_a - score_b|``). Arguments as for :func:`pairwise_preference_accuracy`.
     """
     _, _, dist, code = _preference_pairs(human_prefs, score_a, score_b)
+    return _preference_calibration(dist, code)
+
+
+def _preference_calibration(dist: np.ndarray, code: np.ndarray) -> EpsilonCalibration:
+    """:func:`calibrate_preference_epsilon` of the usable pairs' ``|a - b|`` and codes."""
     n = int(dist.size)
     n_ht = int(np.count_nonzero(code == _HTIE))
     if n == 0:
         z = np.zeros(1)
         return EpsilonCalibration(0.0, float("nan"), z, np.full(1, np.nan), z, 0, 0, True, 0)
-    eps, val, ties = _exact_curve(dist, code, np.ones(n), base=float(np.count_nonzero(code == _CONC)))
+    eps, val, ties = _unit_curve(dist, code, base=float(np.count_nonzero(code == _CONC)))
     i = int(np.argmax(val))  # integer counts: exact; the first maximum is the smallest epsilon
     return EpsilonCalibration(
         epsilon=float(eps[i]),
@@ -672,10 +699,7 @@ def pairwise_preference_accuracy(
     valid, p, dist, code = _preference_pairs(human_prefs, score_a, score_b)
     n = int(p.size)
     calibrated = epsilon is None
-    if epsilon is None:
-        eps = calibrate_preference_epsilon(human_prefs, score_a, score_b).epsilon
-    else:
-        eps = _check_epsilon(epsilon)
+    eps = _preference_calibration(dist, code).epsilon if epsilon is None else _check_epsilon(epsilon)
     tie = dist <= eps
     correct = np.where(tie, code == _HTIE, code == _CONC)
     pref_mask = p != 0

@@ -8,10 +8,14 @@ as mt-metrics-eval passes ``PermutationSigDiffParams`` to ``PermutationSigDiff``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from evalign.errors import InputError
+
+#: resampling methods: ``auto`` resamples a mean of per-item credits taking few values by the counts of
+#: each value (sufficient statistics) and everything else by item indices; ``items`` always by item indices
+METHODS = ("auto", "items")
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,14 @@ class Resampling:
     ``n_resamples``: bootstrap resamples over items (>= 1); ``n_permutations``: permutations per
     paired test (>= 1); ``confidence``: level of the intervals, in (0, 1); ``alpha``: significance
     level of clusters and of ``beats_baselines``, in (0, 1); ``seed``: seed of all of them.
+    ``method``: ``auto`` (default) resamples a statistic that is a ratio of per-item credits taking at
+    most :data:`~evalign.meta.sufficient.MAX_CATEGORIES` values (preference accuracy, pairwise accuracy
+    grouped by item, ...) by the counts of each value (:mod:`evalign.meta.sufficient`: exact in
+    distribution, but the same seed gives other draws than the item-index path) and every other
+    statistic by item indices; ``items`` resamples item indices always (the draws of
+    :func:`scipy.stats.bootstrap`). ``workers``: processes for what is computed per item (one per
+    metric, or per block of resamples); None or 0 = every available core, 1 = this process only. The
+    results do not depend on ``workers`` (it is no part of the signature, nor of equality).
     """
 
     n_resamples: int = 1000
@@ -28,6 +40,8 @@ class Resampling:
     confidence: float = 0.95
     alpha: float = 0.05
     seed: int = 0
+    method: str = "auto"
+    workers: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("n_resamples", "n_permutations"):
@@ -40,6 +54,11 @@ class Resampling:
                 raise InputError(f"must be between 0 and 1, got {v!r}", field=name)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InputError(f"must be an integer, got {self.seed!r}", field="seed")
+        if self.method not in METHODS:
+            raise InputError(f"must be one of {', '.join(METHODS)}, got {self.method!r}", field="method")
+        w = self.workers
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
+            raise InputError(f"must be an integer >= 0 (0 = every core), got {w!r}", field="workers")
 
 
 #: the defaults (every setting at its default value)
@@ -66,4 +85,4 @@ def with_settings(resampling: Resampling | None, **given: Any) -> Resampling:
     return out
 
 
-__all__ = ["DEFAULT", "Resampling", "with_settings"]
+__all__ = ["DEFAULT", "METHODS", "Resampling", "with_settings"]

@@ -47,12 +47,23 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
   returns 0 and does not presume which metric is better. ``alternative="greater"`` / ``"less"``
   gives the one-sided ``(1 + #{d_perm >= d_obs}) / (n_permutations + 1)`` / ``<=`` (with +1; exact
   enumeration without it), as :func:`scipy.stats.permutation_test`.
-* **Fast resampling of decomposable statistics**: a ``units`` statistic whose per-unit numerators and
-  denominators are small integers (preference accuracy at a fixed epsilon: 0/1 per pair) is
-  resampled and permuted as float32 matrix products over a matrix of draws built once per
-  ``(n, resamples or permutations, seed)`` (:func:`bootstrap_counts`, :func:`permutation_swaps`, the
-  same draws as above). All sums are integers below 2**24, hence exact, so the results are
-  bit-identical to recomputing the statistic per resample; other statistics take the direct path.
+* **Resampling a mean of per-item credits by sufficient statistics** (``Resampling.method="auto"``,
+  the default): a ``units`` statistic whose per-item credit pairs ``(num, den)`` take at most
+  :data:`~evalign.meta.sufficient.MAX_CATEGORIES` distinct values (preference accuracy at a fixed
+  epsilon: 0/1 per pair; pairwise accuracy grouped by item) is bootstrapped by one multinomial draw
+  of the counts of each value per resample, and permuted by one binomial count of swapped items per
+  joint value of the two statistics' credits (:mod:`evalign.meta.sufficient`). This is exact in
+  distribution, but the same seed gives other draws than the item indices above (results agree
+  within Monte-Carlo error, and exactly when every swap pattern is enumerated); the results say
+  which way they were drawn (``resampling``: ``sufficient`` or ``items``). ``method="items"`` keeps
+  the item indices for every statistic; other statistics always use them.
+* **Item indices, block by block**: the draws above are made in blocks of resamples
+  (:mod:`evalign.meta.draws`; never an items x resamples matrix). A ``units`` statistic whose
+  credits are small integers is resampled as float32 matrix products of each block (all sums are
+  integers below 2**24, hence exact and bit-identical to recomputing the statistic per resample); a
+  statistic computed per resample (Kendall, Pearson, system level) shares its blocks out to
+  ``Resampling.workers`` processes when the work is large (the same draws, in order: the results do
+  not depend on the number of workers).
 * **Significance clusters** follow mt-metrics-eval ``tasks.AssignRanks`` (WMT metrics task): metrics
   are sorted by decreasing statistic; walking down the list, metric *i* opens a new cluster when any
   metric from the start of the current cluster up to *i-1* is significantly better than it
@@ -61,11 +72,10 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -73,6 +83,15 @@ import numpy as np
 
 from evalign.errors import InputError
 from evalign.meta.correlation import correlation, system_means
+from evalign.meta.draws import (
+    block_rows,
+    bootstrap_count_blocks,
+    bootstrap_counts,
+    bootstrap_index_blocks,
+    enumerates,
+    permutation_swaps,
+    swap_mask_blocks,
+)
 from evalign.meta.pairwise import (
     calibrate_epsilon,
     pairwise_accuracy,
@@ -80,6 +99,19 @@ from evalign.meta.pairwise import (
     preference_units,
 )
 from evalign.meta.resampling import Resampling, with_settings
+from evalign.meta.sufficient import (
+    MAX_CATEGORIES,
+    Credits,
+    Moves,
+    bootstrap_sums,
+    credits,
+    enumerated_deltas,
+    paired_bootstrap_sums,
+    permutation_deltas,
+    permutation_moves,
+    ratio,
+)
+from evalign.meta.workers import parallel_map, worker_count
 
 StatFn = Callable[[np.ndarray, np.ndarray], float]
 UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -103,7 +135,10 @@ class Statistic:
       over the items present, :func:`evalign.meta.correlation.system_means`, of each resample).
     * ``"units"``: the statistic is ``sum(num) / sum(den)`` over items, with
       ``units(human, metric) -> (num, den)`` (1-D, one entry per item); resamples and swaps are
-      weighted sums.
+      weighted sums. ``discrete``: the credit pairs ``(num, den)`` take a handful of values by
+      construction (accuracies: 0/1 per pair, a per-item accuracy over a few pairs), so resampling
+      may draw the counts of each value (sufficient statistics, ``Resampling.method="auto"``);
+      a mean of continuous values (per-item correlations) keeps the item indices.
 
     ``prepare(human, metric)`` fixes per-metric parameters on the full data (the calibrated epsilon)
     and returns the statistic to use for that metric. ``standardize`` z-scores metric values before a
@@ -117,6 +152,7 @@ class Statistic:
     prepare: Callable[[np.ndarray, np.ndarray], Statistic] | None = None
     standardize: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
+    discrete: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -153,6 +189,10 @@ class BootstrapResult:
     standard_error: float = float("nan")
     distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
     params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: how the items were resampled: "sufficient" (counts of each credit value) or "items" (item indices)
+    resampling: str = "items"
+    #: the statistic's per-item credits grouped by value, when resampled by them (for paired tests)
+    credits: Credits | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -170,6 +210,8 @@ class PermutationResult:
     exact: bool = False
     #: "two-sided" (default), "greater" (metric_a better) or "less"
     alternative: str = "two-sided"
+    #: how the swaps were drawn: "sufficient" (binomial counts per joint credit value) or "items" (swap masks)
+    resampling: str = "items"
 
 
 @dataclass(frozen=True)
@@ -259,7 +301,7 @@ def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Sta
                 ok = np.isfinite(acc)
                 return np.where(ok, acc, 0.0), ok.astype(float)
 
-            return Statistic("pairwise_accuracy", "units", units=units, params=params)
+            return Statistic("pairwise_accuracy", "units", units=units, params=params, discrete=True)
 
         def fn(h: np.ndarray, m: np.ndarray) -> float:
             return float(pairwise_accuracy(h, m, grouping=grouping, epsilon=eps).accuracy)  # type: ignore[arg-type]
@@ -284,9 +326,9 @@ def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
         def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # per pair: 1/0 = the metric's call is right/wrong, den 0 = the pair does not count
             # (vectorised; equal to pairwise_preference_accuracy on each pair alone)
-            return _memo_units(("preference", eps, with_ties), h, m, lambda: preference_units(h, m, eps, with_ties))
+            return preference_units(h, m, eps, with_ties)
 
-        return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties})
+        return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties}, discrete=True)
 
     def prepare(h: np.ndarray, m: np.ndarray) -> Statistic:
         if epsilon is not None:
@@ -298,33 +340,6 @@ def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
 
     return Statistic(name, "generic", fn=lambda h, m: float("nan"), prepare=prepare,
                      params={"epsilon": epsilon, "ties": with_ties})
-
-
-#: per-unit vectors of the last few (statistic, human, metric) inputs, keyed by content digests: a
-#: trust table asks for the same metric's vectors in its bootstrap and in each permutation test.
-_UNITS_MEMO_SIZE = 16
-_units_memo: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _digest(a: np.ndarray) -> tuple[Any, ...]:
-    a = np.ascontiguousarray(a)
-    return (a.shape, a.dtype.str, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
-
-
-def _memo_units(
-    key: tuple[Any, ...], h: np.ndarray, m: np.ndarray, compute: Callable[[], tuple[np.ndarray, np.ndarray]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """``compute()`` once per distinct (key, h, m) content; returns read-only arrays."""
-    full = (*key, _digest(np.asarray(h)), _digest(np.asarray(m)))
-    hit = _units_memo.get(full)
-    if hit is None:
-        num, den = compute()
-        num.setflags(write=False)
-        den.setflags(write=False)
-        if len(_units_memo) >= _UNITS_MEMO_SIZE:
-            _units_memo.pop(next(iter(_units_memo)))
-        hit = _units_memo[full] = (num, den)
-    return hit
 
 
 def make_statistic(
@@ -428,47 +443,31 @@ def _sys(x: np.ndarray) -> np.ndarray:
     return system_means(x)
 
 
-def _counts(idx: np.ndarray, n: int) -> np.ndarray:
-    """Multiplicity of each item in each resample: (B x N) from index draws (B x N)."""
-    b = idx.shape[0]
-    flat = (idx + n * np.arange(b)[:, None]).ravel()
-    return np.bincount(flat, minlength=b * n).reshape(b, n).astype(float)
-
-
 def _observed(stat: Statistic, human: np.ndarray, metric: np.ndarray) -> float:
     if stat.kind == "units":
-        return float(_unit_values(stat, human, metric, np.ones((1, _n_items(metric))))[0])
+        assert stat.units is not None
+        return _ratio(*stat.units(human, metric))
     assert stat.fn is not None
     if stat.kind == "system":
         return _safe(stat.fn, _sys(human), _sys(metric))
     return _safe(stat.fn, human, metric)
 
 
-def _unit_values(stat: Statistic, human: np.ndarray, metric: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """A ``units`` statistic for each row of item weights (B x N)."""
-    assert stat.units is not None
-    num, den = stat.units(human, metric)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (weights @ num) / (weights @ den)
-
-
 # --------------------------------------------------------------------------------------------
-# fast resampling of decomposable ("units") statistics
+# resampling of decomposable ("units") statistics
 #
 # A units statistic is sum(w * num) / sum(w * den) over items, w = an item's multiplicity in a
-# bootstrap resample (or 0/1 keep/swap masks in a permutation). When num and den are small integers
-# (0/1 correctness of pairs: preference accuracy at a fixed epsilon), every such sum is an integer and
-# is computed exactly in any order, also in float32 as long as it stays below 2**24. The weights are
-# then built once per (seed, n, resamples) as a float32 matrix (the same draws as the reference
-# path) and each statistic costs one matrix-vector product; the results are bit-identical to the
-# float64 products of the reference path. Non-integer units (per-item accuracies or correlations)
-# keep the reference path.
+# bootstrap resample (or 0/1 keep/swap masks in a permutation).
+#
+# * Sufficient statistics (method "auto", the credit pairs (num, den) take at most MAX_CATEGORIES
+#   values): the resamples are drawn as counts of each value (evalign.meta.sufficient): O(R x K).
+# * Item indices (method "items", or too many values): the draws of evalign.meta.draws, block by
+#   block of resamples. When num and den are small integers (0/1 correctness of pairs), every
+#   weighted sum is an integer, exact in any order and in float32 below 2**24: each block costs one
+#   float32 matrix product and the results are bit-identical to the float64 reference products.
 
-#: largest float32 matrix of draws kept between calls (bytes); larger ones are rebuilt per call.
-_DRAW_CACHE_BYTES = 1 << 30
-#: rows of draws made at a time (keeps the int32 index chunk small)
-_DRAW_CHUNK_ELEMS = 4_000_000
-_draw_cache: dict[str, tuple[tuple[int, int, int], np.ndarray]] = {}
+#: work (resamples x items) from which a per-resample statistic is computed by several processes
+PARALLEL_MIN_WORK = 2_000_000
 
 
 def _exact_small_integers(*vectors: np.ndarray) -> bool:
@@ -483,83 +482,57 @@ def _exact_small_integers(*vectors: np.ndarray) -> bool:
     return True
 
 
-def _cached(kind: str, key: tuple[int, int, int], build: Callable[[], np.ndarray]) -> np.ndarray:
-    hit = _draw_cache.get(kind)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    out = build()
-    out.setflags(write=False)  # shared between calls: read-only
-    if out.nbytes <= _DRAW_CACHE_BYTES:
-        _draw_cache[kind] = (key, out)
+def _units_credits(stat: Statistic, num: np.ndarray, den: np.ndarray, method: str) -> Credits | None:
+    """The credits of a ``discrete`` units statistic grouped by value when ``method`` allows it (None:
+    item indices)."""
+    return credits(num, den) if method == "auto" and stat.discrete else None
+
+
+def _items_bootstrap_many(parts: Sequence[tuple[np.ndarray, np.ndarray]], n_resamples: int, seed: Any
+                          ) -> list[np.ndarray]:
+    """``(W @ num) / (W @ den)`` of every ``(num, den)`` (on the same items) for the bootstrap count
+    matrix W, over one pass of its blocks of resamples: integer credits as float32 products (exact),
+    others in float64."""
+    n = parts[0][0].size
+    exact = all(_exact_small_integers(num, den) for num, den in parts)
+    dtype = np.float32 if exact else np.float64
+    cols = np.stack([v for pair in parts for v in pair], axis=1).astype(dtype)
+    sums = [(w @ cols).astype(np.float64) for w in bootstrap_count_blocks(n, n_resamples, seed, dtype)]
+    total = np.concatenate(sums) if sums else np.empty((0, cols.shape[1]))
+    return [ratio(total[:, 2 * i], total[:, 2 * i + 1]) for i in range(len(parts))]
+
+
+def _items_permutation_many(
+    vectors: Sequence[tuple[np.ndarray, np.ndarray]], pairs: Sequence[tuple[int, int]], n_permutations: int, seed: Any,
+) -> tuple[list[np.ndarray], bool]:
+    """Permutation deltas of the pairs ``(i, j)`` of units statistics ``vectors`` (all on the same items)
+    over one pass of the blocks of swap masks; and the exact flag. Each block costs one product with
+    the statistics' columns (not one per pair).
+
+    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ nb - s @ na``, b's ``sum(nb) - (s @ nb -
+    s @ na)``, likewise for the denominators (integer units: float32 products, exact integers). Other
+    units: the reference ``keep @ na + swap @ nb`` in float64."""
+    n = vectors[0][0].size
+    blocks, exact = swap_mask_blocks(n, n_permutations, seed)
+    cols = np.stack([v for nd in vectors for v in nd], axis=1)
+    totals = [(float(num.sum()), float(den.sum())) for num, den in vectors]
+    parts: list[list[np.ndarray]] = [[] for _ in pairs]
+    if all(_exact_small_integers(num, den) for num, den in vectors):
+        c32 = cols.astype(np.float32)
+        for mk in blocks:
+            sw = (mk.astype(np.float32) @ c32).astype(np.float64)
+            for k, (i, j) in enumerate(pairs):
+                mn, md = sw[:, 2 * j] - sw[:, 2 * i], sw[:, 2 * j + 1] - sw[:, 2 * i + 1]
+                (na, da), (nb, db) = totals[i], totals[j]
+                parts[k].append(ratio(na + mn, da + md) - ratio(nb - mn, db - md))
     else:
-        _draw_cache.pop(kind, None)
-    return out
-
-
-def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """Multiplicity of each item in each bootstrap resample, ``(n_resamples, n)`` float32.
-
-    Row ``b`` counts the draws of ``numpy.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``
-    (the index draws of :func:`bootstrap_ci`), made in chunks of rows as int32 (the same stream).
-    Counts are at most ``n``; the rows sum to ``n``. The array is read-only (kept for the next call
-    with the same arguments when it is at most ``_DRAW_CACHE_BYTES``).
-    """
-    def build() -> np.ndarray:
-        rng = np.random.default_rng(seed)
-        out = np.empty((n_resamples, n), dtype=np.float32)
-        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
-        for r0 in range(0, n_resamples, rows):
-            r1 = min(n_resamples, r0 + rows)
-            idx = rng.integers(0, n, (r1 - r0, n), dtype=np.int32)
-            for k, row in enumerate(idx, start=r0):
-                out[k] = np.bincount(row, minlength=n)
-        return out
-
-    return _cached("bootstrap", (n, n_resamples, seed), build)
-
-
-def permutation_swaps(n: int, n_permutations: int, seed: int) -> tuple[np.ndarray, bool]:
-    """The swap masks of :func:`paired_permutation_test` as a float32 ``(P, n)`` 0/1 matrix and
-    whether they are the exact enumeration (all ``2**n`` patterns, when ``2**n <= n_permutations``).
-    Otherwise row ``p`` is ``numpy.random.default_rng(seed).random((n_permutations, n))[p] < 0.5``."""
-    if n <= 20 and 2**n <= n_permutations:
-        masks, exact = _swap_masks(n, n_permutations, np.random.default_rng(seed))
-        return masks.astype(np.float32), exact
-
-    def build() -> np.ndarray:
-        rng = np.random.default_rng(seed)
-        out = np.empty((n_permutations, n), dtype=np.float32)
-        rows = max(1, _DRAW_CHUNK_ELEMS // max(n, 1))
-        for r0 in range(0, n_permutations, rows):
-            r1 = min(n_permutations, r0 + rows)
-            out[r0:r1] = rng.random((r1 - r0, n)) < 0.5
-        return out
-
-    return _cached("permutation", (n, n_permutations, seed), build), False
-
-
-def _fast_bootstrap_units(num: np.ndarray, den: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """``(W @ num) / (W @ den)`` for the bootstrap count matrix W, exact (integer units only)."""
-    w = bootstrap_counts(num.size, n_resamples, seed)
-    sums = (w @ np.stack([num, den], axis=1).astype(np.float32)).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums[:, 0] / sums[:, 1]
-
-
-def _fast_permutation_units(
-    na: np.ndarray, da: np.ndarray, nb: np.ndarray, db: np.ndarray, n_permutations: int, seed: int
-) -> tuple[np.ndarray, bool]:
-    """Permutation deltas of two units statistics (integer units only), exact; and the exact flag.
-
-    With swap mask s (1 = swap): a's numerator is ``sum(na) + s @ (nb - na)``, b's ``sum(nb) - s @ (nb - na)``,
-    likewise for the denominators: integers, equal to the reference ``keep @ na + swap @ nb``."""
-    s, exact = permutation_swaps(na.size, n_permutations, seed)
-    diff = np.stack([nb - na, db - da], axis=1).astype(np.float32)
-    moved = (s @ diff).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pa = (na.sum() + moved[:, 0]) / (da.sum() + moved[:, 1])
-        pb = (nb.sum() - moved[:, 0]) / (db.sum() - moved[:, 1])
-    return pa - pb, exact
+        for mk in blocks:
+            kept, swapped = (~mk).astype(float) @ cols, mk.astype(float) @ cols
+            for k, (i, j) in enumerate(pairs):
+                a_num, a_den, b_num, b_den = 2 * i, 2 * i + 1, 2 * j, 2 * j + 1
+                parts[k].append(ratio(kept[:, a_num] + swapped[:, b_num], kept[:, a_den] + swapped[:, b_den])
+                                - ratio(kept[:, b_num] + swapped[:, a_num], kept[:, b_den] + swapped[:, a_den]))
+    return [np.concatenate(p) for p in parts], exact
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> float:
@@ -580,6 +553,115 @@ def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return float("nan")
     return v
+
+
+def _workers_for(work: int, workers: int | None) -> int | None:
+    """The processes for a per-resample computation of ``work`` (resamples x items): 1 below
+    :data:`PARALLEL_MIN_WORK` (forking would cost more than it saves)."""
+    return workers if work >= PARALLEL_MIN_WORK else 1
+
+
+# --------------------------------------------------------------------------------------------
+# ratio statistics from their per-item credits, several at once
+
+
+@dataclass(frozen=True)
+class Units:
+    """A ``units`` statistic's per-item credits on one data set, ready to resample: its ``value``,
+    and either its ``credits`` grouped by value (resampled by sufficient statistics; ``num`` / ``den``
+    are then left out: they are ``credits.num[credits.codes]``) or the credit vectors ``num`` /
+    ``den`` (resampled by item indices). ``params``: the statistic's fixed parameters."""
+
+    value: float
+    num: np.ndarray | None = field(default=None, repr=False)
+    den: np.ndarray | None = field(default=None, repr=False)
+    credits: Credits | None = field(default=None, repr=False)
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The per-item ``(num, den)``."""
+        if self.num is not None and self.den is not None:
+            return self.num, self.den
+        assert self.credits is not None
+        return self.credits.num[self.credits.codes], self.credits.den[self.credits.codes]
+
+
+def units_of(stat: Statistic, human: Any, metric: Any, resampling: Resampling | None = None) -> Units:
+    """The :class:`Units` of a bound ``units`` statistic on ``(human, metric)``: grouped by value when
+    ``resampling.method`` is ``auto``, the statistic is ``discrete`` and its credits take at most
+    :data:`~evalign.meta.sufficient.MAX_CATEGORIES` values; else the per-item vectors."""
+    if stat.kind != "units" or stat.units is None:
+        raise ValueError(f"statistic '{stat.name}' is not a ratio of per-item credits")
+    h, m = _as_arrays(human, metric)
+    num, den = stat.units(h, m)
+    cr = _units_credits(stat, num, den, with_settings(resampling).method)
+    if cr is not None:
+        return Units(_ratio(num, den), credits=cr, params=dict(stat.params))
+    return Units(_ratio(num, den), num, den, params=dict(stat.params))
+
+
+def bootstrap_units(units: Sequence[Units], *, resampling: Resampling | None = None,
+                    method: str = "percentile") -> list[BootstrapResult]:
+    """Bootstrap intervals of ratio statistics on the same items (see :func:`bootstrap_ci`): those
+    with credits grouped by value by sufficient statistics, one multinomial draw per resample each;
+    the others over one shared pass of the item-index draws (the resamples of :func:`bootstrap_ci`,
+    block by block), so many statistics cost one set of draws."""
+    r = with_settings(resampling)
+    out: list[BootstrapResult | None] = [None] * len(units)
+    by_items = [i for i, u in enumerate(units) if u.credits is None]
+    for i, u in enumerate(units):
+        if u.credits is not None:
+            dist = ratio(*bootstrap_sums(u.credits, r.n_resamples, np.random.default_rng(r.seed)))
+            res = _interval(u.value, dist, r.confidence, method, r.n_resamples, r.seed, dict(u.params))
+            out[i] = replace(res, resampling="sufficient", credits=u.credits)
+    if by_items:
+        dists = _items_bootstrap_many([units[i].vectors() for i in by_items], r.n_resamples, r.seed)
+        for i, dist in zip(by_items, dists, strict=True):
+            out[i] = _interval(units[i].value, dist, r.confidence, method, r.n_resamples, r.seed, dict(units[i].params))
+    return [o for o in out if o is not None]
+
+
+def permutation_test_units(pairs: Sequence[tuple[Units, Units]], *, resampling: Resampling | None = None,
+                           alternative: str = "two-sided") -> list[PermutationResult]:
+    """Paired permutation tests (item swaps, see :func:`paired_permutation_test`) of pairs of ratio
+    statistics on the same items: a pair whose both sides have credits grouped by value by sufficient
+    statistics (a ``Binomial(n_c, 1/2)`` count of swapped items per joint value, every swap pattern
+    counted when ``2**n <= n_permutations``), the others over one shared pass of the swap masks."""
+    if alternative not in ALTERNATIVES:
+        raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
+                         field="alternative")
+    r = with_settings(resampling)
+    out: list[PermutationResult | None] = [None] * len(pairs)
+    by_items = []
+    for i, (a, b) in enumerate(pairs):
+        mv = permutation_moves(a.credits, b.credits) if a.credits is not None and b.credits is not None else None
+        if mv is None or mv.counts.size > MAX_CATEGORIES:
+            by_items.append(i)
+            continue
+        deltas, exact = _credit_deltas(mv, a.credits.n if a.credits is not None else 0, r)
+        out[i] = _permutation_result(a.value, b.value, deltas, exact, r.seed, alternative, "sufficient")
+    if by_items:
+        distinct: dict[int, int] = {}  # each statistic's columns once, whatever the number of its pairs
+        stats: list[Units] = []
+        for i in by_items:
+            for u in pairs[i]:
+                if id(u) not in distinct:
+                    distinct[id(u)] = len(stats)
+                    stats.append(u)
+        dl, exact = _items_permutation_many([u.vectors() for u in stats],
+                                            [(distinct[id(pairs[i][0])], distinct[id(pairs[i][1])]) for i in by_items],
+                                            r.n_permutations, r.seed)
+        for i, deltas in zip(by_items, dl, strict=True):
+            out[i] = _permutation_result(pairs[i][0].value, pairs[i][1].value, deltas, exact, r.seed, alternative,
+                                         "items")
+    return [o for o in out if o is not None]
+
+
+def _credit_deltas(mv: Moves, n: int, r: Resampling) -> tuple[np.ndarray, bool]:
+    """The permuted differences of two credit tables' moves and whether they are exact (enumerated)."""
+    if enumerates(n, r.n_permutations):
+        return enumerated_deltas(mv), True
+    return permutation_deltas(mv, r.n_permutations, np.random.default_rng(r.seed)), False
 
 
 # --------------------------------------------------------------------------------------------
@@ -606,12 +688,16 @@ def bootstrap_ci(
     ``stat_fn``: a statistic name (see :func:`make_statistic`; ``level``, ``grouping``, ``variant`` and
     ``epsilon`` apply to names only), a :class:`Statistic`, or any ``f(human, metric) -> float`` on
     arrays with items on the last axis. ``resampling``: the :class:`~evalign.meta.resampling.Resampling`
-    settings (its ``n_resamples``, ``confidence`` and ``seed``; default 1000, 0.95, 0); ``n_resamples``,
-    ``confidence`` and ``seed`` given one by one replace its values. ``confidence`` in (0, 1). ``method``:
-    ``percentile`` (the ``confidence`` central quantiles of the bootstrap distribution, linear
-    interpolation, as :func:`scipy.stats.bootstrap`) or ``basic`` (``2 * value - quantiles``). Per-metric
-    parameters (a calibrated epsilon) are fixed on the full data and held in every resample. Returns a
-    :class:`BootstrapResult`; low/high are NaN when no resample gave a defined value.
+    settings (its ``n_resamples``, ``confidence``, ``seed``, ``method`` and ``workers``; default 1000,
+    0.95, 0, ``auto``, every core); ``n_resamples``, ``confidence`` and ``seed`` given one by one replace
+    its values. ``confidence`` in (0, 1). ``method``: ``percentile`` (the ``confidence`` central
+    quantiles of the bootstrap distribution, linear interpolation, as :func:`scipy.stats.bootstrap`) or
+    ``basic`` (``2 * value - quantiles``). Per-metric parameters (a calibrated epsilon) are fixed on
+    the full data and held in every resample. A ratio of per-item credits taking few values is
+    resampled by the counts of each value when ``resampling.method`` is ``auto`` (the result's
+    ``resampling`` says ``sufficient``; exact in distribution, other draws than the item indices),
+    anything else by item indices (``items``). Returns a :class:`BootstrapResult`; low/high are NaN
+    when no resample gave a defined value.
     """
     r = with_settings(resampling, n_resamples=n_resamples, confidence=confidence, seed=seed)
     n_resamples, confidence, seed = r.n_resamples, r.confidence, r.seed
@@ -627,40 +713,34 @@ def bootstrap_ci(
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
     if stat.kind == "units":
-        value, dist = _bootstrap_units(stat, h, m, n, n_resamples, seed)
-    else:
-        value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed)
+        return bootstrap_units([units_of(stat, h, m, r)], resampling=r, method=method)[0]
+    value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed, r.workers)
     return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
 
 
-def _bootstrap_units(
-    stat: Statistic, h: np.ndarray, m: np.ndarray, n: int, n_resamples: int, seed: Any
-) -> tuple[float, np.ndarray]:
-    """The value and bootstrap distribution of a ``units`` statistic (weighted sums)."""
-    assert stat.units is not None
-    num, den = stat.units(h, m)
-    value = _ratio(num, den)
-    if _exact_small_integers(num, den):
-        return value, _fast_bootstrap_units(num, den, n_resamples, seed)
-    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w = _counts(idx, n)
-        return value, (w @ num) / (w @ den)
-
-
 def _bootstrap_direct(
-    stat: Statistic, h: np.ndarray, m: np.ndarray, n: int, n_resamples: int, seed: Any
+    stat: Statistic, h: np.ndarray, m: np.ndarray, n: int, n_resamples: int, seed: Any, workers: int | None = 1
 ) -> np.ndarray:
-    """The bootstrap distribution of a ``system`` or ``generic`` statistic, one call per resample."""
-    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    """The bootstrap distribution of a ``system`` or ``generic`` statistic, one call per resample; the
+    blocks of resamples are shared out to ``workers`` processes (the same draws, in order)."""
     assert stat.fn is not None
     fn = stat.fn
     if stat.kind == "system":
         # resampled items are averaged per system before the statistic (BOOT-INPUTS)
         h_fixed = None if _human_resampled(h, m) else h
-        return np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
-    resample_h = _human_resampled(h, m)
-    return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
+
+        def block(idx: np.ndarray) -> np.ndarray:
+            return np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
+    else:
+        resample_h = _human_resampled(h, m)
+
+        def block(idx: np.ndarray) -> np.ndarray:
+            return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
+
+    w = _workers_for(n_resamples * n, workers)
+    rows = block_rows(n, n_resamples, 4 * worker_count(w))
+    parts = parallel_map(block, bootstrap_index_blocks(n, n_resamples, seed, rows), w)
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 def _interval(
@@ -690,6 +770,23 @@ def _interval(
     )
 
 
+def paired_bootstrap_distributions(
+    a: BootstrapResult, b: BootstrapResult, *, resampling: Resampling | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap distributions of two statistics over the *same* resamples of the same items,
+    for a paired bootstrap test. Item-index intervals drawn with the same seed share their resamples
+    already: their distributions are returned as they are. Two intervals resampled by sufficient
+    statistics draw the joint counts of their credit pairs (one multinomial over the at most
+    ``K_a x K_b`` joint values per resample, ``resampling``'s ``n_resamples`` and ``seed``)."""
+    if a.credits is None or b.credits is None:
+        if a.resampling != b.resampling:
+            raise InputError("a paired bootstrap needs both statistics resampled the same way (method 'items')")
+        return a.distribution, b.distribution
+    r = with_settings(resampling)
+    (na, da), (nb, db) = paired_bootstrap_sums(a.credits, b.credits, r.n_resamples, np.random.default_rng(r.seed))
+    return ratio(na, da), ratio(nb, db)
+
+
 # --------------------------------------------------------------------------------------------
 # permutation test
 
@@ -701,14 +798,6 @@ def _zscore(x: np.ndarray) -> np.ndarray:
     mu = float(np.mean(x[ok]))
     sd = float(np.std(x[ok]))
     return (x - mu) / sd if sd > 0 else x - mu
-
-
-def _swap_masks(n: int, n_permutations: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    """(P x N) boolean masks (True = swap the item); all 2**N patterns when that is at most P."""
-    if n <= 20 and 2**n <= n_permutations:
-        pats = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
-        return pats, True
-    return rng.random((n_permutations, n)) < 0.5, False
 
 
 def paired_permutation_test(
@@ -730,9 +819,9 @@ def paired_permutation_test(
 ) -> PermutationResult:
     """Paired permutation test of the difference ``stat(metric_a) - stat(metric_b)``.
 
-    ``resampling``: the :class:`~evalign.meta.resampling.Resampling` settings (its ``n_permutations``
-    and ``seed``; default 1000 and 0); ``n_permutations`` and ``seed`` given one by one (also by
-    position, as before) replace its values.
+    ``resampling``: the :class:`~evalign.meta.resampling.Resampling` settings (its ``n_permutations``,
+    ``seed``, ``method`` and ``workers``; default 1000, 0, ``auto``, every core); ``n_permutations`` and
+    ``seed`` given one by one (also by position, as before) replace its values.
     ``scheme="item"`` (default, evalign's scheme, PERM-INPUTS): per item (column) the two metrics'
     values are swapped for all systems at once with probability 1/2. ``scheme="cell"`` (PERM-BOTH,
     mt-metrics-eval ``PermutationSigDiff``'s scheme): every (system, item) cell is swapped
@@ -744,7 +833,10 @@ def paired_permutation_test(
     ``alternative="greater"`` (is metric_a better?) counts ``d_perm >= d_obs`` instead, ``"less"``
     ``d_perm <= d_obs``, one-sided with the same +1 correction (as :func:`scipy.stats.permutation_test`).
     ``stat_b``: the statistic of ``metric_b`` when its fixed parameters differ from ``metric_a``'s
-    (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both.
+    (e.g. each metric's own pool-calibrated epsilon); by default ``stat_fn`` serves both. Two ratios
+    of per-item credits taking few values are permuted by sufficient statistics when
+    ``resampling.method`` is ``auto`` (binomial counts of swapped items per joint value; the result's
+    ``resampling`` says ``sufficient``), everything else by item swap masks (``items``).
     """
     r = with_settings(resampling, n_permutations=n_permutations, seed=seed)
     n_permutations, seed = r.n_permutations, r.seed
@@ -764,50 +856,29 @@ def paired_permutation_test(
     other = stat if stat_b is None else _as_statistic(stat_b, **options)
     sa, sb = stat.bind(h, a), other.bind(h, b)
     if scheme == "cell" and a.ndim == 2:
-        return _cell_permutation_test(stat, sa, sb, h, a, b, n_permutations, seed, alternative)
-    if sa.kind == "units" and sb.kind == "units":
-        va, vb, deltas, exact = _permute_units(sa, sb, h, a, b, n_permutations, seed)
+        va, vb, deltas, exact = _cell_permutation(stat, sa, sb, h, a, b, r)
+    elif sa.kind == "units" and sb.kind == "units":
+        return permutation_test_units([(units_of(sa, h, a, r), units_of(sb, h, b, r))], resampling=r,
+                                      alternative=alternative)[0]
     else:
-        va, vb, deltas, exact = _permute_direct(stat, sa, sb, h, a, b, n_permutations, seed)
+        va, vb, deltas, exact = _permute_direct(stat, sa, sb, h, a, b, r)
+    return _permutation_result(va, vb, deltas, exact, seed, alternative, "items")
+
+
+def _permutation_result(va: float, vb: float, deltas: np.ndarray, exact: bool, seed: Any, alternative: str,
+                        how: str) -> PermutationResult:
     delta = va - vb
-    return PermutationResult(
-        value_a=float(va),
-        value_b=float(vb),
-        delta=float(delta),
-        p_value=_p_value(delta, deltas, exact, alternative),
-        n_permutations=int(deltas.shape[0]),
-        seed=seed,
-        exact=exact,
-        alternative=alternative,
-    )
-
-
-def _permute_units(
-    sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray, n_permutations: int, seed: Any
-) -> tuple[float, float, np.ndarray, bool]:
-    """Item swaps of two ``units`` statistics: (value a, value b, permutation deltas, exact)."""
-    assert sa.units is not None and sb.units is not None
-    na, da = sa.units(h, a)
-    nb, db = sb.units(h, b)
-    va, vb = _ratio(na, da), _ratio(nb, db)
-    if _exact_small_integers(na, da, nb, db):
-        deltas, exact = _fast_permutation_units(na, da, nb, db, n_permutations, seed)
-        return va, vb, deltas, exact
-    masks, exact = _swap_masks(_n_items(a), n_permutations, np.random.default_rng(seed))
-    keep, swap = (~masks).astype(float), masks.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pa = (keep @ na + swap @ nb) / (keep @ da + swap @ db)
-        pb = (keep @ nb + swap @ na) / (keep @ db + swap @ da)
-    return va, vb, pa - pb, exact
+    return PermutationResult(value_a=float(va), value_b=float(vb), delta=float(delta),
+                             p_value=_p_value(delta, deltas, exact, alternative), n_permutations=int(deltas.shape[0]),
+                             seed=seed, exact=exact, alternative=alternative, resampling=how)
 
 
 def _permute_direct(
-    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
-    n_permutations: int, seed: Any,
+    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray, r: Resampling
 ) -> tuple[float, float, np.ndarray, bool]:
     """Item swaps recomputing a ``system`` or ``generic`` statistic per permutation on the
-    (z-scored) values: (value a, value b, permutation deltas, exact)."""
-    masks, exact = _swap_masks(_n_items(a), n_permutations, np.random.default_rng(seed))
+    (z-scored) values: (value a, value b, permutation deltas, exact). Blocks of swap masks are
+    shared out to ``r.workers`` processes (the same masks, in order)."""
     va, vb = _observed(sa, h, a), _observed(sb, h, b)
     if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
         raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
@@ -820,56 +891,49 @@ def _permute_direct(
         if a.ndim != 2:
             raise InputError("a system-level statistic needs systems x items metric arrays")
         hs = _sys(h)
-        deltas = np.array([
-            _safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
-            for mk in masks
-        ])
-        return va, vb, deltas, exact
-    deltas = np.empty(masks.shape[0])
-    for p, mk in enumerate(masks):
-        xa = np.where(mk, zb, za)
-        xb = np.where(mk, za, zb)
-        deltas[p] = _safe(fa_, h, xa) - _safe(fb_, h, xb)
+
+        def block(masks: np.ndarray) -> np.ndarray:
+            return np.array([_safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
+                             for mk in masks])
+    else:
+
+        def block(masks: np.ndarray) -> np.ndarray:
+            return np.array([_safe(fa_, h, np.where(mk, zb, za)) - _safe(fb_, h, np.where(mk, za, zb))
+                             for mk in masks])
+
+    deltas, exact = _map_masks(block, _n_items(a), r)
     return va, vb, deltas, exact
 
 
-def _cell_permutation_test(
-    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray,
-    n_permutations: int, seed: int, alternative: str = "two-sided",
-) -> PermutationResult:
+def _map_masks(block: Callable[[np.ndarray], np.ndarray], n: int, r: Resampling) -> tuple[np.ndarray, bool]:
+    """``block`` over the blocks of swap masks of ``n`` items (or cells), in ``r.workers`` processes
+    when the work is large: (the permuted differences in order, exact)."""
+    w = _workers_for(r.n_permutations * n, r.workers)
+    blocks, exact = swap_mask_blocks(n, r.n_permutations, r.seed, block_rows(n, r.n_permutations, 4 * worker_count(w)))
+    parts = parallel_map(block, blocks, w)
+    return (np.concatenate(parts) if parts else np.empty(0)), exact
+
+
+def _cell_permutation(
+    stat: Statistic, sa: Statistic, sb: Statistic, h: np.ndarray, a: np.ndarray, b: np.ndarray, r: Resampling
+) -> tuple[float, float, np.ndarray, bool]:
     """Cell-level swaps (PERM-BOTH, mt-metrics-eval ``PermutationSigDiff``): every (system, item) cell
     of the two (z-scored) metrics is swapped independently with probability 1/2, and the statistic is
-    recomputed on the swapped arrays (no per-item decomposition)."""
+    recomputed on the swapped arrays (no per-item decomposition): (value a, value b, deltas, exact)."""
     if "epsilon" in sa.params and stat.name not in ("kendall", *KENDALL_NAMES):
         raise InputError(f"statistic '{stat.name}' holds a tie threshold per metric: cell-level swaps would mix "
                          "them; use scheme='item'", field="scheme")
     if sa.params.get("epsilon") != sb.params.get("epsilon"):
         raise InputError("cell-level swaps need the same epsilon for both metrics", field="scheme")
     za, zb = (_zscore(a), _zscore(b)) if stat.standardize else (a, b)
-    cells = a.size
-    rng = np.random.default_rng(seed)
-    if cells <= 20 and 2**cells <= n_permutations:
-        flat = ((np.arange(2**cells)[:, None] >> np.arange(cells)[None, :]) & 1).astype(bool)
-        exact = True
-    else:
-        flat, exact = rng.random((n_permutations, cells)) < 0.5, False
-    masks = flat.reshape((flat.shape[0], *a.shape))
-    va, vb = _observed(sa, h, a), _observed(sb, h, b)
-    deltas = np.empty(masks.shape[0])
-    for p, mk in enumerate(masks):
-        xa, xb = np.where(mk, zb, za), np.where(mk, za, zb)
-        deltas[p] = _observed(sa, h, xa) - _observed(sb, h, xb)
-    delta = va - vb
-    return PermutationResult(
-        value_a=float(va),
-        value_b=float(vb),
-        delta=float(delta),
-        p_value=_p_value(delta, deltas, exact, alternative),
-        n_permutations=int(deltas.shape[0]),
-        seed=seed,
-        exact=exact,
-        alternative=alternative,
-    )
+    shape = a.shape
+
+    def block(flat: np.ndarray) -> np.ndarray:
+        return np.array([_observed(sa, h, np.where(mk, zb, za)) - _observed(sb, h, np.where(mk, za, zb))
+                         for mk in flat.reshape((flat.shape[0], *shape))])
+
+    deltas, exact = _map_masks(block, a.size, r)
+    return _observed(sa, h, a), _observed(sb, h, b), deltas, exact
 
 
 def _p_value(delta: float, deltas: np.ndarray, exact: bool, alternative: str = "two-sided") -> float:
@@ -979,12 +1043,17 @@ __all__ = [
     "PermutationResult",
     "Resampling",
     "Statistic",
+    "Units",
     "bootstrap_ci",
     "bootstrap_counts",
+    "bootstrap_units",
     "compare_metrics",
     "make_statistic",
+    "paired_bootstrap_distributions",
     "paired_permutation_test",
     "permutation_swaps",
+    "permutation_test_units",
     "significance_clusters",
+    "units_of",
 ]
 

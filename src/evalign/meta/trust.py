@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import (
     ALL,
     ItemArrays,
@@ -51,10 +52,15 @@ from evalign.meta.significance import (
     STATISTICS,
     BootstrapResult,
     Statistic,
+    Units,
     bootstrap_ci,
+    bootstrap_units,
     make_statistic,
+    paired_bootstrap_distributions,
     paired_permutation_test,
+    permutation_test_units,
     significance_clusters,
+    units_of,
 )
 from evalign.meta.system_level import (
     corpus_metric,
@@ -64,6 +70,7 @@ from evalign.meta.system_level import (
     index_array,
     system_label,
 )
+from evalign.meta.workers import parallel_map
 
 #: the statistics of a pair table (the default ``also`` is the other one)
 PREFERENCES = ("preference_accuracy", "preference_accuracy_no_ties")
@@ -92,6 +99,9 @@ class TrustReport:
     #: at system level, each metric's system score as computed: ``bleu (corpus)`` (recomputed from
     #: corpus statistics, as ``evalign meta`` does), ``bleu (mean of items)`` (only item scores given)
     system_labels: Mapping[str, str] = field(default_factory=dict)
+    #: how the intervals and tests were drawn: ``sufficient``, ``items`` or ``sufficient+items``
+    #: (:func:`resampling_label`)
+    resampling: str = "items"
 
     def for_group(self, group: str = ALL) -> pd.DataFrame:
         """The ranked rows of one group."""
@@ -138,6 +148,19 @@ class Predictor:
 
 #: the significance tests a trust table can use
 TESTS = ("permutation", "bootstrap")
+#: items from which each predictor's calibration and interval run in a process of their own
+PARALLEL_MIN_ITEMS = 50_000
+#: the note of a trust table resampled (partly) by sufficient statistics
+SUFFICIENT_NOTE = ("resampling: accuracies by sufficient statistics (per bootstrap resample one multinomial draw "
+                   "of how many items take each credit value; per permutation one binomial count of swapped items "
+                   "per joint value): exact in distribution; same seed, different draws than the item-index path "
+                   "(method 'items')")
+
+
+def resampling_label(used: set[str] | frozenset[str]) -> str:
+    """How a trust table's intervals and tests were drawn, for its signature: ``sufficient``,
+    ``items``, or ``sufficient+items`` (each way for some statistics); ``none`` when nothing was."""
+    return "+".join(m for m in ("sufficient", "items") if m in used) or "none"
 
 
 def paired_bootstrap_p(dist_a: np.ndarray, dist_b: np.ndarray) -> float:
@@ -171,7 +194,7 @@ def rank_predictors(
     undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
     clusters: bool = True,
-) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...]]:
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
     """The rows of a trust table: per group, every predictor's value with a bootstrap interval; the
     ranked predictors (metrics, judges, baselines with ``ranked``) sorted by value; metrics and
     judges get ranks and significance clusters among themselves, and ``beats_baselines``: whether
@@ -188,10 +211,15 @@ def rank_predictors(
 
     The stages, per group of at least ``min_group_size`` items: slice the data and ask why the
     statistic would be undefined; resample (an interval per predictor); rank (clusters and the
-    p-value against the best); guard (``beats_baselines``); one row per predictor.
+    p-value against the best); guard (``beats_baselines``); one row per predictor. From
+    :data:`PARALLEL_MIN_ITEMS` items on, each predictor's calibration and interval run in their own
+    process (``resampling.workers`` at a time; the results do not depend on how many). A pair
+    table's annotator codes (``annotators x pairs``) are merged once by majority vote (no majority =
+    tie); its statistics see the merged labels as one annotator (``1 x pairs``).
 
-    Returns (rows, groups, notes). Row columns: ``group, n, kind, rank, cluster, metric, value,
-    ci_low, ci_high, p_vs_best, beats_baselines``, one per ``also``, ``epsilon``, ``s_per_1000``.
+    Returns (rows, groups, notes, resampling). Row columns: ``group, n, kind, rank, cluster, metric,
+    value, ci_low, ci_high, p_vs_best, beats_baselines``, one per ``also``, ``epsilon``,
+    ``s_per_1000``. ``resampling``: how the intervals and tests were drawn (:func:`resampling_label`).
     """
     if test not in TESTS:
         raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
@@ -207,9 +235,11 @@ def rank_predictors(
             group_rows.append({"group": gname, "n": len(sel), "status": "too small"})
             continue
         rows += ranker.rank_group(gname, sel, undefined, group_rows, notes)
+    if "sufficient" in ranker.used:
+        _note(notes, SUFFICIENT_NOTE)
     cols = [*COLUMNS, *also, "epsilon", "s_per_1000"]
     return (pd.DataFrame(rows, columns=cols), pd.DataFrame(group_rows, columns=["group", "n", "status"]),
-            tuple(notes))
+            tuple(notes), resampling_label(ranker.used))
 
 
 def _order_key(values: Mapping[str, float]) -> Callable[[str], tuple[int, float, str]]:
@@ -229,22 +259,52 @@ class _Group:
     def __init__(self, ranker: _Ranker, name: str, sel: np.ndarray) -> None:
         self.ranker, self.name, self.n = ranker, name, len(sel)
         human = ranker.human
-        self.h = human if (human.ndim == 1 and not ranker.is_pairs) else human[..., sel]
-        self.data = {name: p.data[..., sel] for name, p in ranker.preds.items()}
+        n_all = max((p.data.shape[-1] for p in ranker.preds.values()), default=0)
+        sel = np.asarray(sel)
+        whole = sel.size == n_all and bool(np.array_equal(sel, np.arange(n_all)))  # every item in order: no copy
+        self.h = human if (human.ndim == 1 and not ranker.is_pairs) or whole else human[..., sel]
+        self.data = {name: p.data if whole else p.data[..., sel] for name, p in ranker.preds.items()}
         self.stats: dict[str, Statistic | None] = {}
         self.cis: dict[str, BootstrapResult] = {}
         self.values: dict[str, float] = {}
+        self.also_values: dict[str, dict[str, float]] = {}
+        #: the per-item credits of the predictors with a ratio statistic
+        self.units: dict[str, Units] = {}
         self.tests: dict[tuple[str, str], float] = {}
 
     def resample(self) -> None:
-        """Stage ``resample``: each predictor's statistic on the group with its bootstrap interval."""
+        """Stage ``resample``: each predictor's statistic on the group with its bootstrap interval
+        and its extra statistics. Per predictor (one process each on large groups): the extra
+        statistics, and the per-item credits of a ratio statistic or the interval of another; then
+        the ratio statistics' intervals together (one pass of draws for those resampled by items)."""
         r = self.ranker
         self.stats = {name: r.stat_of(p, r.statistic, r.eps[name]) for name, p in r.preds.items()}
-        for name, st in self.stats.items():
-            if st is None:
-                continue
-            self.cis[name] = bootstrap_ci(st, self.h, self.data[name], resampling=r.resampling)
-            r.tick("intervals")
+        names = list(r.preds)
+
+        def job(name: str) -> tuple[BootstrapResult | Units | None, dict[str, float]]:
+            st, data = self.stats[name], self.data[name]
+            bound = None if st is None else st.bind(self.h, data)
+            if st is None or bound is None:
+                out: BootstrapResult | Units | None = None
+            elif bound.kind == "units":
+                out = units_of(bound, self.h, data, r.resampling)
+            else:
+                out = bootstrap_ci(st, self.h, data, resampling=r.resampling)
+            return out, r.also_values(r.preds[name], self.h, data)
+
+        workers = r.resampling.workers if self.n >= PARALLEL_MIN_ITEMS else 1
+        for name, (out, also) in zip(names, parallel_map(job, names, workers), strict=True):
+            self.also_values[name] = also
+            if isinstance(out, Units):
+                self.units[name] = out
+            elif out is not None:
+                self.cis[name] = out
+        self.cis.update(zip(self.units, bootstrap_units(list(self.units.values()), resampling=r.resampling),
+                            strict=True))
+        for name in names:
+            if name in self.cis:
+                r.used.add(self.cis[name].resampling)
+                r.tick("intervals")
         self.values = {name: (self.cis[name].value if name in self.cis else float("nan")) for name in r.preds}
 
     def p_value(self, a: str, b: str) -> float:
@@ -255,14 +315,37 @@ class _Group:
             sa, sb = self.stats[key[0]], self.stats[key[1]]
             if sa is None or sb is None:
                 self.tests[key] = float("nan")
-            elif r.test == "bootstrap":
-                self.tests[key] = paired_bootstrap_p(self.cis[key[0]].distribution, self.cis[key[1]].distribution)
             else:
-                self.tests[key] = paired_permutation_test(sa, self.h, self.data[key[0]], self.data[key[1]],
-                                                          resampling=r.resampling, stat_b=sb).p_value
-            if sa is not None and sb is not None:
+                self.tests[key] = self.test(key[0], key[1], sa, sb)
                 r.tick("tests")
         return self.tests[key]
+
+
+    def test(self, a: str, b: str, sa: Statistic, sb: Statistic) -> float:
+        """The p-value of the paired test of ``a`` and ``b``: two ratio statistics from their credits
+        (when either is resampled by items, every pair of ratio statistics of the group is tested at
+        once, over one pass of the swap masks), others by :func:`paired_permutation_test`."""
+        r = self.ranker
+        if r.test == "bootstrap":
+            ca, cb = self.cis[a], self.cis[b]
+            r.used.add(ca.resampling)
+            r.used.add(cb.resampling)
+            return paired_bootstrap_p(*paired_bootstrap_distributions(ca, cb, resampling=r.resampling))
+        if a in self.units and b in self.units:
+            if self.units[a].credits is not None and self.units[b].credits is not None:
+                pairs = [(a, b)]
+            else:  # one pass of draws for every pair of the group that is tested by items
+                pairs = [(x, y) for i, x in enumerate(self.units) for y in list(self.units)[i + 1:]
+                         if (min(x, y), max(x, y)) not in self.tests]
+            found = permutation_test_units([(self.units[x], self.units[y]) for x, y in pairs],
+                                           resampling=r.resampling)
+            for (x, y), t in zip(pairs, found, strict=True):
+                self.tests[(min(x, y), max(x, y))] = t.p_value
+                r.used.add(t.resampling)
+            return self.tests[(min(a, b), max(a, b))]
+        t = paired_permutation_test(sa, self.h, self.data[a], self.data[b], resampling=r.resampling, stat_b=sb)
+        r.used.add(t.resampling)
+        return t.p_value
 
 
 class _Ranker:
@@ -274,15 +357,26 @@ class _Ranker:
         level: str, grouping: str, variant: str | None, is_pairs: bool, resampling: Resampling, test: str,
         progress: Callable[[str, int, int | None], None] | None,
     ) -> None:
+        if is_pairs and human.ndim == 2 and human.shape[0] > 1:  # one majority vote for every statistic
+            human = majority_vote(human.T, fallback=0.0)[None, :]  # one "annotator": its own majority
         self.human, self.statistic, self.also = human, statistic, also
         self.level, self.grouping, self.variant, self.is_pairs = level, grouping, variant, is_pairs
         self.resampling, self.test, self.progress = resampling, test, progress
         self.preds = {p.name: p for p in predictors}
-        self.eps = {p.name: self.calibrate(p, statistic) for p in predictors}
-        self.also_eps = {s: {p.name: self.calibrate(p, s) for p in predictors} for s in also}
+        names = list(self.preds)
+
+        def job(name: str) -> list[float | None]:
+            return [self.calibrate(self.preds[name], s) for s in (statistic, *also)]
+
+        big = max((p.data.shape[-1] for p in predictors), default=0) >= PARALLEL_MIN_ITEMS
+        eps = dict(zip(names, parallel_map(job, names, resampling.workers if big else 1), strict=True))
+        self.eps = {name: e[0] for name, e in eps.items()}
+        self.also_eps = {s: {name: e[i + 1] for name, e in eps.items()} for i, s in enumerate(also)}
         self.n_intervals = 0
         self.done = {"intervals": 0, "tests": 0}
         self.clusters = True
+        #: how intervals and tests were drawn ("sufficient", "items")
+        self.used: set[str] = set()
 
     def calibrate(self, p: Predictor, statistic: str) -> float | None:
         """Stage ``calibrate``: a predictor's tie threshold for ``statistic`` on all data (None: none)."""
@@ -296,6 +390,14 @@ class _Ranker:
         if name not in STATISTICS:
             return None
         return make_statistic(name, level=self.level, grouping=self.grouping, variant=self.variant, epsilon=e)
+
+    def also_values(self, p: Predictor, h: np.ndarray, data: np.ndarray) -> dict[str, float]:
+        """The extra statistics (``also``) of predictor ``p`` on one group's data (NaN when it has none)."""
+        out = {}
+        for s in self.also:
+            st = self.stat_of(p, s, self.also_eps[s][p.name])
+            out[s] = float(st(h, data)) if st is not None else float("nan")
+        return out
 
     def tick(self, what: str) -> None:
         """Count a finished interval or test and report it to ``progress``."""
@@ -383,9 +485,7 @@ class _Ranker:
                 "p_vs_best": p_best[m],
                 "beats_baselines": beats[m],
             }
-            for s in self.also:
-                st = self.stat_of(p, s, self.also_eps[s][m])
-                row[s] = float(st(g.h, g.data[m])) if st is not None else float("nan")
+            row.update(g.also_values[m])
             e = self.eps[m]
             row["epsilon"] = float("nan") if e is None else e
             row["s_per_1000"] = p.cost
@@ -541,7 +641,7 @@ def _trust(
     corpus = corpus or {}
     preds = [replace(corpus[m], cost=cost.get(m, float("nan"))) if m in corpus
              else Predictor(m, arr, cost=cost.get(m, float("nan"))) for m, arr in arrays.metrics.items()]
-    rows, group_rows, extra = rank_predictors(
+    rows, group_rows, extra, how = rank_predictors(
         arrays.human, preds, groups, statistic=ranking.statistic, also=ranking.also, level=ranking.level,
         grouping=ranking.grouping, variant=ranking.variant, is_pairs=ranking.is_pairs, resampling=resampling,
         min_group_size=ranking.min_group_size)
@@ -558,8 +658,10 @@ def _trust(
         seed=resampling.seed,
         notes=(*notes, *extra),
         system_labels=dict(system_labels or {}),
+        resampling=how,
     )
 
 
-__all__ = ["Predictor", "TrustReport", "paired_bootstrap_p", "rank_predictors", "trust_table_items", "trust_table_pairs"]
+__all__ = ["PARALLEL_MIN_ITEMS", "SUFFICIENT_NOTE", "Predictor", "TrustReport", "paired_bootstrap_p", "rank_predictors",
+           "resampling_label", "trust_table_items", "trust_table_pairs"]
 

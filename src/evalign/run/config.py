@@ -19,7 +19,7 @@ file, the line and the key, with a "did you mean")::
         meta:                       # the fields of evalign.evaluate.EvalSpec
           human: {pref_columns: [pref_1, pref_2, pref_3]}
           by: task
-          resampling: {n_resamples: 1000, n_permutations: 1000, seed: 0}
+          resampling: {n_resamples: 1000, n_permutations: 1000, seed: 0, method: auto, workers: 2}
     leaderboards:                   # rankings from pairwise verdicts (the options of `evalign leaderboard`)
       - name: si_pairwise
         verdicts: verdicts.jsonl    # output of `evalign judge` in relative mode, or any verdict table

@@ -407,7 +407,9 @@ class _Run:
         meta_resolved = _meta_dict(spec)
         col_dicts = [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
                       "system_level": c.system_level} for c in self.cols]
-        key = _key("meta", self.data_key, self.metric_keys, self.judge_keys, col_dicts, meta_resolved)
+        # the number of worker processes changes no result: it is no part of the step's key
+        keyed = {**meta_resolved, "resampling": {k: v for k, v in meta_resolved["resampling"].items() if k != "workers"}}
+        key = _key("meta", self.data_key, self.metric_keys, self.judge_keys, col_dicts, keyed)
         result = self.steps.get(key)
         if result is not None:
             self.skipped.append("meta-evaluation")
