@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalign.bench.suite import Recipe
 from evalign.errors import UsageError, unknown_name
@@ -107,7 +107,7 @@ def parse_judge(text: str) -> JudgeSpec:
     if not colon or not rest:
         raise UsageError(f"--judge {name}: the spec starts with a backend, e.g. llama:smollm2-135m-instruct or "
                          f"openai:MODEL@http://localhost:8000/v1; got {spec!r}")
-    model, base_url = rest, ()
+    model, base_url = rest, cast(tuple[str, ...], ())
     m = re.search(r"@(https?://\S+)\Z", rest)
     if m:
         model, base_url = rest[: m.start()], (m.group(1),)

@@ -92,8 +92,7 @@ def add_panels(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]]) -
             t = s.table
             if not all(m in t.columns for m in members):
                 continue
-            how = "majority" if s.kind == "pairwise" else "mean"
-            t[name] = judge_panel(t, list(members), how=how).combined
+            t[name] = judge_panel(t, list(members), how="majority" if s.kind == "pairwise" else "mean").combined
             if s.kind == "pairwise" and all(f"{m}.ab" in t.columns and f"{m}.ba" in t.columns for m in members):
                 for o in ("ab", "ba"):
                     t[f"{name}.{o}"] = judge_panel(t, [f"{m}.{o}" for m in members], how="majority").combined

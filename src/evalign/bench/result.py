@@ -25,6 +25,7 @@ class BenchProfile:
     category, kind, template, sample size, statistic and notes. ``judges``: your judges and panels,
     in order. ``signature``: what makes the profile reproducible (``text``: one line).
     ``skipped``: sets left out and why. ``headlines``: per set or category, why ranks are withheld.
+    ``seconds``: the bench's wall time. ``tables``: each set's judged sample (not in :meth:`to_json`).
     """
 
     rows: pd.DataFrame
@@ -37,6 +38,8 @@ class BenchProfile:
     skipped: Mapping[str, str] = field(default_factory=dict)
     headlines: Mapping[str, str] = field(default_factory=dict)
     seconds: float = float("nan")
+    #: each set's judged sample (its pair or item table with every judge's columns), by set key
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def scope(self, scope: str, key: str | None = None) -> pd.DataFrame:
         """The rows of one scope (``set`` / ``category``), or of one set or category."""

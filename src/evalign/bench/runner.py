@@ -18,7 +18,7 @@ from evalign.bench.load import Loaded, LoadedSet, load_suite_sets
 from evalign.bench.profile import PAIRWISE, ROW_COLUMNS, evaluate_categories, evaluate_sets
 from evalign.bench.result import BenchProfile
 from evalign.bench.settings import BenchSettings
-from evalign.bench.suite import Suite, load_suite, set_kind
+from evalign.bench.suite import Suite, default_suite_path, load_suite, set_kind
 from evalign.cache import Cache
 from evalign.errors import UsageError
 from evalign.evaluate.result import EvalResult
@@ -122,6 +122,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[JudgeSpec], runs: S
         categories=tuple(c for c in suite.categories if any(s.category == c.key for s in loaded.sets)),
         judges=tuple(names), signature=bench_signature(suite, loaded.sets, specs, settings), notes=tuple(notes),
         skipped=dict(loaded.skipped), headlines=headlines, seconds=seconds,
+        tables={s.key: s.table for s in loaded.sets},
     )  # fmt: skip
 
 
@@ -177,7 +178,8 @@ def suite_listing(settings: BenchSettings | None = None) -> pd.DataFrame:
             "chosen": s.key in chosen,
         })  # fmt: skip
     out = pd.DataFrame(rows)
-    out.attrs["suite"] = f"{suite.name}@{suite.hash} ({suite.source})"
+    shipped = Path(suite.source).resolve() == default_suite_path().resolve()
+    out.attrs["suite"] = f"{suite.name}@{suite.hash} ({'shipped with evalign' if shipped else suite.source})"
     return out
 
 
