@@ -64,8 +64,9 @@ from evalign.judges.backends import (
     create_backend,
     missing_options,
     public_url,
+    returns_scores,
 )
-from evalign.judges.base import Judge, get_judge, judge_class, judge_for_template
+from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
 from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.parsing import REASONS
 from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
@@ -73,7 +74,8 @@ from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_ju
 # --- the options, declared once ------------------------------------------------------------------
 
 FILE = typer.Argument(None, help="Items (or, for pairwise, a pair table): JSONL, JSON, CSV, Parquet.")
-MODE = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge).")
+MODE = typer.Option("absolute", "--mode", help="absolute | pairwise (relative) | geval | criteria (or a plugin judge); "
+                    "with --backend reward: absolute (each response's reward) or pairwise (A vs B by the rewards).")
 RANKING = typer.Option(False, "--ranking", help="With --mode absolute on a pair table: grade A and B "
                        "independently, re-grade ties (Prometheus' ranking protocol).")
 MAX_ROUNDS = typer.Option(5, "--max-rounds", help="--ranking: most grading rounds before a tie is called.")
@@ -82,7 +84,8 @@ RUBRIC_COLUMN = typer.Option(None, "--rubric-column", help="Column with a rubric
 RUBRIC_MAP = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
                           "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics).")
 TEMPLATE = typer.Option(None, "--template", help="Built-in template name or a template file.")
-BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, or a plugin backend.")
+BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, reward (a reward "
+                       "model: a sequence classifier that scores each response), or a plugin backend.")
 SYSTEM_PROMPT = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
                              "(prepended to the user turn, for chat templates without a system role).")
 BASE_URL = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
@@ -101,6 +104,8 @@ SEED = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s)
 GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp).")
 REASK = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed.")
 TIE = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer.")
+TIE_MARGIN = typer.Option(0.0, "--tie-margin", help="--backend reward --mode pairwise: a tie when |reward A - reward B| "
+                          "is at most this (default 0: a tie only for equal rewards).")
 LOGIT_BIAS = typer.Option(False, "--logit-bias", help="LLMBar templates: decode with upstream's logit bias "
                           "(tokens_to_avoid -100, tokens_to_favor +7; servers that take token texts, e.g. llama-cpp-python).")
 SINGLE_ORDER = typer.Option(False, "--single-order", help="Pairwise: judge only the A/B order.")
@@ -170,6 +175,7 @@ class JudgeCommand:
     grammar: Path | None
     reask: int
     tie: bool
+    tie_margin: float
     logit_bias: bool
     single_order: bool
     no_reference: bool
@@ -223,7 +229,8 @@ def judge_cmd(
     api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
-    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, logit_bias: bool = LOGIT_BIAS,
+    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, tie_margin: float = TIE_MARGIN,
+    logit_bias: bool = LOGIT_BIAS,
     single_order: bool = SINGLE_ORDER,
     no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
     geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
@@ -259,9 +266,14 @@ def judge_cmd(
 
 
 def _judge_mode(o: JudgeCommand) -> str:
-    """The judge's registry name or mode: ``--ranking`` turns ``--mode absolute`` into ``ranking``."""
+    """The judge's registry name or mode: ``--ranking`` turns ``--mode absolute`` into ``ranking``; with
+    a backend that returns scores (``--backend reward``) absolute / pairwise are the reward judges."""
+    scores = o.backend in BACKENDS and returns_scores(backend_class(o.backend))
     if not o.ranking:
-        return o.mode
+        return judge_for_backend(o.mode, scores)
+    if scores:
+        raise UsageError("--ranking grades with a generating judge; --backend reward scores each response already "
+                         "(use --mode pairwise)")
     if judge_class(o.mode).name != "prometheus_absolute":
         raise UsageError("--ranking applies to --mode absolute (Prometheus' ranking by absolute grading)")
     return "ranking"
@@ -287,6 +299,10 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         opts.update(tie=o.tie, both_orders=not o.single_order)
     elif o.tie or o.single_order:
         raise CliError("--tie and --single-order apply to --mode pairwise")
+    if cls.name == "reward_pairwise":
+        opts["tie_margin"] = o.tie_margin
+    elif o.tie_margin:
+        raise CliError("--tie-margin applies to --backend reward with --mode pairwise")
     if cls.name == "llmbar":
         opts["logit_bias"] = o.logit_bias
     elif o.logit_bias:
@@ -409,6 +425,7 @@ def _validate(o: JudgeCommand) -> None:
     check(0 <= o.max_failed <= 1, "--max-failed", "a fraction in [0, 1]")
     check(o.max_rounds >= 1, "--max-rounds", ">= 1")
     check(o.max_unparseable_rounds >= 1, "--max-unparseable-rounds", ">= 1")
+    check(o.tie_margin >= 0, "--tie-margin", ">= 0")
     check(o.idle_timeout > 0, "--idle-timeout", "> 0 seconds")
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")

@@ -7,20 +7,32 @@ from pathlib import Path
 import typer
 
 from evalign.cli.common import console, emit_json, split_multi
+from evalign.errors import UsageError
 from evalign.train.feedback_data import PROMETHEUS_SETS, RecipeSettings, build_recipe
+
+#: the datasets ``judge-data preference`` reads when no --set is given
+PREFERENCE_SETS = ("pandalm", "tulu1")
 
 
 def judge_data_cmd(
-    recipe: str = typer.Argument(..., help="absolute: Prometheus GPT-4 feedback (Vicuna, MT-Bench); pairwise: PandaLM's human majority preferences with LLMBar's Vanilla prompt."),
+    recipe: str = typer.Argument(..., help="absolute: Prometheus GPT-4 feedback (Vicuna, MT-Bench); pairwise: PandaLM's human majority preferences with LLMBar's Vanilla prompt; preference: prompt / chosen / rejected rows for train-judge --kind reward from human pair labels (ties left out)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for train.jsonl, held_out.jsonl and manifest.json."),
     held_out: float = typer.Option(None, "--held-out", help="Share of questions held out (split by question, none on both sides). Default: 0.2 absolute, 0 pairwise."),
     seed: int = typer.Option(0, "--seed", help="Seed of the question split."),
-    sets: list[str] = typer.Option(None, "--set", help=f"Absolute: Prometheus sets ({', '.join(PROMETHEUS_SETS)}; default both)."),
+    sets: list[str] = typer.Option(None, "--set", help=f"Absolute: Prometheus sets ({', '.join(PROMETHEUS_SETS)}; default both). Preference: pair datasets with human labels, NAME[:VARIANT] (default {', '.join(PREFERENCE_SETS)}; e.g. llmbar:llmeval2, autoj)."),
+    pairs: list[Path] = typer.Option(None, "--pairs", help="Preference: a pair table file (instruction, response_a, response_b, pref_* coded +1 A / -1 B / 0 tie); repeatable."),
+    exclude: list[str] = typer.Option(None, "--exclude", help="Preference: a held-out dataset (NAME[:VARIANT]); rows whose instruction duplicates one of its instructions are removed and counted (repeatable)."),
+    near_duplicate: float = typer.Option(90.0, "--near-duplicate", help="Preference: rapidfuzz ratio (0-100) of the first 300 normalised characters from which an instruction counts as a duplicate (100: exact only)."),
     per_response: bool = typer.Option(False, "--per-response", help="Absolute: one row per response (the median GPT-4 feedback), not one per feedback."),
     single_order: bool = typer.Option(False, "--single-order", help="Pairwise: only the order of the pair as stored."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Write train-judge training data from existing labels, split into train / held-out by question."""
+    if recipe == "preference":
+        _preference(out, held_out, seed, sets, pairs, exclude, near_duplicate, as_json)
+        return
+    if pairs or exclude:
+        raise UsageError("--pairs and --exclude apply to the preference recipe")
     default_held = 0.2 if recipe == "absolute" else 0.0
     settings = RecipeSettings(recipe=recipe, held_out=default_held if held_out is None else held_out, seed=seed,
                               sets=tuple(split_multi(sets)) or tuple(PROMETHEUS_SETS),
@@ -34,6 +46,31 @@ def judge_data_cmd(
     console.print(f"{recipe}: {rows['train']} training rows ({len(questions['train'])} questions), "
                   f"{rows['held_out']} held-out rows ({len(questions['held_out'])} questions); "
                   f"dropped {manifest['dropped']}", highlight=False, markup=False, soft_wrap=True)
+    for name, path in paths.items():
+        console.print(f"  {name}: {path}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _preference(out: Path, held_out: float | None, seed: int, sets: list[str] | None, pairs: list[Path] | None,
+                exclude: list[str] | None, near_duplicate: float, as_json: bool) -> None:
+    """``judge-data preference``: the rows, the files, one summary line (or the manifest as JSON)."""
+    from evalign.train.preference_data import (
+        PreferenceSettings,
+        build_preferences,
+        summary_line,
+        write_preferences,
+    )
+
+    chosen = tuple(split_multi(sets))
+    settings = PreferenceSettings(sets=chosen or (() if pairs else PREFERENCE_SETS),
+                                  files=tuple(str(p) for p in pairs or []), exclude=tuple(split_multi(exclude)),
+                                  near_duplicate=near_duplicate, held_out=held_out or 0.0, seed=seed)
+    data = build_preferences(settings)
+    paths = write_preferences(data, out)
+    manifest = data.manifest()
+    if as_json:
+        emit_json({**manifest, "files": {k: str(v) for k, v in paths.items()}})
+        return
+    console.print(summary_line(manifest), highlight=False, markup=False, soft_wrap=True)
     for name, path in paths.items():
         console.print(f"  {name}: {path}", highlight=False, markup=False, soft_wrap=True)
 

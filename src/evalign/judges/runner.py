@@ -235,7 +235,7 @@ def call_key(identity: Mapping[str, Any], judge: Judge, reference: bool, rubric:
         rubric.hash() if rubric is not None else None,
         call.settings,
         call.sample,
-        call.order,
+        judge.cache_order(call.order),
         call.attempt,
         call.messages,
     )

@@ -43,7 +43,8 @@ from evalign.io import (
     write_table,
     write_text_atomic,
 )
-from evalign.judges.backends import BackendOptions, backend_class, create_backend, public_url
+from evalign.judges.backends import BackendOptions, backend_class, create_backend, public_url, returns_scores
+from evalign.judges.base import judge_for_backend
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
 from evalign.metrics.base import get_metric, metric_class
@@ -219,9 +220,15 @@ def _step_columns(after: pd.DataFrame, column: str) -> pd.DataFrame:
     return after[[c for c in after.columns if c == column or str(c).startswith(column + ".")]].reset_index(drop=True)
 
 
+def _judge_mode(jc: JudgeConfig) -> str:
+    """The judge a config's ``mode`` names on its backend (``absolute`` / ``pairwise`` with the reward
+    backend are the reward judges)."""
+    return judge_for_backend(jc.mode, returns_scores(backend_class(jc.backend)))
+
+
 def _judge_options(jc: JudgeConfig) -> dict[str, Any]:
     """The judge's constructor options: its own keys, ``options``, and the defaults of the rest."""
-    cls = judge_class(jc.mode)
+    cls = judge_class(_judge_mode(jc))
     opts: dict[str, Any] = {k: v for k, v in init_defaults(cls).items() if v is not ... and _plain_value(v)}
     opts.update({k: v for k, v in dict(getattr(cls, "sampling_defaults", {})).items() if _plain_value(v)})
     opts.update({"template": jc.template or cls.default_template, "column": jc.name})
@@ -338,7 +345,7 @@ class _Run:
         """The judges: one step each (calls are cached as they return; a partial log while running)."""
         for jc in self.ev.judges:
             jopts = _judge_options(jc)
-            judge = get_judge(jc.mode, **jopts)
+            judge = get_judge(_judge_mode(jc), **jopts)
             on_pairs = judge.pairwise or judge.name == "prometheus_ranking"
             if on_pairs and self.pairs is None:
                 raise UsageError(f"evaluation '{self.ev.name}': judge '{jc.mode}' grades pairs, and this evaluation's "

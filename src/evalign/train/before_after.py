@@ -269,3 +269,92 @@ def table_before_after(
     return before_after_table({n: (table[f"{j}.ab"].tolist(), table[f"{j}.ba"].tolist()) for n, j in cols.items()},
                               table[gold].to_numpy(dtype=float), published=published, length_a=la, length_b=lb,
                               reasons=reasons, alpha=alpha, n_permutations=n_permutations, seed=seed)
+
+
+# --- held-out sets: a judge against baselines and published judges --------------------------------
+
+#: columns of :attr:`HeldOut.table`
+HELD_OUT_COLUMNS = ("judge", "kind", "n", "accuracy", "ci_low", "ci_high", "accuracy_both", "difference", "p_value")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One held-out set: every judge, published judge and baseline with its mean per-pair accuracy
+    (:func:`pair_scores`: the mean of the two orders' correctness, a missing verdict wrong), a bootstrap
+    interval, the accuracy resolved over both orders (right in both), and the paired permutation test
+    of ``target`` against it (``difference`` = target - row, two-sided ``p_value``). ``beats``: the rows
+    the target beats (difference > 0, p < alpha)."""
+
+    table: pd.DataFrame
+    target: str
+    alpha: float
+    beats: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (NaN becomes None)."""
+        rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                for r in self.table.to_dict("records")]
+        return {"table": rows, "target": self.target, "alpha": self.alpha, "beats": list(self.beats),
+                "notes": list(self.notes)}
+
+
+def held_out_table(
+    verdicts: Mapping[str, tuple[Sequence[Any], Sequence[Any]]],
+    gold: Sequence[float] | np.ndarray,
+    *,
+    target: str,
+    published: Mapping[str, tuple[Sequence[Any], Sequence[Any]]] | None = None,
+    length_a: Sequence[float] | np.ndarray | None = None,
+    length_b: Sequence[float] | np.ndarray | None = None,
+    alpha: float = 0.05,
+    n_resamples: int = 1000,
+    n_permutations: int = 10000,
+    seed: int = 0,
+) -> HeldOut:
+    """The held-out table of ``target`` (a key of ``verdicts``) on one labelled set (see :class:`HeldOut`).
+
+    ``verdicts`` / ``published``: ``{judge: (A-first verdicts, B-first verdicts)}`` in the original
+    orientation (a judge that sees one response at a time, e.g. a reward model, gives the same
+    verdicts twice); ``gold``: +1 / -1 per pair (NaN: unlabelled, left out). Baselines: ``random``
+    (accuracy 1/2 on every pair, its exact expectation), ``always_a``, ``always_b`` and ``longer`` (the
+    longer response; equal lengths: no verdict) when the lengths are given."""
+    from evalign.meta.significance import bootstrap_ci
+
+    if target not in verdicts:
+        raise EvalignError(f"no verdicts for the target judge {target!r}")
+    g = np.asarray(gold, dtype=float)
+    rows: list[tuple[str, str, np.ndarray, float]] = []
+    for kind, group in (("judge", verdicts), ("published", published or {})):
+        for name, (ab, ba) in group.items():
+            a, b = as_codes(list(ab)), as_codes(list(ba))
+            both = float(np.mean(((a == g) & (b == g))[np.isfinite(g)])) if np.isfinite(g).any() else float("nan")
+            rows.append((name, kind, pair_scores(a, b, g), both))
+    n = int(np.isfinite(g).sum())
+    rows.append(("random", "baseline", np.full(n, 0.5), 0.5))
+    for name in ("always_a", "always_b", "longer"):
+        if name == "longer" and (length_a is None or length_b is None):
+            continue
+        first, second = (-np.ones(g.size), -np.ones(g.size)) if name == "always_b" else baseline_verdicts(
+            name, g.size, None if length_a is None else np.asarray(length_a, dtype=float),
+            None if length_b is None else np.asarray(length_b, dtype=float))
+        s = pair_scores(first, second, g)
+        rows.append((name, "baseline", s, float(np.mean(s == 1)) if s.size else float("nan")))
+    mine = next(s for name, _, s, _ in rows if name == target)
+    out: list[dict[str, Any]] = []
+    beats: list[str] = []
+    for name, kind, s, both in rows:
+        ci = bootstrap_ci(MEAN_SCORE, np.zeros(s.size), s, n_resamples=n_resamples, seed=seed) if s.size else None
+        diff = p = float("nan")
+        if name != target and s.size:
+            ch = score_change(s, mine, before=name, after=target, n_permutations=n_permutations, seed=seed, alpha=alpha)
+            diff, p = ch.difference, ch.p_value
+            if ch.significant and diff > 0:
+                beats.append(name)
+        out.append({"judge": name, "kind": kind, "n": int(s.size), "accuracy": float(s.mean()) if s.size else float("nan"),
+                    "ci_low": ci.low if ci else float("nan"), "ci_high": ci.high if ci else float("nan"),
+                    "accuracy_both": both, "difference": diff, "p_value": p})
+    notes = (f"accuracy: mean over pairs of the two orders' correctness (a missing verdict wrong); accuracy_both: "
+             f"right in both orders; {int((1 - alpha) * 100)}% bootstrap interval ({n_resamples} resamples); p: "
+             f"paired permutation test of {target} against the row ({n_permutations} permutations, two-sided)",)
+    return HeldOut(pd.DataFrame(out, columns=list(HELD_OUT_COLUMNS)), target, alpha, tuple(beats), notes)

@@ -153,7 +153,7 @@ def checkpoint_step(checkpoint: str | Path) -> int:
     return int(Path(checkpoint).name.rsplit("-", 1)[-1])
 
 
-def _run_or_restore(trainer: Any, resume_from: str | None, max_steps: int | None) -> tuple[float, bool]:
+def run_or_restore(trainer: Any, resume_from: str | None, max_steps: int | None) -> tuple[float, bool]:
     """Train (from ``resume_from`` when given); a checkpoint already at ``max_steps`` is loaded instead
     of trained from (``transformers`` would run one more step before checking the limit).
     Returns (seconds trained, whether the checkpoint was already done)."""
@@ -191,35 +191,15 @@ def train_judge(
     a checkpoint already at ``settings.max_steps`` trains nothing (``on_message`` says so) and only
     writes the merged model. ``on_log(logs)``: called with each Trainer log dict (``loss``, ``step``, ...).
     """
-    from transformers import TrainerCallback
-
     settings = settings or TrainSettings()
     out = Path(out)
-    resume_from = None
-    if resume:
-        ck = latest_checkpoint(out)
-        if ck is None:
-            raise EvalignError(f"--resume: no checkpoint under {out / CHECKPOINTS}")
-        resume_from = str(ck)
+    resume_from = resume_checkpoint(out) if resume else None
     resolved = resolve_base_model(base_model, on_message=on_message)
     trainer = build_trainer(data, resolved.path, out, settings)
     losses: list[tuple[int, float]] = []
-
-    class _Log(TrainerCallback):  # type: ignore[misc]
-        start: tuple[float, int, int] = (0.0, 0, 0)  # (time, step, tokens) when this run began
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.start = (time.perf_counter(), int(state.global_step), int(state.num_input_tokens_seen or 0))
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append((int(state.global_step), float(logs["loss"])))
-            if logs and on_log is not None:
-                on_log({"step": int(state.global_step), **logs, **progress(state, self.start)})
-
-    log = _Log()
+    log = progress_callback(losses, on_log)
     trainer.add_callback(log)
-    seconds, done = _run_or_restore(trainer, resume_from, settings.max_steps)
+    seconds, done = run_or_restore(trainer, resume_from, settings.max_steps)
     if done and on_message is not None:
         on_message(f"{Path(str(resume_from)).name} is already at --max-steps {settings.max_steps}: nothing to "
                    "train (raise --max-steps to continue); writing its merged model")
@@ -231,6 +211,35 @@ def train_judge(
     (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
     return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
                        tokens, seconds, signature)
+
+
+def resume_checkpoint(out: str | Path) -> str:
+    """The latest checkpoint under ``out/checkpoints`` to resume from (an error when there is none)."""
+    ck = latest_checkpoint(out)
+    if ck is None:
+        raise EvalignError(f"--resume: no checkpoint under {Path(out) / CHECKPOINTS}")
+    return str(ck)
+
+
+def progress_callback(losses: list[tuple[int, float]], on_log: Callable[[dict[str, Any]], None] | None) -> Any:
+    """A ``TrainerCallback`` that appends each logged ``(step, loss)`` to ``losses`` and calls
+    ``on_log`` with the log dict plus this run's :func:`progress`; its ``start`` is ``(time, step,
+    tokens)`` when this run began."""
+    from transformers import TrainerCallback
+
+    class _Log(TrainerCallback):  # type: ignore[misc]
+        start: tuple[float, int, int] = (0.0, 0, 0)
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.start = (time.perf_counter(), int(state.global_step), int(state.num_input_tokens_seen or 0))
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append((int(state.global_step), float(logs["loss"])))
+            if logs and on_log is not None:
+                on_log({"step": int(state.global_step), **logs, **progress(state, self.start)})
+
+    return _Log()
 
 
 def progress(state: Any, start: tuple[float, int, int]) -> dict[str, Any]:

@@ -28,7 +28,8 @@ import pandas as pd
 from evalign.datasets import load_dataset
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, run_judge
-from evalign.judges.backends import HFLocalBackend
+from evalign.judges.backends import HFLocalBackend, RewardModelBackend
+from evalign.judges.backends.reward import is_reward_model
 from evalign.train.before_after import BeforeAfter, table_before_after
 
 #: columns of :attr:`VerifyReport.table`
@@ -282,7 +283,8 @@ def dataset_table(name: str) -> tuple[pd.DataFrame, str, list[str], str, str]:
 def grade_dataset(
     table: pd.DataFrame, kind: str, models: Mapping[str, str | Path], options: VerifyOptions, *, cache: Any = None
 ) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
-    """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend;
+    """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend
+    (a reward model, :func:`~evalign.judges.backends.reward.is_reward_model`: the reward backend and judge);
     returns the table with one column per judge, ``{judge: column}`` and ``{judge: unscored reasons}``."""
     table = table.head(options.limit).reset_index(drop=True) if options.limit else table.reset_index(drop=True)
     if kind == "absolute":
@@ -291,14 +293,19 @@ def grade_dataset(
     reasons: dict[str, str] = {}
     for name, path in models.items():
         col = f"judge:{name}"
-        judge = verify_judge(kind, col, table, options)
-        backend = HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size)
+        reward = is_reward_model(path)
+        judge = (get_judge("reward_pairwise" if kind == "pairwise" else "reward", column=col) if reward
+                 else verify_judge(kind, col, table, options))
+        backend: Any = (RewardModelBackend(str(path), device=options.device, batch_size=options.batch_size) if reward
+                        else HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size))
         run = run_judge(table, judge, backend, cache=cache)
-        # item judges: the 1-5 grade; pair judges: the verdict code (+1 A, -1 B, 0 tie; NaN none)
+        # item judges: the 1-5 grade (a reward model: its reward); pair judges: the verdict code (+1 A, -1 B,
+        # 0 tie; NaN none)
         table[col] = run.table[col if kind == "absolute" else f"{col}.code"].to_numpy(dtype=float)
         if kind == "pairwise" and options.both_orders and not options.ranking:
-            for order in ("ab", "ba"):  # per-order verdicts (original orientation) for the order diagnostics
-                table[f"{col}.{order}"] = run.table[f"{col}.{order}"].to_numpy()
+            for order in ("ab", "ba"):  # per-order verdicts (original orientation) for the order diagnostics;
+                # a reward model scores each response alone: the same verdict in both orders
+                table[f"{col}.{order}"] = run.table[col if reward else f"{col}.{order}"].to_numpy()
         cols[name] = col
         reasons[name] = unscored_reason(run.summary.get("unscored_by_reason") or {}, options.max_tokens)
     return table, cols, reasons

@@ -10,6 +10,8 @@ Two backends share one async interface (:class:`Backend`):
   concurrency, failing endpoints taken out and health-checked back in, failed requests retried on
   another endpoint; its identity does not name the endpoints.
 * :class:`HFLocalBackend` — a local Hugging Face ``transformers`` causal LM, batched on CPU or GPU.
+* :class:`RewardModelBackend` — a local reward model (a sequence classifier with one output): it
+  scores conversations instead of generating (``output = "score"``; the reward judges read it).
 
 Usage::
 
@@ -35,7 +37,7 @@ from typing import Any
 
 from evalign.errors import BackendError
 from evalign.judges._http import redact, split_url_credentials
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone, returns_scores
 from evalign.judges.backends.registry import (
     BACKENDS,
     backend_class,
@@ -50,6 +52,7 @@ from evalign.judges.backends.types import Choice, Generation, GenerationRequest,
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.judges.backends.openai",
     "HFLocalBackend": "evalign.judges.backends.hf",
+    "RewardModelBackend": "evalign.judges.backends.reward",
     "MultiEndpointBackend": "evalign.judges.backends.multi",
     "fallback_format": "evalign.judges.backends.hf",
     "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
@@ -84,6 +87,7 @@ __all__ = [
     "MultiEndpointBackend",
     "OnDone",
     "OpenAICompatibleBackend",
+    "RewardModelBackend",
     "Usage",
     "backend_class",
     "create_backend",
@@ -95,4 +99,5 @@ __all__ = [
     "public_url",
     "redact",
     "register_backend",
+    "returns_scores",
 ]

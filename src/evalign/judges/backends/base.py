@@ -80,6 +80,9 @@ class Backend(ABC):
     required_options: ClassVar[tuple[str, ...]] = ("model",)
     #: How many requests :meth:`generate_many` runs at the same time.
     concurrency: int = 1
+    #: what a backend answers: ``text`` (a generation) or ``score`` (a reward model's score per
+    #: conversation, in ``Generation.raw["score"]``: only the reward judges read it)
+    output: ClassVar[str] = "text"
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:
@@ -190,6 +193,11 @@ class Backend(ABC):
                 self.failures += 1
             if usage is not None:
                 self.usage = self.usage + usage
+
+
+def returns_scores(backend: Backend | type[Backend]) -> bool:
+    """Whether a backend (or backend class) answers with scores, not text (:attr:`Backend.output`)."""
+    return getattr(backend, "output", "text") == "score"
 
 
 class BackendRequestError(BackendError):

@@ -1,6 +1,6 @@
 """The backend registry: backends are built by name from one :class:`BackendOptions` object
 (:func:`create_backend`, ``BACKENDS.create(name, options)``) or with their own keyword arguments
-(:func:`make_backend`). Built-ins (``openai``, ``hf``, ``multi``) are lazy placeholders, imported when
+(:func:`make_backend`). Built-ins (``openai``, ``hf``, ``multi``, ``reward``) are lazy placeholders, imported when
 first asked for; plugins come from the ``evalign.backends`` entry points. A new backend is its module
 (a :class:`Backend` subclass, with :meth:`Backend.from_options` where its constructor needs a mapping)
 plus one ``BACKENDS.register(name, lazy="module:Class")`` line here."""
@@ -24,6 +24,7 @@ BACKENDS: Registry[type[Backend]] = Registry("judge backend", base_cls=Backend, 
 BACKENDS.register("openai", lazy="evalign.judges.backends.openai:OpenAICompatibleBackend")
 BACKENDS.register("hf", lazy="evalign.judges.backends.hf:HFLocalBackend")
 BACKENDS.register("multi", lazy="evalign.judges.backends.multi:MultiEndpointBackend")
+BACKENDS.register("reward", lazy="evalign.judges.backends.reward:RewardModelBackend")
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
