@@ -4,7 +4,9 @@ bench spec ``NAME=scripted-first:x`` runs them like any other backend.
 * ``scripted-first``: always picks the response shown first (``Output (a)`` / ``[RESULT] A``) and grades
   every response 3;
 * ``scripted-longer``: picks the longer response (characters) and grades a response by its length
-  (1 + its length // 200, at most 5).
+  (1 + its length // 60, at most 5);
+* ``scripted-flaky``: answers like ``scripted-longer`` until :attr:`Flaky.budget` calls were made, then
+  fails as a server that went away (a fatal error: the bench stops, what was answered is cached).
 
 Each counts the requests it answered (:attr:`calls`, shared by every instance of the class).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from evalign.judges.backends import Backend, Choice, Generation, GenerationRequest, Usage
+from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.judges.backends.registry import BACKENDS
 
 _LLMBAR = re.compile(r"# Output \(a\):\n(.*)\n\n# Output \(b\):\n(.*)\n\n# Which is better", re.S)
@@ -24,7 +26,7 @@ _ABSOLUTE = re.compile(r"###Response to evaluate:\n(.*)\n\n###(?:Reference Answe
 
 def grade_of(text: str) -> int:
     """The grade ``scripted-longer`` gives a response."""
-    return min(5, 1 + len(text) // 200)
+    return min(5, 1 + len(text) // 60)
 
 
 class _Scripted(Backend):
@@ -80,6 +82,17 @@ class PrefersLonger(_Scripted):
         return grade_of(text)
 
 
-for _cls in (AlwaysFirst, PrefersLonger):
+class Flaky(PrefersLonger):
+    kind = "scripted-flaky"
+    calls: ClassVar[list[GenerationRequest]] = []
+    budget: ClassVar[int] = 10**9
+
+    async def generate(self, req: GenerationRequest) -> Generation:
+        if len(type(self).calls) >= type(self).budget:
+            raise BackendRequestError("scripted: the server went away", fatal=True)
+        return await super().generate(req)
+
+
+for _cls in (AlwaysFirst, PrefersLonger, Flaky):
     if _cls.kind not in BACKENDS:
         BACKENDS.add(_cls.kind, _cls)

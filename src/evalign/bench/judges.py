@@ -6,10 +6,13 @@ A spec names a backend and a model: ``BACKEND:MODEL[@BASE_URL][,KEY=VALUE...]``,
   the GGUF (a package alias or a file), stopped when the bench ends (as ``evalign demo --judge``);
 * ``openai:qwen2.5-7b-instruct@http://localhost:8000/v1``: any OpenAI-compatible server;
 * ``hf:smollm2-135m-instruct``: a model in this process (a folder, a GGUF or an alias);
-* any other registered backend by its name (the reward backend, a plugin).
+* ``reward:PATH``: a reward model (a sequence classifier, e.g. one ``train-judge --kind reward`` made):
+  it scores each response, pairwise sets get its verdict from the two scores (no template);
+* any other registered backend by its name (a plugin).
 
 ``KEY=VALUE`` options are the judge's decoding settings (``temperature``, ``top_p``, ``max_tokens``,
-``seed``, ``repetition_penalty``), ``reask``, ``constrain`` where the judges take it, and the
+``seed``, ``repetition_penalty``), ``reask``, ``constrain`` where the judges take it, ``tie_margin``
+(reward models: a tie when the scores differ by at most this), and the
 backend's (``concurrency``, ``timeout``, ``api_key_env``, ``device``, ``batch_size``,
 ``system_prompt``); a key's value is read as a number where it is one. An API key is never part of a
 spec: ``api_key_env`` names the environment variable that holds it.
@@ -31,13 +34,16 @@ from evalign.errors import UsageError, unknown_name
 from evalign.judges.backends import BACKENDS, Backend, BackendOptions, OpenAICompatibleBackend, create_backend
 from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.backends.model_source import is_gguf, packaged_gguf_path
-from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_template
+from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
 from evalign.signature import file_sha256
 
 #: the backend that starts llama.cpp's server on a GGUF for the bench
 LLAMA = "llama"
+#: seconds a request to the llama server started here may take before it is abandoned and sent again: a
+#: long prompt on a busy CPU takes minutes to read, and a resent request only doubles the server's work
+LLAMA_TIMEOUT = 1800.0
 #: judge options a spec may set besides the sampling keys
-JUDGE_OPTIONS = ("reask", "constrain")
+JUDGE_OPTIONS = ("reask", "constrain", "tie_margin")
 #: backend options a spec may set
 BACKEND_OPTIONS = ("concurrency", "timeout", "connect_timeout", "max_retries", "idle_timeout", "api_key_env", "device",
                    "batch_size", "system_prompt", "n_ctx", "threads")
@@ -90,9 +96,9 @@ def _value(text: str) -> Any:
         return low == "true"
     if low in ("none", "null"):
         return None
-    for cast in (int, float):
+    for number in (int, float):
         with contextlib.suppress(ValueError):
-            return cast(text)
+            return number(text)
     return text.strip()
 
 
@@ -152,7 +158,8 @@ def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
                          log_path=log) as info:
             yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
                                           server_name=f"llama.cpp:{file_sha256(gguf)}",
-                                          **{k: v for k, v in bo.items() if k in ("timeout", "max_retries")})
+                                          timeout=float(bo.pop("timeout", LLAMA_TIMEOUT)),
+                                          **{k: v for k, v in bo.items() if k in ("max_retries",)})
         return
     env = bo.pop("api_key_env", "OPENAI_API_KEY")
     extra = {k: bo.pop(k) for k in ("n_ctx", "threads") if k in bo}
@@ -162,17 +169,25 @@ def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
     yield create_backend(spec.backend, options)
 
 
-def make_judge(spec: JudgeSpec, recipe: Recipe, *, decoding: Mapping[str, Any] | None = None) -> Judge:
+def make_judge(spec: JudgeSpec, recipe: Recipe, *, kind: str = "pairwise", decoding: Mapping[str, Any] | None = None,
+               scores: bool = False) -> Judge:
     """The judge ``spec`` runs on a set: the set's ``recipe`` (mode, template, rubric: left out when
     the template's judge takes none), the spec's decoding (over the bench's ``decoding``), column
-    ``spec.name``; pairwise judges in both orders."""
-    opts: dict[str, Any] = {**recipe.options(), **spec.decoding(decoding), "column": spec.name}
+    ``spec.name``; pairwise judges in both orders. On a backend that returns scores (``scores``: a
+    reward model) the set's ``kind`` picks the reward judge (``pairwise``: A vs B from the two scores,
+    ``graded``: each response's score) and the recipe and decoding do not apply."""
+    if scores:
+        opts = {"column": spec.name, **{k: v for k, v in spec.options.items() if k == "tie_margin"}}
+        if kind != "pairwise" and "tie_margin" in opts:
+            opts.pop("tie_margin")
+        return get_judge(judge_for_backend("pairwise" if kind == "pairwise" else "absolute", True), **opts)
+    opts = {**recipe.options(), **spec.decoding(decoding), "column": spec.name}
     if not judge_for_template(recipe.mode, recipe.template).uses_rubric:  # a template overridden by one without
         for k in ("rubric", "rubric_column", "rubric_map"):
             opts.pop(k, None)
-    opts.update({k: v for k, v in spec.options.items() if k in JUDGE_OPTIONS})
+    opts.update({k: v for k, v in spec.options.items() if k in JUDGE_OPTIONS and k != "tie_margin"})
     return get_judge(recipe.mode, **opts)
 
 
-__all__ = ["BACKEND_OPTIONS", "BENCH_DECODING", "JUDGE_OPTIONS", "LLAMA", "JudgeSpec", "gguf_of", "judge_spec",
+__all__ = ["BACKEND_OPTIONS", "BENCH_DECODING", "JUDGE_OPTIONS", "LLAMA", "LLAMA_TIMEOUT", "JudgeSpec", "gguf_of", "judge_spec",
            "make_judge", "open_backend", "parse_judge"]

@@ -15,6 +15,7 @@ import pandas as pd
 from evalign.bench.judges import JudgeSpec, make_judge, open_backend
 from evalign.bench.load import LoadedSet
 from evalign.cache import Cache
+from evalign.judges.backends import returns_scores
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.rank.panel import judge_panel
@@ -48,7 +49,7 @@ async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Ma
     with open_backend(spec) as backend:
         try:
             for s in sets:
-                judge = make_judge(spec, s.spec.recipe, decoding=decoding)
+                judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend))
                 partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
 
                 def on_progress(c: dict[str, int], key: str = s.key) -> None:

@@ -6,7 +6,8 @@ of a pair, A / B / tie); ``n`` units are shared among the strata in proportion t
 remainders; ties of remainders to the larger stratum, then the first in sorted order), and within a
 stratum the units with the smallest ``sha256(seed, set, unit)`` are taken. The sample depends only on
 the seed, the set's key and the units' own names: not on the row order, the platform or a random
-generator's algorithm, and a unit drawn at ``n`` stays drawn at every larger ``n`` of its stratum.
+generator's algorithm, and a unit drawn at ``n`` stays drawn at a larger ``n`` whenever its stratum's
+share does not shrink (largest remainders can, rarely, give a stratum one unit less for a larger ``n``).
 """
 
 from __future__ import annotations

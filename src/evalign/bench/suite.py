@@ -179,10 +179,12 @@ def parse_suite(text: str, source: str) -> Suite:
     if not isinstance(raw, MarkedList) or not raw:
         raise InputError("sets must be a non-empty list", file=source, line=doc.lines.get("sets", doc.line), field="sets")
     sets = tuple(_set(entry, raw.lines[i], source, {c.key for c in cats}) for i, entry in enumerate(raw))
-    keys = [s.key for s in sets]
+    seen: dict[str, int] = {}
     for s in sets:
-        if keys.count(s.key) > 1:
-            raise InputError(f"set '{s.key}' given twice", file=source, line=s.line, field="key")
+        if s.key in seen:
+            raise InputError(f"set '{s.key}' given twice (first on line {seen[s.key]})", file=source, line=s.line,
+                             field="key")
+        seen[s.key] = s.line
     name = str(doc.get("name") or Path(source).stem)
     return Suite(name=name, categories=cats, sets=sets, source=source, hash=text_hash(text)[:16])
 

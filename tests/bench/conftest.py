@@ -1,0 +1,8 @@
+"""The bench tests: scripted judges (``scripted.py``) importable by name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
