@@ -81,7 +81,8 @@ def make_data(args: argparse.Namespace, held: list[str], notes: list[str]) -> tu
     if not (folder / "manifest.json").exists():
         train_specs = list(loadable(args.train_sets, notes))
         data = build_preferences(PreferenceSettings(sets=tuple(train_specs), exclude=tuple(held),
-                                                    held_out=args.val, seed=args.seed))
+                                                    held_out=args.val, seed=args.seed,
+                                                    balance_length=args.balance_length))
         write_preferences(data, folder)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     print(summary_line(manifest), flush=True)
@@ -204,6 +205,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--train-sets", nargs="+", default=list(TRAIN_SETS))
     ap.add_argument("--held-out", nargs="+", default=list(HELD_OUT))
     ap.add_argument("--published", nargs="+", default=list(PUBLISHED), help="published judge globs shown")
+    ap.add_argument("--balance-length", action="store_true",
+                    help="training rows subsampled so the chosen response is the longer one in half of them")
     ap.add_argument("--val", type=float, default=0.1, help="share of training questions kept aside")
     ap.add_argument("--results", type=Path, help="markdown file for the tables")
     ap.add_argument("--threads", type=int, default=2)

@@ -66,6 +66,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=1024)
     ap.add_argument("--work", type=Path, default=Path("/tmp/reward_gpu_work"),
                     help="models, checkpoints, data, cache (kept out of --out: only results go there)")
+    ap.add_argument("--balance-length", action="store_true", help="length-balanced training rows (see the recipe)")
     ap.add_argument("--tiny", action="store_true", help="a few steps, a few pairs (the CPU check of this script)")
     ap.add_argument("--pack", nargs=2, metavar=("BASE", "DIR"),
                     help="only write BASE (e.g. minilm) as a float16 model folder DIR small enough to carry "
@@ -86,6 +87,8 @@ def main() -> None:
                 str(args.learning_rate if name != "minilm" else 5e-5), "--eval-batch-size", "64", "--save-steps",
                 "100", "--logging-steps", "10", "--threads", str(os.cpu_count() or 1),
                 "--results", str(args.out / f"make_reward_judge_gpu_{name}.md")]
+        if args.balance_length:
+            argv.append("--balance-length")
         if args.tiny:
             argv += ["--max-steps", "2", "--batch-size", "2", "--max-length", "64", "--first", "4", "--save-steps",
                      "1", "--logging-steps", "1", "--train-sets", "pandalm", "--held-out", "llmbar:natural", "hhh"]

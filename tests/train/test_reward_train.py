@@ -25,6 +25,7 @@ from evalign.train.before_after import held_out_table
 from evalign.train.preference_data import (
     PreferenceSettings,
     build_preferences,
+    length_balanced,
     overlapping,
     preference_rows,
     question_key,
@@ -160,6 +161,23 @@ def test_build_preferences_removes_held_out_duplicates(tmp_path: Path) -> None:
     assert out["rows"]["train"] == 894 and out["overlap_removed"] == {"hhh": 0}
     first = json.loads((tmp_path / "d" / "train.jsonl").read_text().splitlines()[0])
     assert set(first) >= {"prompt", "chosen", "rejected", "source", "question"}
+
+
+def test_length_balance_per_source() -> None:
+    rows = ([{"source": "s", "chosen": "long answer", "rejected": "x"}] * 7
+            + [{"source": "s", "chosen": "y", "rejected": "longer one"}] * 3
+            + [{"source": "s", "chosen": "same", "rejected": "size"}] * 2
+            + [{"source": "t", "chosen": "a", "rejected": "bb"}] * 4)
+    keep = length_balanced(rows, seed=0)
+    kept = [r for r, k in zip(rows, keep, strict=True) if k]
+    s = [len(r["chosen"]) - len(r["rejected"]) for r in kept if r["source"] == "s"]
+    assert sum(d > 0 for d in s) == sum(d < 0 for d in s) == 3 and sum(d == 0 for d in s) == 2
+    assert not any(r["source"] == "t" for r in kept)  # no chosen-longer row of t: none of its shorter ones kept
+    assert keep.tolist() == length_balanced(rows, seed=0).tolist()  # seeded
+    data = build_preferences(PreferenceSettings(sets=("pandalm",), balance_length=True, seed=3))
+    diffs = [len(r["chosen"]) - len(r["rejected"]) for r in data.train]
+    assert sum(d > 0 for d in diffs) == sum(d < 0 for d in diffs)
+    assert data.dropped["length_balance"] == 894 - len(data.train)
 
 
 def test_held_out_table_against_baselines_and_published() -> None:

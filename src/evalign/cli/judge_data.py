@@ -23,16 +23,17 @@ def judge_data_cmd(
     pairs: list[Path] = typer.Option(None, "--pairs", help="Preference: a pair table file (instruction, response_a, response_b, pref_* coded +1 A / -1 B / 0 tie); repeatable."),
     exclude: list[str] = typer.Option(None, "--exclude", help="Preference: a held-out dataset (NAME[:VARIANT]); rows whose instruction duplicates one of its instructions are removed and counted (repeatable)."),
     near_duplicate: float = typer.Option(90.0, "--near-duplicate", help="Preference: rapidfuzz ratio (0-100) of the first 300 normalised characters from which an instruction counts as a duplicate (100: exact only)."),
+    balance_length: bool = typer.Option(False, "--balance-length", help="Preference: subsample each source so that the chosen response is the longer one in exactly half the rows (a reward model then cannot learn 'longer wins' from the labels)."),
     per_response: bool = typer.Option(False, "--per-response", help="Absolute: one row per response (the median GPT-4 feedback), not one per feedback."),
     single_order: bool = typer.Option(False, "--single-order", help="Pairwise: only the order of the pair as stored."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Write train-judge training data from existing labels, split into train / held-out by question."""
     if recipe == "preference":
-        _preference(out, held_out, seed, sets, pairs, exclude, near_duplicate, as_json)
+        _preference(out, held_out, seed, sets, pairs, exclude, near_duplicate, balance_length, as_json)
         return
-    if pairs or exclude:
-        raise UsageError("--pairs and --exclude apply to the preference recipe")
+    if pairs or exclude or balance_length:
+        raise UsageError("--pairs, --exclude and --balance-length apply to the preference recipe")
     default_held = 0.2 if recipe == "absolute" else 0.0
     settings = RecipeSettings(recipe=recipe, held_out=default_held if held_out is None else held_out, seed=seed,
                               sets=tuple(split_multi(sets)) or tuple(PROMETHEUS_SETS),
@@ -51,7 +52,7 @@ def judge_data_cmd(
 
 
 def _preference(out: Path, held_out: float | None, seed: int, sets: list[str] | None, pairs: list[Path] | None,
-                exclude: list[str] | None, near_duplicate: float, as_json: bool) -> None:
+                exclude: list[str] | None, near_duplicate: float, balance_length: bool, as_json: bool) -> None:
     """``judge-data preference``: the rows, the files, one summary line (or the manifest as JSON)."""
     from evalign.train.preference_data import (
         PreferenceSettings,
@@ -63,7 +64,8 @@ def _preference(out: Path, held_out: float | None, seed: int, sets: list[str] | 
     chosen = tuple(split_multi(sets))
     settings = PreferenceSettings(sets=chosen or (() if pairs else PREFERENCE_SETS),
                                   files=tuple(str(p) for p in pairs or []), exclude=tuple(split_multi(exclude)),
-                                  near_duplicate=near_duplicate, held_out=held_out or 0.0, seed=seed)
+                                  near_duplicate=near_duplicate, held_out=held_out or 0.0, seed=seed,
+                                  balance_length=balance_length)
     data = build_preferences(settings)
     paths = write_preferences(data, out)
     manifest = data.manifest()

@@ -20,6 +20,12 @@ for the majority).
   normalised characters have a ``rapidfuzz`` ratio of at least ``near_duplicate`` (default 90: an
   instruction reworded by a few words, as LLMBar's Natural set rewrote some LLMEval^2 instructions). The
   manifest counts the removed rows per held-out set.
+* **Length balance** (``balance_length``, off by default): human labels favour the longer response
+  (PandaLM, Tulu-1), so a reward model learns "longer wins" first (the shortcut LLMBar's Adversarial set
+  punishes). With it, the rows of each source are subsampled (seeded) so that the chosen response is the
+  longer one (in characters) in exactly half of them: every row of the smaller side is kept, as many of the
+  larger side drawn; rows of equal length are kept. The manifest counts the rows dropped
+  (``dropped["length_balance"]``).
 """
 
 from __future__ import annotations
@@ -126,7 +132,9 @@ class PreferenceSettings:
     """What ``judge-data preference`` builds: ``sets`` (dataset specs), ``files`` (pair table files),
     ``exclude`` (held-out dataset specs the rows are deduplicated against), ``near_duplicate`` (the
     rapidfuzz ratio, 0-100, from which a prompt counts as a duplicate; 100 = exact only), ``held_out``
-    (share of questions kept aside) and its ``seed``, ``data_dir`` (external datasets)."""
+    (share of questions kept aside) and its ``seed``, ``data_dir`` (external datasets), ``balance_length``
+    (subsample each source so that the chosen response is the longer one in half the rows; see the
+    module doc)."""
 
     sets: tuple[str, ...] = ("pandalm", "tulu1")
     files: tuple[str, ...] = ()
@@ -135,6 +143,7 @@ class PreferenceSettings:
     held_out: float = 0.0
     seed: int = 0
     data_dir: str | None = None
+    balance_length: bool = False
 
     def __post_init__(self) -> None:
         if not self.sets and not self.files:
@@ -185,6 +194,23 @@ def source_rows(settings: PreferenceSettings, dropped: Counter[str]) -> list[dic
     return rows
 
 
+def length_balanced(rows: Sequence[dict[str, Any]], seed: int) -> np.ndarray:
+    """Which ``rows`` to keep so that, within each ``source``, the chosen response is longer (in
+    characters) than the rejected one in as many rows as it is shorter: the smaller side kept whole, as
+    many rows of the larger side drawn without replacement (seeded), rows of equal length kept."""
+    keep = np.ones(len(rows), dtype=bool)
+    rng = np.random.default_rng(seed)
+    diff = np.array([len(r["chosen"]) - len(r["rejected"]) for r in rows])
+    sources = np.array([r["source"] for r in rows], dtype=object)
+    for s in dict.fromkeys(sources.tolist()):
+        longer = np.flatnonzero((sources == s) & (diff > 0))
+        shorter = np.flatnonzero((sources == s) & (diff < 0))
+        big, small = (longer, shorter) if longer.size > shorter.size else (shorter, longer)
+        drop = rng.choice(big, size=big.size - small.size, replace=False)
+        keep[drop] = False
+    return keep
+
+
 def build_preferences(settings: PreferenceSettings) -> PreferenceData:
     """The preference rows of ``settings`` (see the module doc): read, ties dropped, deduplicated
     against the ``exclude`` sets, split by question."""
@@ -197,6 +223,10 @@ def build_preferences(settings: PreferenceSettings) -> PreferenceData:
         overlap[spec] = int((hit & keep).sum())
         keep &= ~hit
     rows = [r for r, k in zip(rows, keep, strict=True) if k]
+    if settings.balance_length and rows:
+        balanced = length_balanced(rows, settings.seed)
+        dropped["length_balance"] = int((~balanced).sum())
+        rows = [r for r, k in zip(rows, balanced, strict=True) if k]
     if not rows:
         raise EvalignError("no preference rows left (every pair was a tie or a duplicate of a held-out set)")
     split = split_by_question(rows, held_out=settings.held_out, seed=settings.seed)
