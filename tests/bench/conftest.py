@@ -1,4 +1,5 @@
-"""The bench tests: scripted judges (``scripted.py``) importable by name."""
+"""The bench tests: scripted judges (``scripted.py``) and the judge tests' llama.cpp server and fault
+proxy (``tests/judges``) importable by name."""
 
 from __future__ import annotations
 
@@ -6,3 +7,4 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judges"))

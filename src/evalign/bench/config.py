@@ -15,6 +15,7 @@
     published: suite                     # suite | all | none
     decoding: {temperature: 0, max_tokens: 128}
     resamples: 1000
+    min_group: 5                         # the fewest units a set or category needs to be ranked
     out: bench-out
 
 Every key is checked (an unknown one names the file, the line and the key); relative paths are
@@ -36,7 +37,7 @@ from evalign.meta.resampling import Resampling
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 KEYS = ("version", "judges", "panels", "per_set", "full", "seed", "sets", "templates", "suite", "data_dir", "published",
-        "decoding", "resamples", "out")
+        "decoding", "resamples", "min_group", "out")
 JUDGE_KEYS = ("name", "backend", "model", "base_url", "options", "backend_options")
 
 
@@ -118,6 +119,8 @@ def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str
     if "resamples" in m:
         n = _typed(m, "resamples", int, "an integer >= 1", file)
         kw["resampling"] = Resampling(n_resamples=n, n_permutations=n)
+    if "min_group" in m:
+        kw["min_group_size"] = _typed(m, "min_group", int, "an integer >= 1", file)
     out = _path(m["out"], base, file, m.lines.get("out"), "out") if "out" in m else None
     return kw, out
 

@@ -43,6 +43,8 @@ PUBLISHED: Any = typer.Option(None, "--published", help="Published judges beside
 TEMPERATURE: Any = typer.Option(None, "--temperature", help="Decoding temperature of every judge (default 0).")
 MAX_TOKENS: Any = typer.Option(None, "--max-tokens", help="Most tokens per judge answer (default: each template's).")
 RESAMPLES: Any = typer.Option(None, "--resamples", help="Bootstrap resamples and permutations (default 1000).")
+MIN_GROUP: Any = typer.Option(None, "--min-group", help="The fewest units a set or category needs to be ranked "
+                              "(default 5).")
 NO_CACHE: Any = typer.Option(False, "--no-cache", help="Make every call anew (new answers are stored).")
 OUT: Any = typer.Option(None, "--out", "-o", help="Folder for profile.json, profile.html and each set's judged sample.")
 HTML: Any = typer.Option(None, "--html", help="Write the HTML page to this file.")
@@ -60,7 +62,8 @@ def bench_cmd(
     name: str = NAME, panel: list[str] = PANEL, config: Path = CONFIG, per_set: int = PER_SET, full: bool = FULL,
     seed: int = SEED, sets: list[str] = SETS, template: list[str] = TEMPLATE, suite: Path = SUITE,
     data_dir: Path = DATA_DIR, published: str = PUBLISHED, temperature: float = TEMPERATURE,
-    max_tokens: int = MAX_TOKENS, resamples: int = RESAMPLES, no_cache: bool = NO_CACHE, out: Path = OUT,
+    max_tokens: int = MAX_TOKENS, resamples: int = RESAMPLES, min_group: int = MIN_GROUP, no_cache: bool = NO_CACHE,
+    out: Path = OUT,
     html: Path = HTML, as_json: bool = AS_JSON, detail: bool = DETAIL,
 ) -> None:
     """A judge's trust profile across every human-judgment set: beside the published judges and the
@@ -129,6 +132,8 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     kw["decoding"] = decoding
     if o["resamples"] is not None:
         kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
+    if o["min_group"] is not None:
+        kw["min_group_size"] = o["min_group"]
     return replace(base, **kw)
 
 
