@@ -91,7 +91,7 @@ def check_run(name: str, args: list[str], cwd: Path, code: int = 0, columns: str
 
 HELP = [[], ["score"], ["metrics"], ["meta"], ["judge"], ["report"], ["demo"], ["synth"], ["train-judge"],
         ["verify-judge"], ["run"], ["datasets"], ["datasets", "export"], ["leaderboard"], ["cache"], ["cache", "info"],
-        ["cache", "clear"]]
+        ["cache", "clear"], ["probe"]]
 
 
 def test_help_texts(work: Path) -> None:

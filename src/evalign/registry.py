@@ -54,7 +54,7 @@ T = TypeVar("T")
 
 #: entry point groups read by evalign (one per kind)
 ENTRY_POINT_GROUPS = ("evalign.metrics", "evalign.judges", "evalign.datasets", "evalign.backends",
-                      "evalign.templates", "evalign.rubrics")
+                      "evalign.templates", "evalign.rubrics", "evalign.probes")
 
 #: where the registry of each kind lives (``module:attribute``), imported on first use
 KINDS: dict[str, str] = {
@@ -64,6 +64,7 @@ KINDS: dict[str, str] = {
     "backend": "evalign.judges.backends.registry:BACKENDS",
     "template": "evalign.judges.prompts:TEMPLATES",
     "rubric": "evalign.judges.prompts:RUBRICS",
+    "probe": "evalign.judges.perturb:PROBES",
 }
 
 

@@ -9,7 +9,20 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from evalign.cache import default_cache_path
-from evalign.cli import bench, cache, datasets, demo, judge, meta, metrics, report, score, synth, train_judge
+from evalign.cli import (
+    bench,
+    cache,
+    datasets,
+    demo,
+    judge,
+    meta,
+    metrics,
+    probe,
+    report,
+    score,
+    synth,
+    train_judge,
+)
 from evalign.cli import leaderboard as leaderboard_verb
 from evalign.cli import run as run_verb
 from evalign.cli.cache import cache_created_notice
@@ -46,8 +59,8 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    for mod in (score, metrics, meta, judge, leaderboard_verb, report, bench, demo, datasets, synth, train_judge, cache,
-                run_verb):
+    for mod in (score, metrics, meta, judge, probe, leaderboard_verb, report, bench, demo, datasets, synth, train_judge,
+                cache, run_verb):
         mod.register(app)
 
 

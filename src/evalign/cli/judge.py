@@ -527,3 +527,9 @@ def _bias_table(bias: dict[str, Any]) -> Table:
         b.add_row("prefers_first", fmt_value(swap["prefers_first"], 3),
                   str(swap["n_verdicts"]))
     return b
+
+
+# public names for the verbs that run a judge too (``evalign probe``)
+judge_options = _judge_options
+validate_options = _validate
+load_table = _load_table

@@ -40,6 +40,13 @@ TRUST_FROM: Any = typer.Option(None, "--trust-from", help="A meta-evaluation res
                                                        "agreement with humans is shown above the table.")
 TRUST_COLUMN: Any = typer.Option(None, "--trust-column", help="The judge's column in --trust-from (default: the ranked "
                                                              "column's name).")
+HUMAN: Any = typer.Option(None, "--human", help="Human verdicts on a subset of the same battles (id, system_a, system_b, "
+                                                "verdict; joined by id and systems): adds prediction-powered "
+                                                "(PPI++) win rates and Bradley-Terry scores with intervals.")
+HUMAN_VERDICT: Any = typer.Option("verdict", "--human-verdict", help="Verdict column of --human.")
+STYLE_CONTROL: Any = typer.Option(False, "--style-control", help="Add Bradley-Terry scores with length and markdown "
+                                                                 "(headers, lists, bold) as covariates "
+                                                                 "(needs response_a / response_b).")
 OUT: Any = typer.Option(None, "-o", "--out", help="Write the system table (.jsonl / .csv / .tsv / .parquet).")
 AS_JSON: Any = typer.Option(False, "--json", help="Print the result as JSON.")
 
@@ -53,7 +60,8 @@ def leaderboard_cmd(
     panel_rule: str = PANEL_RULE, baseline_system: str = BASELINE, anchor: str = ANCHOR, bootstrap: int = BOOTSTRAP,
     resample: str = RESAMPLE, seed: int = SEED, alpha: float = ALPHA, orders: str = ORDERS, no_lc: bool = NO_LC,
     difficulty: str = DIFFICULTY, judge_model: list[str] = JUDGE_MODEL, skip_self: bool = SKIP_SELF,
-    trust_from: Path = TRUST_FROM, trust_column: str = TRUST_COLUMN, out: Path = OUT, as_json: bool = AS_JSON,
+    trust_from: Path = TRUST_FROM, trust_column: str = TRUST_COLUMN, human: Path = HUMAN,
+    human_verdict: str = HUMAN_VERDICT, style_control: bool = STYLE_CONTROL, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Rank systems from pairwise verdicts: Bradley-Terry scores with intervals, win rates, LC win rates."""
     from evalign.evaluate.leaderboard import (  # scipy: not at every command's start
@@ -71,7 +79,8 @@ def leaderboard_cmd(
     if trust_column is not None and trust_from is None:
         raise CliError("--trust-column needs --trust-from (the meta-evaluation result it is a column of)")
     trust = read_judge_trust(trust_from, trust_column or spec.column) if trust_from is not None else None
-    outcome = run_leaderboard(verdicts, spec, trust=trust)
+    outcome = run_leaderboard(verdicts, spec, trust=trust, human=human, human_verdict=human_verdict,
+                              style_control=style_control)
     if out is not None:
         write_table(outcome.board.table, out)
     if as_json:
@@ -91,3 +100,28 @@ def render(o: Any) -> None:
     print_table(pairwise_board_display(o.board.table), title=outcome_title(o), digits=1)
     for line in outcome_lines(o):
         console.print(escape(line), highlight=False, soft_wrap=False)
+    if getattr(o, "ppi", None) is not None or getattr(o, "style", None) is not None:
+        render_extras(o)
+
+
+def render_extras(o: Any) -> None:
+    """The prediction-powered leaderboard and the style-controlled ratings, when asked for."""
+    from evalign.evaluate.prediction_powered import ppi_display, style_display
+
+    if o.ppi is not None:
+        p = o.ppi
+        level = f"{1 - p.settings.alpha:.0%}"
+        wr, bt = ppi_display(p)
+        print_table(wr, title=f"Prediction-powered win rate {p.target} ({level} intervals; judge = the judge's "
+                              f"verdicts alone, humans only = the {p.n_human} labelled battles alone)")
+        if bt is not None:
+            print_table(bt, title=f"Prediction-powered Bradley-Terry ({level} intervals)")
+        for line in p.notes:
+            console.print(escape(f"note: {line}"), highlight=False, soft_wrap=False)
+    if o.style is not None:
+        systems, coefs = style_display(o.style)
+        print_table(systems, title=f"Style control: Bradley-Terry with length ({o.style.length_unit}) and markdown "
+                                   "as covariates (Wald intervals); style effect = BT - BT style-controlled")
+        print_table(coefs, title="Style coefficients (logit per standard deviation of the feature)")
+        if o.style.constant:
+            console.print(escape(f"note: constant features left out: {', '.join(o.style.constant)}"), highlight=False)

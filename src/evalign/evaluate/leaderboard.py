@@ -158,6 +158,10 @@ class LeaderboardOutcome:
     n_rows: int
     panel: PanelResult | None = None
     trust: JudgeTrust | None = None
+    #: the prediction-powered leaderboard (``--human``): :class:`evalign.rank.ppi_board.PPIBoard`
+    ppi: Any = None
+    #: the style-controlled ratings (``--style-control``): :class:`evalign.rank.style.StyleControl`
+    style: Any = None
 
     def judge_line(self) -> str:
         """Which judge produced the verdicts and what is known of its agreement with humans."""
@@ -221,9 +225,15 @@ def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame
 
 
 def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = LeaderboardSpec(), *,
-                    trust: JudgeTrust | None = None) -> LeaderboardOutcome:
+                    trust: JudgeTrust | None = None, human: str | Path | pd.DataFrame | None = None,
+                    human_verdict: str = "verdict", style_control: bool = False,
+                    length_unit: str = "words") -> LeaderboardOutcome:
     """Read a verdict table and rank its systems (module doc); errors name the file, line and field.
-    ``trust``: the ranked judge's agreement with humans, when known (:func:`judge_trust`)."""
+    ``trust``: the ranked judge's agreement with humans, when known (:func:`judge_trust`).
+    ``human``: human verdicts (column ``human_verdict``) on a subset of the same battles: adds the
+    prediction-powered leaderboard (:func:`evalign.evaluate.prediction_powered.ppi_board_of`).
+    ``style_control``: adds Bradley-Terry ratings with length and markdown as covariates
+    (``length_unit`` words or chars; :func:`evalign.evaluate.prediction_powered.style_board_of`)."""
     table = read_battles(source, columns=_used_columns(spec, ()))
     battles, panel = battles_of(table, spec)
     systems = set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str))
@@ -237,7 +247,18 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
         raise InputError(f"no resolved verdict to rank: {n_bad} unparseable, {len(codes) - n_bad} missing",
                          file=str(table.attrs["source"]), field=spec.column)
     board = leaderboard(battles, settings=spec.board)
-    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust)
+    ppi = style = None
+    if human is not None or style_control:
+        from evalign.evaluate.prediction_powered import ppi_board_of, style_board_of
+
+        alpha = 1 - spec.board.bt.confidence
+        if human is not None:
+            ppi = ppi_board_of(battles, human, column=human_verdict, baseline=spec.board.baseline, alpha=alpha,
+                               bt=spec.board.bt)
+        if style_control:
+            style = style_board_of(battles, bt=spec.board.bt, alpha=alpha, length_unit=length_unit,
+                                   source=str(table.attrs["source"]))
+    return LeaderboardOutcome(board, spec, str(table.attrs["source"]), len(table), panel, trust, ppi, style)
 
 
 def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
@@ -350,7 +371,18 @@ def outcome_dict(out: LeaderboardOutcome) -> dict[str, Any]:
                                                            "low": _finite(out.trust.low),
                                                            "high": _finite(out.trust.high)}},
         "notes": list(b.notes),
+        **_extras_dict(out),
     }
+
+
+def _extras_dict(out: LeaderboardOutcome) -> dict[str, Any]:
+    """The PPI leaderboard and the style-controlled ratings, when asked for."""
+    if out.ppi is None and out.style is None:
+        return {}
+    from evalign.evaluate.prediction_powered import ppi_dict, style_dict
+
+    return {"ppi": ppi_dict(out.ppi) if out.ppi is not None else None,
+            "style_control": style_dict(out.style) if out.style is not None else None}
 
 
 __all__ = ["ITEM_ID", "PANEL_COLUMN", "JudgeTrust", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "judge_trust",

@@ -17,6 +17,7 @@ from evalign.io import write_files_atomic
 from evalign.report import figures as F
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
+from evalign.report.probes import probe_section
 from evalign.report.tables import (
     by_task_display,
     format_results,
@@ -248,6 +249,7 @@ def build_report(data: ReportData) -> Report:
         _result_section(data, "pair_accuracy", f"Pairwise accuracy against the preferences of {who}",
                         data.pair_accuracy),
         *_pairwise_board_sections(data),
+        probe_section(data.probes) if data.probes else None,
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

@@ -91,6 +91,9 @@ class ReportData:
     #: leaderboards ranked from pairwise verdicts (:class:`evalign.evaluate.leaderboard.LeaderboardOutcome`):
     #: a section each, beside the trust sections (system table, Bradley-Terry forest plot, win-rate heatmap)
     pairwise_boards: list[Any] = field(default_factory=list)
+    #: bias probes' report cards (the JSON form of :class:`evalign.evaluate.probe.ProbeCard`, one per
+    #: judge): a "Judge bias probes" section (:func:`evalign.report.probes.probe_section`)
+    probes: list[Any] = field(default_factory=list)
     #: per metric: rows, cells without a value, texts truncated (columns ``metric``, ``rows``,
     #: ``missing``, ``truncated``); None: not shown
     coverage: pd.DataFrame | None = None
