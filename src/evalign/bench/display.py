@@ -39,14 +39,15 @@ def _short(v: float) -> str:
 
 
 def interval(lo: Any, hi: Any) -> str:
-    """``[.25,.70]``; empty when the interval is missing."""
+    """``.25–.70`` (``-.30–.44``): the interval's ends, two decimals, no leading zero; empty when the
+    interval is missing."""
     try:
         a, b = float(lo), float(hi)
     except (TypeError, ValueError):
         return ""
     if math.isnan(a) or math.isnan(b):
         return ""
-    return f"[{_short(a)},{_short(b)}]"
+    return f"{_short(a)}\u2013{_short(b)}"
 
 
 def rank_cell(row: pd.Series) -> str:
@@ -88,10 +89,10 @@ def summary_table(p: BenchProfile, *, baselines: bool = True, titles: bool = Fal
     return out
 
 
-def upstream_note(p: BenchProfile, key: str) -> str | None:
-    """What a set table's ``upstream`` column is (the set's own statistic), or None."""
+def own_statistic_note(p: BenchProfile, key: str) -> str | None:
+    """What a set table's ``own`` column is (the set's own statistic), or None."""
     own = p.scope("set", key)["dataset_statistic"].dropna()
-    return f"upstream: {own.iloc[0]}, the set's own statistic as its authors compute it" if len(own) else None
+    return f"own: {own.iloc[0]}, the set's own statistic as its authors compute it" if len(own) else None
 
 
 def set_title(p: BenchProfile, key: str) -> str:
@@ -120,7 +121,7 @@ def set_table(p: BenchProfile, key: str) -> pd.DataFrame:
         out["pearson"] = [num(v) for v in rows["pearson"]]
         out["spearm."] = [num(v) for v in rows["spearman"]]
     if rows["dataset_statistic"].notna().any():  # the set's own published statistic (e.g. JudgeBench's accuracy)
-        out["upstream"] = [num(v) for v in rows["dataset_statistic_value"]]
+        out["own"] = [num(v) for v in rows["dataset_statistic_value"]]
     out["rank"] = [rank_cell(r) for _, r in rows.iterrows()]
     return out
 
@@ -159,11 +160,11 @@ __all__ = [
     "interval",
     "judge_label",
     "num",
+    "own_statistic_note",
     "rank_cell",
     "runs_table",
     "runs_totals",
     "set_table",
     "set_title",
     "summary_table",
-    "upstream_note",
 ]

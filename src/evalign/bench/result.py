@@ -20,7 +20,8 @@ class BenchProfile:
     (``key`` a set) or ``category`` (``key`` a category); ``role`` ``yours`` / ``panel`` /
     ``published`` / ``baseline`` / ``ceiling``; the headline ``statistic`` with its interval, rank of
     ``of`` and significance cluster among the judges of that set, the accuracy with ties, the order
-    diagnostics. ``runs``: one row per (judge, set): calls, from the cache, parse rate, seconds per
+    diagnostics (``prefers_longer`` of your judge that sees a pair once, a reward model: its run's
+    length audit, the same definition). ``runs``: one row per (judge, set): calls, from the cache, parse rate, seconds per
     call (and tokens where the backend counted them). ``sets``: one row per set: its dataset,
     category, kind, template, sample size, statistic and notes. ``judges``: your judges and panels,
     in order. ``signature``: what makes the profile reproducible (``text``: one line).

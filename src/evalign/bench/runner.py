@@ -99,6 +99,16 @@ def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[J
     return sig
 
 
+def _fill_prefers_longer(rows: pd.DataFrame, runs: Sequence[SetRun]) -> None:
+    """``prefers_longer`` of your judges that saw each pair once (no order diagnostics: a reward model)
+    from the run's own length audit, which defines it the same way (in place)."""
+    for r in runs:
+        sel = (rows["scope"] == "set") & (rows["key"] == r.set) & (rows["judge"] == r.judge)
+        length = (r.run.summary.bias or {}).get("length", {})
+        if sel.any() and "prefers_longer" in length and rows.loc[sel, "prefers_longer"].isna().all():
+            rows.loc[sel, "prefers_longer"] = float(length["prefers_longer"])
+
+
 def _higher(runs: Sequence[SetRun]) -> dict[str, bool]:
     return {r.judge: r.higher_is_better for r in runs}
 
@@ -113,6 +123,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[JudgeSpec], runs: S
     cat_rows, cat_results = evaluate_categories([c.key for c in suite.categories], loaded.sets, names, roles,
                                                 settings, higher)
     rows = pd.DataFrame([*set_rows, *cat_rows], columns=list(ROW_COLUMNS))
+    _fill_prefers_longer(rows, runs)
     headlines = {k: r.trust[0].headline for k, r in {**set_results, **cat_results}.items()
                  if r.trust and r.trust[0].headline}
     notes = [f"{k}: {r.refused}" for k, r in {**set_results, **cat_results}.items() if r.refused]

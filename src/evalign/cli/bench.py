@@ -211,17 +211,17 @@ def _print_listing(settings: Any, as_json: bool) -> None:
 #: how each role's rows look in the terminal
 _ROLE_STYLE = {"yours": "bold", "panel": "bold italic", "published": "", "baseline": "dim", "ceiling": "dim italic"}
 #: the widest judge name shown (longer names end in an ellipsis; the JSON has them whole)
-JUDGE_WIDTH = 22
+JUDGE_WIDTH = 20
 
 
 def _table(df: Any, title: str) -> Any:
     """A compact table (no side borders, one space between columns) of a display frame with
-    ``judge`` and ``role`` columns: roles in their own sections and styles."""
+    ``judge`` and ``role`` columns: roles in their own sections and styles; ``title`` is printed above it."""
     from rich import box
     from rich.table import Table
 
-    t = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-              header_style="bold", padding=(0, 1))
+    console.print(escape(title), style="bold", highlight=False)
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", padding=(0, 1))
     t.add_column("judge", max_width=JUDGE_WIDTH, overflow="ellipsis", no_wrap=True)
     cols = [c for c in df.columns if c not in ("judge", "role")]
     for c in cols:
@@ -241,16 +241,17 @@ def render(p: Any, *, detail: bool = True) -> None:
     """The profile at the terminal's width: the category table, each set's table (``detail``), your
     judges' calls, the notes and the signature."""
     from evalign.bench.display import (
+        own_statistic_note,
         runs_table,
         runs_totals,
         set_table,
         set_title,
         summary_table,
-        upstream_note,
     )
 
     sig = p.signature
-    console.print(escape(f"evalign bench: {len(p.sets)} sets, {sig['per_set']} per set, seed {sig['seed']}, "
+    n = len(p.sets)
+    console.print(escape(f"evalign bench: {n} set{'s' * (n != 1)}, {sig['per_set']} per set, seed {sig['seed']}, "
                          f"{p.seconds:.0f} s (yours in bold, published judges plain, baselines dim)"), highlight=False)
     console.print(_table(summary_table(p), "Profile by category: value over its 95% interval (pairwise: accuracy "
                          "without human ties; graded: Kendall tau)"))
@@ -262,7 +263,7 @@ def render(p: Any, *, detail: bool = True) -> None:
         for key in p.sets["key"]:
             console.print()
             console.print(_table(set_table(p, key), set_title(p, key)))
-            for line in (upstream_note(p, key), p.headlines.get(key)):
+            for line in (own_statistic_note(p, key), p.headlines.get(key)):
                 if line:
                     console.print(escape(line), style="dim", highlight=False)
         if not p.runs.empty:
