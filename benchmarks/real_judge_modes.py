@@ -17,14 +17,20 @@ Modes (each judge at its own defaults, temperature 0 where the mode allows it (r
   relative), ``llmbar_vanilla``, ``llmbar_cot``, ``llmbar_metrics`` (two stages: questions, then the
   verdict), ``ranking`` (ranking by absolute grading, ``--max-rounds 2``).
 
+Each mode runs with the output constrained to its template's answer shape (``--constrain auto``:
+GBNF on the server, llguidance on hf) and without (``off``), one after the other (``--constrain
+auto,off``); the table shows both, with the machine's load average (1 min) before and after each row.
+
 A *call* is one request to the model; *parsed* counts the calls whose text held a verdict or grade
-(a stage call such as LLMBar's question generation counts as parsed when it returned text). Seconds per
+(a stage call such as LLMBar's question generation counts as parsed when it returned text; a G-Eval
+answer whose score tokens had less than ``--geval-min-mass`` probability was read, and is listed as
+``low_mass`` among the reasons, not counted as unparsed). Seconds per
 call = the mode's wall time / its calls (no cache: every call is made). The result is a markdown
 table on stdout (and in ``--results``).
 
 Usage::
 
-    python benchmarks/real_judge_modes.py --items 6 --pairs 6 --backends llama,hf \\
+    python benchmarks/real_judge_modes.py --items 6 --pairs 6 --backends llama,hf --constrain auto,off \\
         --results benchmarks/results/real_judge_modes_cpu.md
 
 Not a test (minutes on 2 cores); the tests (tests/judges/test_real_model.py) assert what is
@@ -37,6 +43,8 @@ import argparse
 import json
 import os
 import platform
+import signal
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -82,18 +90,19 @@ def natural_pairs(n: int) -> pd.DataFrame:
     return read_pairs(ds.pairs[cols].head(n).reset_index(drop=True))
 
 
-def judges(max_tokens: int) -> dict[str, tuple[Any, bool]]:
-    """Each mode's judge and whether it takes pairs."""
-    gen = {"temperature": 0.0, "max_tokens": max_tokens, "seed": 7}
+def judges(max_tokens: int, constrain: str = "auto") -> dict[str, tuple[Any, bool]]:
+    """Each mode's judge (output constrained or not) and whether it takes pairs."""
+    gen = {"temperature": 0.0, "max_tokens": max_tokens, "seed": 7, "constrain": constrain}
+    c = {"constrain": constrain}
     return {
         "absolute": (get_judge("absolute", **gen), False),
-        "geval": (get_judge("geval", seed=7), False),
+        "geval": (get_judge("geval", seed=7, **c), False),
         "criteria": (get_judge("criteria", **gen), False),
         "relative": (get_judge("pairwise", **gen), True),
-        "llmbar_vanilla": (get_judge("pairwise", template="llmbar_vanilla"), True),
-        "llmbar_cot": (get_judge("pairwise", template="llmbar_cot"), True),
-        "llmbar_metrics": (get_judge("pairwise", template="llmbar_metrics"), True),
-        "ranking": (get_judge("ranking", max_rounds=2, max_tokens=max_tokens, seed=7), True),
+        "llmbar_vanilla": (get_judge("pairwise", template="llmbar_vanilla", **c), True),
+        "llmbar_cot": (get_judge("pairwise", template="llmbar_cot", **c), True),
+        "llmbar_metrics": (get_judge("pairwise", template="llmbar_metrics", **c), True),
+        "ranking": (get_judge("ranking", max_rounds=2, max_tokens=max_tokens, seed=7, **c), True),
     }
 
 
@@ -111,15 +120,28 @@ def backend_of(kind: str, threads: int) -> Iterator[Any]:
 
 def measure(kind: str, mode: str, judge: Any, table: pd.DataFrame, backend: Any, cache_dir: Path) -> dict[str, Any]:
     """One mode on one backend: calls, parsed calls, seconds per call, unparsed reasons, units scored."""
-    cache = Cache(cache_dir / f"{kind}-{mode}.sqlite", read=False)
+    cache = Cache(cache_dir / f"{kind}-{mode}-{judge.constrain}.sqlite", read=False)
+    load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     run = run_judge(table, judge, backend, cache=cache)
     secs = time.monotonic() - t0
     s = run.summary
-    unparsed = sum(s.calls.unscored_by_reason.values())
-    return {"backend": kind, "mode": mode, "units": s.items, "scored": s.scored, "calls": s.calls.total,
-            "parsed": s.calls.total - unparsed, "s_per_call": secs / max(1, s.calls.new), "seconds": secs,
-            "reasons": dict(sorted(s.calls.unscored_by_reason.items()))}
+    # a G-Eval answer below --geval-min-mass was read (its score is there), the judge was not sure: not a miss of format
+    unparsed = sum(v for k, v in s.calls.unscored_by_reason.items() if k != "low_mass")
+    return {"backend": kind, "mode": mode, "constrained": bool(s.constraint.get("sent")), "units": s.items,
+            "scored": s.scored, "calls": s.calls.total, "parsed": s.calls.total - unparsed,
+            "s_per_call": secs / max(1, s.calls.new), "seconds": secs,
+            "tokens_per_call": backend_tokens(backend) / max(1, s.calls.new),
+            "reasons": dict(sorted(s.calls.unscored_by_reason.items())), "note": s.constraint.get("note"),
+            "load": (round(load0, 1), round(os.getloadavg()[0], 1))}
+
+
+def backend_tokens(backend: Any) -> int:
+    """Completion tokens the backend counted since the last call of this function."""
+    now = int(backend.stats()["completion_tokens"])
+    before = getattr(backend, "_bench_tokens", 0)
+    backend._bench_tokens = now
+    return now - before
 
 
 def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
@@ -129,17 +151,20 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{args.pairs} LLMBar Natural pairs in both orders (pair modes). Feedback modes at most "
             f"{args.max_tokens} tokens; llama.cpp server with {args.threads} threads, concurrency 1; hf backend "
             "float32, batch 1. No cache: every call made.", "",
-            "| backend | mode | units scored | calls | parsed calls | parse rate | s / call | unparsed calls by reason |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| backend | mode | constrained | units scored | calls | parsed calls | parse rate | s / call | "
+            "tokens / call | unparsed calls by reason | load (1 min) before, after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rate = r["parsed"] / r["calls"] if r["calls"] else float("nan")
         reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].items()) or "-"
-        head.append(f"| {r['backend']} | {r['mode']} | {r['scored']} / {r['units']} | {r['calls']} | {r['parsed']} | "
-                    f"{rate:.2f} | {r['s_per_call']:.2f} | {reasons} |")
+        head.append(f"| {r['backend']} | {r['mode']} | {'yes' if r['constrained'] else 'no'} | {r['scored']} / "
+                    f"{r['units']} | {r['calls']} | {r['parsed']} | {rate:.2f} | {r['s_per_call']:.2f} | "
+                    f"{r['tokens_per_call']:.0f} | {reasons} | {r['load'][0]}, {r['load'][1]} |")
     return "\n".join(head) + "\n"
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: stop the server it started on the way out
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=6)
     ap.add_argument("--pairs", type=int, default=6)
@@ -147,20 +172,27 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--backends", default="llama,hf")
     ap.add_argument("--modes", default="", help="comma-separated subset of the modes (default: all)")
+    ap.add_argument("--constrain", default="auto,off", help="comma-separated --constrain values, each run in turn")
     ap.add_argument("--results", type=Path, default=None)
+    ap.add_argument("--jsonl", type=Path, default=None, help="also append each row as a JSON line here")
     args = ap.parse_args()
     items, pairs = vicuna_items(args.items), natural_pairs(args.pairs)
-    chosen = judges(args.max_tokens)
-    if args.modes:
-        chosen = {k: v for k, v in chosen.items() if k in args.modes.split(",")}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.backends.split(","):
             with backend_of(kind, args.threads) as be:
-                for mode, (judge, takes_pairs) in chosen.items():
-                    r = measure(kind, mode, judge, pairs if takes_pairs else items, be, Path(tmp))
-                    rows.append(r)
-                    print(json.dumps(r), flush=True)
+                backend_tokens(be)
+                for mode in judges(args.max_tokens):
+                    if args.modes and mode not in args.modes.split(","):
+                        continue
+                    for constrain in args.constrain.split(","):
+                        judge, takes_pairs = judges(args.max_tokens, constrain)[mode]
+                        r = measure(kind, mode, judge, pairs if takes_pairs else items, be, Path(tmp))
+                        rows.append(r)
+                        print(json.dumps(r), flush=True)
+                        if args.jsonl:
+                            with args.jsonl.open("a", encoding="utf-8") as fh:
+                                fh.write(json.dumps(r) + "\n")
     text = markdown(rows, args)
     print(text)
     if args.results:

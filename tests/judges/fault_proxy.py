@@ -227,6 +227,12 @@ class FaultProxy:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def calls(self) -> list[Seen]:
+        """The requests seen but ``GET /models`` (a client's health probe or its look at the server's kind)."""
+        with self._lock:
+            return [s for s in self.seen if not s.path.endswith("/models")]
+
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FaultProxy:
         self._thread = threading.Thread(target=self._run, name="fault-proxy", daemon=True)

@@ -18,6 +18,7 @@ from evalign.errors import BackendError, EvalignError
 from evalign.judges._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
 from evalign.judges.backends import (
     Choice,
+    Constraint,
     Generation,
     GenerationRequest,
     HFLocalBackend,
@@ -112,11 +113,13 @@ def test_registry_and_identity_without_key(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_request_body_carries_llama_cpp_extras() -> None:
     b = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m")
-    req = chat("x", max_tokens=7, logprobs=True, top_logprobs=4, repetition_penalty=1.3, grammar='root ::= "a"',
-               stop=["\n"], seed=5, response_format={"type": "json_object"})  # fmt: skip
+    req = chat("x", max_tokens=7, logprobs=True, top_logprobs=4, repetition_penalty=1.3,
+               constraint=Constraint(gbnf='root ::= "a"'), stop=["\n"], seed=5)  # fmt: skip
     body = b.build_body(req)
     assert body["logprobs"] is True and body["top_logprobs"] == 4
     assert body["repeat_penalty"] == 1.3 and body["grammar"] == 'root ::= "a"' and body["seed"] == 5
+    vllm = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m", constraint_format="vllm")
+    assert vllm.build_body(req)["structured_outputs"] == {"grammar": 'root ::= "a"'} and "grammar" not in vllm.build_body(req)
     assert body["stop"] == ["\n"] and body["max_tokens"] == 7 and "n" not in body
     c = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m", endpoint="completions")
     assert c.build_body(GenerationRequest(prompt="p", logprobs=True, top_logprobs=4))["logprobs"] == 4
@@ -166,7 +169,8 @@ def test_chat_greedy_length_and_usage(llama_server) -> None:
 @pytest.mark.server
 def test_grammar_forces_a_parseable_verdict(llama_server) -> None:
     b = OpenAICompatibleBackend(llama_server.base_url, llama_server.model)
-    reqs = [chat(f"Judge answer {i}.", max_tokens=60, temperature=1.0, seed=i, grammar=GRAMMAR) for i in range(3)]
+    reqs = [chat(f"Judge answer {i}.", max_tokens=60, temperature=1.0, seed=i, constraint=Constraint(gbnf=GRAMMAR))
+            for i in range(3)]
     for g in b.run(reqs):
         assert isinstance(g, Generation)
         assert re.fullmatch(r"Feedback: [a-z ]{1,30} \[RESULT\] [1-5]", g.text), g.text
@@ -435,8 +439,12 @@ def test_hf_sampling_seed_n_and_stop(tiny_hf_model) -> None:
     cut = b.run([GenerationRequest(prompt="Feedback:", max_tokens=8, stop=[stop])])[0]
     assert isinstance(cut, Generation)
     assert cut.text == greedy.text[: greedy.text.find(stop)] and cut.finish_reason == "stop"
-    with pytest.raises(BackendError, match="grammar"):
-        b.run([GenerationRequest(prompt="x", grammar='root ::= "a"')], raise_errors=True)
+    # an output constraint (here a GBNF grammar) holds on the hf backend too (llguidance); a logit bias is refused
+    (forced,) = b.run([GenerationRequest(prompt="x", max_tokens=8, temperature=1.0, seed=3,
+                                         constraint=Constraint(gbnf='root ::= "Score " [1-5]'))], raise_errors=True)
+    assert isinstance(forced, Generation) and re.fullmatch(r"Score [1-5]", forced.text) and forced.finish_reason == "stop"
+    with pytest.raises(BackendError, match="logit_bias"):
+        b.run([GenerationRequest(prompt="x", logit_bias={"a": 1.0})], raise_errors=True)
 
 
 def test_hf_repetition_penalty_and_mixed_settings_keep_order(tiny_hf_model) -> None:

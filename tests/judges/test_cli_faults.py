@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_proxy import FaultProxy, Hang, Status
+from fault_proxy import FaultProxy, Forward, Hang, Seen, Status
 
 from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
 
@@ -64,7 +64,7 @@ def test_html_with_200_is_a_clear_error(tmp_path: Path) -> None:
     page = "<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
     with FaultProxy(None, lambda seen: Status(200, body=page)) as proxy:
         proc, took = judge([str(src), "--base-url", proxy.base_url, "--model", "m"], tmp_path)
-        assert len(proxy.seen) <= 3  # fatal at once: no retries (the 3 rows may be in flight together)
+        assert len(proxy.calls) <= 3  # fatal at once: no retries (the 3 rows may be in flight together)
     assert proc.returncode == 1 and took < 30
     msg = one_line_error(proc)
     assert "HTTP 200 with a web page" in msg and "Welcome to nginx!" in msg and "--base-url" in msg
@@ -135,3 +135,54 @@ def test_bad_option_values_are_usage_errors(tmp_path: Path, args: list[str], opt
     assert proc.returncode == 2
     msg = one_line_error(proc)
     assert f"{option} must be" in msg and took < 30
+
+
+def refuse_grammar(seen: Seen) -> Status | Forward:
+    """A server that answers 400 to any request carrying a GBNF grammar (and the stub answer otherwise)."""
+    if seen.body and "grammar" in seen.body:
+        return Status(400, body=json.dumps({"error": {"message": "unsupported field: grammar"}}))
+    return Forward()
+
+
+def test_a_server_that_refuses_the_constraint_gets_one_line(tmp_path: Path) -> None:
+    """--constrain auto: one note line naming the refusal, and the run goes on unconstrained (every
+    row read from the unconstrained answers); --constrain on: that line is the error, exit 1."""
+    src = write_items(tmp_path / "items.jsonl")
+    out = tmp_path / "out.jsonl"
+    with FaultProxy(None, refuse_grammar) as proxy:
+        proc, _ = judge([str(src), "--base-url", proxy.base_url, "--model", "m", "--constraint-format", "llama.cpp",
+                         "--max-tokens", "64", "-o", str(out), "--json"], tmp_path)
+        posts = [s for s in proxy.seen if s.path.endswith("/chat/completions")]
+        refused = [s for s in posts if "grammar" in (s.body or {})]
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    notes = [x for x in proc.stderr.splitlines() if x.startswith("note")]
+    assert len(notes) == 1, proc.stderr
+    assert "refused the output constraint" in notes[0] and "HTTP 400" in notes[0] and "unsupported field" in notes[0]
+    assert "going on without the constraint" in notes[0]
+    summary = json.loads(proc.stdout)
+    assert summary["scored"] == 3 and summary["constraint"]["sent"] is False
+    assert summary["constraint"]["note"] == notes[0].removeprefix("note: ")
+    assert refused and len(posts) - len(refused) >= 3  # the unconstrained calls were made
+    with FaultProxy(None, refuse_grammar) as proxy:
+        proc, _ = judge([str(src), "--base-url", proxy.base_url, "--model", "m", "--constraint-format", "llama.cpp",
+                         "--max-tokens", "64", "--constrain", "on", "--no-cache"], tmp_path)
+    assert proc.returncode == 1
+    msg = one_line_error(proc)
+    assert "refused the output constraint" in msg and "--constrain on" in msg
+
+
+def test_a_server_that_cannot_take_the_shape_is_said_before_any_call(tmp_path: Path) -> None:
+    """The stub says nothing of its kind (no owned_by): read as an OpenAI-style server, which takes a
+    JSON schema only; the regex shape of the Prometheus template is not sent (one note), and with
+    --constrain on the run stops before any call."""
+    src = write_items(tmp_path / "items.jsonl")
+    with FaultProxy(None) as proxy:
+        proc, _ = judge([str(src), "--base-url", proxy.base_url, "--model", "m", "--json"], tmp_path)
+        notes = [x for x in proc.stderr.splitlines() if x.startswith("note")]
+        assert proc.returncode == 0 and len(notes) == 1, proc.stderr
+        assert "constraint format openai: no owned_by" in notes[0] and "--constraint-format llama.cpp or vllm" in notes[0]
+        proxy.reset()
+        proc, _ = judge([str(src), "--base-url", proxy.base_url, "--model", "m", "--constrain", "on"], tmp_path)
+        assert not [s for s in proxy.seen if s.path.endswith("/chat/completions")]
+    assert proc.returncode == 1 and "cannot constrain the output" in one_line_error(proc)

@@ -57,11 +57,11 @@ def test_reordered_and_edited_inputs_get_their_own_grades(tmp_path: Path) -> Non
     cache = tmp_path / "cache.sqlite"
     with FaultProxy(None, _schedule) as proxy:
         first = _judge(items, proxy.base_url, tmp_path / "first.jsonl", cache)
-        assert first == {(f"q{i}", "s"): i % 5 + 1 for i in range(N)} and len(proxy.seen) == N
+        assert first == {(f"q{i}", "s"): i % 5 + 1 for i in range(N)} and len(proxy.calls) == N
         # the lines reversed: every grade from the cache, each on its own row
         _write(items, rows[::-1])
         assert _judge(items, proxy.base_url, tmp_path / "reversed.jsonl", cache) == first
-        assert len(proxy.seen) == N  # no new call
+        assert len(proxy.calls) == N  # no new call
         # one cell edited in place, same size, mtime restored: that row alone is asked again
         stat = items.stat()
         text = items.read_text()
@@ -69,7 +69,7 @@ def test_reordered_and_edited_inputs_get_their_own_grades(tmp_path: Path) -> Non
         assert items.stat().st_size == stat.st_size
         os.utime(items, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         edited = _judge(items, proxy.base_url, tmp_path / "edited.jsonl", cache)
-        assert len(proxy.seen) == N + 1 and edited[("q2", "s")] == 5 and edited[("q3", "s")] == 4
+        assert len(proxy.calls) == N + 1 and edited[("q2", "s")] == 5 and edited[("q3", "s")] == 4
         # the numbers equal a fresh run's (a new cache)
         fresh = _judge(items, proxy.base_url, tmp_path / "fresh.jsonl", tmp_path / "fresh.sqlite")
     assert edited == fresh

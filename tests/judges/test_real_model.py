@@ -187,3 +187,59 @@ def test_hf_backend_agrees_with_the_server_at_temperature_zero(smollm2_server: S
     texts = [(a.text, b.text) for a, b in zip(by_server, by_hf, strict=True)]  # type: ignore[union-attr]
     assert all(first_choice(a) is not None for a, _ in texts), texts
     assert [first_choice(a) for a, _ in texts] == [first_choice(b) for _, b in texts], texts
+
+
+# --- constrained output (issue 29): every call answers in its template's shape ------------------------
+
+
+def constrained_judges() -> dict[str, tuple[Any, bool]]:
+    """The modes whose unconstrained answers SmolLM2 misses most (feedback first, JSON, CoT), short."""
+    return {
+        "absolute": (get_judge("absolute", temperature=0.0, max_tokens=64, seed=7), False),
+        "relative": (get_judge("pairwise", temperature=0.0, max_tokens=64, seed=7), True),
+        "criteria": (get_judge("criteria", max_tokens=128, seed=7), False),
+        "llmbar_cot": (get_judge("pairwise", template="llmbar_cot", max_tokens=96, seed=7), True),
+        # min_mass 0: this test is about the answer being read; the low-mass rule is tested in test_grading
+        "geval": (get_judge("geval", temperature=0.0, seed=7, min_mass=0.0), False),
+    }
+
+
+def assert_every_call_in_shape(run: Any, judge: Any, cache: Cache, mode: str) -> None:
+    """Every call of ``run`` parsed, finished before max_tokens, and its text inside the constraint."""
+    s = run.summary
+    assert s.constraint == {"mode": "auto", "sent": True, "note": None, "outside_shape": 0}, (mode, s.constraint)
+    assert s.calls.unscored_by_reason == {} and s.scored == s.items, (mode, s.calls.unscored_by_reason)
+    for c in run.calls:
+        gen = json_of(cache, c["key"])
+        order = c["order"]
+        regex = judge.constraint(int(judge.call_settings(0, order)["max_tokens"]), order).regex
+        assert gen["finish_reason"] == "stop" and re.fullmatch(regex, gen["text"]), (mode, gen)
+
+
+def json_of(cache: Cache, key: str) -> dict[str, Any]:
+    import json
+
+    return json.loads(cache.get("judge", key))["generation"]["choices"][0]  # type: ignore[arg-type]
+
+
+def test_constrained_answers_parse_on_the_server(smollm2_server: ServerInfo, tmp_path: Path) -> None:
+    """llama.cpp (GBNF from each template's answer shape): every call of every mode is read."""
+    for mode, (judge, pairs) in constrained_judges().items():
+        t = table(pairs).head(1) if mode in ("criteria", "llmbar_cot", "relative") else table(pairs)
+        cache = Cache(tmp_path / f"{mode}.sqlite")
+        be = OpenAICompatibleBackend(smollm2_server.base_url, smollm2_server.model, api_key_env=None, concurrency=1)
+        run = run_judge(t, judge, be, cache=cache)
+        assert_every_call_in_shape(run, judge, cache, mode)
+
+
+def test_constrained_answers_parse_on_the_hf_backend(tmp_path: Path) -> None:
+    """transformers + llguidance (the same shapes as regexes): every call of every mode is read."""
+    from evalign.judges.backends.hf import HFLocalBackend
+
+    hf = HFLocalBackend(ALIAS, device="cpu", batch_size=4)
+    for mode in ("absolute", "llmbar_cot", "geval"):
+        judge, pairs = constrained_judges()[mode]
+        t = table(pairs).head(1) if pairs else table(pairs).head(2)
+        cache = Cache(tmp_path / f"{mode}.sqlite")
+        run = run_judge(t, judge, hf, cache=cache)
+        assert_every_call_in_shape(run, judge, cache, mode)

@@ -73,7 +73,7 @@ def test_gibberish_is_unscored_with_reasons_and_cached(llama_server, fault_proxy
     guessed, the raw outputs are in the cache, and a rerun makes no call."""
     table = items(6)
     cache = Cache(tmp_path / "c.sqlite")
-    judge = get_judge("absolute", max_tokens=48, seed=3)
+    judge = get_judge("absolute", max_tokens=48, seed=3, constrain="off")  # the raw gibberish
     run = run_judge(table, judge, backend_for(fault_proxy.base_url, llama_server.model), cache=cache,
                     partial_path=tmp_path / "out.partial.jsonl")
     col = judge.column
@@ -100,15 +100,22 @@ def test_gibberish_is_unscored_with_reasons_and_cached(llama_server, fault_proxy
     assert json.loads(lines[0])["event"] == "start" and len(lines) == 7
     # same command again: all from the cache, no request
     fault_proxy.reset()
-    again = run_judge(table, get_judge("absolute", max_tokens=48, seed=3),
+    again = run_judge(table, get_judge("absolute", max_tokens=48, seed=3, constrain="off"),
                       backend_for(fault_proxy.base_url, llama_server.model), cache=cache)
     assert chat_posts(fault_proxy) == []
     assert again.summary["calls"]["cached"] == 6 and again.summary["calls"]["new"] == 0
     pd.testing.assert_frame_equal(again.table, run.table)
     # a cache that is not read makes every call anew
-    run_judge(table, get_judge("absolute", max_tokens=48, seed=3), backend_for(fault_proxy.base_url,
+    run_judge(table, get_judge("absolute", max_tokens=48, seed=3, constrain="off"), backend_for(fault_proxy.base_url,
               llama_server.model), cache=Cache(tmp_path / "c.sqlite", read=False))
     assert len(chat_posts(fault_proxy)) == 6
+    # constrained (the default), the calls differ (the constraint is in their cache key): made anew, and read
+    fault_proxy.reset()
+    shaped = run_judge(table, get_judge("absolute", max_tokens=48, seed=3),
+                       backend_for(fault_proxy.base_url, llama_server.model), cache=cache)
+    posts = chat_posts(fault_proxy)
+    assert len(posts) == 6 and all(p.body["grammar"].startswith("root ::= ") for p in posts)
+    assert shaped.summary["scored"] == 6 and shaped.summary.constraint["sent"] is True
 
 
 @pytest.mark.server
@@ -154,7 +161,7 @@ def test_reask_is_bounded_and_cached(llama_server, fault_proxy, tmp_path: Path) 
     re-ask carrying the unreadable answer, and none of it is repeated on a rerun."""
     table = items(3)
     cache = Cache(tmp_path / "c.sqlite")
-    run = run_judge(table, get_judge("absolute", max_tokens=24, reask=2, seed=1),
+    run = run_judge(table, get_judge("absolute", max_tokens=24, reask=2, seed=1, constrain="off"),
                     backend_for(fault_proxy.base_url, llama_server.model), cache=cache)
     unscored = run.summary["unscored"]
     assert unscored >= 2
@@ -166,7 +173,7 @@ def test_reask_is_bounded_and_cached(llama_server, fault_proxy, tmp_path: Path) 
     assert "could not be read" in reasks[0].body["messages"][3]["content"]
     assert max(c["attempt"] for c in run.calls) <= 2
     fault_proxy.reset()
-    run_judge(table, get_judge("absolute", max_tokens=24, reask=2, seed=1),
+    run_judge(table, get_judge("absolute", max_tokens=24, reask=2, seed=1, constrain="off"),
               backend_for(fault_proxy.base_url, llama_server.model), cache=cache)
     assert chat_posts(fault_proxy) == []
 
@@ -303,7 +310,7 @@ def test_hf_backend_path(tiny_hf_model, tmp_path: Path) -> None:
 
     torch.set_num_threads(1)
     backend = make_backend("hf", model_path=str(tiny_hf_model("raise")), batch_size=4)
-    judge = get_judge("absolute", max_tokens=12, seed=0, reference=False)
+    judge = get_judge("absolute", max_tokens=12, seed=0, reference=False, constrain="off")
     cache = Cache(tmp_path / "c.sqlite")
     table = items(3)
     run = run_judge(table, judge, backend, cache=cache)
@@ -315,6 +322,12 @@ def test_hf_backend_path(tiny_hf_model, tmp_path: Path) -> None:
     assert run.summary["backend"]["kind"] == "hf"
     again = run_judge(table, judge, backend, cache=cache)
     assert backend.requests == 3 and again.summary["calls"]["cached"] == 3
+    # constrained (the default where the backend can): the same random model answers in the shape, every row scored
+    shaped = get_judge("absolute", max_tokens=24, seed=0, reference=False)
+    run = run_judge(table, shaped, backend, cache=cache)
+    assert run.summary.constraint == {"mode": "auto", "sent": True, "note": None, "outside_shape": 0}
+    assert set(run.table[f"{shaped.column}.status"]) == {"scored"} and backend.requests == 6
+    assert "|constraint:shape#" in run.signature
 
 
 # --- edge cases with an in-process backend ----------------------------------------------------------

@@ -101,7 +101,13 @@ TOP_P = typer.Option(None, "--top-p", help="Nucleus sampling (judge default).")
 MAX_TOKENS = typer.Option(None, "--max-tokens", help="Most tokens per judge output.")
 REPETITION_PENALTY = typer.Option(None, "--repetition-penalty", help="Where the server supports it; 0 = not sent.")
 SEED = typer.Option(None, "--seed", help="Sampling seed (sample s uses seed + s).")
-GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output (llama.cpp).")
+GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining the output instead of the template's "
+                       "answer shape (llama.cpp, vLLM, hf).")
+CONSTRAIN = typer.Option("auto", "--constrain", help="Constrain each answer to its template's shape: auto (where the "
+                         "backend can; else one line and unconstrained), on (or stop), off.")
+CONSTRAINT_FORMAT = typer.Option("auto", "--constraint-format", help="openai: how the server takes a constraint: "
+                                 "auto (from GET /models), llama.cpp (GBNF), vllm (structured_outputs), openai "
+                                 "(JSON schema only).")
 REASK = typer.Option(0, "--reask", help="Ask again up to K times when an output cannot be parsed.")
 TIE = typer.Option(False, "--tie", help="Pairwise: offer TIE as an answer.")
 TIE_MARGIN = typer.Option(0.0, "--tie-margin", help="--backend reward --mode pairwise: a tie when |reward A - reward B| "
@@ -116,6 +122,8 @@ GEVAL_FALLBACK = typer.Option("samples", "--geval-fallback", help="G-Eval when t
                               "logprobs: 'samples' (read the sampled score) or 'error' (row unscored).")
 GEVAL_MIN_MASS = typer.Option(0.5, "--geval-min-mass", help="G-Eval: least total probability of the "
                               "score tokens at the score position (0-1); below it the row is unscored.")
+CRITERIA_OPT = typer.Option(None, "--criteria", help="criteria: grade these criteria in one call (repeatable: a "
+                            "built-in rubric name or a rubric file each), each its own column J.<name>, 1-5.")
 SCORE_CRITERION = typer.Option(None, "--score-criterion", help="criteria: the score column's criterion "
                                "(naturalness, relatedness, correctness; default correctness).")
 MAX_FAILED = typer.Option(0.5, "--max-failed", help="Exit 1 when more than this fraction of the calls "
@@ -173,6 +181,8 @@ class JudgeCommand:
     repetition_penalty: float | None
     seed: int | None
     grammar: Path | None
+    constrain: str
+    constraint_format: str
     reask: int
     tie: bool
     tie_margin: float
@@ -182,6 +192,7 @@ class JudgeCommand:
     skip_self: list[str] | None
     geval_fallback: str
     geval_min_mass: float
+    criteria: list[str] | None
     score_criterion: str | None
     max_failed: float
     no_cache: bool
@@ -212,6 +223,7 @@ class JudgeCommand:
             api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
             max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
             idle_timeout=self.idle_timeout, stream=self.stream, system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
+            constraint_format=self.constraint_format if self.constraint_format != "auto" else None,
         )  # fmt: skip
 
 
@@ -229,11 +241,11 @@ def judge_cmd(
     api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
-    grammar: Path = GRAMMAR, reask: int = REASK, tie: bool = TIE, tie_margin: float = TIE_MARGIN,
-    logit_bias: bool = LOGIT_BIAS,
+    grammar: Path = GRAMMAR, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT, reask: int = REASK,
+    tie: bool = TIE, tie_margin: float = TIE_MARGIN, logit_bias: bool = LOGIT_BIAS,
     single_order: bool = SINGLE_ORDER,
     no_reference: bool = NO_REFERENCE, skip_self: list[str] = SKIP_SELF, geval_fallback: str = GEVAL_FALLBACK,
-    geval_min_mass: float = GEVAL_MIN_MASS, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
+    geval_min_mass: float = GEVAL_MIN_MASS, criteria: list[str] = CRITERIA_OPT, score_criterion: str = SCORE_CRITERION, max_failed: float = MAX_FAILED,
     no_cache: bool = NO_CACHE, human: str = HUMAN, length_unit: str = LENGTH_UNIT, name: str = NAME,
     limit: int = LIMIT, timeout: float = TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT,
     deadline: float = DEADLINE, idle_timeout: float = IDLE_TIMEOUT, stream: bool = STREAM, max_retries: int = MAX_RETRIES, out: Path = OUT, id_field: str = ID_FIELD,
@@ -284,6 +296,7 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
     opts: dict[str, Any] = {
         "samples": o.samples, "reask": o.reask, "column": o.name, "temperature": o.temperature, "top_p": o.top_p,
         "max_tokens": o.max_tokens, "repetition_penalty": o.repetition_penalty, "seed": o.seed,
+        "constrain": o.constrain,
     }  # fmt: skip
     if o.template:
         opts["template"] = o.template
@@ -312,10 +325,10 @@ def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, An
         opts["max_unparseable"] = o.max_unparseable_rounds
     if cls.name == "geval":
         opts.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
-    if o.score_criterion is not None:
+    if o.score_criterion is not None or o.criteria:
         if cls.name != "criteria":
-            raise CliError("--score-criterion applies to --mode criteria")
-        opts["score_criterion"] = o.score_criterion
+            raise CliError("--score-criterion and --criteria apply to --mode criteria")
+        opts.update(score_criterion=o.score_criterion, criteria=list(o.criteria or []) or None)
     return opts
 
 
@@ -334,9 +347,12 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend) -> Jud
                 f" · retried {c['retried']} · failed {c['failed']}[/dim]",
             )
 
+        def on_note(line: str) -> None:
+            err_console.print(f"[yellow]note[/yellow]: {escape(line)}", highlight=False, soft_wrap=True)
+
         return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
                          skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
-                         partial_path=partial, on_progress=on_progress)  # fmt: skip
+                         partial_path=partial, on_progress=on_progress, on_note=on_note)  # fmt: skip
 
 
 def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
@@ -430,6 +446,11 @@ def _validate(o: JudgeCommand) -> None:
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
     check(o.system_prompt in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
+    check(o.constrain in ("auto", "on", "off"), "--constrain", "'auto', 'on' or 'off'")
+    check(o.constraint_format in ("auto", "llama.cpp", "vllm", "openai"), "--constraint-format",
+          "'auto', 'llama.cpp', 'vllm' or 'openai'")
+    if o.grammar is not None and o.constrain == "off":
+        raise UsageError("--grammar constrains the output: it does not go with --constrain off")
     if o.length_unit not in LENGTH_UNITS:
         raise CliError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}, got '{o.length_unit}'")
 
@@ -475,6 +496,11 @@ def _counts_table(summary: dict[str, Any]) -> Table:
     t.add_row("re-asked", str(calls["reasked"]))
     t.add_row("failed (backend)", str(calls["failed"]))
     t.add_row("HTTP retries", str(calls["http_retries"]))
+    constraint = summary.get("constraint") or {}
+    if constraint:
+        t.add_row("output constrained", "yes" if constraint.get("sent") else "no")
+    if constraint.get("outside_shape"):
+        t.add_row("answers outside the constraint", str(constraint["outside_shape"]))
     if calls.get("abandoned"):
         t.add_row("abandoned on a timeout, re-sent", str(calls["abandoned"]))
     for method, n in sorted(summary.get("methods", {}).items()):

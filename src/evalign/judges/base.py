@@ -28,8 +28,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from evalign.errors import EvalignError, UsageError
+from evalign.judges.backends.types import Constraint
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import Message, Rubric, Template, load_rubric, load_template, resolve_rubric_map
+from evalign.judges.shapes import AnswerShape
 from evalign.registry import Registry
 from evalign.signature import Signature, make_signature, stable_hash, text_hash
 
@@ -43,6 +45,9 @@ PROMETHEUS_SAMPLING: dict[str, Any] = {
     "max_tokens": 1024,
     "repetition_penalty": 1.03,
 }
+
+#: the values of a judge's ``constrain`` option (``--constrain``)
+CONSTRAIN_MODES = ("auto", "on", "off")
 
 #: the sampling settings a judge accepts (all go into the signature and the cache key)
 SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "repetition_penalty", "seed", "logprobs", "top_logprobs")
@@ -107,7 +112,13 @@ class Judge(ABC):
       be parsed. Each re-ask is a separate, cached call.
     * sampling: ``temperature``, ``top_p``, ``max_tokens``, ``repetition_penalty`` (0 = not sent, for
       servers that reject it), ``seed`` (defaults per judge, see ``sampling_defaults``).
-    * ``grammar`` (GBNF, llama.cpp) / ``response_format``: constrain the judge's output.
+    * ``constrain``: ``"auto"`` (default: send the template's answer shape as an output constraint
+      where the backend can; a backend that cannot, or a server that refuses it, gets one line and
+      the run goes on unconstrained), ``"on"`` (constrain or stop with that line) or ``"off"``.
+      The template's ``answer`` shape (:mod:`evalign.judges.shapes`) bounds its free text so the
+      verdict always fits in ``max_tokens``; the parser still reads every answer.
+    * ``grammar`` (a GBNF grammar) / ``json_schema`` (a JSON schema): a constraint of the user's,
+      sent instead of the template's shape (GBNF: llama.cpp, vLLM, hf; JSON schema: every backend).
     * ``column``: the column name (default: the judge name, plus ``[rubric]`` for rubric judges; a
       pairwise judge run without a rubric is named after the judge alone, not its default rubric).
     """
@@ -134,8 +145,9 @@ class Judge(ABC):
         samples: int = 1,
         reask: int = 0,
         column: str | None = None,
+        constrain: str = "auto",
         grammar: str | None = None,
-        response_format: dict[str, Any] | None = None,
+        json_schema: dict[str, Any] | None = None,
         **sampling: Any,
     ) -> None:
         unknown = [k for k in sampling if k not in SAMPLING_KEYS]
@@ -159,8 +171,15 @@ class Judge(ABC):
         self.reference = reference
         self.samples = samples
         self.reask = reask
+        if constrain not in CONSTRAIN_MODES:
+            raise EvalignError(f"constrain must be one of {', '.join(CONSTRAIN_MODES)}, got {constrain!r}")
+        if constrain == "off" and (grammar is not None or json_schema is not None):
+            raise EvalignError("a grammar or JSON schema constrains the output: it needs constrain 'auto' or 'on'")
+        if grammar is not None and json_schema is not None:
+            raise EvalignError("give a grammar or a JSON schema, not both")
+        self.constrain = constrain
         self.grammar = grammar
-        self.response_format = response_format
+        self.json_schema = json_schema
         self.sampling: dict[str, Any] = dict(self.sampling_defaults)
         self.sampling.update({k: v for k, v in sampling.items() if v is not None})
         if not self.sampling.get("repetition_penalty", 1):
@@ -197,8 +216,8 @@ class Judge(ABC):
             opts["reask"] = self.reask
         if self.grammar is not None:
             opts["grammar"] = text_hash(self.grammar)[:8]
-        if self.response_format is not None:
-            opts["response_format"] = self.response_format
+        if self.json_schema is not None:
+            opts["json_schema"] = stable_hash(self.json_schema)[:8]
         opts.update(self.extra_options())
         return opts
 
@@ -218,11 +237,55 @@ class Judge(ABC):
         s = dict(self.sampling)
         if s.get("seed") is not None:
             s["seed"] = int(s["seed"]) + sample
-        if self.grammar is not None:
-            s["grammar"] = self.grammar
-        if self.response_format is not None:
-            s["response_format"] = self.response_format
         return s
+
+    # -- output constraints ---------------------------------------------------------------------
+    def answer_shape(self, order: str) -> AnswerShape | None:
+        """The shape of the answer of the call of ``order`` (default: the template's)."""
+        return self.template.answer
+
+    def constraint(self, max_tokens: int, order: str = "") -> Constraint | None:
+        """The output constraint of a call of ``order`` with ``max_tokens`` (None: none; with
+        ``constrain`` off, or no shape declared): the user's grammar or schema, else the answer shape."""
+        if self.constrain == "off":
+            return None
+        if self.grammar is not None:
+            return Constraint(gbnf=self.grammar, name="grammar")
+        if self.json_schema is not None:
+            return Constraint(json_schema=dict(self.json_schema), name="schema")
+        shape = self.answer_shape(order)
+        return None if shape is None else shape.constraint(int(max_tokens), name=self.template.name)
+
+    def constraints(self) -> list[Constraint]:
+        """The constraints this judge's calls may carry (at its ``max_tokens``), for a backend check
+        before the run; default that of a first call."""
+        c = self.constraint(int(self.sampling.get("max_tokens", 512)), self.first_order())
+        return [c] if c is not None else []
+
+    def first_order(self) -> str:
+        """The order of a row's first verdict call (``""`` for item judges)."""
+        return ""
+
+    def constraint_tag(self) -> str:
+        """What constrains the answers, for the signature: ``gbnf#hash``, ``schema#hash`` or the
+        template's ``shape#hash``."""
+        if self.grammar is not None:
+            return f"gbnf#{text_hash(self.grammar)[:8]}"
+        if self.json_schema is not None:
+            return f"schema#{stable_hash(self.json_schema)[:8]}"
+        return self.template.answer.tag() if self.template.answer is not None else "none"
+
+    def constrained(self, settings: dict[str, Any], order: str) -> dict[str, Any]:
+        """``settings`` with the call's output constraint (at its ``max_tokens``) when it has one; with
+        ``constrain`` auto, none where ``max_tokens`` is too small for the answer's shape (the runner
+        says so in its note), with ``on`` that is an error."""
+        try:
+            c = self.constraint(int(settings.get("max_tokens", 512)), order)
+        except EvalignError:
+            if self.constrain == "on":
+                raise
+            return settings
+        return settings if c is None else {**settings, "constraint": c.to_dict()}
 
     def reask_messages(self, messages: Sequence[Message], output: str, result: ParseResult) -> list[Message]:
         """The conversation for a re-ask: the original prompt, the unreadable answer, and a request
@@ -267,9 +330,9 @@ class Judge(ABC):
         return dict(self.prompts(row, rubric, reference))[order]
 
     def call_settings(self, sample: int, order: str) -> dict[str, Any]:
-        """The request settings of the call ``(sample, order)``; default :meth:`request_settings` (a
-        judge with stages gives each stage its own, e.g. ``max_tokens``)."""
-        return self.request_settings(sample)
+        """The request settings of the call ``(sample, order)``; default :meth:`request_settings` with
+        the output constraint (a judge with stages gives each stage its own, e.g. ``max_tokens``)."""
+        return self.constrained(self.request_settings(sample), order)
 
     def parse_call(self, gen: Mapping[str, Any], prompt: str | None, order: str) -> ParseResult:
         """Read the output of the call of ``order``; default :meth:`parse` (a judge with stages reads

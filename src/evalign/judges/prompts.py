@@ -5,8 +5,9 @@ Templates live in ``evalign/judges/templates/<name>.yaml``: ``name``, ``version`
 two prompt texts, ``with_reference`` and ``without_reference`` (``with_reference: null`` for a template
 that has no reference variant, e.g. the SemScore paper's G-Eval). Placeholders are ``{instruction}``,
 ``{response}``, ``{reference_answer}``, ``{rubric}`` (absolute), ``{response_A}`` / ``{response_B}``
-(relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages) and
-``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate); any other brace text (e.g. a JSON
+(relative), ``{questions}`` / ``{reference_output}`` (the outputs of a template's earlier stages),
+``{explanation_A}`` / ``{explanation_B}`` (a synthesis round's debate) and ``{criteria}`` /
+``{criteria_json}`` (the criteria judge's list of criteria and its answer's form); any other brace text (e.g. a JSON
 example) is left as it is. Substitution is one pass, so a response that contains ``{rubric}`` is never
 expanded.
 
@@ -16,6 +17,11 @@ e.g. ``llmbar_direct``), ``sampling`` (the judge's defaults for it, e.g. ``max_t
 ``stages`` (prompts generated first, once per item, whose outputs fill the placeholder named by the
 stage: ``{questions}``, ``{reference_output}``) and ``synthesis`` (a further round with the two
 first-round outputs, e.g. LLMBar's Swap). See :class:`Stage`.
+
+A template (and a stage) may declare ``answer``: the shape of its answer (a verdict regex, after
+bounded free text or not, or a JSON schema; :mod:`evalign.judges.shapes`), sent to the backend as an
+output constraint (``--constrain``). It is not part of the template's hash: the constraint a call is
+sent with is in that call's cache key.
 
 A few-shot template (LLMBar's Vanilla_1shot / Vanilla_2shot) declares ``shots``: example turns, a
 list of ``{role, content}`` messages that go between the system prompt and the filled user prompt,
@@ -50,6 +56,7 @@ from typing import Any
 import yaml
 
 from evalign.errors import EvalignError, InputError
+from evalign.judges.shapes import AnswerShape, shape_from_mapping
 from evalign.registry import Registry
 from evalign.signature import stable_hash
 
@@ -57,7 +64,7 @@ Message = dict[str, str]
 
 #: placeholders a template may use
 PLACEHOLDERS = ("instruction", "response", "reference_answer", "rubric", "response_A", "response_B", "questions",
-                "reference_output", "explanation_A", "explanation_B")
+                "reference_output", "explanation_A", "explanation_B", "criteria", "criteria_json")
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 #: number of score descriptions of a rubric (the 1-5 Prometheus scale)
@@ -93,7 +100,8 @@ RUBRICS: Registry[Any] = Registry("rubric", entry_point_group="evalign.rubrics",
 class Stage:
     """One more prompt of a template (``stages`` / ``synthesis`` in its file): ``name`` (for a stage:
     the placeholder its output fills), ``system`` and ``prompt`` (the user turn), and its own
-    ``parser``, ``max_tokens``, ``tokens_to_avoid`` / ``tokens_to_favor`` (empty / None: none)."""
+    ``parser``, ``max_tokens``, ``tokens_to_avoid`` / ``tokens_to_favor`` (empty / None: none) and
+    ``answer`` (its answer's shape; None: free)."""
 
     name: str
     system: str
@@ -102,6 +110,7 @@ class Stage:
     max_tokens: int | None = None
     tokens_to_avoid: tuple[str, ...] = ()
     tokens_to_favor: tuple[str, ...] = ()
+    answer: AnswerShape | None = None
 
     def render(self, fields: Mapping[str, str], template: str = "template") -> list[Message]:
         """Chat messages (system prompt when non-empty, then the filled prompt)."""
@@ -119,7 +128,7 @@ class Stage:
 class Template:
     """A judge prompt template (see the module doc). ``sampling``: the judge's sampling defaults for
     this template, as ``(key, value)`` pairs; ``shots``: the example turns sent before the prompt, as
-    ``(role, content)`` pairs."""
+    ``(role, content)`` pairs; ``answer``: the shape of its answer (None: not declared)."""
 
     name: str
     version: int
@@ -136,6 +145,7 @@ class Template:
     stages: tuple[Stage, ...] = ()
     synthesis: Stage | None = None
     shots: tuple[tuple[str, str], ...] = ()
+    answer: AnswerShape | None = None
 
     @property
     def has_reference(self) -> bool:
@@ -256,7 +266,15 @@ def load_template(spec: str | Path) -> Template:
         stages=tuple(_stage(st, path, f"stages[{i}]") for i, st in enumerate(stages)),
         synthesis=None if synthesis is None else _stage(synthesis, path, "synthesis", name="synthesis"),
         shots=_shots(data.get("shots"), path),
+        answer=_answer(data, path),
     )
+
+
+def _answer(data: Mapping[str, Any], path: Path, where: str = "") -> AnswerShape | None:
+    """The ``answer`` shape of a template or stage mapping (None when it has none)."""
+    if data.get("answer") is None:
+        return None
+    return shape_from_mapping(data["answer"], file=str(path), field=f"{where}answer")
 
 
 def _strings(data: Mapping[str, Any], key: str, path: Path, where: str = "") -> tuple[str, ...]:
@@ -310,6 +328,7 @@ def _stage(data: Any, path: Path, where: str, name: str | None = None) -> Stage:
         max_tokens=max_tokens,
         tokens_to_avoid=_strings(data, "tokens_to_avoid", path, f"{where}."),
         tokens_to_favor=_strings(data, "tokens_to_favor", path, f"{where}."),
+        answer=_answer(data, path, f"{where}."),
     )
 
 

@@ -22,6 +22,15 @@ tries it again. A fatal backend error (server unreachable, wrong key or model) s
 everything finished so far is in the cache. A parser failure never stops a run: the row is unscored
 ``parser_error`` and the judge's text is kept in ``J.feedback``.
 
+Output constraints (:meth:`Judge.constraint`, the judge's ``constrain`` option): before planning,
+the backend is asked whether it can send each constraint the judge's calls carry
+(:meth:`Backend.check_constraint`). ``auto``: when it cannot, or when the server refuses one during
+the run (:class:`ConstraintRefused`), one line says so (``on_note`` and the summary's
+``constraint.note``) and the run goes on without constraints (keys without them: the calls an
+unconstrained run makes); ``on``: that line is the error; ``off``: none is sent. A constraint sent
+is part of each call's settings, hence of its cache key. Answers outside the constraint's regex
+(a server that ignores it) are counted in ``constraint.outside_shape``.
+
 ``partial_path`` receives one JSON line per finished call (a progress log that survives a kill);
 the caller writes the final table atomically when the run completes.
 """
@@ -30,13 +39,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import fnmatch
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from evalign.cache import LEASE_SECONDS, Cache, make_key
-from evalign.errors import InputError
+from evalign.errors import EvalignError, InputError
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
-from evalign.judges.backends import Generation, GenerationRequest
+from evalign.judges.backends import ConstraintRefused, Generation, GenerationRequest
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.parsing import ParseResult, unscored
@@ -59,6 +70,7 @@ KEY_VERSION = 1
 ERROR_CHARS = 500
 
 ProgressFn = Callable[[dict[str, int]], None]
+NoteFn = Callable[[str], None]
 
 
 @dataclass
@@ -124,6 +136,11 @@ class JudgeSummary:
     last_error: str | None
     failed_fraction: float
     seconds: float
+    #: the output constraint: ``mode`` (auto / on / off), ``sent`` (whether calls carried one),
+    #: ``note`` (why not, or the refusal; None), ``outside_shape`` (answers outside its regex)
+    constraint: Mapping[str, Any] = field(default_factory=dict)
+    #: per criterion of a criteria judge: items read (``scored``), not read, and the mean rating
+    criteria: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -264,12 +281,21 @@ class _Plan:
     skipped: list[bool]
     records: list[dict[str, Any]]
     calls: list[Call]
+    constrained: bool = True
+
+
+def _settings(judge: Judge, sample: int, order: str, constrained: bool) -> dict[str, Any]:
+    """The settings of a call; without an output constraint when the run sends none."""
+    s = judge.call_settings(sample, order)
+    if not constrained:
+        s.pop("constraint", None)
+    return s
 
 
 def _make_call(judge: Judge, plan: _Plan, row: int, sample: int, order: str,
                done: Mapping[tuple[int, str], tuple[ParseResult, str]]) -> Call:
     messages = judge.call_messages(plan.records[row], plan.rubrics[row], plan.reference, sample, order, done)
-    c = Call(row, sample, order, 0, messages, judge.call_settings(sample, order))
+    c = Call(row, sample, order, 0, messages, _settings(judge, sample, order, plan.constrained))
     c.key = call_key(plan.identity, judge, plan.reference, plan.rubrics[row], c)
     return c
 
@@ -280,9 +306,10 @@ def plan(
     identity: Mapping[str, Any],
     skip_self: bool | Sequence[str],
     model: str | None = None,
+    constrained: bool = True,
 ) -> _Plan:
     """Check the table and build the first call of every (row, sample, order). ``model``: the judge
-    model's name (for ``skip_self``)."""
+    model's name (for ``skip_self``); ``constrained``: whether calls carry their output constraint."""
     if judge.pairwise:
         missing = [c for c in PAIR_REQUIRED if c not in table.columns]
         if missing:
@@ -294,14 +321,14 @@ def plan(
     reference = decide_reference(judge, table)
     rubrics = row_rubrics(judge, table)
     skipped = self_judged(judge, table, skip_patterns(skip_self, model or identity.get("model")))
-    p = _Plan(dict(identity), reference, rubrics, skipped, table.to_dict("records"), [])
+    p = _Plan(dict(identity), reference, rubrics, skipped, table.to_dict("records"), [], constrained)
     for i, rec in enumerate(p.records):
         if skipped[i]:
             continue
         prompts = judge.prompts(rec, rubrics[i], reference)
         for s in range(judge.samples):
             for order, messages in prompts:
-                c = Call(i, s, order, 0, messages, judge.call_settings(s, order))
+                c = Call(i, s, order, 0, messages, _settings(judge, s, order, constrained))
                 c.key = call_key(identity, judge, reference, rubrics[i], c)
                 p.calls.append(c)
     return p
@@ -335,6 +362,7 @@ class _State:
     last_error: str | None = None
     http_retries: int = 0
     sent: int = 0
+    outside_shape: int = 0
 
 
 async def execute(
@@ -414,7 +442,8 @@ def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str
     bad = 0
     for k, raw in stored.items():
         gen = json.loads(raw.decode("utf-8"))["generation"]
-        res = safe_parse(judge, gen, prompt_text(by_key[k][0].messages), by_key[k][0].order)
+        c = by_key[k][0]
+        res = safe_parse(judge, gen, prompt_text(c.messages), c.order)
         parsed[k] = (res, gen["choices"][0].get("text") or "")
         bad += 0 if res.ok else 1
     if stored:
@@ -449,6 +478,8 @@ class _Wave:
         self.cache.put(NAMESPACE, key, json.dumps({"generation": data}, ensure_ascii=False).encode("utf-8"))
         r = safe_parse(self.judge, data, prompt_text(c.messages), c.order)
         self.parsed[key] = (r, data["choices"][0].get("text") or "")
+        if not fits_constraint(c.settings, res):
+            self.st.outside_shape += 1
         self.st.http_retries += res.retries
         self.progress.add(done=1, new=1, unscored=0 if r.ok else 1, retried=res.retries)
         if self.log_fh is not None:
@@ -468,6 +499,15 @@ class _Wave:
         if self.log_fh is not None:
             _log(self.log_fh, {"key": key, "row": c.row, "attempt": c.attempt, "reason": "backend_error",
                                "error": msg})
+
+
+def fits_constraint(settings: Mapping[str, Any], gen: Generation) -> bool:
+    """False when the call carried a constraint with a regex and its finished answer is outside it
+    (a server that ignores the constraint)."""
+    regex = (settings.get("constraint") or {}).get("regex")
+    if not regex or gen.finish_reason == "length":
+        return True
+    return re.fullmatch(regex, gen.text) is not None
 
 
 def _next_wave(judge: Judge, p: _Plan, st: _State, by_key: Mapping[str, list[Call]],
@@ -547,6 +587,7 @@ async def arun_judge(
     length_unit: str = "chars",
     partial_path: str | Path | None = None,
     on_progress: ProgressFn | None = None,
+    on_note: NoteFn | None = None,
 ) -> JudgeRun:
     """Async form of :func:`run_judge`."""
     t0 = time.perf_counter()
@@ -554,24 +595,80 @@ async def arun_judge(
     identity = backend.identity()
     if human is not None and human not in table.columns:
         raise InputError("no such human rating column", file=_source(table), field=human)
-    p = plan(table, judge, identity, skip_self, getattr(backend, "display_model", None) or identity.get("model"))
+    model = getattr(backend, "display_model", None) or identity.get("model")
+    constrained, note = await constraint_decision(judge, backend)
+    if note and on_note is not None:
+        on_note(note)
+    active = judge if constrained else without_constraint(judge)
+    p = plan(table, active, identity, skip_self, model, constrained)
     progress = _Progress(on_progress)
     log_fh: IO[str] | None = None
     if partial_path is not None:
         Path(partial_path).parent.mkdir(parents=True, exist_ok=True)
         log_fh = open(partial_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
-        _log(log_fh, {"event": "start", "signature": str(judge.signature(identity, p.reference)),
+        _log(log_fh, {"event": "start", "signature": str(active.signature(identity, p.reference)),
                       "calls": len(p.calls), "time": time.time()})
     try:
-        st = await execute(judge, backend, p, cache, progress, log_fh)
+        try:
+            st = await execute(active, backend, p, cache, progress, log_fh)
+        except ConstraintRefused as exc:
+            if judge.constrain == "on":
+                raise EvalignError(f"{exc} (--constrain on; --constrain auto goes on without it)") from None
+            note = f"output not constrained: {exc}; going on without the constraint"
+            if on_note is not None:
+                on_note(note)
+            active = without_constraint(judge)
+            p = plan(table, active, identity, skip_self, model, constrained=False)
+            st = await execute(active, backend, p, cache, progress, log_fh)
     finally:
         if log_fh is not None:
             log_fh.close()
-    out, per_row = aggregate(judge, table, p, st)
-    signature = str(judge.signature(identity, p.reference, judge.run_options(per_row)))
-    summary = _summary(judge, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
+    out, per_row = aggregate(active, table, p, st)
+    run_opts = dict(active.run_options(per_row))
+    if p.constrained:
+        run_opts["constraint"] = judge.constraint_tag()
+    signature = str(active.signature(identity, p.reference, run_opts))
+    summary = _summary(active, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
                        round(time.perf_counter() - t0, 3))
+    constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
+    counts = getattr(active, "criterion_counts", None)
+    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
+
+
+def without_constraint(judge: Judge) -> Judge:
+    """A copy of ``judge`` that sends no output constraint (its calls, and their cache keys, are those
+    of ``constrain="off"``)."""
+    if judge.constrain == "off":
+        return judge
+    out = copy.copy(judge)
+    out.constrain, out.grammar, out.json_schema = "off", None, None
+    return out
+
+
+async def constraint_decision(judge: Judge, backend: Any) -> tuple[bool, str | None]:
+    """Whether the run's calls carry their output constraints, and the one line that says why not
+    (None when they do, or when none is asked for). ``constrain`` ``on`` and a backend that cannot
+    (or a ``max_tokens`` too small for the answer's shape): an :class:`EvalignError` with that line."""
+    if judge.constrain == "off":
+        return False, None
+    try:
+        wanted = judge.constraints()
+    except EvalignError as exc:
+        if judge.constrain == "on":
+            raise
+        return False, f"output not constrained: {exc}"
+    if not wanted:
+        return False, None
+    check = getattr(backend, "check_constraint", None)
+    for c in wanted:
+        reason = await check(c) if check is not None else f"the backend {type(backend).__name__} takes no constraint"
+        if reason:
+            if judge.constrain == "on":
+                raise EvalignError(f"cannot constrain the output: {reason} (--constrain on; --constrain auto goes "
+                                   "on without it)")
+            return False, f"output not constrained: {reason}"
+    return True, None
 
 
 def run_judge(
@@ -585,6 +682,7 @@ def run_judge(
     length_unit: str = "chars",
     partial_path: str | Path | None = None,
     on_progress: ProgressFn | None = None,
+    on_note: NoteFn | None = None,
 ) -> JudgeRun:
     """Grade every row of ``table`` (an item table, or a pair table for pairwise judges) with
     ``judge`` on ``backend``; returns the table with the judge's columns and the run summary.
@@ -596,12 +694,14 @@ def run_judge(
     ``length_unit``: ``"chars"`` or ``"words"`` for the length-bias audit.
     ``partial_path``: a JSONL progress log (one line per finished call).
     ``on_progress(counts)``: called as calls finish (done, total, cached, new, unscored, retried, failed).
+    ``on_note(line)``: called with the one line that says the output is not constrained, and why.
     """
 
     async def main() -> JudgeRun:
         try:
             return await arun_judge(table, judge, backend, cache=cache, skip_self=skip_self, human=human,
-                                    length_unit=length_unit, partial_path=partial_path, on_progress=on_progress)
+                                    length_unit=length_unit, partial_path=partial_path, on_progress=on_progress,
+                                    on_note=on_note)
         finally:
             await backend.aclose()
 

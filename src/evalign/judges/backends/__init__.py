@@ -5,7 +5,8 @@ Two backends share one async interface (:class:`Backend`):
 * :class:`OpenAICompatibleBackend` — any server speaking the OpenAI ``/v1/chat/completions`` or
   ``/v1/completions`` API (OpenAI, vLLM, llama.cpp, Ollama, TGI ...). Bounded concurrency, retries
   with exponential backoff and jitter on 429 / 5xx / timeouts / dropped connections / malformed
-  bodies, honours ``Retry-After``. llama.cpp extras (GBNF ``grammar``, ``repeat_penalty``) pass through.
+  bodies, honours ``Retry-After``. ``repeat_penalty`` passes through; an output :class:`Constraint` is sent in the server's own form
+  (llama.cpp GBNF, vLLM ``structured_outputs``, OpenAI ``response_format``).
 * :class:`MultiEndpointBackend` — one model on several OpenAI-compatible endpoints: per-endpoint
   concurrency, failing endpoints taken out and health-checked back in, failed requests retried on
   another endpoint; its identity does not name the endpoints.
@@ -37,7 +38,14 @@ from typing import Any
 
 from evalign.errors import BackendError
 from evalign.judges._http import redact, split_url_credentials
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone, returns_scores
+from evalign.judges.backends.base import (
+    Backend,
+    BackendOptions,
+    BackendRequestError,
+    ConstraintRefused,
+    OnDone,
+    returns_scores,
+)
 from evalign.judges.backends.registry import (
     BACKENDS,
     backend_class,
@@ -47,7 +55,15 @@ from evalign.judges.backends.registry import (
     missing_options,
     register_backend,
 )
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
+from evalign.judges.backends.types import (
+    Choice,
+    Constraint,
+    Generation,
+    GenerationRequest,
+    Message,
+    Usage,
+    fold_system,
+)
 
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.judges.backends.openai",
@@ -80,6 +96,8 @@ __all__ = [
     "BackendOptions",
     "BackendRequestError",
     "Choice",
+    "Constraint",
+    "ConstraintRefused",
     "Generation",
     "GenerationRequest",
     "HFLocalBackend",

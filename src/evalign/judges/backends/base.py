@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from evalign.errors import BackendError
-from evalign.judges.backends.types import Generation, GenerationRequest, Usage
+from evalign.judges.backends.types import Constraint, Generation, GenerationRequest, Usage
 
 #: Called by :meth:`Backend.generate_many` as each request finishes: ``(index, Generation | BackendError)``.
 OnDone = Callable[[int, "Generation | BackendError"], None]
@@ -27,7 +27,8 @@ class BackendOptions:
     ``base_url``: the API root, or several (one model on several servers). ``api_key_env``: the NAME
     of the environment variable holding the key (None: no key). ``concurrency``, ``timeout``,
     ``connect_timeout``, ``max_retries``, ``deadline``, ``idle_timeout``, ``stream``, ``system_prompt``:
-    the HTTP backends' settings; ``device``, ``batch_size``: local models'. ``extra``: further keyword arguments of the
+    the HTTP backends' settings; ``device``, ``batch_size``: local models'. ``constraint_format``: how the openai backend sends an
+    output constraint (``auto``, ``llama.cpp``, ``vllm``, ``openai``). ``extra``: further keyword arguments of the
     backend's constructor (e.g. ``endpoint``, ``dtype``), passed as they are.
     """
 
@@ -44,6 +45,7 @@ class BackendOptions:
     system_prompt: str | None = None
     device: str | None = None
     batch_size: int | None = None
+    constraint_format: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -83,6 +85,8 @@ class Backend(ABC):
     #: what a backend answers: ``text`` (a generation) or ``score`` (a reward model's score per
     #: conversation, in ``Generation.raw["score"]``: only the reward judges read it)
     output: ClassVar[str] = "text"
+    #: the forms of a :class:`Constraint` this backend sends (none: it takes no constraint)
+    constraint_forms: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:
@@ -175,6 +179,16 @@ class Backend(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections (no-op by default)."""
 
+    async def check_constraint(self, constraint: Constraint) -> str | None:
+        """None when this backend can send ``constraint``, else why not (one line). Default: one of
+        the constraint's forms is among :attr:`constraint_forms`."""
+        if any(f in self.constraint_forms for f in constraint.forms):
+            return None
+        given = " / ".join(constraint.forms)
+        if not self.constraint_forms:
+            return f"the {self.kind or type(self).__name__} backend takes no output constraint"
+        return f"the {self.kind} backend takes a {' or '.join(self.constraint_forms)} constraint, not {given}"
+
     def stats(self) -> dict[str, int]:
         """Counters: requests, retries, failures, prompt_tokens, completion_tokens."""
         return {
@@ -209,3 +223,11 @@ class BackendRequestError(BackendError):
         self.status = status
         self.fatal = fatal
         self.attempts = attempts
+
+
+class ConstraintRefused(BackendRequestError):
+    """The server refused a request's output constraint (the same request without it was answered):
+    fatal for the run, which goes on unconstrained only where the user allowed it (``--constrain auto``)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message, status=status, fatal=True)

@@ -4,6 +4,7 @@ torch / transformers are imported when an :class:`HFLocalBackend` is created."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import json
 import sys
@@ -13,9 +14,18 @@ from typing import Any
 
 from evalign.errors import BackendError, ModelLoadError
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.judges.backends.hf_constraint import ConstraintProcessor, ll_tokenizer
 from evalign.judges.backends.model_source import resolve_base_model
 from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
+from evalign.judges.backends.types import (
+    Choice,
+    Constraint,
+    Generation,
+    GenerationRequest,
+    Message,
+    Usage,
+    fold_system,
+)
 from evalign.metrics.models import model_identity
 from evalign.signature import stable_hash
 
@@ -49,11 +59,14 @@ class HFLocalBackend(Backend):
     (raises) or drops it silently gets the system prompt folded into the first user turn
     (:func:`fold_system`); a tokenizer without a chat template uses :func:`fallback_format`.
     Requests with equal settings are batched together; ``seed`` seeds each batch (so sampled outputs
-    are reproducible for the same requests, batch size and device). ``grammar`` and
-    ``response_format`` are not supported and raise :class:`BackendError`.
+    are reproducible for the same requests, batch size and device). An output ``constraint`` (a
+    regex, JSON schema or GBNF grammar) is kept by a logits processor driven by llguidance
+    (:mod:`evalign.judges.backends.hf_constraint`); ``logit_bias`` is not supported and raises
+    :class:`BackendError`.
     """
 
     kind = "hf"
+    constraint_forms = ("gbnf", "regex", "json_schema")
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:
@@ -118,6 +131,7 @@ class HFLocalBackend(Backend):
         #: **kwargs of transformers' models are attention settings, not inputs: generate() rejects others)
         self._inputs = frozenset(inspect.signature(self.model.forward).parameters)
         self._lock = threading.Lock()
+        self._ll_tokenizer: Any = None
         #: set when the run is cancelled: the generation loop stops at its next token
         self._stop = threading.Event()
 
@@ -225,8 +239,8 @@ class HFLocalBackend(Backend):
         import torch
 
         proto = reqs[0]
-        if proto.grammar is not None or proto.response_format is not None or proto.logit_bias:
-            raise BackendRequestError("the 'hf' backend supports neither 'grammar', 'response_format' nor 'logit_bias'")
+        if proto.logit_bias:
+            raise BackendRequestError("the 'hf' backend does not support 'logit_bias'")
         tok = self.tokenizer
         rendered = [self.render(r) for r in reqs]
         add_special = rendered[0][1]
@@ -235,6 +249,7 @@ class HFLocalBackend(Backend):
             enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=add_special).to(self.device)
             n_prompt = enc["input_ids"].shape[1]
             sample = proto.temperature > 0
+            per_row = proto.n if sample else 1
             gen_kwargs: dict[str, Any] = {
                 "max_new_tokens": proto.max_tokens,
                 "do_sample": sample,
@@ -257,6 +272,8 @@ class HFLocalBackend(Backend):
             if proto.seed is not None:
                 torch.manual_seed(proto.seed)
             gen_kwargs["stopping_criteria"] = _stop_criteria(self._stop)
+            if proto.constraint is not None:
+                gen_kwargs["logits_processor"] = self._constraint_processor(proto, len(texts) * per_row, n_prompt)
             try:
                 out = self.model.generate(**self.model_inputs(enc), **gen_kwargs)
             except (RuntimeError, ValueError) as exc:
@@ -287,6 +304,26 @@ class HFLocalBackend(Backend):
             raw = {"backend": "hf", "model": self.model_path, "prompt": texts[b], "completion_ids": ids}
             gens.append(Generation.from_choices(choices, usage, retries=0, raw=raw))
         return gens
+
+    async def check_constraint(self, constraint: Constraint) -> str | None:
+        """None when llguidance is installed (it takes every form), else why not."""
+        if importlib.util.find_spec("llguidance") is None:
+            return "output constraints on the 'hf' backend need llguidance (pip install llguidance)"
+        return await super().check_constraint(constraint)
+
+    def _constraint_processor(self, req: GenerationRequest, rows: int, prompt_len: int) -> Any:
+        """The logits processor list keeping ``rows`` sequences inside ``req.constraint``."""
+        from transformers import LogitsProcessorList
+
+        eos = _eos_ids(self.model, self.tokenizer)
+        if self._ll_tokenizer is None:
+            vocab = int(self.model.get_output_embeddings().weight.shape[0])
+            self._ll_tokenizer = ll_tokenizer(self.tokenizer, vocab, eos)
+        assert req.constraint is not None
+        try:
+            return LogitsProcessorList([ConstraintProcessor(self._ll_tokenizer, req.constraint, rows, prompt_len, eos)])
+        except ValueError as exc:
+            raise BackendRequestError(str(exc), fatal=True) from exc
 
     def _decode(
         self, ids: Any, row: int, logits: Any, req: GenerationRequest, eos_ids: set[int]

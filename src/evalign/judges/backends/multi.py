@@ -37,7 +37,7 @@ from evalign.judges._http import RetryPolicy, is_retryable_status, split_url_cre
 from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import Generation, GenerationRequest
+from evalign.judges.backends.types import Constraint, Generation, GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class MultiEndpointBackend(Backend):
         """One model on every URL of ``options.base_url`` (each endpoint an OpenAI-compatible client)."""
         urls = {"base_urls": list(options.base_urls)} if options.base_urls else {}
         own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt",
-                            "idle_timeout", "stream")
+                            "idle_timeout", "stream", "constraint_format")
         return cls(**{**urls, "model": options.model, "api_key_env": options.api_key_env, **own, **options.extra})
 
     def __init__(
@@ -258,6 +258,10 @@ class MultiEndpointBackend(Backend):
         return self._deadline_at is not None and asyncio.get_running_loop().time() >= self._deadline_at
 
     # -- requests --------------------------------------------------------------------------
+    async def check_constraint(self, constraint: Constraint) -> str | None:
+        """What the first endpoint says (every endpoint serves the same model on the same server kind)."""
+        return await self._eps[0].backend.check_constraint(constraint)
+
     async def generate(self, req: GenerationRequest) -> Generation:
         """Run ``req`` on the least busy healthy endpoint; retry on another one when that endpoint fails.
 

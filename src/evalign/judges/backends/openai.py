@@ -15,6 +15,7 @@ import logging
 import os
 import random
 import sys
+from dataclasses import replace
 from typing import Any, Literal
 
 from evalign.errors import EvalignError
@@ -31,9 +32,23 @@ from evalign.judges._http import (
     split_url_credentials,
     sse_data,
 )
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
+from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, ConstraintRefused
 from evalign.judges.backends.registry import BACKENDS, register_backend
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage, fold_system
+from evalign.judges.backends.structured import (
+    FORMAT_FORMS,
+    FORMATS,
+    chosen_form,
+    constraint_fields,
+    format_of,
+)
+from evalign.judges.backends.types import (
+    Choice,
+    Constraint,
+    Generation,
+    GenerationRequest,
+    Usage,
+    fold_system,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +123,12 @@ class OpenAICompatibleBackend(Backend):
     * ``repetition_penalty_fields``: body fields that carry a request's repetition penalty; default
       ``("repeat_penalty", "repetition_penalty")`` (llama.cpp; vLLM / TGI), and none for
       ``api.openai.com``, which rejects unknown fields.
+    * ``constraint_format``: how a request's output :class:`Constraint` is sent: ``"llama.cpp"``
+      (GBNF ``grammar``), ``"vllm"`` (``structured_outputs``), ``"openai"`` (``response_format``
+      JSON schema only) or ``"auto"`` (read from ``GET /models`` once, at the first constrained
+      request; see :mod:`evalign.judges.backends.structured`). A constrained request that the server
+      answers 400 / 422 / 501 is sent once more without the constraint: answered, it was the
+      constraint, and :class:`ConstraintRefused` (fatal) says so in one line.
     """
 
     kind = "openai"
@@ -123,7 +144,7 @@ class OpenAICompatibleBackend(Backend):
         if not urls or not options.model:
             raise ValueError("the openai backend needs a base_url and a model")
         own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt",
-                            "idle_timeout", "stream")
+                            "idle_timeout", "stream", "constraint_format")
         return cls(**{"base_url": urls[0], "model": options.model, "api_key_env": options.api_key_env, **own,
                       **options.extra})
 
@@ -150,8 +171,14 @@ class OpenAICompatibleBackend(Backend):
         seed: int | None = None,
         repetition_penalty_fields: tuple[str, ...] | None = None,
         server_name: str | None = None,
+        constraint_format: str = "auto",
     ) -> None:
         super().__init__()
+        if constraint_format not in ("auto", *FORMATS):
+            raise ValueError(f"constraint_format must be auto or one of {', '.join(FORMATS)}, got {constraint_format!r}")
+        self.constraint_format = constraint_format
+        #: the format in use and what told it (None until the first constrained request)
+        self._format: tuple[str, str] | None = None if constraint_format == "auto" else (constraint_format, "given")
         if endpoint not in _ENDPOINT_PATHS:
             raise ValueError(f"endpoint must be one of {sorted(_ENDPOINT_PATHS)}, got {endpoint!r}")
         if concurrency < 1:
@@ -258,10 +285,8 @@ class OpenAICompatibleBackend(Backend):
         if req.repetition_penalty is not None:
             for field_name in self.repetition_penalty_fields:  # llama.cpp: repeat_penalty; vLLM/TGI: repetition_penalty
                 body[field_name] = req.repetition_penalty
-        if req.grammar is not None:
-            body["grammar"] = req.grammar
-        if req.response_format is not None:
-            body["response_format"] = req.response_format
+        if req.constraint is not None:
+            body.update(constraint_fields(req.constraint, self._format[0] if self._format else "llama.cpp"))
         if req.logit_bias:
             body["logit_bias"] = dict(req.logit_bias)
             body["logit_bias_type"] = "tokens"
@@ -500,6 +525,35 @@ class OpenAICompatibleBackend(Backend):
                 fatal=True,
             )
 
+    async def server_format(self) -> tuple[str, str]:
+        """The constraint format of the server and what told it (``GET /models`` once, when ``auto``)."""
+        if self._format is None:
+            self._format = await self._read_format()
+        return self._format
+
+    async def _read_format(self) -> tuple[str, str]:
+        if "api.openai.com" in self.base_url:
+            return "openai", "api.openai.com"
+        client, _ = self._ensure_client()
+        headers, _secrets = self._headers()
+        try:
+            resp = await _within(client.get(self.base_url + "/models", headers=headers), self.timeout)
+            if resp.status_code != 200:
+                return "openai", f"GET /models answered HTTP {resp.status_code}"
+            return format_of(json.loads(_body_text(resp)), self.model)
+        except Exception as exc:
+            return "openai", f"GET /models failed ({type(exc).__name__})"
+
+    async def check_constraint(self, constraint: Constraint) -> str | None:
+        """None when the server's format (:meth:`server_format`) can send one of ``constraint``'s forms,
+        else why not."""
+        fmt, why = await self.server_format()
+        if chosen_form(constraint, fmt) is not None:
+            return None
+        hint = "" if self.constraint_format != "auto" else " (--constraint-format llama.cpp or vllm if it does)"
+        return (f"{self.base_url} (constraint format {fmt}: {why}) takes a {' or '.join(FORMAT_FORMS[fmt])} "
+                f"constraint, not this {' / '.join(constraint.forms)} one{hint}")
+
     def stats(self) -> dict[str, int]:
         """The counters of :meth:`Backend.stats` plus ``abandoned`` (requests given up on a timeout and re-sent)."""
         return {**super().stats(), "abandoned": self.abandoned}
@@ -510,8 +564,34 @@ class OpenAICompatibleBackend(Backend):
         When ``req.n > 1`` and the server returns fewer choices (llama.cpp ignores ``n``), the rest are
         requested one by one (with ``seed + k`` when a seed is set).
         """
+        if req.constraint is not None:
+            await self.server_format()
         body = self.build_body(req)
         _, sem = self._ensure_client()
+        try:
+            return await self._generate(req, body, sem)
+        except ConstraintRefused:
+            raise
+        except BackendRequestError as exc:
+            if req.constraint is None or exc.status not in (400, 422, 501):
+                raise
+            await self._refused(req, exc, sem)
+            raise
+
+    async def _refused(self, req: GenerationRequest, exc: BackendRequestError, sem: asyncio.Semaphore) -> None:
+        """A constrained request failed with ``exc``: sent again without the constraint, an answer
+        means the server refused the constraint (:class:`ConstraintRefused`); else nothing."""
+        try:
+            async with sem:
+                await self._post(self.build_body(replace(req, constraint=None)))
+        except BackendRequestError:
+            return
+        fmt = self._format[0] if self._format else "llama.cpp"
+        form = chosen_form(req.constraint, fmt) if req.constraint is not None else None
+        raise ConstraintRefused(f"{self.base_url} refused the output constraint ({form} sent as a {fmt} "
+                                f"server; the same request without it was answered): {exc}", status=exc.status)
+
+    async def _generate(self, req: GenerationRequest, body: dict[str, Any], sem: asyncio.Semaphore) -> Generation:
         choices: list[Choice] = []
         usage = Usage()
         retries = 0

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,6 +13,45 @@ Message = dict[str, str]
 # --------------------------------------------------------------------------------------------
 # Requests and results
 # --------------------------------------------------------------------------------------------
+#: the forms a constraint may come in
+CONSTRAINT_FORMS = ("regex", "json_schema", "gbnf")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What an output must look like, in one or more forms; a backend sends the form it can.
+
+    * ``regex``: the whole output, in the dialect of :mod:`evalign.judges.backends.regex_gbnf`
+      (a template's answer shape: :mod:`evalign.judges.shapes`);
+    * ``json_schema``: a JSON schema of the output (a JSON answer; a user's schema);
+    * ``gbnf``: a GBNF grammar (a user's ``--grammar`` file);
+    * ``name``: what it is called in messages and in OpenAI's ``json_schema.name``.
+    """
+
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+    gbnf: str | None = None
+    name: str = "answer"
+
+    def __post_init__(self) -> None:
+        if self.regex is None and self.json_schema is None and self.gbnf is None:
+            raise ValueError("a Constraint needs a regex, a json_schema or a gbnf grammar")
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The forms given, among :data:`CONSTRAINT_FORMS`."""
+        return tuple(f for f in CONSTRAINT_FORMS if getattr(self, f) is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (request settings, cache keys)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Constraint:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{k: data[k] for k in ("regex", "json_schema", "gbnf", "name") if k in data})
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """One generation request. Give exactly one of ``messages`` (chat) or ``prompt`` (raw text).
@@ -27,8 +66,10 @@ class GenerationRequest:
       (0..20) most likely tokens with their natural-log probabilities.
     * ``stop``: strings that end generation (not included in the text).
     * ``repetition_penalty``: llama.cpp ``repeat_penalty`` / HF ``repetition_penalty`` (1.0 = off).
-    * ``grammar``: a GBNF grammar (llama.cpp servers) constraining the output.
-    * ``response_format``: passed through (e.g. ``{"type": "json_object"}``).
+    * ``constraint``: what the output must look like (:class:`Constraint`; a mapping is read as one):
+      each backend sends it in its own form (llama.cpp: a GBNF ``grammar``; vLLM:
+      ``structured_outputs``; OpenAI: ``response_format`` with a JSON schema; hf: a logits processor)
+      or says it cannot (:meth:`evalign.judges.backends.base.Backend.check_constraint`).
     * ``logit_bias``: token TEXTS -> a bias added to their logits (LLMBar's ``tokens_to_avoid`` -100,
       ``tokens_to_favor`` +7). The openai backend sends ``logit_bias`` with ``logit_bias_type:
       "tokens"`` (llama-cpp-python's server tokenizes each text and biases all its tokens); servers
@@ -46,11 +87,12 @@ class GenerationRequest:
     top_logprobs: int = 0
     stop: list[str] | None = None
     repetition_penalty: float | None = None
-    grammar: str | None = None
-    response_format: dict[str, Any] | None = None
+    constraint: Constraint | None = None
     logit_bias: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.constraint, Mapping):
+            object.__setattr__(self, "constraint", Constraint.from_dict(self.constraint))
         if (self.messages is None) == (self.prompt is None):
             raise ValueError("GenerationRequest needs exactly one of 'messages' or 'prompt'")
         if self.messages is not None:

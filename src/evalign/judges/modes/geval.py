@@ -25,7 +25,9 @@ class GEval(SingleJudge):
 
     With top logprobs the score is ``sum(p_i * i) / sum(p_i)`` over the tokens ``"1".."4"`` at the score
     position (method ``logprobs``); when their total probability ``sum(p_i)`` is below ``min_mass``
-    (default 0.5) the row is unscored ``low_mass`` (the judge did not mean a score there). A server that
+    (default 0.5) the row is unscored ``low_mass`` (the judge did not mean a score there; also when the
+    answer was constrained to the score, shape ``[1-4]``: the constraint makes the answer readable,
+    not the judge sure). A server that
     returns no logprobs: ``fallback="samples"`` (default) reads the sampled integer (method ``samples``;
     counted in the summary and recorded in the signature), ``fallback="error"`` leaves the row unscored
     ``no_logprobs``.

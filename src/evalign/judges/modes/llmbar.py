@@ -42,11 +42,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from evalign.errors import EvalignError
+from evalign.judges.backends.types import Constraint
 from evalign.judges.base import SAMPLING_KEYS, SWAP_VERDICT, is_missing, join_instruction, register_judge
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, Stage
+from evalign.judges.shapes import AnswerShape
 
 #: the parsers an LLMBar template may declare -> the answer format of :func:`parse_llmbar`
 PARSERS = {"llmbar_direct": "direct", "llmbar_cot": "cot"}
@@ -186,7 +188,27 @@ class LLMBarJudge(PrometheusRelative):
                 s["max_tokens"] = stage.max_tokens
         if self.logit_bias and (avoid or favor):
             s["logit_bias"] = {**{t: AVOID_BIAS for t in avoid}, **{t: FAVOR_BIAS for t in favor}}
-        return s
+        return self.constrained(s, order)
+
+    def answer_shape(self, order: str) -> AnswerShape | None:
+        """The synthesis round's or a stage's own shape; the template's for the verdict calls."""
+        stage = self._stage(order)
+        return self.template.answer if stage is None else stage.answer
+
+    def constraint(self, max_tokens: int, order: str = "") -> Constraint | None:
+        """A stage's output (e.g. the questions) is free unless the stage declares a shape (a
+        user's grammar or schema constrains the verdict calls only)."""
+        stage = self._stage(order)
+        if stage is not None and order not in SYNTHESIS.values():
+            shape = stage.answer
+            return None if shape is None or self.constrain == "off" else shape.constraint(max_tokens, stage.name)
+        return super().constraint(max_tokens, order)
+
+    def constraints(self) -> list[Constraint]:
+        """The verdict calls' constraint and the synthesis round's."""
+        orders = ["ab", *(["swap_ab"] if self.template.synthesis is not None else [])]
+        found = [self.constraint(int(self.call_settings(0, o)["max_tokens"]), o) for o in orders]
+        return [c for c in found if c is not None]
 
     def parse_call(self, gen: Mapping[str, Any], prompt: str | None, order: str) -> ParseResult:
         choice = gen["choices"][0]

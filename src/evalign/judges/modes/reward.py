@@ -70,8 +70,8 @@ class _RewardBase(Judge):
     default_template = "reward"
 
     def __init__(self, *, template: str | Template | None = None, column: str | None = None, samples: int = 1,
-                 reask: int = 0, reference: bool | None = None, **rest: Any) -> None:
-        bad = [k for k, v in rest.items() if v is not None]
+                 reask: int = 0, reference: bool | None = None, constrain: str | None = None, **rest: Any) -> None:
+        bad = [k for k, v in rest.items() if v is not None] + ["constrain"] * (constrain == "on")
         bad += ["samples"] * (samples != 1) + ["reask"] * bool(reask) + ["reference"] * bool(reference)
         if bad:
             raise EvalignError(f"judge '{self.name}' reads a reward model's score: {', '.join(sorted(bad))} "
