@@ -14,6 +14,7 @@
     data_dir: /data/evalign
     published: suite                     # suite | all | none
     decoding: {temperature: 0, max_tokens: 128}
+    constrain: auto                      # answers in their template's shape where the backend can (on / off)
     resamples: 1000
     min_group: 5                         # the fewest units a set or category needs to be ranked
     out: bench-out
@@ -37,7 +38,7 @@ from evalign.meta.resampling import Resampling
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 KEYS = ("version", "judges", "panels", "per_set", "full", "seed", "sets", "templates", "suite", "data_dir", "published",
-        "decoding", "resamples", "min_group", "out")
+        "decoding", "constrain", "resamples", "min_group", "out")
 JUDGE_KEYS = ("name", "backend", "model", "base_url", "options", "backend_options")
 
 
@@ -116,6 +117,8 @@ def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str
             kw[key] = _path(m[key], base, file, m.lines.get(key), key)
     if "published" in m:
         kw["published"] = _typed(m, "published", str, "suite, all or none", file)
+    if "constrain" in m:
+        kw["constrain"] = _typed(m, "constrain", str, "auto, on or off", file)
     if "resamples" in m:
         n = _typed(m, "resamples", int, "an integer >= 1", file)
         kw["resampling"] = Resampling(n_resamples=n, n_permutations=n)

@@ -46,7 +46,7 @@ LLAMA_TIMEOUT = 1800.0
 JUDGE_OPTIONS = ("reask", "constrain", "tie_margin")
 #: backend options a spec may set
 BACKEND_OPTIONS = ("concurrency", "timeout", "connect_timeout", "max_retries", "idle_timeout", "api_key_env", "device",
-                   "batch_size", "system_prompt", "n_ctx", "threads")
+                   "batch_size", "system_prompt", "constraint_format", "n_ctx", "threads")
 #: the decoding every bench judge uses unless its spec or the bench settings say otherwise
 BENCH_DECODING: dict[str, Any] = {"temperature": 0.0, "seed": 0}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -157,7 +157,7 @@ def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
         with LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
                          log_path=log) as info:
             yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
-                                          server_name=f"llama.cpp:{file_sha256(gguf)}",
+                                          server_name=f"llama.cpp:{file_sha256(gguf)}", constraint_format="llama.cpp",
                                           timeout=float(bo.pop("timeout", LLAMA_TIMEOUT)),
                                           **{k: v for k, v in bo.items() if k in ("max_retries",)})
         return
@@ -170,18 +170,19 @@ def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
 
 
 def make_judge(spec: JudgeSpec, recipe: Recipe, *, kind: str = "pairwise", decoding: Mapping[str, Any] | None = None,
-               scores: bool = False) -> Judge:
+               scores: bool = False, constrain: str = "auto") -> Judge:
     """The judge ``spec`` runs on a set: the set's ``recipe`` (mode, template, rubric: left out when
     the template's judge takes none), the spec's decoding (over the bench's ``decoding``), column
     ``spec.name``; pairwise judges in both orders. On a backend that returns scores (``scores``: a
     reward model) the set's ``kind`` picks the reward judge (``pairwise``: A vs B from the two scores,
-    ``graded``: each response's score) and the recipe and decoding do not apply."""
+    ``graded``: each response's score) and the recipe and decoding do not apply. ``constrain``: the
+    bench's output constraint (``auto`` / ``on`` / ``off``), unless the spec sets its own."""
     if scores:
         opts = {"column": spec.name, **{k: v for k, v in spec.options.items() if k == "tie_margin"}}
         if kind != "pairwise" and "tie_margin" in opts:
             opts.pop("tie_margin")
         return get_judge(judge_for_backend("pairwise" if kind == "pairwise" else "absolute", True), **opts)
-    opts = {**recipe.options(), **spec.decoding(decoding), "column": spec.name}
+    opts = {**recipe.options(), **spec.decoding(decoding), "column": spec.name, "constrain": constrain}
     if not judge_for_template(recipe.mode, recipe.template).uses_rubric:  # a template overridden by one without
         for k in ("rubric", "rubric_column", "rubric_map"):
             opts.pop(k, None)

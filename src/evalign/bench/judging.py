@@ -43,13 +43,14 @@ def judge_columns(table: pd.DataFrame, name: str) -> list[str]:
     return [c for c in table.columns if c == name or c.startswith(f"{name}.")]
 
 
-async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any], cache: Cache,
-                     partial_dir: Path | None, progress: BenchProgress | None) -> list[SetRun]:
+async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any], constrain: str,
+                     cache: Cache, partial_dir: Path | None, progress: BenchProgress | None) -> list[SetRun]:
     out: list[SetRun] = []
     with open_backend(spec) as backend:
         try:
             for s in sets:
-                judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend))
+                judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend),
+                                   constrain=constrain)
                 partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
 
                 def on_progress(c: dict[str, int], key: str = s.key) -> None:
@@ -65,17 +66,18 @@ async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Ma
 
 
 def run_judges(specs: Sequence[JudgeSpec], sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
-               cache: Cache | None = None, partial_dir: Path | None = None,
+               constrain: str = "auto", cache: Cache | None = None, partial_dir: Path | None = None,
                progress: BenchProgress | None = None) -> list[SetRun]:
     """Every judge of ``specs`` on every set (in that order), its columns added to each set's table
-    (in place). ``decoding``: the bench's decoding under each spec's own; ``cache``: where calls are
+    (in place). ``decoding``: the bench's decoding under each spec's own; ``constrain``: the bench's
+    output constraint (see :func:`~evalign.bench.judges.make_judge`); ``cache``: where calls are
     stored and looked up (default: the project cache); ``partial_dir``: where each run logs its
     finished calls as it goes."""
     cache = cache if cache is not None else Cache()
     runs: list[SetRun] = []
     for spec in specs:
-        got = asyncio.run(_judge_all(spec, sets, decoding=decoding, cache=cache, partial_dir=partial_dir,
-                                     progress=progress))
+        got = asyncio.run(_judge_all(spec, sets, decoding=decoding, constrain=constrain, cache=cache,
+                                     partial_dir=partial_dir, progress=progress))
         for r in got:
             s = next(x for x in sets if x.key == r.set)
             for c in judge_columns(r.run.table, spec.name):

@@ -48,6 +48,7 @@ def _run_row(r: SetRun) -> dict[str, Any]:
         "cached": s.calls.cached, "failed": s.calls.failed, "unparsed": unparsed,
         "parse_rate": (calls - unparsed - s.calls.failed) / calls if calls else float("nan"),
         "seconds": s.seconds, "s_per_call": s.seconds / s.calls.new if s.calls.new else float("nan"),
+        "constrained": bool((s.constraint or {}).get("sent")), "outside_shape": (s.constraint or {}).get("outside_shape"),
         "template": r.judge_obj.template.name, "signature": r.run.signature,
     }  # fmt: skip
 
@@ -85,6 +86,7 @@ def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[J
         "templates": templates,
         "judges": judges,
         "decoding": dict(settings.decoding),
+        "constrain": settings.constrain,
         "panels": {k: list(v) for k, v in settings.panels.items()},
         "published": settings.published,
         "resampling": asdict(settings.resampling),
@@ -94,6 +96,7 @@ def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[J
         f"bench:{sig['suite']}", f"sets:{','.join(sig['sets'])}", f"per_set:{sig['per_set']}", f"seed:{settings.seed}",
         f"templates:{stable_hash(templates, 12)}", f"judges:{stable_hash(judges, 12)}",
         "decoding:" + ",".join(f"{k}={v}" for k, v in sorted(settings.decoding.items())),
+        f"constrain:{settings.constrain}",
         f"resamples:{settings.resampling.n_resamples}", f"evalign:{evalign.__version__}",
     ])  # fmt: skip
     return sig
@@ -162,7 +165,7 @@ def run_bench(judges: Sequence[JudgeSpec], settings: BenchSettings | None = None
     loaded = load_suite_sets(suite, settings)
     if not loaded.sets:
         raise UsageError("no set of the bench could be loaded: " + "; ".join(f"{k}: {v}" for k, v in loaded.skipped.items()))
-    runs = run_judges(judges, loaded.sets, decoding=settings.decoding, cache=cache,
+    runs = run_judges(judges, loaded.sets, decoding=settings.decoding, constrain=settings.constrain, cache=cache,
                       partial_dir=out, progress=progress) if judges else []
     add_panels(loaded.sets, settings.panels)
     if stage:

@@ -42,6 +42,8 @@ PUBLISHED: Any = typer.Option(None, "--published", help="Published judges beside
                               "default), all, none.")
 TEMPERATURE: Any = typer.Option(None, "--temperature", help="Decoding temperature of every judge (default 0).")
 MAX_TOKENS: Any = typer.Option(None, "--max-tokens", help="Most tokens per judge answer (default: each template's).")
+CONSTRAIN: Any = typer.Option(None, "--constrain", help="Constrain each answer to its template's shape: auto (where "
+                              "the backend can, default), on (or stop), off.")
 RESAMPLES: Any = typer.Option(None, "--resamples", help="Bootstrap resamples and permutations (default 1000).")
 MIN_GROUP: Any = typer.Option(None, "--min-group", help="The fewest units a set or category needs to be ranked "
                               "(default 5).")
@@ -62,7 +64,7 @@ def bench_cmd(
     name: str = NAME, panel: list[str] = PANEL, config: Path = CONFIG, per_set: int = PER_SET, full: bool = FULL,
     seed: int = SEED, sets: list[str] = SETS, template: list[str] = TEMPLATE, suite: Path = SUITE,
     data_dir: Path = DATA_DIR, published: str = PUBLISHED, temperature: float = TEMPERATURE,
-    max_tokens: int = MAX_TOKENS, resamples: int = RESAMPLES, min_group: int = MIN_GROUP, no_cache: bool = NO_CACHE,
+    max_tokens: int = MAX_TOKENS, constrain: str = CONSTRAIN, resamples: int = RESAMPLES, min_group: int = MIN_GROUP, no_cache: bool = NO_CACHE,
     out: Path = OUT,
     html: Path = HTML, as_json: bool = AS_JSON, detail: bool = DETAIL,
 ) -> None:
@@ -120,7 +122,7 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
         kw["templates"] = {**base.templates, **_pairs(o["template"], "--template")}
     if o["panel"]:
         kw["panels"] = {**base.panels, **{k: tuple(split_multi([v])) for k, v in _pairs(o["panel"], "--panel").items()}}
-    for key in ("suite", "data_dir", "published"):
+    for key in ("suite", "data_dir", "published", "constrain"):
         if o[key] is not None:
             kw[key] = o[key]
     decoding = dict(base.decoding)
