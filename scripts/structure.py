@@ -39,7 +39,7 @@ LAYERS: dict[str, int] = {
     "io": 1, "cache": 1,
     "metrics": 2, "datasets": 2, "judges": 2, "meta": 2, "rank": 2,
     "evaluate": 3, "engine": 3, "scoring": 3, "synth": 3, "train": 4,
-    "report": 5, "run": 6, "demo": 6, "demo_judge": 6,
+    "report": 5, "run": 6, "demo": 6, "demo_judge": 6, "bench": 6,
     "cli": 8,
 }
 

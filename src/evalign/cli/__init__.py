@@ -44,6 +44,8 @@ VERBS: dict[str, tuple[str, str]] = {
                                                "intervals, win rates, LC win rates."),
     "report": ("evalign.cli.report", "Compare metrics (and judges) with human judgments; write an HTML report with "
                                      "plots and tables."),
+    "bench": ("evalign.cli.bench", "A judge's trust profile across every human-judgment set: beside the published "
+                                   "judges and the\nbaselines, per set and per category, with intervals."),
     "demo": ("evalign.cli.demo", "Score the bundled Self-Instruct and PandaLM data with every offline metric and "
                                  "show which\nmetric agrees best with the human judgments (with --judge: how a small "
                                  "local judge compares\nwith the published ones on LLMBar)."),

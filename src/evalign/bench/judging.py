@@ -1,0 +1,105 @@
+"""Running the bench's judges over its sampled sets: each judge's backend is opened once, each set
+judged with the set's template (pairwise sets in both orders) through the judge runner, so every call
+is cached as it returns and an interrupted bench resumes without repeating one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalign.bench.judges import JudgeSpec, make_judge, open_backend
+from evalign.bench.load import LoadedSet
+from evalign.cache import Cache
+from evalign.judges.backends import returns_scores
+from evalign.judges.base import Judge
+from evalign.judges.runner import JudgeRun, arun_judge
+from evalign.rank.panel import judge_panel
+
+#: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
+BenchProgress = Callable[[str, str, Mapping[str, int]], None]
+
+
+@dataclass(frozen=True)
+class SetRun:
+    """One judge on one set: the judge (its template, decoding, signature) and the runner's result."""
+
+    judge: str
+    set: str
+    run: JudgeRun
+    judge_obj: Judge
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(self.judge_obj.higher_is_better)
+
+
+def judge_columns(table: pd.DataFrame, name: str) -> list[str]:
+    """The columns judge ``name`` wrote: ``name`` and ``name.*``."""
+    return [c for c in table.columns if c == name or c.startswith(f"{name}.")]
+
+
+async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any], constrain: str,
+                     cache: Cache, partial_dir: Path | None, progress: BenchProgress | None) -> list[SetRun]:
+    out: list[SetRun] = []
+    with open_backend(spec) as backend:
+        try:
+            for s in sets:
+                judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend),
+                                   constrain=constrain)
+                partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
+
+                def on_progress(c: dict[str, int], key: str = s.key) -> None:
+                    if progress is not None:
+                        progress(spec.name, key, c)
+
+                run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
+                                       on_progress=on_progress)
+                out.append(SetRun(spec.name, s.key, run, judge))
+        finally:
+            await backend.aclose()
+    return out
+
+
+def run_judges(specs: Sequence[JudgeSpec], sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
+               constrain: str = "auto", cache: Cache | None = None, partial_dir: Path | None = None,
+               progress: BenchProgress | None = None) -> list[SetRun]:
+    """Every judge of ``specs`` on every set (in that order), its columns added to each set's table
+    (in place). ``decoding``: the bench's decoding under each spec's own; ``constrain``: the bench's
+    output constraint (see :func:`~evalign.bench.judges.make_judge`); ``cache``: where calls are
+    stored and looked up (default: the project cache); ``partial_dir``: where each run logs its
+    finished calls as it goes."""
+    cache = cache if cache is not None else Cache()
+    runs: list[SetRun] = []
+    for spec in specs:
+        got = asyncio.run(_judge_all(spec, sets, decoding=decoding, constrain=constrain, cache=cache,
+                                     partial_dir=partial_dir, progress=progress))
+        for r in got:
+            s = next(x for x in sets if x.key == r.set)
+            for c in judge_columns(r.run.table, spec.name):
+                s.table[c] = r.run.table[c].to_numpy()
+        runs += got
+    return runs
+
+
+def add_panels(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]]) -> None:
+    """Each panel as a judge column of every set where all its members are (in place): pairwise sets
+    the members' majority verdict (``.ab`` / ``.ba`` likewise, for the order diagnostics), graded sets
+    the mean of their grades; ``.status`` ``scored``."""
+    for name, members in panels.items():
+        for s in sets:
+            t = s.table
+            if not all(m in t.columns for m in members):
+                continue
+            t[name] = judge_panel(t, list(members), how="majority" if s.kind == "pairwise" else "mean").combined
+            if s.kind == "pairwise" and all(f"{m}.ab" in t.columns and f"{m}.ba" in t.columns for m in members):
+                for o in ("ab", "ba"):
+                    t[f"{name}.{o}"] = judge_panel(t, [f"{m}.{o}" for m in members], how="majority").combined
+            t[f"{name}.status"] = "scored"
+
+
+__all__ = ["BenchProgress", "SetRun", "add_panels", "judge_columns", "run_judges"]

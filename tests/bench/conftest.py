@@ -1,0 +1,10 @@
+"""The bench tests: scripted judges (``scripted.py``) and the judge tests' llama.cpp server and fault
+proxy (``tests/judges``) importable by name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judges"))
