@@ -97,10 +97,23 @@ def test_topical_chat() -> None:
     assert len(items) == 360 and items["id"].nunique() == 60 and items["system"].nunique() == 6
     assert items.groupby("id").size().eq(6).all()
     row, r = items.iloc[7], raw[7]
-    assert row["response"] == r["system_output"].strip() and row["input"] == r["context"].strip()
+    assert row["response"] == r["system_output"].strip() and row["knowledge"] == r["context"].strip()
     assert row["messages"][-1] == {"role": "assistant", "content": row["response"]}
     assert row["messages"][-2] == {"role": "user", "content": row["instruction"]}
-    assert [m["content"] for m in row["messages"][:-1]] == [t.strip() for t in r["source"].split("\n") if t.strip()]
+    turns = [t.strip() for t in r["source"].split("\n") if t.strip()]
+    system = row["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith(f"Knowledge fact for this conversation: "
+                                                                         f"{r['context'].strip()}")
+    if len(turns) % 2:  # odd history: every turn as a message, the first the user's
+        assert [m["content"] for m in row["messages"][1:-1]] == turns and row["messages"][1]["role"] == "user"
+    else:  # even: the assistant's opening turn is quoted in the system message
+        assert system["content"].endswith(f"The assistant opened the conversation with: {turns[0]}")
+        assert [m["content"] for m in row["messages"][1:-1]] == turns[1:]
+    # every conversation is one the item validation accepts
+    from evalign.io.conversations import parse_messages
+
+    for msgs in items["messages"]:
+        assert parse_messages(msgs, file=None, line=None) == msgs
     for a in topical_chat.ASPECTS:
         assert row[a] == pytest.approx(r["scores"][a]) and row[f"unieval:{a}"] == pytest.approx(r["predict_scores"][a])
         assert ds.columns_for(a) == [f"unieval:{a}"]

@@ -115,7 +115,7 @@ def test_cli_meta_states_epsilon_and_says_why_not() -> None:
                               "--permutations", "20"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
-    assert "Can these judges replace an annotator?" in text and "epsilon 0.1 (annotator kind unknown" in text
+    assert "Can these judges replace an annotator?" in text and "epsilon 0.15 (pandalm's annotators are skilled)" in text
     assert "human ceiling: the 3 annotators' mean Cohen's kappa" in text
     # LLMBar has one gold label per pair: no Alt-Test, and the notes say why
     res = runner.invoke(app, ["meta", "--dataset", "llmbar:natural", "-m", "judge:gpt-4/vanilla", "--alt-test",

@@ -19,6 +19,7 @@ from test_real_model import PAIRS, smollm2_gguf, smollm2_server  # noqa: F401  (
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
 from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
+from evalign.judges.backends.types import Constraint
 
 pytestmark = pytest.mark.server
 
@@ -60,7 +61,7 @@ def test_geval_grade_probability(smollm2_server: ServerInfo) -> None:  # noqa: F
     recs = ({"instruction": "What is the capital of France?", "response": "Paris."},
             {"instruction": "Add 2 and 3.", "response": "2 + 3 = 6."})
     reqs = [GenerationRequest(messages=messages, **{**judge.request_settings(0), "max_tokens": 2,
-                                                    "grammar": "root ::= [1-4]"})
+                                                    "constraint": Constraint(gbnf="root ::= [1-4]")})
             for rec in recs for _, messages in judge.prompts(rec, judge.rubric, False)]
 
     async def ask() -> list:

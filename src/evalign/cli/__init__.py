@@ -54,7 +54,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "judge-data": ("evalign.cli.judge_data", "Write train-judge training data from existing labels, split into "
                                              "train / held-out by question."),
     "train-judge": ("evalign.cli.train_judge", "Fine-tune a causal LM as a judge (TRL SFT, LoRA by default, loss on "
-                                               "the output only), or train a reward model (--kind reward)."),
+                                               "the output only), or train a\nreward model (--kind reward)."),
     "verify-judge": ("evalign.cli.train_judge", "Grade a labelled set with local judge models and print their trust "
                                                 "table against the labels."),
     "run": ("evalign.cli.run", "Run the study a config file describes; write its outputs, report and resolved "

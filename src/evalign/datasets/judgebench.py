@@ -45,8 +45,6 @@ from evalign.datasets.base import (
 from evalign.datasets.external import find_set_dir
 from evalign.datasets.llmbar_verdicts import resolve
 from evalign.errors import InputError
-from evalign.meta.judgebench import judgebench_accuracy
-from evalign.meta.order_diagnostics import as_codes
 
 CITATION = (
     "Tan et al. 2025, JudgeBench: A Benchmark for Evaluating LLM-based Judges, ICLR 2025, arXiv 2410.12784 "
@@ -158,6 +156,10 @@ def judgebench_statistic(pairs: pd.DataFrame, column: str) -> float:
     ``column`` on the rows ``pairs`` (label ``pref_1``, games ``J.ab`` / ``J.ba``); NaN without them."""
     if f"{column}.ab" not in pairs.columns or f"{column}.ba" not in pairs.columns or "pref_1" not in pairs.columns:
         return float("nan")
+    # evalign.meta loads scipy: not at every command's start
+    from evalign.meta.judgebench import judgebench_accuracy
+    from evalign.meta.order_diagnostics import as_codes
+
     return judgebench_accuracy(pairs["pref_1"].to_numpy(dtype=float), as_codes(pairs[f"{column}.ab"].tolist()),
                                as_codes(pairs[f"{column}.ba"].tolist())).accuracy
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from evalign.errors import InputError, did_you_mean
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: the roles a conversation message may have
 ROLES = ("system", "user", "assistant")
@@ -217,6 +218,8 @@ def expand_turns(table: pd.DataFrame, pairwise: bool) -> pd.DataFrame:
                 row["instruction"], row["turn"] = f["instruction"], k
                 row["response" if c == MESSAGES else f"response_{c[-1]}"] = f["response"]
             rows.append(row)
+    import pandas as pd  # the item readers import this module: pandas only where a table is built
+
     out = pd.DataFrame(rows, columns=list(dict.fromkeys([*table.columns, "turn"])))
     out.attrs.update(table.attrs)
     return out
