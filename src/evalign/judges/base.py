@@ -29,6 +29,7 @@ A row may hold a conversation (``messages``; ``messages_a`` / ``messages_b`` for
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -195,6 +196,44 @@ def is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+
+#: the turn placeholders that show a response in a multi-turn template (FastChat's names)
+_TURN_RESPONSE = {"response": "answer", "response_A": "answer_a", "response_B": "answer_b"}
+
+
+def shows_response(text: str, placeholder: str) -> bool:
+    """Whether a prompt shows the response of ``placeholder`` (``response``, ``response_A`` or
+    ``response_B``): the placeholder itself, or in a multi-turn prompt one of its turns
+    (``{answer_N}``, ``{answer_a_N}``, ``{answer_b_N}``)."""
+    if "{" + placeholder + "}" in text:
+        return True
+    turn = _TURN_RESPONSE.get(placeholder)
+    return turn is not None and re.search(r"\{" + turn + r"_[1-9]\}", text) is not None
+
+
+def check_judge_options(name: str, sampling: Mapping[str, Any], *, samples: int, reask: int, constrain: str,
+                        grammar: str | None, json_schema: dict[str, Any] | None) -> None:
+    """A judge's keyword options as they must be (sampling keys and values, samples >= 1, reask >= 0,
+    the constraint mode and at most one user constraint); a wrong one raises naming it."""
+    unknown = [k for k in sampling if k not in SAMPLING_KEYS]
+    if unknown:
+        raise EvalignError(f"judge '{name}': unknown option(s) {', '.join(unknown)}")
+    for key, value in sampling.items():
+        problem = sampling_problem(key, value)
+        if problem:
+            raise UsageError(f"judge '{name}': {key} {problem}")
+    if samples < 1:
+        raise EvalignError(f"samples must be >= 1, got {samples}")
+    if reask < 0:
+        raise EvalignError(f"reask must be >= 0, got {reask}")
+    if constrain not in CONSTRAIN_MODES:
+        raise EvalignError(f"constrain must be one of {', '.join(CONSTRAIN_MODES)}, got {constrain!r}")
+    if constrain == "off" and (grammar is not None or json_schema is not None):
+        raise EvalignError("a grammar or JSON schema constrains the output: it needs constrain 'auto' or 'on'")
+    if grammar is not None and json_schema is not None:
+        raise EvalignError("give a grammar or a JSON schema, not both")
+
+
 class Judge(ABC):
     """A grading mode. Subclasses set the class variables and implement :meth:`prompts` and
     :meth:`aggregate`; :meth:`parse` reads one output.
@@ -256,17 +295,8 @@ class Judge(ABC):
         json_schema: dict[str, Any] | None = None,
         **sampling: Any,
     ) -> None:
-        unknown = [k for k in sampling if k not in SAMPLING_KEYS]
-        if unknown:
-            raise EvalignError(f"judge '{self.name}': unknown option(s) {', '.join(unknown)}")
-        for key, value in sampling.items():
-            problem = sampling_problem(key, value)
-            if problem:
-                raise UsageError(f"judge '{self.name}': {key} {problem}")
-        if samples < 1:
-            raise EvalignError(f"samples must be >= 1, got {samples}")
-        if reask < 0:
-            raise EvalignError(f"reask must be >= 0, got {reask}")
+        check_judge_options(self.name, sampling, samples=samples, reask=reask, constrain=constrain, grammar=grammar,
+                            json_schema=json_schema)
         self.template = template if isinstance(template, Template) else load_template(template or self.default_template)
         self.check_template(self.template)
         if self.uses_rubric:
@@ -282,12 +312,6 @@ class Judge(ABC):
         self.reference = reference
         self.samples = samples
         self.reask = reask
-        if constrain not in CONSTRAIN_MODES:
-            raise EvalignError(f"constrain must be one of {', '.join(CONSTRAIN_MODES)}, got {constrain!r}")
-        if constrain == "off" and (grammar is not None or json_schema is not None):
-            raise EvalignError("a grammar or JSON schema constrains the output: it needs constrain 'auto' or 'on'")
-        if grammar is not None and json_schema is not None:
-            raise EvalignError("give a grammar or a JSON schema, not both")
         self.constrain = constrain
         self.grammar = grammar
         self.json_schema = json_schema
@@ -306,7 +330,7 @@ class Judge(ABC):
         need = self.response_placeholders
         shown = " and ".join("{" + p + "}" for p in need)
         for variant, text in (("without_reference", t.without_reference), ("with_reference", t.with_reference)):
-            missing = [p for p in need if text is not None and "{" + p + "}" not in text]
+            missing = [p for p in need if text is not None and not shows_response(text, p)]
             if missing:
                 where = f"template '{t.name}'" + (f" ({t.path})" if t.path else "") + f", field '{variant}'"
                 hint = f" (the template's mode is {t.mode}: use it with --mode {t.mode})" if t.mode != self.mode else ""

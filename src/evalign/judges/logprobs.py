@@ -91,7 +91,8 @@ def with_probability(result: ParseResult, p_first: float | None = None, *, grade
     if not result.ok or (p_first is None and p_grade is None and expected is None):
         return result
     return ProbParseResult(result.value, result.reason, result.detail, result.feedback, dict(result.ratings),
-                           result.position, p_first, grade, p_grade, expected)
+                           result.position, result.cut, p_first=p_first, grade=grade, p_grade=p_grade,
+                           expected=expected)
 
 
 def grade_columns(results: Sequence[ParseResult]) -> dict[str, float]:
