@@ -68,6 +68,8 @@ class _RewardBase(Judge):
 
     sampling_defaults: ClassVar[dict[str, Any]] = {}
     default_template = "reward"
+    #: the response is the conversation's assistant turn, never a placeholder of the prompt
+    response_placeholders: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *, template: str | Template | None = None, column: str | None = None, samples: int = 1,
                  reask: int = 0, reference: bool | None = None, constrain: str | None = None, **rest: Any) -> None:
