@@ -175,7 +175,7 @@ def _cost_section(data: ReportData) -> Section | None:
     for key, table in (("pair_accuracy", data.pair_accuracy), ("correlations", data.correlations)):
         if table is None or "calls" not in table.columns:
             continue
-        for stat, part in _blocks(table):
+        for stat, _, part in _blocks(table):
             judges = part[pd.to_numeric(part["calls"], errors="coerce").notna()]
             if not len(judges):
                 continue
