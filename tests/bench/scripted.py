@@ -13,7 +13,9 @@ Each counts the requests it answered (:attr:`calls`, shared by every instance of
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
@@ -93,6 +95,19 @@ class Flaky(PrefersLonger):
         return await super().generate(req)
 
 
-for _cls in (AlwaysFirst, PrefersLonger, Flaky):
-    if _cls.kind not in BACKENDS:
-        BACKENDS.add(_cls.kind, _cls)
+SCRIPTED = (AlwaysFirst, PrefersLonger, Flaky)
+
+
+@contextlib.contextmanager
+def registered() -> Iterator[None]:
+    """The scripted backends in the backend registry for the duration (removed after, so the other
+    tests see the built-in registry only)."""
+    added = [c.kind for c in SCRIPTED if c.kind not in BACKENDS]
+    for c in SCRIPTED:
+        if c.kind in added:
+            BACKENDS.add(c.kind, c)
+    try:
+        yield
+    finally:
+        for kind in added:
+            BACKENDS._entries.pop(kind, None)
