@@ -49,13 +49,16 @@ def test_synth_train_verify(tiny_llama: Callable[..., Path], tmp_path: Path) -> 
     for r in rep["table"]:
         print(f"  {r['judge']:8s} n={r['n']:2d} {r['statistic']} = {r['value']} [{r['ci_low']}, {r['ci_high']}] "
               f"{r['extra']} {r['note']}")
-    assert rows["base"]["n"] == 0 and rows["base"]["note"].startswith("n = 0: no parseable grade (truncated: ")
-    assert "a larger --max-tokens is needed" in rows["base"]["note"]  # the random base never ends in 64 tokens
-    assert rows["trained"]["n"] > 0 and 0.0 <= rows["trained"]["value"] <= 1.0
+    # the hf backend holds every answer to the template's shape (llguidance; --constrain auto): even the random
+    # base, whose free text never ends in 64 tokens unconstrained, answers "... [RESULT] A|B" within them
+    for who in ("base", "trained"):
+        assert rows[who]["n"] == 12 and 0.0 <= rows[who]["value"] <= 1.0, rows[who]
+        assert "unparseable=0" in rows[who]["extra"].replace(" ", ""), rows[who]
     # the human-readable table prints too
     table = CliRunner().invoke(app, ["verify-judge", "--model", f"base={tiny_llama(None)}", "--model",
                                      f"trained={out}", "--dataset", "hhh", "--limit", "12", "--max-tokens", "64",
                                      "--single-order", "--n-resamples", "200"])
     assert table.exit_code == 0, table.output
     print(table.output)
-    assert "Trust: judges vs human preference labels on hhh" in table.output and "n = 0" in table.output
+    assert "Trust: judges vs human preference labels on hhh" in table.output
+    assert "base" in table.output and "trained" in table.output
