@@ -43,25 +43,25 @@ def judge_columns(table: pd.DataFrame, name: str) -> list[str]:
     return [c for c in table.columns if c == name or c.startswith(f"{name}.")]
 
 
-async def _judge_all(spec: JudgeSpec, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any], constrain: str,
-                     cache: Cache, partial_dir: Path | None, progress: BenchProgress | None) -> list[SetRun]:
+async def _judge_all(spec: JudgeSpec, backend: Any, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
+                     constrain: str, cache: Cache, partial_dir: Path | None,
+                     progress: BenchProgress | None) -> list[SetRun]:
     out: list[SetRun] = []
-    with open_backend(spec) as backend:
-        try:
-            for s in sets:
-                judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend),
-                                   constrain=constrain)
-                partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
+    try:
+        for s in sets:
+            judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend),
+                               constrain=constrain)
+            partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
 
-                def on_progress(c: dict[str, int], key: str = s.key) -> None:
-                    if progress is not None:
-                        progress(spec.name, key, c)
+            def on_progress(c: dict[str, int], key: str = s.key) -> None:
+                if progress is not None:
+                    progress(spec.name, key, c)
 
-                run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
-                                       on_progress=on_progress)
-                out.append(SetRun(spec.name, s.key, run, judge))
-        finally:
-            await backend.aclose()
+            run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
+                                   on_progress=on_progress)
+            out.append(SetRun(spec.name, s.key, run, judge))
+    finally:
+        await backend.aclose()
     return out
 
 
@@ -76,8 +76,11 @@ def run_judges(specs: Sequence[JudgeSpec], sets: Sequence[LoadedSet], *, decodin
     cache = cache if cache is not None else Cache()
     runs: list[SetRun] = []
     for spec in specs:
-        got = asyncio.run(_judge_all(spec, sets, decoding=decoding, constrain=constrain, cache=cache,
-                                     partial_dir=partial_dir, progress=progress))
+        # the backend (a llama.cpp server the bench starts) opened outside the event loop, as `evalign judge`
+        # does: a SIGTERM or Ctrl-C inside the loop then ends the command with its one line, the server stopped
+        with open_backend(spec) as backend:
+            got = asyncio.run(_judge_all(spec, backend, sets, decoding=decoding, constrain=constrain, cache=cache,
+                                         partial_dir=partial_dir, progress=progress))
         for r in got:
             s = next(x for x in sets if x.key == r.set)
             for c in judge_columns(r.run.table, spec.name):
