@@ -40,7 +40,7 @@ def main() -> None:
 
     from evalign.cache import Cache
     from evalign.io import write_table
-    from evalign.judges.backends.model_source import resolve_base_model
+    from evalign.backends.model_source import resolve_base_model
     from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
     from evalign.train import TrainSettings, build_trainer, train_judge
 

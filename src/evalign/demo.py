@@ -33,7 +33,7 @@ from evalign.evaluate.columns import verdict_codes
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.io import write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric
-from evalign.metrics.models import bundled_minilm_path
+from evalign.backends.models import bundled_minilm_path
 from evalign.report import write_report
 from evalign.report.assemble import from_results
 from evalign.report.data import MERGED_TASK, merge_labels

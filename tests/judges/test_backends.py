@@ -15,8 +15,8 @@ import pytest
 from fault_proxy import Drop, FaultProxy, Forward, Hang, Malformed, Seen, Status, Truncate, by_attempt
 
 from evalign.errors import BackendError, EvalignError
-from evalign.judges._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
-from evalign.judges.backends import (
+from evalign.backends._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
+from evalign.backends import (
     Choice,
     Constraint,
     Generation,
@@ -469,7 +469,7 @@ def test_hf_repetition_penalty_and_mixed_settings_keep_order(tiny_hf_model) -> N
 
 
 def test_repetition_penalty_fields_by_server() -> None:
-    from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
+    from evalign.backends import GenerationRequest, OpenAICompatibleBackend
 
     req = GenerationRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=4, temperature=1.0, top_p=0.9,
                             repetition_penalty=1.03)

@@ -16,7 +16,7 @@ from llama_server import LlamaServer, ServerInfo  # tests/judges, on the path by
 from typer.testing import CliRunner
 
 from evalign.cli import app
-from evalign.judges.backends.model_source import packaged_gguf_path
+from evalign.backends.model_source import packaged_gguf_path
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

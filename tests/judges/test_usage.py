@@ -20,7 +20,7 @@ from evalign.errors import InputError, UsageError
 from evalign.evaluate import EvalSpec, evaluate
 from evalign.evaluate.spec import Column, Human
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import Backend, Choice, Generation, Usage
+from evalign.backends import Backend, Choice, Generation, Usage
 from evalign.judges.usage import (
     JudgeUsage,
     Price,

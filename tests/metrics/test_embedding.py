@@ -14,7 +14,7 @@ import pytest
 from evalign.cache import Cache
 from evalign.errors import EvalignError, ModelLoadError
 from evalign.metrics import get_metric
-from evalign.metrics import models as M
+from evalign.backends import models as M
 
 RESPONSES = [
     "The cat sat on the mat.",
@@ -310,7 +310,7 @@ def test_length_batches_respects_limits() -> None:
 
 def test_importing_metric_modules_does_not_import_torch() -> None:
     code = (
-        "import sys, evalign.metrics.embedding, evalign.metrics.learned, evalign.metrics.models;"
+        "import sys, evalign.metrics.embedding, evalign.metrics.learned, evalign.backends.models;"
         "from evalign.metrics import list_metrics; list_metrics();"
         "bad=[m for m in ('torch','transformers','sentence_transformers','bert_score') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from evalign.errors import ModelLoadError
-from evalign.metrics import models as M
+from evalign.backends import models as M
 from evalign.metrics.base import get_metric
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from evalign.errors import ModelLoadError
-from evalign.judges.backends import model_source as bm
-from evalign.judges.backends.model_source import (
+from evalign.backends import model_source as bm
+from evalign.backends.model_source import (
     ALIASES,
     GGUF_RECORD,
     PackagedGGUF,

@@ -56,7 +56,7 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
-from evalign.judges.backends import (
+from evalign.backends import (
     BACKENDS,
     Backend,
     BackendOptions,

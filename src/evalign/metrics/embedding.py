@@ -21,7 +21,7 @@ import numpy as np
 
 from evalign.cache import Cache
 from evalign.errors import EvalignError
-from evalign.metrics import models as M
+from evalign.backends import models as M
 from evalign.metrics.base import (
     Metric,
     MetricResult,

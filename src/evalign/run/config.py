@@ -54,7 +54,7 @@ from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.leaderboard import leaderboard_spec
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
-from evalign.judges.backends import BACKENDS, backend_class, list_backends
+from evalign.backends import BACKENDS, backend_class, list_backends
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class

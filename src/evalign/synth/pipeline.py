@@ -42,7 +42,7 @@ import pandas as pd
 
 from evalign.cache import Cache, make_key
 from evalign.errors import BackendError, EvalignError
-from evalign.judges.backends import Generation, GenerationRequest
+from evalign.backends import Generation, GenerationRequest
 from evalign.judges.parsing import parse_grade
 from evalign.judges.prompts import Rubric, list_rubrics, load_rubric, load_template
 from evalign.synth import parsing as P

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalign.errors import ModelLoadError
-from evalign.judges.backends.types import Constraint
+from evalign.backends.types import Constraint
 
 
 def grammar_of(constraint: Constraint) -> str:

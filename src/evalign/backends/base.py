@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from evalign.errors import BackendError
-from evalign.judges.backends.types import Constraint, Generation, GenerationRequest, Usage
+from evalign.backends.types import Constraint, Generation, GenerationRequest, Usage
 
 #: Called by :meth:`Backend.generate_many` as each request finishes: ``(index, Generation | BackendError)``.
 OnDone = Callable[[int, "Generation | BackendError"], None]

@@ -27,7 +27,7 @@ API keys are read from an environment variable (``api_key_env``) at request time
 stored on the backend, never part of :meth:`Backend.identity` (used in cache keys and signatures),
 of :attr:`Generation.raw`, of error messages, or of log records.
 
-``import evalign.judges.backends`` is light: httpx is imported when the first request is sent,
+``import evalign.backends`` is light: httpx is imported when the first request is sent,
 torch / transformers when an :class:`HFLocalBackend` is created.
 """
 
@@ -37,8 +37,8 @@ import importlib
 from typing import Any
 
 from evalign.errors import BackendError
-from evalign.judges._http import redact, split_url_credentials
-from evalign.judges.backends.base import (
+from evalign.backends._http import redact, split_url_credentials
+from evalign.backends.base import (
     Backend,
     BackendOptions,
     BackendRequestError,
@@ -46,7 +46,7 @@ from evalign.judges.backends.base import (
     OnDone,
     returns_scores,
 )
-from evalign.judges.backends.registry import (
+from evalign.backends.registry import (
     BACKENDS,
     backend_class,
     create_backend,
@@ -55,7 +55,7 @@ from evalign.judges.backends.registry import (
     missing_options,
     register_backend,
 )
-from evalign.judges.backends.types import (
+from evalign.backends.types import (
     Choice,
     Constraint,
     Generation,
@@ -66,13 +66,13 @@ from evalign.judges.backends.types import (
 )
 
 _LAZY = {
-    "OpenAICompatibleBackend": "evalign.judges.backends.openai",
-    "HFLocalBackend": "evalign.judges.backends.hf",
-    "RewardModelBackend": "evalign.judges.backends.reward",
-    "MultiEndpointBackend": "evalign.judges.backends.multi",
-    "fallback_format": "evalign.judges.backends.hf",
-    "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
-    "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",
+    "OpenAICompatibleBackend": "evalign.backends.openai",
+    "HFLocalBackend": "evalign.backends.hf",
+    "RewardModelBackend": "evalign.backends.reward",
+    "MultiEndpointBackend": "evalign.backends.multi",
+    "fallback_format": "evalign.backends.hf",
+    "FALLBACK_ROLE_FORMAT": "evalign.backends.hf",
+    "FALLBACK_GENERATION_PROMPT": "evalign.backends.hf",
 }
 
 
