@@ -28,8 +28,8 @@ def _package_modules() -> list[str]:
 
 def _defined_kinds() -> list[tuple[str, str, str]]:
     """``(kind, name, "module:qualname")`` of every registrable object defined in the package."""
-    from evalign.datasets.base import HumanDataset
     from evalign.backends import Backend
+    from evalign.datasets.base import HumanDataset
     from evalign.judges.base import Judge
     from evalign.metrics.base import Metric
 

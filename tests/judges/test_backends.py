@@ -14,8 +14,6 @@ import time
 import pytest
 from fault_proxy import Drop, FaultProxy, Forward, Hang, Malformed, Seen, Status, Truncate, by_attempt
 
-from evalign.errors import BackendError, EvalignError
-from evalign.backends._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
 from evalign.backends import (
     Choice,
     Constraint,
@@ -29,6 +27,8 @@ from evalign.backends import (
     list_backends,
     make_backend,
 )
+from evalign.backends._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
+from evalign.errors import BackendError, EvalignError
 
 SECRET = "sk-evalign-test-7c0ffee5ecret"
 KEY_ENV = "EVALIGN_TEST_JUDGE_KEY"

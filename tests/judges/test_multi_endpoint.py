@@ -21,7 +21,6 @@ import pytest
 from fault_proxy import FaultProxy, Forward, Status
 from llama_server import LlamaServer, free_port
 
-from evalign.cache import Cache
 from evalign.backends import (
     Backend,
     BackendRequestError,
@@ -34,6 +33,7 @@ from evalign.backends import (
     make_backend,
 )
 from evalign.backends.multi import http_probe
+from evalign.cache import Cache
 from evalign.judges.runner import NAMESPACE
 
 ABS_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,40} " [RESULT] " [1-5]'

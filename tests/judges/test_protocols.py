@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from evalign.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.judges.grading import PrometheusAbsolute, majority_vote
 
 

@@ -24,11 +24,11 @@ import pandas as pd
 import pytest
 from llama_server import LlamaServer, ServerInfo, require_llama_cpp
 
+from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBackend
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.cache import Cache
 from evalign.demo_judge import VanillaJudge, vanilla_template
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBackend
-from evalign.backends.model_source import packaged_gguf_path
 from evalign.judges.base import prompt_text
 from evalign.judges.parsing import ECHO_MIN_CHARS, REASONS
 

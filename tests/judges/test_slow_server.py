@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from fault_proxy import FaultProxy, Stall, Trickle, by_attempt
 
-from evalign.judges import get_judge
-from evalign.backends._http import merge_stream, sse_data
 from evalign.backends import BackendRequestError, GenerationRequest, OpenAICompatibleBackend
+from evalign.backends._http import merge_stream, sse_data
 from evalign.backends.llama_server import LlamaServer
+from evalign.judges import get_judge
 from evalign.judges.parsing import ParseResult, parse_grade
 
 REQ = GenerationRequest(messages=[{"role": "user", "content": "grade [[req-1]]"}], max_tokens=8)

@@ -16,13 +16,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from evalign.backends import GenerationRequest, make_backend, returns_scores
+from evalign.backends.reward import RewardModelBackend, is_reward_model
+from evalign.backends.reward_inputs import RewardEncoder, budget_split, split_conversation
 from evalign.cache import Cache
 from evalign.cli import app
 from evalign.errors import EvalignError, ModelLoadError, UsageError
 from evalign.judges import get_judge, run_judge
-from evalign.backends import GenerationRequest, make_backend, returns_scores
-from evalign.backends.reward import RewardModelBackend, is_reward_model
-from evalign.backends.reward_inputs import RewardEncoder, budget_split, split_conversation
 from evalign.judges.base import judge_for_backend
 from evalign.judges.modes.reward import sigmoid
 from evalign.train.reward import init_reward_model

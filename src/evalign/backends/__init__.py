@@ -36,7 +36,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from evalign.errors import BackendError
 from evalign.backends._http import redact, split_url_credentials
 from evalign.backends.base import (
     Backend,
@@ -64,6 +63,7 @@ from evalign.backends.types import (
     Usage,
     fold_system,
 )
+from evalign.errors import BackendError
 
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.backends.openai",

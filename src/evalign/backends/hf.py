@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from evalign.errors import BackendError, ModelLoadError
 from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.backends.hf_constraint import ConstraintProcessor, ll_tokenizer
 from evalign.backends.model_source import resolve_base_model
+from evalign.backends.models import model_identity
 from evalign.backends.registry import register_backend
 from evalign.backends.types import (
     Choice,
@@ -28,7 +28,7 @@ from evalign.backends.types import (
     Usage,
     fold_system,
 )
-from evalign.backends.models import model_identity
+from evalign.errors import BackendError, ModelLoadError
 from evalign.signature import stable_hash
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ import sys
 from dataclasses import replace
 from typing import Any, Literal
 
-from evalign.errors import EvalignError
 from evalign.backends._http import (
     FATAL_STATUSES,
     RetryPolicy,
@@ -50,6 +49,7 @@ from evalign.backends.types import (
     answered_by,
     fold_system,
 )
+from evalign.errors import EvalignError
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from evalign.errors import BackendError, ModelLoadError
 from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
 from evalign.backends.model_source import resolve_base_model
+from evalign.backends.models import length_batches, model_identity, resolve_model, tokenizer_limit
 from evalign.backends.registry import register_backend
 from evalign.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
 from evalign.backends.types import Choice, Generation, GenerationRequest, Usage
-from evalign.backends.models import length_batches, model_identity, resolve_model, tokenizer_limit
+from evalign.errors import BackendError, ModelLoadError
 from evalign.signature import stable_hash
 
 #: file written beside a trained reward model: how it was trained to read its inputs

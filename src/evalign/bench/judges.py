@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from evalign.bench.suite import Recipe
-from evalign.errors import UsageError, unknown_name
 from evalign.backends import BACKENDS, Backend, BackendOptions, OpenAICompatibleBackend, create_backend
 from evalign.backends.llama_server import LlamaServer
 from evalign.backends.model_source import is_gguf, packaged_gguf_path
+from evalign.bench.suite import Recipe
+from evalign.errors import UsageError, unknown_name
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
 from evalign.signature import file_sha256
 

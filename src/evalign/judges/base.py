@@ -36,8 +36,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from evalign.errors import EvalignError, UsageError
 from evalign.backends.types import Constraint
+from evalign.errors import EvalignError, UsageError
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import (
     SAMPLING_RULES,

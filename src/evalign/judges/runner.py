@@ -54,12 +54,12 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import ConstraintRefused, Generation, GenerationRequest
+from evalign.backends.types import answered_by
 from evalign.cache import LEASE_SECONDS, Cache, make_key
 from evalign.errors import EvalignError, InputError, did_you_mean
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.io.conversations import expand_turns
-from evalign.backends import ConstraintRefused, Generation, GenerationRequest
-from evalign.backends.types import answered_by
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.parsing import ParseResult, unscored

@@ -41,7 +41,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalign.errors import EvalignError, InputError
 from evalign.backends.regex_gbnf import (
     ASCII,
     Alt,
@@ -56,6 +55,7 @@ from evalign.backends.regex_gbnf import (
     width,
 )
 from evalign.backends.types import Constraint
+from evalign.errors import EvalignError, InputError
 from evalign.signature import stable_hash
 
 #: the characters of free text: printable ASCII and newline (each at least one token)

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalign.errors import EvalignError, InputError, ModelLoadError
-from evalign.io import detect_format, iter_records
 from evalign.backends.reward import REWARD_RECORD, resolve_reward_model
 from evalign.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
+from evalign.errors import EvalignError, InputError, ModelLoadError
+from evalign.io import detect_format, iter_records
 from evalign.signature import file_sha256, package_version
 from evalign.train.settings import TrainSettings
 from evalign.train.sft import (

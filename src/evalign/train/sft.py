@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalign.errors import EvalignError, ModelLoadError, check_all
 from evalign.backends.model_source import ResolvedModel, locate_base_model, resolve_base_model
+from evalign.errors import EvalignError, ModelLoadError, check_all
 from evalign.signature import file_sha256, package_version
 from evalign.train.data import conversations, ensure_chat_template, read_examples
 from evalign.train.settings import TrainSettings

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import HFLocalBackend, RewardModelBackend
+from evalign.backends.reward import is_reward_model
 from evalign.datasets import load_dataset
 from evalign.errors import EvalignError, InputError
 from evalign.judges import get_judge, run_judge
-from evalign.backends import HFLocalBackend, RewardModelBackend
-from evalign.backends.reward import is_reward_model
 from evalign.train.before_after import BeforeAfter, table_before_after
 
 #: columns of :attr:`VerifyReport.table`

@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from evalign.errors import EvalignError
 from evalign.backends.types import Constraint
+from evalign.errors import EvalignError
 from evalign.judges.base import (
     SAMPLING_KEYS,
     SWAP_VERDICT,
