@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Structure figures of ``src/evalign``: the yardstick of the architecture work (issue 21).
 
-Usage: ``python scripts/structure.py [--root src/evalign] [--json] [--list]``
+Usage: ``python scripts/structure.py [--root src/evalign] [--json] [--list] [--rooms]``
 
 Each figure, as defined here:
 
@@ -260,6 +260,19 @@ def sideways(edges: set[tuple[str, str]]) -> list[str]:
                   if a != "evalign" and layer(b) == layer(a) and room(b) != room(a))
 
 
+def room_imports(edges: set[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """The import structure between rooms: room -> {room it imports: number of module-to-module imports}."""
+    out: dict[str, dict[str, int]] = {}
+    for a, b in edges:
+        if a == "evalign" or room(a) == room(b):
+            continue
+        row = out.setdefault(room(a), {})
+        row[room(b)] = row.get(room(b), 0) + 1
+    row_of = lambda r: LAYERS.get(r, UNPLACED)  # noqa: E731
+    return {r: dict(sorted(out[r].items(), key=lambda kv: (row_of(kv[0]), kv[0])))
+            for r in sorted(out, key=lambda r: (row_of(r), r))}
+
+
 def report(fig: Figures) -> dict[str, object]:
     fns = fig.functions
     complex_ = sorted((f for f in fns if f.complexity > COMPLEXITY_LIMIT), key=lambda f: -f.complexity)
@@ -293,7 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1] / "src" / "evalign")
     ap.add_argument("--json", action="store_true", help="print every figure and list as JSON")
     ap.add_argument("--list", action="store_true", help="list the offenders under each count")
+    ap.add_argument("--rooms", action="store_true", help="print the imports between rooms, row by row")
     args = ap.parse_args(argv)
+    if args.rooms:
+        for r, targets in room_imports(measure(args.root).edges).items():
+            print(f"{LAYERS.get(r, UNPLACED):>2} {r:<11} -> " + ", ".join(f"{t} ({n})" for t, n in targets.items()))
+        return 0
     rep = report(measure(args.root))
     if args.json:
         print(json.dumps(rep, indent=2))
