@@ -1,4 +1,6 @@
-"""Judge backends (a package: ``types``, ``base``, ``openai``, ``hf``, ``registry``): send prompts to a language model and get text (and token log-probabilities) back.
+"""Model access (a package: ``types``, ``base``, ``openai``, ``hf``, ``reward``, ``multi``, ``registry``, ``spec``,
+the HTTP client ``_http`` and model loading ``models``): send prompts to a language model and get text (and token
+log-probabilities) back.
 
 Two backends share one async interface (:class:`Backend`):
 
@@ -13,6 +15,10 @@ Two backends share one async interface (:class:`Backend`):
 * :class:`HFLocalBackend` — a local Hugging Face ``transformers`` causal LM, batched on CPU or GPU.
 * :class:`RewardModelBackend` — a local reward model (a sequence classifier with one output): it
   scores conversations instead of generating (``output = "score"``; the reward judges read it).
+
+A backend is named by a :class:`BackendSpec` (``KIND:MODEL[@URL][,K=V]``, a dict, or its fields) and
+opened by :func:`open_backend` (``with open_backend(BackendSpec.parse("llama:smollm2-135m-instruct")) as
+backend: ...`` starts llama.cpp's server for the block).
 
 Usage::
 
@@ -73,6 +79,8 @@ _LAZY = {
     "fallback_format": "evalign.backends.hf",
     "FALLBACK_ROLE_FORMAT": "evalign.backends.hf",
     "FALLBACK_GENERATION_PROMPT": "evalign.backends.hf",
+    "BackendSpec": "evalign.backends.spec",
+    "open_backend": "evalign.backends.spec",
 }
 
 
@@ -95,6 +103,7 @@ __all__ = [
     "BackendError",
     "BackendOptions",
     "BackendRequestError",
+    "BackendSpec",
     "Choice",
     "Constraint",
     "ConstraintRefused",
@@ -114,6 +123,7 @@ __all__ = [
     "list_backends",
     "make_backend",
     "missing_options",
+    "open_backend",
     "public_url",
     "redact",
     "register_backend",
