@@ -517,10 +517,10 @@ def test_meta_below_the_ranking_floor_shows_order_diagnostics(tmp_path: Path) ->
 
 
 def test_verdicts_complete_before_the_cut_are_read_and_counted(tmp_path: Path) -> None:
+    from evalign.backends.base import Backend
+    from evalign.backends.types import Choice, Generation, GenerationRequest, Usage
     from evalign.cache import Cache
     from evalign.demo_judge import LIVE_COLUMN, live_note, run_live_judge
-    from evalign.judges.backends.base import Backend
-    from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage
 
     class CutAfterTheAnswer(Backend):
         """SmolLM2 at max_tokens 16: the answer, then an explanation cut off."""

@@ -324,7 +324,7 @@ class _Scripted:
 
     @staticmethod
     def make() -> type:
-        from evalign.judges.backends import Backend, Choice, Generation, Usage
+        from evalign.backends import Backend, Choice, Generation, Usage
 
         class Scripted(Backend):
             kind = "scripted_run13"
@@ -354,7 +354,7 @@ class _Scripted:
 
 @pytest.fixture
 def scripted_backend(monkeypatch: pytest.MonkeyPatch) -> str:
-    from evalign.judges.backends.registry import BACKENDS
+    from evalign.backends.registry import BACKENDS
 
     monkeypatch.setitem(BACKENDS._entries, "scripted_run13", _Scripted.make())
     _Scripted.calls = 0

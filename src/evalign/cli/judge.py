@@ -37,6 +37,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from evalign.backends import (
+    BACKENDS,
+    Backend,
+    BackendOptions,
+    backend_class,
+    create_backend,
+    missing_options,
+    public_url,
+    returns_scores,
+)
 from evalign.cache import Cache
 from evalign.cli.common import (
     ID_FIELD,
@@ -56,16 +66,6 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
-from evalign.judges.backends import (
-    BACKENDS,
-    Backend,
-    BackendOptions,
-    backend_class,
-    create_backend,
-    missing_options,
-    public_url,
-    returns_scores,
-)
 from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
 from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.parsing import REASONS

@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.backends import BackendOptions
 from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
 from evalign.io import detect_format, write_json_atomic, write_table
-from evalign.judges.backends import BackendOptions
 from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
 from evalign.synth.parsing import REASONS
 

@@ -54,12 +54,12 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import ConstraintRefused, Generation, GenerationRequest
+from evalign.backends.types import answered_by
 from evalign.cache import LEASE_SECONDS, Cache, make_key
 from evalign.errors import EvalignError, InputError, did_you_mean
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.io.conversations import expand_turns
-from evalign.judges.backends import ConstraintRefused, Generation, GenerationRequest
-from evalign.judges.backends.types import answered_by
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.parsing import ParseResult, unscored
@@ -104,7 +104,7 @@ class CallUsage:
 
     @classmethod
     def of(cls, gen: Mapping[str, Any]) -> CallUsage:
-        """From a cached generation (:meth:`evalign.judges.backends.Generation.to_json`)."""
+        """From a cached generation (:meth:`evalign.backends.Generation.to_json`)."""
         u = gen.get("usage") or {}
         model, fp = gen.get("model"), gen.get("system_fingerprint")
         if "model" not in gen:  # stored before evalign kept them: the server's response says

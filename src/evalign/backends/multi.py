@@ -33,11 +33,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalign.judges._http import RetryPolicy, is_retryable_status, split_url_credentials
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError
-from evalign.judges.backends.openai import OpenAICompatibleBackend
-from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import Constraint, Generation, GenerationRequest
+from evalign.backends._http import RetryPolicy, is_retryable_status, split_url_credentials
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError
+from evalign.backends.openai import OpenAICompatibleBackend
+from evalign.backends.registry import register_backend
+from evalign.backends.types import Constraint, Generation, GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class MultiEndpointBackend(Backend):
       failed check).
     * ``probe``: the health check (default :func:`http_probe` with ``probe_timeout`` seconds).
     * ``max_retries``, ``backoff_base``, ``backoff_max``, ``seed``: retries of one request over the
-      endpoints (:class:`evalign.judges._http.RetryPolicy`); a retry goes to an endpoint not tried yet
+      endpoints (:class:`evalign.backends._http.RetryPolicy`); a retry goes to an endpoint not tried yet
       when one is healthy, without waiting.
     * ``deadline``: seconds for all requests together, from the first (passed to every endpoint too);
       past it no attempt is started and a failure is not retried: a fatal error stops the run.

@@ -18,8 +18,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Literal
 
-from evalign.errors import EvalignError
-from evalign.judges._http import (
+from evalign.backends._http import (
     FATAL_STATUSES,
     RetryPolicy,
     check_api_key,
@@ -32,16 +31,16 @@ from evalign.judges._http import (
     split_url_credentials,
     sse_data,
 )
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, ConstraintRefused
-from evalign.judges.backends.registry import BACKENDS, register_backend
-from evalign.judges.backends.structured import (
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError, ConstraintRefused
+from evalign.backends.registry import BACKENDS, register_backend
+from evalign.backends.structured import (
     FORMAT_FORMS,
     FORMATS,
     chosen_form,
     constraint_fields,
     format_of,
 )
-from evalign.judges.backends.types import (
+from evalign.backends.types import (
     Choice,
     Constraint,
     Generation,
@@ -50,6 +49,7 @@ from evalign.judges.backends.types import (
     answered_by,
     fold_system,
 )
+from evalign.errors import EvalignError
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class OpenAICompatibleBackend(Backend):
       text to the first user turn, as prometheus-eval's README does for served Prometheus models; for
       chat templates without a system role). Part of :meth:`identity`.
     * ``max_retries``, ``backoff_base``, ``backoff_max``, ``retry_after_max``: see
-      :class:`evalign.judges._http.RetryPolicy`.
+      :class:`evalign.backends._http.RetryPolicy`.
     * ``extra_body``: extra JSON fields merged into every request body (part of :meth:`identity`).
     * ``max_tokens_field``: the body field for ``max_tokens`` (``"max_completion_tokens"`` for OpenAI
       reasoning models).
@@ -127,7 +127,7 @@ class OpenAICompatibleBackend(Backend):
     * ``constraint_format``: how a request's output :class:`Constraint` is sent: ``"llama.cpp"``
       (GBNF ``grammar``), ``"vllm"`` (``structured_outputs``), ``"openai"`` (``response_format``
       JSON schema only) or ``"auto"`` (read from ``GET /models`` once, at the first constrained
-      request; see :mod:`evalign.judges.backends.structured`). A constrained request that the server
+      request; see :mod:`evalign.backends.structured`). A constrained request that the server
       answers 400 / 422 / 501 is sent once more without the constraint: answered, it was the
       constraint, and :class:`ConstraintRefused` (fatal) says so in one line.
     """

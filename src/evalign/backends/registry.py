@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evalign.judges.backends.base import Backend, BackendOptions
+from evalign.backends.base import Backend, BackendOptions
 from evalign.registry import Registry
 
 
@@ -21,10 +21,10 @@ def _build(cls: type[Backend], options: BackendOptions) -> Backend:
 #: the backend registry (name -> Backend class)
 BACKENDS: Registry[type[Backend]] = Registry("judge backend", base_cls=Backend, entry_point_group="evalign.backends",
                                              build=_build)
-BACKENDS.register("openai", lazy="evalign.judges.backends.openai:OpenAICompatibleBackend")
-BACKENDS.register("hf", lazy="evalign.judges.backends.hf:HFLocalBackend")
-BACKENDS.register("multi", lazy="evalign.judges.backends.multi:MultiEndpointBackend")
-BACKENDS.register("reward", lazy="evalign.judges.backends.reward:RewardModelBackend")
+BACKENDS.register("openai", lazy="evalign.backends.openai:OpenAICompatibleBackend")
+BACKENDS.register("hf", lazy="evalign.backends.hf:HFLocalBackend")
+BACKENDS.register("multi", lazy="evalign.backends.multi:MultiEndpointBackend")
+BACKENDS.register("reward", lazy="evalign.backends.reward:RewardModelBackend")
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:

@@ -21,7 +21,7 @@ CONSTRAINT_FORMS = ("regex", "json_schema", "gbnf")
 class Constraint:
     """What an output must look like, in one or more forms; a backend sends the form it can.
 
-    * ``regex``: the whole output, in the dialect of :mod:`evalign.judges.backends.regex_gbnf`
+    * ``regex``: the whole output, in the dialect of :mod:`evalign.backends.regex_gbnf`
       (a template's answer shape: :mod:`evalign.judges.shapes`);
     * ``json_schema``: a JSON schema of the output (a JSON answer; a user's schema);
     * ``gbnf``: a GBNF grammar (a user's ``--grammar`` file);
@@ -69,7 +69,7 @@ class GenerationRequest:
     * ``constraint``: what the output must look like (:class:`Constraint`; a mapping is read as one):
       each backend sends it in its own form (llama.cpp: a GBNF ``grammar``; vLLM:
       ``structured_outputs``; OpenAI: ``response_format`` with a JSON schema; hf: a logits processor)
-      or says it cannot (:meth:`evalign.judges.backends.base.Backend.check_constraint`).
+      or says it cannot (:meth:`evalign.backends.base.Backend.check_constraint`).
     * ``logit_bias``: token TEXTS -> a bias added to their logits (LLMBar's ``tokens_to_avoid`` -100,
       ``tokens_to_favor`` +7). The openai backend sends ``logit_bias`` with ``logit_bias_type:
       "tokens"`` (llama-cpp-python's server tokenizes each text and biases all its tokens); servers

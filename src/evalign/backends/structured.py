@@ -3,7 +3,7 @@
 Three formats (``--constraint-format``; ``auto`` reads the server's ``GET /models``):
 
 * ``llama.cpp`` (llama.cpp's ``llama-server`` and llama-cpp-python's server): a GBNF ``grammar``
-  (a regex shape is translated by :func:`evalign.judges.backends.regex_gbnf.gbnf_from_regex`; the
+  (a regex shape is translated by :func:`evalign.backends.regex_gbnf.gbnf_from_regex`; the
   compact grammar fixes the JSON layout, where llama.cpp's own schema grammar allows up to ~20
   spaces at every gap, which would eat the answer's length bound); a JSON schema alone goes as
   ``response_format: {"type": "json_object", "schema": ...}``.
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalign.judges.backends.regex_gbnf import gbnf_from_regex
-from evalign.judges.backends.types import Constraint
+from evalign.backends.regex_gbnf import gbnf_from_regex
+from evalign.backends.types import Constraint
 
 FORMATS = ("llama.cpp", "vllm", "openai")
 #: the constraint forms each format sends, in the order they are preferred

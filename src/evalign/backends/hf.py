@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from evalign.errors import BackendError, ModelLoadError
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
-from evalign.judges.backends.hf_constraint import ConstraintProcessor, ll_tokenizer
-from evalign.judges.backends.model_source import resolve_base_model
-from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.types import (
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.backends.hf_constraint import ConstraintProcessor, ll_tokenizer
+from evalign.backends.model_source import resolve_base_model
+from evalign.backends.models import model_identity
+from evalign.backends.registry import register_backend
+from evalign.backends.types import (
     Choice,
     Constraint,
     Generation,
@@ -28,7 +28,7 @@ from evalign.judges.backends.types import (
     Usage,
     fold_system,
 )
-from evalign.metrics.models import model_identity
+from evalign.errors import BackendError, ModelLoadError
 from evalign.signature import stable_hash
 
 # --------------------------------------------------------------------------------------------
@@ -51,7 +51,7 @@ class HFLocalBackend(Backend):
 
     * ``model_path``: a local directory, a GGUF file or a package alias such as
       ``smollm2-135m-instruct`` (dequantized once into the model cache:
-      :func:`~evalign.judges.backends.model_source.resolve_base_model`; ``on_message`` gets its one-line
+      :func:`~evalign.backends.model_source.resolve_base_model`; ``on_message`` gets its one-line
       report), or a model id already in the local HF cache.
     * ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; default CUDA when available, else CPU.
     * ``batch_size``: prompts per forward batch. ``dtype``: ``"float32"``, ``"bfloat16"``, ``"float16"``
@@ -63,7 +63,7 @@ class HFLocalBackend(Backend):
     Requests with equal settings are batched together; ``seed`` seeds each batch (so sampled outputs
     are reproducible for the same requests, batch size and device). An output ``constraint`` (a
     regex, JSON schema or GBNF grammar) is kept by a logits processor driven by llguidance
-    (:mod:`evalign.judges.backends.hf_constraint`); ``logit_bias`` is not supported and raises
+    (:mod:`evalign.backends.hf_constraint`); ``logit_bias`` is not supported and raises
     :class:`BackendError`.
     """
 
@@ -142,7 +142,7 @@ class HFLocalBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """``{"kind": "hf", "model", "dtype", "chat_template"}``: ``model`` is the content hash of the
-        model's files (weights sampled, configs and tokenizer whole; :func:`evalign.metrics.models.model_identity`,
+        model's files (weights sampled, configs and tokenizer whole; :func:`evalign.backends.models.model_identity`,
         as the model metrics use), so changed weights at the same path never reuse cached grades and the
         same model at another path does; the template is hashed; the device is left out."""
         template = getattr(self.tokenizer, "chat_template", None)

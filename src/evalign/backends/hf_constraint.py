@@ -18,8 +18,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from evalign.backends.types import Constraint
 from evalign.errors import ModelLoadError
-from evalign.judges.backends.types import Constraint
 
 
 def grammar_of(constraint: Constraint) -> str:

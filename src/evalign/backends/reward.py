@@ -4,10 +4,10 @@ model) scores conversations instead of generating text.
 Each request is one conversation ending with the graded assistant turn (the reward judges,
 :mod:`evalign.judges.modes.reward`, build them: the instruction as the user turn, the response as the
 assistant turn, or an item's whole ``messages``). The backend renders and truncates them with
-:class:`~evalign.judges.backends.reward_inputs.RewardEncoder` (the rule training used), sorts them
+:class:`~evalign.backends.reward_inputs.RewardEncoder` (the rule training used), sorts them
 by length into batches of at most ``batch_size`` conversations and ``token_budget`` padded tokens
-(:func:`evalign.metrics.models.length_batches`), runs the model, and answers each request with a
-:class:`~evalign.judges.backends.types.Generation` whose ``raw["score"]`` is the reward (the logit;
+(:func:`evalign.backends.models.length_batches`), runs the model, and answers each request with a
+:class:`~evalign.backends.types.Generation` whose ``raw["score"]`` is the reward (the logit;
 ``text`` holds it too, as ``repr(float)``). The judge runner caches each answer, so a score is
 computed once per (model, conversation).
 
@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.backends.model_source import resolve_base_model
+from evalign.backends.models import length_batches, model_identity, resolve_model, tokenizer_limit
+from evalign.backends.registry import register_backend
+from evalign.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
+from evalign.backends.types import Choice, Generation, GenerationRequest, Usage
 from evalign.errors import BackendError, ModelLoadError
-from evalign.judges.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
-from evalign.judges.backends.model_source import resolve_base_model
-from evalign.judges.backends.registry import register_backend
-from evalign.judges.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
-from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage
-from evalign.metrics.models import length_batches, model_identity, resolve_model, tokenizer_limit
 from evalign.signature import stable_hash
 
 #: file written beside a trained reward model: how it was trained to read its inputs
@@ -98,7 +98,7 @@ class RewardModelBackend(Backend):
       most (default ``batch_size * max_length``).
     * ``max_length``: tokens read per conversation (default: the length the model was trained with,
       from its :data:`REWARD_RECORD`, else 1,024; never more than the model reads); longer ones are
-      truncated by :data:`~evalign.judges.backends.reward_inputs.TRUNCATION_RULE`.
+      truncated by :data:`~evalign.backends.reward_inputs.TRUNCATION_RULE`.
     """
 
     kind = "reward"

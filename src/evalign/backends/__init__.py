@@ -1,4 +1,6 @@
-"""Judge backends (a package: ``types``, ``base``, ``openai``, ``hf``, ``registry``): send prompts to a language model and get text (and token log-probabilities) back.
+"""Model access (a package: ``types``, ``base``, ``openai``, ``hf``, ``reward``, ``multi``, ``registry``, ``spec``,
+the HTTP client ``_http`` and model loading ``models``): send prompts to a language model and get text (and token
+log-probabilities) back.
 
 Two backends share one async interface (:class:`Backend`):
 
@@ -14,6 +16,10 @@ Two backends share one async interface (:class:`Backend`):
 * :class:`RewardModelBackend` — a local reward model (a sequence classifier with one output): it
   scores conversations instead of generating (``output = "score"``; the reward judges read it).
 
+A backend is named by a :class:`BackendSpec` (``KIND:MODEL[@URL][,K=V]``, a dict, or its fields) and
+opened by :func:`open_backend` (``with open_backend(BackendSpec.parse("llama:smollm2-135m-instruct")) as
+backend: ...`` starts llama.cpp's server for the block).
+
 Usage::
 
     backend = create_backend("openai", BackendOptions(base_url="http://localhost:8080/v1", model="judge"))
@@ -27,7 +33,7 @@ API keys are read from an environment variable (``api_key_env``) at request time
 stored on the backend, never part of :meth:`Backend.identity` (used in cache keys and signatures),
 of :attr:`Generation.raw`, of error messages, or of log records.
 
-``import evalign.judges.backends`` is light: httpx is imported when the first request is sent,
+``import evalign.backends`` is light: httpx is imported when the first request is sent,
 torch / transformers when an :class:`HFLocalBackend` is created.
 """
 
@@ -36,9 +42,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from evalign.errors import BackendError
-from evalign.judges._http import redact, split_url_credentials
-from evalign.judges.backends.base import (
+from evalign.backends._http import redact, split_url_credentials
+from evalign.backends.base import (
     Backend,
     BackendOptions,
     BackendRequestError,
@@ -46,7 +51,7 @@ from evalign.judges.backends.base import (
     OnDone,
     returns_scores,
 )
-from evalign.judges.backends.registry import (
+from evalign.backends.registry import (
     BACKENDS,
     backend_class,
     create_backend,
@@ -55,7 +60,7 @@ from evalign.judges.backends.registry import (
     missing_options,
     register_backend,
 )
-from evalign.judges.backends.types import (
+from evalign.backends.types import (
     Choice,
     Constraint,
     Generation,
@@ -64,15 +69,18 @@ from evalign.judges.backends.types import (
     Usage,
     fold_system,
 )
+from evalign.errors import BackendError
 
 _LAZY = {
-    "OpenAICompatibleBackend": "evalign.judges.backends.openai",
-    "HFLocalBackend": "evalign.judges.backends.hf",
-    "RewardModelBackend": "evalign.judges.backends.reward",
-    "MultiEndpointBackend": "evalign.judges.backends.multi",
-    "fallback_format": "evalign.judges.backends.hf",
-    "FALLBACK_ROLE_FORMAT": "evalign.judges.backends.hf",
-    "FALLBACK_GENERATION_PROMPT": "evalign.judges.backends.hf",
+    "OpenAICompatibleBackend": "evalign.backends.openai",
+    "HFLocalBackend": "evalign.backends.hf",
+    "RewardModelBackend": "evalign.backends.reward",
+    "MultiEndpointBackend": "evalign.backends.multi",
+    "fallback_format": "evalign.backends.hf",
+    "FALLBACK_ROLE_FORMAT": "evalign.backends.hf",
+    "FALLBACK_GENERATION_PROMPT": "evalign.backends.hf",
+    "BackendSpec": "evalign.backends.spec",
+    "open_backend": "evalign.backends.spec",
 }
 
 
@@ -95,6 +103,7 @@ __all__ = [
     "BackendError",
     "BackendOptions",
     "BackendRequestError",
+    "BackendSpec",
     "Choice",
     "Constraint",
     "ConstraintRefused",
@@ -114,6 +123,7 @@ __all__ = [
     "list_backends",
     "make_backend",
     "missing_options",
+    "open_backend",
     "public_url",
     "redact",
     "register_backend",

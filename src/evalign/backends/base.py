@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
+from evalign.backends.types import Constraint, Generation, GenerationRequest, Usage
 from evalign.errors import BackendError
-from evalign.judges.backends.types import Constraint, Generation, GenerationRequest, Usage
 
 #: Called by :meth:`Backend.generate_many` as each request finishes: ``(index, Generation | BackendError)``.
 OnDone = Callable[[int, "Generation | BackendError"], None]
