@@ -7,12 +7,13 @@
   (:data:`evalign.datasets.catalogue.CATALOGUE`), a summary table and one section per set;
 - ``<!-- generated: api-top-level -->`` becomes a mkdocstrings block for every name of
   ``evalign.__all__``, documented in the module that defines it;
+- ``<!-- generated: rooms -->`` becomes the table of the rooms of ``src/evalign`` by layer;
 - ``docs/img/structure.svg`` is drawn from ``scripts/structure.py``'s import graph: one box per room
   of ``src/evalign``, rows by layer (lowest at the bottom), one line per pair of rooms that import
   each other, as thick as the number of import statements.
 
 Everything is computed offline and deterministically (no clock, no machine paths, sorted orders):
-two builds of one commit give the same pages. ``python scripts/docs_hooks.py cli|datasets|svg`` prints
+two builds of one commit give the same pages. ``python scripts/docs_hooks.py cli|datasets|svg|rooms|api`` prints
 one of them.
 """
 
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI_MARK = "<!-- generated: cli-reference -->"
 DATASETS_MARK = "<!-- generated: dataset-catalogue -->"
 API_MARK = "<!-- generated: api-top-level -->"
+ROOMS_MARK = "<!-- generated: rooms -->"
 SVG_PATH = "img/structure.svg"
 #: the environment the help is rendered in (fixed width, no colour, no machine paths)
 _HELP_ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb", "_TYPER_FORCE_DISABLE_TERMINAL": "1"}
@@ -181,8 +183,9 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def structure_svg() -> str:
-    """An SVG of the rooms of ``src/evalign`` by layer, with the imports between rooms."""
+def _rooms() -> tuple[dict[int, list[str]], dict[tuple[str, str], int]]:
+    """The rooms of ``src/evalign`` by layer (``scripts/structure.py``'s order) and the number of
+    import statements from each room to each other room."""
     st = _structure()
     fig = st.measure(ROOT / "src" / "evalign")
     counts: dict[tuple[str, str], int] = {}
@@ -196,6 +199,32 @@ def structure_svg() -> str:
     by_layer: dict[int, list[str]] = {}
     for r in sorted(rooms):
         by_layer.setdefault(st.layer(f"evalign.{r}"), []).append(r)
+    return by_layer, counts
+
+
+def _room_path(room: str) -> Path:
+    folder = ROOT / "src" / "evalign" / room
+    return folder if folder.is_dir() else folder.with_suffix(".py")
+
+
+def rooms_table() -> str:
+    """Markdown: the rooms by layer, lowest first, with their size and what they import."""
+    by_layer, counts = _rooms()
+    out = ["| layer | room | modules | lines | imports rooms |", "|---:|---|---:|---:|---|"]
+    for lay in sorted(by_layer):
+        for room in by_layer[lay]:
+            path = _room_path(room)
+            files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+            lines = sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+            uses = sorted(b for (a, b), _ in counts.items() if a == room)
+            name = f"`{room}/`" if path.is_dir() else f"`{room}.py`"
+            out.append(f"| {lay} | {name} | {len(files)} | {lines:,} | {', '.join(uses) or '-'} |")
+    return "\n".join(out)
+
+
+def structure_svg() -> str:
+    """An SVG of the rooms of ``src/evalign`` by layer, with the imports between rooms."""
+    by_layer, counts = _rooms()
     layers = sorted(by_layer)
     box_w, box_h, gap_x, gap_y, margin, label_w = 104, 30, 18, 62, 20, 70
     widest = max(len(v) for v in by_layer.values())
@@ -239,7 +268,7 @@ def structure_svg() -> str:
         out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="5" fill="#e8eaf6" '
                    f'stroke="#3949ab"/>')
         out.append(f'<text x="{x + box_w / 2:.1f}" y="{y + box_h / 2 + 4:.1f}" text-anchor="middle">'
-                   f'{escape(n)}{"/" if (ROOT / "src" / "evalign" / n).is_dir() else ".py"}</text>')
+                   f'{escape(n)}{"/" if _room_path(n).is_dir() else ".py"}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -261,6 +290,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace each generation mark with what it stands for."""
     if CLI_MARK in markdown:
         markdown = markdown.replace(CLI_MARK, cli_reference())
+    if ROOMS_MARK in markdown:
+        markdown = markdown.replace(ROOMS_MARK, rooms_table())
     if API_MARK in markdown:
         markdown = markdown.replace(API_MARK, api_top_level())
     if DATASETS_MARK in markdown:
@@ -271,4 +302,5 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 if __name__ == "__main__":  # pragma: no cover - a manual look
     os.environ.update(_HELP_ENV)
     what = sys.argv[1] if len(sys.argv) > 1 else "cli"
-    print({"cli": cli_reference, "datasets": dataset_catalogue, "svg": structure_svg}[what]())
+    print({"cli": cli_reference, "datasets": dataset_catalogue, "svg": structure_svg, "rooms": rooms_table,
+           "api": api_top_level}[what]())
