@@ -19,6 +19,7 @@ one of them.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -146,6 +147,10 @@ def api_top_level() -> str:
 
     import evalign
 
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    from docs_griffe import plain_roles
+
     packages = _api_packages()
     rows, blocks = [], []
     for name in sorted(evalign.__all__, key=str.lower):
@@ -159,7 +164,7 @@ def api_top_level() -> str:
         if home is None:  # documented here, where it is defined
             home = getattr(obj, "__module__", module) or module
             blocks += [f"::: {home}.{name}", "    options:", "      heading_level: 3", ""]
-        doc = (inspect.getdoc(obj) or "").split("\n\n")[0]
+        doc = plain_roles((inspect.getdoc(obj) or "").split("\n\n")[0])
         rows.append(f"| [`{name}`][{home}.{name}] | `{module}` | {_cell(doc)} |")
     return "\n".join(["| name | defined in | what |", "|---|---|---|", *rows, "",
                       "## Documented here", "", *blocks])
@@ -183,6 +188,7 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@functools.lru_cache(maxsize=1)
 def _rooms() -> tuple[dict[int, list[str]], dict[tuple[str, str], int]]:
     """The rooms of ``src/evalign`` by layer (``scripts/structure.py``'s order) and the number of
     import statements from each room to each other room."""
