@@ -253,14 +253,14 @@ def structure_svg() -> str:
            f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>',
            f'<text x="{margin}" y="{margin + 6}" fill="#333">layer</text>']
     for row, lay in enumerate(reversed(layers)):
-        y = margin + 24 + row * (box_h + gap_y) + box_h / 2 + 4
-        out.append(f'<text x="{margin}" y="{y:.0f}" fill="#777">{lay}</text>')
-    for (a, b), n in sorted(counts.items()):
+        label_y = margin + 24 + row * (box_h + gap_y) + box_h / 2 + 4
+        out.append(f'<text x="{margin}" y="{label_y:.0f}" fill="#777">{lay}</text>')
+    for (a, b), count in sorted(counts.items()):
         if a not in pos or b not in pos:
             continue
         (xa, ya), (xb, yb) = pos[a], pos[b]
         x1, x2 = xa + box_w / 2, xb + box_w / 2
-        stroke = min(0.6 + n / 6, 5.0)
+        stroke = min(0.6 + count / 6, 5.0)
         if ya == yb:  # a sideways import: an arc under the row
             y1 = y2 = ya + box_h
             d = f"M{x1:.1f},{y1:.1f} Q{(x1 + x2) / 2:.1f},{y1 + gap_y * 0.7:.1f} {x2:.1f},{y2:.1f}"
@@ -269,12 +269,12 @@ def structure_svg() -> str:
             d = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
         out.append(f'<path d="{d}" fill="none" stroke="#5c6bc0" stroke-opacity="0.45" '
                    f'stroke-width="{stroke:.2f}" marker-end="url(#head)">'
-                   f'<title>{escape(a)} imports {escape(b)}: {n} import statement(s)</title></path>')
-    for n, (x, y) in sorted(pos.items()):
-        out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{box_w}" height="{box_h}" rx="5" fill="#e8eaf6" '
+                   f'<title>{escape(a)} imports {escape(b)}: {count} import statement(s)</title></path>')
+    for room, (bx, by) in sorted(pos.items()):
+        out.append(f'<rect x="{bx:.1f}" y="{by:.1f}" width="{box_w}" height="{box_h}" rx="5" fill="#e8eaf6" '
                    f'stroke="#3949ab"/>')
-        out.append(f'<text x="{x + box_w / 2:.1f}" y="{y + box_h / 2 + 4:.1f}" text-anchor="middle">'
-                   f'{escape(n)}{"/" if _room_path(n).is_dir() else ".py"}</text>')
+        out.append(f'<text x="{bx + box_w / 2:.1f}" y="{by + box_h / 2 + 4:.1f}" text-anchor="middle">'
+                   f'{escape(room)}{"/" if _room_path(room).is_dir() else ".py"}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -53,6 +53,28 @@ def test_generated_pages_hold_what_the_code_declares(site: Path) -> None:
     assert 'id="evalign.evaluate.oneshot.meta_evaluate"' in api
 
 
+@pytest.mark.slow
+def test_cli_reference_does_not_depend_on_the_terminal_or_the_home(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generated help is the same whatever the terminal's width, colour support and home folder."""
+    import html
+    import importlib.util
+    import re
+
+    for key, value in {"COLUMNS": "43", "HOME": str(tmp_path), "FORCE_COLOR": "1", "TERM": "xterm-256color"}.items():
+        monkeypatch.setenv(key, value)
+    spec = importlib.util.spec_from_file_location("_docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    blocks = re.findall(r"```text\n(.*?)\n```", hooks.cli_reference(), re.S)
+    built = [html.unescape(re.sub(r"<[^>]+>", "", b)).strip("\n")
+             for b in re.findall(r"<pre>(.*?)</pre>", (site / "cli" / "index.html").read_text(encoding="utf-8"), re.S)]
+    assert len(blocks) >= 20 and [b.strip("\n") for b in blocks] == built
+    assert str(tmp_path) not in "".join(blocks)
+
+
 def test_readme_is_a_short_guide_into_the_docs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 400
