@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:  # document this checkout's code, installed or not
+    sys.path.insert(0, str(ROOT / "src"))
 CLI_MARK = "<!-- generated: cli-reference -->"
 DATASETS_MARK = "<!-- generated: dataset-catalogue -->"
 API_MARK = "<!-- generated: api-top-level -->"
