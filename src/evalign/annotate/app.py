@@ -1,0 +1,317 @@
+"""The labelling page's server: a small Starlette app over a :class:`~evalign.annotate.store.Store`.
+
+Routes: ``/annotate/NAME`` (the page; ``NAME`` is ``[A-Za-z0-9_.-]{1,64}``), ``/api/NAME/state``,
+``/api/NAME/label``, ``/api/NAME/undo``, ``/api/NAME/skip`` (the page's calls; POSTs carry the page's
+CSRF token in ``X-CSRF-Token``), ``/agreement`` and ``/api/agreement``, ``/static/...``.
+
+Security (:class:`Guard`): the Host header must name this server (DNS rebinding); with a token in
+force every request without it gets 403 (the token as ``?token=T`` once, then a cookie, or the header
+``Authorization: token T``); pages are sent with a Content-Security-Policy that allows only this
+server's own script and style, and the page shows item text as text (``textContent``), never as HTML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import ipaddress
+import json
+import math
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from evalign.annotate import KEYS_HELP
+from evalign.annotate.assign import label_code, queue, shown_order, valid_name
+from evalign.annotate.export import agreement, column_prefix
+from evalign.annotate.store import Store
+
+STATIC = Path(__file__).parent / "static"
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+#: the longest comment stored
+MAX_COMMENT = 5000
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where the page is served and who may open it.
+
+    Attributes:
+        host: the address bound (127.0.0.1 by default).
+        port: the port bound.
+        token: the token every request must carry, or None (loopback only).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(settings: ServerSettings) -> set[str] | None:
+    """The Host header values accepted (None: any, for a wildcard address, where the token guards)."""
+    if settings.host in ("0.0.0.0", "::", ""):
+        return None
+    names = {settings.host.lower(), f"[{settings.host.lower()}]"}
+    if is_loopback(settings.host):
+        names |= {"localhost", "127.0.0.1", "[::1]"}
+    return {n for name in names for n in (name, f"{name}:{settings.port}")}
+
+
+def csrf_token(secret: str, annotator: str) -> str:
+    """The CSRF token of ``annotator``'s page (an HMAC of the name with the store's secret)."""
+    return hmac.new(secret.encode(), f"csrf:{annotator}".encode(), hashlib.sha256).hexdigest()
+
+
+class Guard:
+    """ASGI middleware: the Host check, the token (403 without it), and the security headers."""
+
+    def __init__(self, app: ASGIApp, *, settings: ServerSettings) -> None:
+        self.app = app
+        self.token = settings.token
+        self.hosts = allowed_hosts(settings)
+        self.cookie = f"evalign_annotate_{settings.port}"
+
+    def _token_given(self, scope: Scope) -> tuple[str | None, bool]:
+        """The token the request carries and whether it came in the query (then it is set as a cookie)."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("token "):
+            return auth[6:].strip(), False
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if "token" in query:
+            return query["token"][0], True
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == self.cookie:
+                return value, False
+        return None, False
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
+                      send: Callable[[Message], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1").lower()
+        if self.hosts is not None and host not in self.hosts:
+            await PlainTextResponse("403: this server does not answer to that Host name", 403)(scope, receive, send)
+            return
+        set_cookie = False
+        if self.token is not None:
+            given, from_query = self._token_given(scope)
+            if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
+                await PlainTextResponse("403: a token is needed (?token=T or 'Authorization: token T')", 403)(
+                    scope, receive, send)
+                return
+            set_cookie = from_query
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                            (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
+                if set_cookie and self.token is not None:
+                    headers.append((b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; "
+                                                   "SameSite=Strict".encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _page(name: str, **values: str) -> str:
+    text = (STATIC / name).read_text(encoding="utf-8")
+    for k, v in values.items():
+        text = text.replace("{{" + k + "}}", html.escape(v, quote=True))
+    return text
+
+
+def state(store: Store, annotator: str, *, show: int | None = None) -> dict[str, Any]:
+    """What ``annotator``'s page shows next: the first item of their queue (or ``show``), their
+    progress, the task and its choices. Never another annotator's labels."""
+    settings = store.settings
+    done = store.done(annotator)
+    todo = queue(store.n_items(), counts=store.counts(), done=done, skipped=store.skipped(annotator),
+                 per_item=settings.per_item)
+    idx = show if show is not None and show not in done else (todo[0] if todo else None)
+    item: dict[str, Any] | None = None
+    if idx is not None:
+        key, view = store.item(idx)
+        item = {"key": key, "instruction": view["instruction"], "input": view["input"],
+                "context": view["context"], "reference": view["reference"]}
+        if settings.task == "pairwise":
+            order = shown_order(store.seed, annotator, key)
+            left, right = ("response_a", "response_b") if order == "ab" else ("response_b", "response_a")
+            item["left"], item["right"] = view[left], view[right]
+        else:
+            item["response"] = view["response"]
+    return {"annotator": annotator, "task": settings.task, "labels": list(settings.labels),
+            "rubric": settings.rubric, "item": item,
+            "progress": {"done": len(done), "total": len(done) + len(todo) + (1 if idx is not None and idx not in todo
+                                                                              else 0)}}
+
+
+def create_app(store: Store, settings: ServerSettings) -> Starlette:
+    """The Starlette app serving ``store`` (wrapped in :class:`Guard`)."""
+    secret = store.secret
+
+    def annotator_of(request: Request) -> str | None:
+        name = str(request.path_params["name"])
+        return name if valid_name(name) else None
+
+    def bad_name() -> Response:
+        return PlainTextResponse("404: an annotator name is 1 to 64 letters, digits, '_', '.' or '-'", 404)
+
+    async def checked_post(request: Request) -> tuple[str | None, dict[str, Any] | Response]:
+        name = annotator_of(request)
+        if name is None:
+            return None, bad_name()
+        given = request.headers.get("x-csrf-token", "")
+        if not hmac.compare_digest(given.encode(), csrf_token(secret, name).encode()):
+            return name, PlainTextResponse("403: missing or wrong CSRF token (reload the page)", 403)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return name, PlainTextResponse("415: send JSON", 415)
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            return name, PlainTextResponse("400: the body is not JSON", 400)
+        return name, body if isinstance(body, dict) else PlainTextResponse("400: send a JSON object", 400)
+
+    def item_index(body: dict[str, Any]) -> int | None:
+        key = body.get("key")
+        return store.index_of(key) if isinstance(key, str) else None
+
+    async def home(request: Request) -> Response:
+        return HTMLResponse(_page("home.html"))
+
+    async def start(request: Request) -> Response:
+        name = request.query_params.get("name", "")
+        if not valid_name(name):
+            return bad_name()
+        return RedirectResponse(f"/annotate/{name}", 303)
+
+    async def page(request: Request) -> Response:
+        name = annotator_of(request)
+        if name is None:
+            return bad_name()
+        return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(secret, name), keys=KEYS_HELP))
+
+    async def get_state(request: Request) -> Response:
+        name = annotator_of(request)
+        return bad_name() if name is None else JSONResponse(state(store, name))
+
+    async def post_label(request: Request) -> Response:
+        name, body = await checked_post(request)
+        if isinstance(body, Response):
+            return body
+        assert name is not None
+        idx = item_index(body)
+        if idx is None:
+            return PlainTextResponse("400: unknown item", 400)
+        key = store.item(idx)[0]
+        order = shown_order(store.seed, name, key) if store.settings.task == "pairwise" else None
+        try:
+            value = label_code(store.settings.task, str(body.get("choice", "")), order or "ab",
+                               store.settings.labels)
+        except ValueError as e:
+            return PlainTextResponse(f"400: {e}", 400)
+        seconds = body.get("seconds")
+        seconds = float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0 \
+            else None
+        comment = body.get("comment")
+        comment = comment[:MAX_COMMENT] if isinstance(comment, str) and comment.strip() else None
+        stored = store.add_label(name, idx, value, shown=order, seconds=seconds, comment=comment)
+        out = state(store, name)
+        out["stored"] = stored
+        return JSONResponse(out, status_code=200 if stored else 409)
+
+    async def post_undo(request: Request) -> Response:
+        name, body = await checked_post(request)
+        if isinstance(body, Response):
+            return body
+        assert name is not None
+        idx = store.undo(name)
+        out = state(store, name, show=idx)
+        out["undone"] = idx is not None
+        return JSONResponse(out)
+
+    async def post_skip(request: Request) -> Response:
+        name, body = await checked_post(request)
+        if isinstance(body, Response):
+            return body
+        assert name is not None
+        idx = item_index(body)
+        if idx is None:
+            return PlainTextResponse("400: unknown item", 400)
+        store.skip(name, idx)
+        return JSONResponse(state(store, name))
+
+    async def agreement_json(request: Request) -> Response:
+        return JSONResponse(agreement(store).as_dict())
+
+    async def agreement_page(request: Request) -> Response:
+        return HTMLResponse(agreement_html(store))
+
+    routes = [
+        Route("/", home), Route("/start", start),
+        Route("/annotate/{name}", page), Route("/api/agreement", agreement_json),
+        Route("/api/{name}/state", get_state),
+        Route("/api/{name}/label", post_label, methods=["POST"]),
+        Route("/api/{name}/undo", post_undo, methods=["POST"]),
+        Route("/api/{name}/skip", post_skip, methods=["POST"]),
+        Route("/agreement", agreement_page),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    inner = Starlette(routes=routes)
+    outer = Starlette()
+    outer.mount("/", Guard(inner, settings=settings))  # type: ignore[arg-type]
+    return outer
+
+
+def agreement_html(store: Store) -> str:
+    """The ``/agreement`` page (every value escaped)."""
+    ag = agreement(store)
+    esc = html.escape
+
+    def num(x: float) -> str:
+        return "–" if math.isnan(x) else f"{x:.3f}"
+
+    prefix = column_prefix(store.settings.task)
+    counts = "".join(f"<tr><td>{esc(a)}</td><td><code>{esc(prefix + a)}</code></td><td class=n>{c}</td></tr>"
+                     for a, c in ag.labels_per_annotator.items())
+    pairs = "".join(f"<tr><td>{esc(p.a)}</td><td>{esc(p.b)}</td><td class=n>{p.n_items}</td>"
+                    f"<td class=n>{num(p.kappa)}</td></tr>" for p in ag.pairs)
+    short = ", ".join(esc(k) for k in ag.short[:50]) + (f" … ({len(ag.short) - 50} more)" if len(ag.short) > 50 else "")
+    weights = " (quadratic weights)" if store.settings.task == "graded" else ""
+    body = (f"<p>{ag.n_items} items, {ag.per_item} labels wanted on each; "
+            f"<strong>{len(ag.short)}</strong> still short of {ag.per_item}.</p>"
+            f"<h2>Labels per annotator</h2><table><tr><th>annotator</th><th>export column</th><th>labels</th></tr>"
+            f"{counts or '<tr><td colspan=3>none yet</td></tr>'}</table>"
+            f"<h2>Cohen's kappa per pair{weights}</h2><table><tr><th>annotator</th><th>annotator</th>"
+            f"<th>items both labelled</th><th>kappa</th></tr>{pairs or '<tr><td colspan=4>two annotators needed</td></tr>'}"
+            f"</table><h2>Krippendorff's alpha</h2><p class=big>{num(ag.alpha)}</p>"
+            + (f"<h2>Items short of {ag.per_item}</h2><p class=keys>{short}</p>" if ag.short else ""))
+    return _page("agreement.html", task=store.settings.task).replace("{{body}}", body)
