@@ -79,7 +79,7 @@ def read_items_to_label(path: str | Path, task: str) -> list[Item]:
     if task != "pairwise" and pairs:
         raise UsageError(f"--task {task} labels one response per item; {path} is a pair table (use --task pairwise)")
     raw = [rec for _, rec in iter_records(path, detect_format(path))]
-    table = read_pairs(path) if pairs else read_items(path)
+    table = read_pairs(path) if pairs else read_items(path, default_system="-")  # a system is not needed here
     rows = table.to_dict("records")
     if len(rows) != len(raw):  # the reader expanded or left out rows: export what it read
         raw = rows
