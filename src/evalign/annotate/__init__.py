@@ -16,3 +16,15 @@ KEYS_HELP = (
     "labels: 1-9 in the order of --labels; u = undo your last label; s = skip (the item goes to the end "
     "of your queue). The comment box never takes the focus: the keys work as soon as the page loads."
 )
+
+
+def keys_help(task: str, labels: tuple[str, ...] = ()) -> str:
+    """The keys of one task's page, in one line."""
+    if task == "pairwise":
+        keys = "a = the left response is better, b = the right one, t = tie"
+    elif task == "graded":
+        keys = "1-5 = the grade"
+    else:
+        keys = ", ".join(f"{i} = {lab}" for i, lab in enumerate(labels, start=1))
+    return (f"Keys: {keys}; u = undo your last label; s = skip (the item goes to the end of your queue). "
+            "The comment box takes the keys only while you write in it (Esc leaves it).")

@@ -30,7 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from evalign.annotate import KEYS_HELP
+from evalign.annotate import keys_help
 from evalign.annotate.assign import label_code, queue, shown_order, valid_name
 from evalign.annotate.export import agreement, column_prefix
 from evalign.annotate.store import Store
@@ -217,7 +217,8 @@ def create_app(store: Store, settings: ServerSettings) -> Starlette:
         name = annotator_of(request)
         if name is None:
             return bad_name()
-        return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(secret, name), keys=KEYS_HELP))
+        keys = keys_help(store.settings.task, store.settings.labels)
+        return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(secret, name), keys=keys))
 
     async def get_state(request: Request) -> Response:
         name = annotator_of(request)
