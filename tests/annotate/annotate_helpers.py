@@ -47,14 +47,8 @@ def fill(store: Store, annotators: dict[str, float], truth: list[float], *, seed
         for idx, t in enumerate(truth):
             key = store.item(idx)[0]
             order = shown_order(store.seed, name, key)
-            if rng.random() < accuracy:
-                code = t
-            else:
-                code = float(rng.choice([0.0, -t]))
-            if code == 0:
-                choice = "tie"
-            else:
-                choice = "left" if (code > 0) == (order == "ab") else "right"
+            code = t if rng.random() < accuracy else float(rng.choice([0.0, -t]))
+            choice = "tie" if code == 0 else ("left" if (code > 0) == (order == "ab") else "right")
             value = label_code("pairwise", choice, order, ())
             assert value == code
             assert store.add_label(name, idx, value, shown=order, seconds=1.5, comment=None)

@@ -74,7 +74,7 @@ def test_one_label_per_annotator_and_item_undo_skip(tmp_path: Path) -> None:
 
 
 def test_restart_resumes_and_refuses_other_items(tmp_path: Path) -> None:
-    store, truth, items = pair_store(tmp_path, 6)
+    store, _, items = pair_store(tmp_path, 6)
     store.add_label("ann1", 2, 1.0, shown="ab", seconds=1.0, comment=None)
     seed = store.seed
     store.close()
@@ -225,7 +225,7 @@ def test_cli_export_status_and_the_verbs_on_an_export(tmp_path: Path) -> None:
     assert ppi["n_human"] == 40 and ppi["n_battles"] == 120
     wins = {"m1": 0.0, "m2": 0.0}
     for r in rows:
-        for side, other in (("a", "b"), ("b", "a")):
+        for side in ("a", "b"):
             s = r[f"system_{side}"]
             wins[s] += 0.5 if r["verdict"] == "tie" else float(r["verdict"] == side.upper())
     humans_rate = {w["system"]: w["humans"] for w in ppi["win_rates"]}

@@ -288,7 +288,7 @@ def create_app(store: Store, settings: ServerSettings) -> Starlette:
     ]
     inner = Starlette(routes=routes)
     outer = Starlette()
-    outer.mount("/", Guard(inner, settings=settings))  # type: ignore[arg-type]
+    outer.mount("/", Guard(inner, settings=settings))
     return outer
 
 
