@@ -18,6 +18,8 @@ import html
 import ipaddress
 import json
 import math
+import secrets
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +35,10 @@ from starlette.staticfiles import StaticFiles
 from evalign.annotate import keys_help
 from evalign.annotate.assign import label_code, queue, shown_order, valid_name
 from evalign.annotate.export import agreement, column_prefix
-from evalign.annotate.store import Store
+from evalign.annotate.items import choose_task, read_items_to_label
+from evalign.annotate.store import Store, StoreSettings
+from evalign.errors import EvalignError, UsageError
+from evalign.judges.prompts import load_rubric
 
 STATIC = Path(__file__).parent / "static"
 Scope = MutableMapping[str, Any]
@@ -174,23 +179,25 @@ def state(store: Store, annotator: str, *, show: int | None = None) -> dict[str,
                                                                               else 0)}}
 
 
-def create_app(store: Store, settings: ServerSettings) -> Starlette:
-    """The Starlette app serving ``store`` (wrapped in :class:`Guard`)."""
-    secret = store.secret
+def _bad_name() -> Response:
+    return PlainTextResponse("404: an annotator name is 1 to 64 letters, digits, '_', '.' or '-'", 404)
 
-    def annotator_of(request: Request) -> str | None:
+
+class Handlers:
+    """The app's endpoints over one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.secret = store.secret
+
+    async def checked_post(self, request: Request) -> tuple[str, dict[str, Any] | Response]:
+        """The annotator and the JSON body of a POST, or the response refusing it (bad name, no CSRF
+        token, not JSON)."""
         name = str(request.path_params["name"])
-        return name if valid_name(name) else None
-
-    def bad_name() -> Response:
-        return PlainTextResponse("404: an annotator name is 1 to 64 letters, digits, '_', '.' or '-'", 404)
-
-    async def checked_post(request: Request) -> tuple[str | None, dict[str, Any] | Response]:
-        name = annotator_of(request)
-        if name is None:
-            return None, bad_name()
+        if not valid_name(name):
+            return name, _bad_name()
         given = request.headers.get("x-csrf-token", "")
-        if not hmac.compare_digest(given.encode(), csrf_token(secret, name).encode()):
+        if not hmac.compare_digest(given.encode(), csrf_token(self.secret, name).encode()):
             return name, PlainTextResponse("403: missing or wrong CSRF token (reload the page)", 403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return name, PlainTextResponse("415: send JSON", 415)
@@ -200,95 +207,92 @@ def create_app(store: Store, settings: ServerSettings) -> Starlette:
             return name, PlainTextResponse("400: the body is not JSON", 400)
         return name, body if isinstance(body, dict) else PlainTextResponse("400: send a JSON object", 400)
 
-    def item_index(body: dict[str, Any]) -> int | None:
+    def item_index(self, body: dict[str, Any]) -> int | None:
         key = body.get("key")
-        return store.index_of(key) if isinstance(key, str) else None
+        return self.store.index_of(key) if isinstance(key, str) else None
 
-    async def home(request: Request) -> Response:
+    async def home(self, request: Request) -> Response:
         return HTMLResponse(_page("home.html"))
 
-    async def start(request: Request) -> Response:
+    async def start(self, request: Request) -> Response:
         name = request.query_params.get("name", "")
+        return RedirectResponse(f"/annotate/{name}", 303) if valid_name(name) else _bad_name()
+
+    async def page(self, request: Request) -> Response:
+        name = str(request.path_params["name"])
         if not valid_name(name):
-            return bad_name()
-        return RedirectResponse(f"/annotate/{name}", 303)
+            return _bad_name()
+        keys = keys_help(self.store.settings.task, self.store.settings.labels)
+        return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(self.secret, name), keys=keys))
 
-    async def page(request: Request) -> Response:
-        name = annotator_of(request)
-        if name is None:
-            return bad_name()
-        keys = keys_help(store.settings.task, store.settings.labels)
-        return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(secret, name), keys=keys))
+    async def get_state(self, request: Request) -> Response:
+        name = str(request.path_params["name"])
+        return JSONResponse(state(self.store, name)) if valid_name(name) else _bad_name()
 
-    async def get_state(request: Request) -> Response:
-        name = annotator_of(request)
-        return bad_name() if name is None else JSONResponse(state(store, name))
-
-    async def post_label(request: Request) -> Response:
-        name, body = await checked_post(request)
+    async def post_label(self, request: Request) -> Response:
+        name, body = await self.checked_post(request)
         if isinstance(body, Response):
             return body
-        assert name is not None
-        idx = item_index(body)
+        idx = self.item_index(body)
         if idx is None:
             return PlainTextResponse("400: unknown item", 400)
-        key = store.item(idx)[0]
-        order = shown_order(store.seed, name, key) if store.settings.task == "pairwise" else None
+        task = self.store.settings
+        order = shown_order(self.store.seed, name, self.store.item(idx)[0]) if task.task == "pairwise" else None
         try:
-            value = label_code(store.settings.task, str(body.get("choice", "")), order or "ab",
-                               store.settings.labels)
+            value = label_code(task.task, str(body.get("choice", "")), order or "ab", task.labels)
         except ValueError as e:
             return PlainTextResponse(f"400: {e}", 400)
         seconds = body.get("seconds")
-        seconds = float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0 \
-            else None
+        ok_seconds = isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0
         comment = body.get("comment")
         comment = comment[:MAX_COMMENT] if isinstance(comment, str) and comment.strip() else None
-        stored = store.add_label(name, idx, value, shown=order, seconds=seconds, comment=comment)
-        out = state(store, name)
+        stored = self.store.add_label(name, idx, value, shown=order, seconds=float(seconds) if ok_seconds else None,
+                                      comment=comment)
+        out = state(self.store, name)
         out["stored"] = stored
         return JSONResponse(out, status_code=200 if stored else 409)
 
-    async def post_undo(request: Request) -> Response:
-        name, body = await checked_post(request)
+    async def post_undo(self, request: Request) -> Response:
+        name, body = await self.checked_post(request)
         if isinstance(body, Response):
             return body
-        assert name is not None
-        idx = store.undo(name)
-        out = state(store, name, show=idx)
+        idx = self.store.undo(name)
+        out = state(self.store, name, show=idx)
         out["undone"] = idx is not None
         return JSONResponse(out)
 
-    async def post_skip(request: Request) -> Response:
-        name, body = await checked_post(request)
+    async def post_skip(self, request: Request) -> Response:
+        name, body = await self.checked_post(request)
         if isinstance(body, Response):
             return body
-        assert name is not None
-        idx = item_index(body)
+        idx = self.item_index(body)
         if idx is None:
             return PlainTextResponse("400: unknown item", 400)
-        store.skip(name, idx)
-        return JSONResponse(state(store, name))
+        self.store.skip(name, idx)
+        return JSONResponse(state(self.store, name))
 
-    async def agreement_json(request: Request) -> Response:
-        return JSONResponse(agreement(store).as_dict())
+    async def agreement_json(self, request: Request) -> Response:
+        return JSONResponse(agreement(self.store).as_dict())
 
-    async def agreement_page(request: Request) -> Response:
-        return HTMLResponse(agreement_html(store))
+    async def agreement_page(self, request: Request) -> Response:
+        return HTMLResponse(agreement_html(self.store))
 
+
+def create_app(store: Store, settings: ServerSettings) -> Starlette:
+    """The Starlette app serving ``store`` (wrapped in :class:`Guard`)."""
+    h = Handlers(store)
     routes = [
-        Route("/", home), Route("/start", start),
-        Route("/annotate/{name}", page), Route("/api/agreement", agreement_json),
-        Route("/api/{name}/state", get_state),
-        Route("/api/{name}/label", post_label, methods=["POST"]),
-        Route("/api/{name}/undo", post_undo, methods=["POST"]),
-        Route("/api/{name}/skip", post_skip, methods=["POST"]),
-        Route("/agreement", agreement_page),
+        Route("/", h.home), Route("/start", h.start),
+        Route("/annotate/{name}", h.page), Route("/api/agreement", h.agreement_json),
+        Route("/api/{name}/state", h.get_state),
+        Route("/api/{name}/label", h.post_label, methods=["POST"]),
+        Route("/api/{name}/undo", h.post_undo, methods=["POST"]),
+        Route("/api/{name}/skip", h.post_skip, methods=["POST"]),
+        Route("/agreement", h.agreement_page),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
-    inner = Starlette(routes=routes)
     outer = Starlette()
-    outer.mount("/", Guard(inner, settings=settings))
+    outer.mount("/", Guard(Starlette(routes=routes), settings=settings))
     return outer
 
 
@@ -316,3 +320,71 @@ def agreement_html(store: Store) -> str:
             f"</table><h2>Krippendorff's alpha</h2><p class=big>{num(ag.alpha)}</p>"
             + (f"<h2>Items short of {ag.per_item}</h2><p class=keys>{short}</p>" if ag.short else ""))
     return _page("agreement.html", task=store.settings.task).replace("{{body}}", body)
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """What the page asks for (``evalign annotate``'s options).
+
+    Attributes:
+        task: pairwise, graded or label; None: by the table (:func:`~evalign.annotate.items.choose_task`).
+        labels: the label set of the label task.
+        per_item: labels each item needs (K).
+        rubric: a rubric NAME or file shown with graded items, or None.
+    """
+
+    task: str | None = None
+    labels: tuple[str, ...] = ()
+    per_item: int = 3
+    rubric: str | None = None
+
+
+def check_port(host: str, port: int) -> None:
+    """A clear error when ``host:port`` cannot be bound (in use, or not an address of this machine)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise EvalignError(f"cannot serve on {host}:{port} ({e.strerror or e})") from None
+
+
+def _rubric(name: str | None, task: str) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    if task != "graded":
+        raise UsageError("--rubric goes with --task graded")
+    r = load_rubric(name)
+    return {"name": r.name, "criteria": r.criteria, "descriptions": list(r.descriptions)}
+
+
+def serve(items: Path, db: Path, *, page: PageSettings, server: ServerSettings,
+          say: Callable[[str], None] = print) -> None:
+    """Serve the labelling page of ``items`` (labels stored in ``db``) until stopped; ``say`` prints the
+    URLs (with the token: generated here when none is given and the host is not loopback)."""
+    import uvicorn  # the server: only when serving
+
+    task = choose_task(items, page.task, list(page.labels))
+    rubric = _rubric(page.rubric, task)
+    if server.token is not None and not server.token.strip():
+        raise UsageError("--token is empty")
+    if server.token is None and not is_loopback(server.host):
+        server = ServerSettings(host=server.host, port=server.port, token=secrets.token_urlsafe(24))
+    check_port(server.host, server.port)
+    to_label = read_items_to_label(items, task)
+    store = Store(db)
+    try:
+        store.initialise(to_label, StoreSettings(task=task, labels=page.labels, per_item=page.per_item,
+                                                 rubric=rubric, source=str(items)))
+        host = server.host
+        shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host == "0.0.0.0" else host)
+        base, query = f"http://{shown}:{server.port}", f"?token={server.token}" if server.token else ""
+        say(f"{len(to_label)} items, {task}, {page.per_item} labels each; {len(store.labels())} labels stored in {db}")
+        say(f"Labelling page: {base}/annotate/NAME{query}  (NAME: each annotator's name)")
+        say(f"Agreement so far: {base}/agreement{query}   Stop: Ctrl-C")
+        config = uvicorn.Config(create_app(store, server), host=host, port=server.port, log_level="warning",
+                                access_log=False, lifespan="off")
+        uvicorn.Server(config).run()
+    finally:
+        store.close()

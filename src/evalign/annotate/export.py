@@ -9,10 +9,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from evalign.annotate.assign import short_items
 from evalign.annotate.store import Label, Store
+from evalign.errors import UsageError
+from evalign.io.writers import check_output, write_json_atomic, write_table
+from evalign.meta.agreement import cohen_kappa, krippendorff_alpha, majority_vote
 
 #: the export formats
 FORMATS = ("wide", "long", "alttest")
@@ -38,10 +44,6 @@ def majority(task: str, values: list[Any]) -> Any:
     without one); None without labels."""
     if not values:
         return None
-    import numpy as np
-
-    from evalign.meta.agreement import majority_vote
-
     if task == "label":
         counts: dict[Any, int] = {}
         for v in values:
@@ -145,10 +147,6 @@ class Agreement:
 def agreement(store: Store) -> Agreement:
     """Per annotator pair Cohen's kappa (quadratic weights for grades), Krippendorff's alpha of all,
     labels per annotator and the items still short of K (the project's :mod:`evalign.meta.agreement`)."""
-    import numpy as np
-
-    from evalign.meta.agreement import cohen_kappa, krippendorff_alpha
-
     settings = store.settings
     n = store.n_items()
     by = _by_annotator(store.labels())
@@ -189,3 +187,37 @@ def agreement_text(ag: Agreement) -> str:
         shown = ", ".join(ag.short[:10]) + (f", ... ({len(ag.short) - 10} more)" if len(ag.short) > 10 else "")
         lines.append(f"short of {ag.per_item}: {shown}")
     return "\n".join(lines)
+
+
+def write_export(store_path: str | Path, out: str, format: str = "wide") -> int:
+    """Write the labels of the store at ``store_path`` to ``out`` in ``format`` (:data:`FORMATS`); the
+    number of rows (wide) or labels (long, alttest) written. The store keeps the items: no ITEMS needed."""
+    if format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format == "alttest" and not str(out).endswith(".json"):
+        raise UsageError(f"{out}: --format alttest writes JSON ({{annotator: {{item: label}}}}); name a .json file")
+    if format != "alttest":
+        check_output(out)
+    store = Store(store_path, must_exist=True)
+    try:
+        store.settings  # noqa: B018  (a store without a task is refused here)
+        if format == "alttest":
+            labels = alttest_labels(store)
+            write_json_atomic(out, labels)
+            return sum(len(v) for v in labels.values())
+        import pandas as pd  # pandas is imported where a table is written
+
+        rows = wide_rows(store) if format == "wide" else long_rows(store)
+        write_table(pd.DataFrame(rows), out)
+        return len(rows)
+    finally:
+        store.close()
+
+
+def store_agreement(store_path: str | Path) -> Agreement:
+    """The agreement so far of the store at ``store_path`` (``evalign annotate status``)."""
+    store = Store(store_path, must_exist=True)
+    try:
+        return agreement(store)
+    finally:
+        store.close()

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import InputError, UsageError
+from evalign.io.readers import detect_format, iter_records
+from evalign.io.validation import read_items, read_pairs
+from evalign.io.writers import json_default, json_safe
 
 #: the tasks a page can ask for
 TASKS = ("pairwise", "graded", "label")
@@ -36,8 +39,6 @@ class Item:
 def _plain(v: Any) -> Any:
     """A value as JSON holds it (NaN and pandas' missing values -> None, numpy values unboxed, dates as
     ISO 8601 text)."""
-    from evalign.io.writers import json_default, json_safe
-
     return json.loads(json.dumps(json_safe(v), ensure_ascii=False, default=json_default))
 
 
@@ -58,8 +59,6 @@ def _text(v: Any) -> str:
 def is_pair_table(path: Path) -> bool:
     """Whether the table's first record has both ``response_a`` and ``response_b`` (or both
     conversations ``messages_a`` / ``messages_b``)."""
-    from evalign.io.readers import detect_format, iter_records
-
     for _, rec in iter_records(path, detect_format(path)):
         return ("response_a" in rec and "response_b" in rec) or ("messages_a" in rec and "messages_b" in rec)
     raise InputError("no records", file=str(path))
@@ -68,9 +67,6 @@ def is_pair_table(path: Path) -> bool:
 def read_items_to_label(path: str | Path, task: str) -> list[Item]:
     """The items of ``path`` for ``task`` (``pairwise`` needs a pair table, ``graded`` / ``label`` an
     item table). Raises :class:`~evalign.errors.InputError` naming the file, line and field."""
-    from evalign.io.readers import detect_format, iter_records
-    from evalign.io.validation import read_items, read_pairs
-
     path = Path(path)
     pairs = is_pair_table(path)
     if task == "pairwise" and not pairs:
@@ -103,6 +99,22 @@ def read_items_to_label(path: str | Path, task: str) -> list[Item]:
             raise InputError(f"duplicate item {it.key!r}", file=str(path), line=line, field="id")
         seen.add(it.key)
     return items
+
+
+def choose_task(items: Path, task: str | None, labels: list[str]) -> str:
+    """The task of a page: ``task`` checked, or by default pairwise for a pair table, label with
+    ``labels``, else graded. Raises :class:`~evalign.errors.UsageError` for a bad combination."""
+    if task is not None and task not in TASKS:
+        raise UsageError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    if task is None:
+        task = "pairwise" if is_pair_table(items) else ("label" if labels else "graded")
+    if task == "label" and not labels:
+        raise UsageError("--task label needs --labels L1,L2,...")
+    if task != "label" and labels:
+        raise UsageError(f"--labels goes with --task label, not --task {task}")
+    if len(labels) > 9 or len(set(labels)) != len(labels):
+        raise UsageError("--labels takes 1 to 9 different labels (keys 1-9)")
+    return task
 
 
 def items_hash(items: list[Item]) -> str:

@@ -8,8 +8,6 @@ server's packages (Starlette, uvicorn: the ``annotate`` extra) are imported only
 
 from __future__ import annotations
 
-import secrets
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ from typer.core import TyperCommand
 
 from evalign.annotate import KEYS_HELP
 from evalign.cli.common import CliError, console, emit_json, err_console
-from evalign.errors import UsageError
 
 #: the words after ``annotate`` that name a subcommand instead of an ITEMS file
 SUBCOMMANDS = ("export", "status")
@@ -86,128 +83,38 @@ _HELP = (
 )
 
 
-def _task(items: Path, task: str | None, labels: list[str]) -> str:
-    from evalign.annotate.items import TASKS, is_pair_table
-
-    if task is not None and task not in TASKS:
-        raise UsageError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
-    if task is None:
-        task = "pairwise" if is_pair_table(items) else ("label" if labels else "graded")
-    if task == "label" and not labels:
-        raise UsageError("--task label needs --labels L1,L2,...")
-    if task != "label" and labels:
-        raise UsageError(f"--labels goes with --task label, not --task {task}")
-    if len(labels) > 9 or len(set(labels)) != len(labels):
-        raise UsageError("--labels takes 1 to 9 different labels (keys 1-9)")
-    return task
-
-
 def annotate_cmd(
     items: Path = ITEMS, db: Path = DB, port: int = PORT, host: str = HOST, per_item: int = PER_ITEM,
     task: str = TASK, rubric: str = RUBRIC, labels: str = LABELS, token: str = TOKEN,
 ) -> None:
     """A labelling page in the browser."""
     try:
-        import uvicorn
-
-        from evalign.annotate.app import ServerSettings, create_app, is_loopback
+        from evalign.annotate.app import PageSettings, ServerSettings, serve  # starlette: only when serving
     except ImportError as e:
         raise CliError(f"evalign annotate needs the annotate extra ({e.name} is missing): "
                        "pip install 'evalign[annotate]'") from None
-    from evalign.annotate.items import read_items_to_label
-    from evalign.annotate.store import Store, StoreSettings
-
-    label_set = [x.strip() for x in (labels or "").split(",") if x.strip()]
-    kind = _task(items, task, label_set)
-    shown_rubric = None
-    if rubric is not None:
-        if kind != "graded":
-            raise UsageError("--rubric goes with --task graded")
-        from evalign.judges.prompts import load_rubric
-
-        r = load_rubric(rubric)
-        shown_rubric = {"name": r.name, "criteria": r.criteria, "descriptions": list(r.descriptions)}
-    if token is not None and not token.strip():
-        raise UsageError("--token is empty")
-    if token is None and not is_loopback(host):
-        token = secrets.token_urlsafe(24)
-    _check_port(host, port)
-    to_label = read_items_to_label(items, kind)
-    store = Store(db)
-    try:
-        store.initialise(to_label, StoreSettings(task=kind, labels=tuple(label_set), per_item=per_item,
-                                                 rubric=shown_rubric, source=str(items)))
-        settings = ServerSettings(host=host, port=port, token=token)
-        shown_host = f"[{host}]" if ":" in host else ("127.0.0.1" if host in ("0.0.0.0", "::") else host)
-        query = f"?token={token}" if token else ""
-        done = len(store.labels())
-        console.print(f"{len(to_label)} items, {kind}, {per_item} labels each; {done} labels stored in {db}",
-                      highlight=False, markup=False)
-        console.print(f"Labelling page: http://{shown_host}:{port}/annotate/NAME{query}  (NAME: each annotator's "
-                      "name)", highlight=False, markup=False, soft_wrap=True)
-        console.print(f"Agreement so far: http://{shown_host}:{port}/agreement{query}   Stop: Ctrl-C",
-                      highlight=False, markup=False, soft_wrap=True)
-        config = uvicorn.Config(create_app(store, settings), host=host, port=port, log_level="warning",
-                                access_log=False, lifespan="off")
-        uvicorn.Server(config).run()
-    finally:
-        store.close()
-
-
-def _check_port(host: str, port: int) -> None:
-    """A clear error when ``host:port`` cannot be bound (in use, or not an address of this machine)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            raise CliError(f"cannot serve on {host}:{port} ({e.strerror or e})") from None
+    page = PageSettings(task=task, labels=tuple(x.strip() for x in (labels or "").split(",") if x.strip()),
+                        per_item=per_item, rubric=rubric)
+    serve(items, db, page=page, server=ServerSettings(host=host, port=port, token=token),
+          say=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
 
 
 def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT) -> None:
     """Write a label store's labels as evalign's tables (no ITEMS needed: the store keeps the items)."""
-    import pandas as pd
+    from evalign.annotate.export import write_export  # numpy, pandas: not at every command's start
 
-    from evalign.annotate.export import FORMATS, alttest_labels, long_rows, wide_rows
-    from evalign.annotate.store import Store
-    from evalign.io.writers import check_output, write_json_atomic, write_table
-
-    if format not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if format == "alttest" and not str(out).endswith(".json"):
-        raise UsageError(f"{out}: --format alttest writes JSON ({{annotator: {{item: label}}}}); name a .json file")
-    if format != "alttest":
-        check_output(out)
-    store = Store(store_path, must_exist=True)
-    try:
-        store.settings  # noqa: B018  (a store without a task is refused here)
-        if format == "alttest":
-            labels = alttest_labels(store)
-            write_json_atomic(out, labels)
-            n = sum(len(v) for v in labels.values())
-        else:
-            rows = wide_rows(store) if format == "wide" else long_rows(store)
-            write_table(pd.DataFrame(rows), out)
-            n = len(rows)
-    finally:
-        store.close()
+    n = write_export(store_path, out, format)
     if out != "-":
-        err_console.print(f"wrote {n} {'labels' if format != 'wide' else 'rows'} to {out}", highlight=False,
+        err_console.print(f"wrote {n} {'rows' if format == 'wide' else 'labels'} to {out}", highlight=False,
                           markup=False)
 
 
 def status_cmd(store_path: Path = STORE, as_json: bool = AS_JSON) -> None:
     """The agreement so far: Cohen's kappa per annotator pair, Krippendorff's alpha, labels per annotator,
     the items still short of K."""
-    from evalign.annotate.export import agreement, agreement_text
-    from evalign.annotate.store import Store
+    from evalign.annotate.export import agreement_text, store_agreement  # numpy: not at every command's start
 
-    store = Store(store_path, must_exist=True)
-    try:
-        ag = agreement(store)
-    finally:
-        store.close()
+    ag = store_agreement(store_path)
     if as_json:
         emit_json(ag.as_dict())
     else:
