@@ -371,8 +371,8 @@ def serve(items: Path, db: Path, *, page: PageSettings, server: ServerSettings,
         raise UsageError("--token is empty")
     if server.token is None and not is_loopback(server.host):
         server = ServerSettings(host=server.host, port=server.port, token=secrets.token_urlsafe(24))
-    check_port(server.host, server.port)
     to_label = read_items_to_label(items, task)
+    check_port(server.host, server.port)
     store = Store(db)
     try:
         store.initialise(to_label, StoreSettings(task=task, labels=page.labels, per_item=page.per_item,

@@ -25,7 +25,7 @@ class Item:
     """One item to label.
 
     Attributes:
-        key: the item's key (its ``id``, with ``#turn`` for a per-turn row of a conversation).
+        key: the item's key: its ``id`` (``id#turn`` where per-turn rows of a conversation share an id).
         record: the item's row as the file holds it (JSON values), written back by the export.
         view: what the page shows: ``instruction``, ``input``, ``context`` (earlier messages),
             ``reference`` and ``response`` (graded / label) or ``response_a`` / ``response_b``.
@@ -79,11 +79,13 @@ def read_items_to_label(path: str | Path, task: str) -> list[Item]:
     rows = table.to_dict("records")
     if len(rows) != len(raw):  # the reader expanded or left out rows: export what it read
         raw = rows
+    ids = [str(row["id"]) for row in rows]
+    shared_ids = len(set(ids)) < len(ids)  # per-turn rows of conversations: the key is id#turn
     items: list[Item] = []
     for rec, row in zip(raw, rows, strict=True):
         turn = row.get("turn")
-        key = str(row["id"]) if turn is None or (isinstance(turn, float) and math.isnan(turn)) else \
-            f"{row['id']}#{int(turn)}"
+        per_turn = shared_ids and not (turn is None or (isinstance(turn, float) and math.isnan(turn)))
+        key = f"{row['id']}#{int(turn)}" if per_turn else str(row["id"])
         view: dict[str, Any] = {"instruction": _text(row.get("instruction")), "input": _text(row.get("input")),
                                 "reference": _text(row.get("reference"))}
         if pairs:

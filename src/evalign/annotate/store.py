@@ -77,6 +77,8 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
+        except sqlite3.OperationalError as e:
+            raise InputError(f"cannot open the label store ({e})", file=str(self.path)) from None
         except sqlite3.DatabaseError as e:
             raise InputError(f"not an evalign label store ({e})", file=str(self.path)) from None
         self._lock = threading.Lock()
