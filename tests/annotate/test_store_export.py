@@ -233,7 +233,7 @@ def test_cli_export_status_and_the_verbs_on_an_export(tmp_path: Path) -> None:
     assert humans_rate["m2"] == pytest.approx(wins["m2"] / 40)
 
 
-def test_cli_reserved_words_and_errors(tmp_path: Path) -> None:
+def test_cli_reserved_words_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     res = runner.invoke(app, ["annotate", "status", str(tmp_path / "none.sqlite")])
     assert res.exit_code == 1 and "no such label store" in res.output
     res = runner.invoke(app, ["annotate", "export", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "x.json"),
@@ -250,6 +250,11 @@ def test_cli_reserved_words_and_errors(tmp_path: Path) -> None:
     res = runner.invoke(app, ["annotate", str(tmp_path / "pairs.jsonl"), "--db", str(tmp_path / "l.sqlite"),
                               "--task", "label"])
     assert res.exit_code == 2 and "--labels" in res.output
+    export = tmp_path / "export"  # a file named like the reserved word, given as ./export
+    export.write_text((tmp_path / "pairs.jsonl").read_text())
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["annotate", "./export", "--db", "e.sqlite", "--task", "label"])
+    assert res.exit_code == 2 and "--task label needs --labels" in res.output
     res = runner.invoke(app, ["annotate", "--help"])
     assert res.exit_code == 0
     for key in ("a = the left response is better", "t = tie", "u = undo", "s = skip", "1-5", "annotate export"):
