@@ -323,3 +323,36 @@ def test_screenshots_nothing_overflows(tmp_path: Path, browsers: list) -> None:
                 shutil.copyfile(f, DOCS_IMG / f.name)
     finally:
         server.stop()
+
+
+def test_token_cookie_and_graded_page_with_rubric(tmp_path: Path, browsers: list) -> None:
+    rows = [{"id": f"g{i}", "system": "m", "instruction": f"Explain idea {i} briefly.",
+             "response": f"Idea {i} is explained here. " * 20} for i in range(3)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = Server(tmp_path, ["items.jsonl", "--db", "g.sqlite", "--rubric", "helpfulness", "--token", "tok-123"])
+    server.start()
+    try:
+        d = _browser()
+        browsers.append(d)
+        d.get(f"{server.base}/annotate/rita")
+        assert "403" in d.find_element(By.TAG_NAME, "body").text  # no token: nothing but 403
+        _open(d, f"{server.base}/annotate/rita?token=tok-123")  # then the cookie carries it
+        assert _progress(d) == "0 of 3"
+        rubric = d.find_element(By.ID, "rubric")
+        assert rubric.is_displayed() and len(rubric.find_elements(By.TAG_NAME, "li")) == 5
+        assert [b.get_attribute("data-key") for b in d.find_elements(By.CSS_SELECTOR, "#choices button")] == \
+            ["1", "2", "3", "4", "5"]
+        _press(d, "4")
+        _wait_progress(d, "1 of 3")
+        d.get(f"{server.base}/annotate/rita")  # the cookie: no token in the URL any more
+        WebDriverWait(d, 20).until(lambda x: " of " in _progress(x))
+        _press(d, "2")
+        _wait_progress(d, "2 of 3")
+        _viewport(d, 390, 844, True)
+        d.refresh()
+        WebDriverWait(d, 20).until(lambda x: " of " in _progress(x))
+        _no_overflow(d)
+        with sqlite3.connect(f"file:{tmp_path / 'g.sqlite'}?mode=ro", uri=True) as con:
+            assert [json.loads(v) for (v,) in con.execute("SELECT label FROM labels ORDER BY id")] == [4.0, 2.0]
+    finally:
+        server.stop()
