@@ -183,6 +183,13 @@ def _bad_name() -> Response:
     return PlainTextResponse("404: an annotator name is 1 to 64 letters, digits, '_', '.' or '-'", 404)
 
 
+def _seconds(v: Any) -> float | None:
+    """The seconds the page says a label took (a finite number >= 0), else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        return None
+    return float(v)
+
+
 class Handlers:
     """The app's endpoints over one store."""
 
@@ -242,11 +249,9 @@ class Handlers:
             value = label_code(task.task, str(body.get("choice", "")), order or "ab", task.labels)
         except ValueError as e:
             return PlainTextResponse(f"400: {e}", 400)
-        seconds = body.get("seconds")
-        ok_seconds = isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0
         comment = body.get("comment")
         comment = comment[:MAX_COMMENT] if isinstance(comment, str) and comment.strip() else None
-        stored = self.store.add_label(name, idx, value, shown=order, seconds=float(seconds) if ok_seconds else None,
+        stored = self.store.add_label(name, idx, value, shown=order, seconds=_seconds(body.get("seconds")),
                                       comment=comment)
         out = state(self.store, name)
         out["stored"] = stored
