@@ -259,3 +259,22 @@ def test_cli_reserved_words_and_errors(tmp_path: Path, monkeypatch: pytest.Monke
     assert res.exit_code == 0
     for key in ("a = the left response is better", "t = tie", "u = undo", "s = skip", "1-5", "annotate export"):
         assert key in " ".join(res.output.split())
+
+
+def test_concurrent_writers_and_duplicate_races(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    store, _, _ = pair_store(tmp_path, 30)
+
+    def label(args: tuple[str, int]) -> bool:
+        name, idx = args
+        return store.add_label(name, idx, 1.0, shown="ab", seconds=None, comment=None)
+
+    jobs = [(name, idx) for idx in range(30) for name in ("a", "b", "a", "b")]  # every label sent twice
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(label, jobs))
+    assert sum(results) == 60  # each (annotator, item) stored once, its duplicate refused
+    assert store.counts() == [2] * 30
+    store.close()
+    with sqlite3.connect(tmp_path / "labels.sqlite") as db:  # committed, as another process sees it
+        assert db.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 60

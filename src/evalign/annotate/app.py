@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -232,14 +233,19 @@ class Handlers:
         keys = keys_help(self.store.settings.task, self.store.settings.labels)
         return HTMLResponse(_page("page.html", annotator=name, csrf=csrf_token(self.secret, name), keys=keys))
 
-    async def get_state(self, request: Request) -> Response:
+    # the store's work runs in the thread pool (sync endpoints, run_in_threadpool): a label's commit never
+    # holds up the event loop, and the store's lock keeps one writer at a time
+    def get_state(self, request: Request) -> Response:
         name = str(request.path_params["name"])
         return JSONResponse(state(self.store, name)) if valid_name(name) else _bad_name()
 
     async def post_label(self, request: Request) -> Response:
         name, body = await self.checked_post(request)
-        if isinstance(body, Response):
-            return body
+        return body if isinstance(body, Response) else await run_in_threadpool(self.label, name, body)
+
+    def label(self, name: str, body: dict[str, Any]) -> Response:
+        """Store ``name``'s label of the item ``body["key"]`` (answer ``body["choice"]``); 409 for a
+        duplicate. Answers with the page's next state."""
         idx = self.item_index(body)
         if idx is None:
             return PlainTextResponse("400: unknown item", 400)
@@ -259,8 +265,10 @@ class Handlers:
 
     async def post_undo(self, request: Request) -> Response:
         name, body = await self.checked_post(request)
-        if isinstance(body, Response):
-            return body
+        return body if isinstance(body, Response) else await run_in_threadpool(self.undo, name)
+
+    def undo(self, name: str) -> Response:
+        """Remove ``name``'s last label; the page shows that item again."""
         idx = self.store.undo(name)
         out = state(self.store, name, show=idx)
         out["undone"] = idx is not None
@@ -268,18 +276,20 @@ class Handlers:
 
     async def post_skip(self, request: Request) -> Response:
         name, body = await self.checked_post(request)
-        if isinstance(body, Response):
-            return body
+        return body if isinstance(body, Response) else await run_in_threadpool(self.skip, name, body)
+
+    def skip(self, name: str, body: dict[str, Any]) -> Response:
+        """Put the item ``body["key"]`` at the end of ``name``'s queue."""
         idx = self.item_index(body)
         if idx is None:
             return PlainTextResponse("400: unknown item", 400)
         self.store.skip(name, idx)
         return JSONResponse(state(self.store, name))
 
-    async def agreement_json(self, request: Request) -> Response:
+    def agreement_json(self, request: Request) -> Response:
         return JSONResponse(agreement(self.store).as_dict())
 
-    async def agreement_page(self, request: Request) -> Response:
+    def agreement_page(self, request: Request) -> Response:
         return HTMLResponse(agreement_html(self.store))
 
 
