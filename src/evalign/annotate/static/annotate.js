@@ -148,7 +148,7 @@
   }
 
   document.addEventListener("keydown", (ev) => {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;  // a held key labels once
     const t = ev.target;
     if (t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT")) {
       if (ev.key === "Escape") t.blur();
