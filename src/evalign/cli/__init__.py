@@ -57,6 +57,8 @@ VERBS: dict[str, tuple[str, str]] = {
                                                "the output only), or train a\nreward model (--kind reward)."),
     "verify-judge": ("evalign.cli.train_judge", "Grade a labelled set with local judge models and print their trust "
                                                 "table against the labels."),
+    "annotate": ("evalign.cli.annotate", "A labelling page in the browser: people label ITEMS, each label stored "
+                                         "in SQLite at once."),
     "run": ("evalign.cli.run", "Run the study a config file describes; write its outputs, report and resolved "
                                "config."),
     "datasets": ("evalign.cli.datasets", "List the human-judgment datasets, or export one as a table for the other "
