@@ -170,7 +170,7 @@ def _run(judges: list[Any], settings: Any, *, no_cache: bool, out: Path | None, 
         def stage(msg: str) -> None:
             bar.update(task, description=msg, completed=0, total=None)
 
-        return run_bench(judges, settings, cache=Cache(read=not no_cache, write=True),
+        return run_bench(judges, settings, cache=Cache.for_command(no_cache),
                          out=out / "partial" if out is not None else None, progress=on_progress, stage=stage)
 
 

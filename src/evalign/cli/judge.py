@@ -375,7 +375,7 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend, price:
         def on_note(line: str) -> None:
             err_console.print(f"[yellow]note[/yellow]: {escape(line)}", highlight=False, soft_wrap=True)
 
-        return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
+        return run_judge(table, judge, be, cache=Cache.for_command(o.no_cache),
                          skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
                          partial_path=partial, on_progress=on_progress, on_note=on_note, turns=o.turns,
                          price=price)  # fmt: skip
