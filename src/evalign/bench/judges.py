@@ -28,13 +28,23 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlparse
 
 from evalign.bench.suite import Recipe
 from evalign.errors import UsageError, unknown_name
-from evalign.judges.backends import BACKENDS, Backend, BackendOptions, OpenAICompatibleBackend, create_backend
+from evalign.judges.backends import (
+    BACKENDS,
+    Backend,
+    BackendOptions,
+    OpenAICompatibleBackend,
+    create_backend,
+    public_url,
+)
 from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
+from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.prompts import sampling_problem
 from evalign.signature import file_sha256
 
 #: the backend that starts llama.cpp's server on a GGUF for the bench
@@ -75,6 +85,23 @@ class JudgeSpec:
         if bad:
             raise unknown_name("judge option", bad[0], [*SAMPLING_KEYS, *JUDGE_OPTIONS, *BACKEND_OPTIONS],
                                where=f"judge {self.name}")
+        for key, value in self.options.items():  # the rules `evalign judge` applies to the same settings
+            problem = sampling_problem(key, value) if key in SAMPLING_KEYS else None
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for key, value in self.backend_options.items():
+            problem = backend_option_problem(key, value)
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for url in self.base_url:
+            parsed = urlparse(url)
+            if not (parsed.scheme in ("http", "https") and parsed.netloc):
+                raise UsageError(f"judge {self.name}: the server's URL must be http:// or https:// (e.g. "
+                                 f"{self.backend}:{self.model}@http://localhost:8000/v1), got {public_url(url)!r}")
+        if (not self.base_url and self.backend in BACKENDS
+                and "base_url" in getattr(BACKENDS.get(self.backend), "required_options", ())):
+            raise UsageError(f"judge {self.name}: the {self.backend} backend needs its server's URL: "
+                             f"{self.name}={self.backend}:{self.model}@http://HOST:PORT/v1")
 
     @property
     def described(self) -> str:
@@ -114,7 +141,7 @@ def parse_judge(text: str) -> JudgeSpec:
         raise UsageError(f"--judge {name}: the spec starts with a backend, e.g. llama:smollm2-135m-instruct or "
                          f"openai:MODEL@http://localhost:8000/v1; got {spec!r}")
     model, base_url = rest, cast(tuple[str, ...], ())
-    m = re.search(r"@(https?://\S+)\Z", rest)
+    m = re.search(r"@([A-Za-z][A-Za-z0-9+.-]*://\S+)\Z", rest)  # any scheme: a wrong one is refused, not kept
     if m:
         model, base_url = rest[: m.start()], (m.group(1),)
     options: dict[str, Any] = {}

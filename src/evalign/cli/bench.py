@@ -106,6 +106,8 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     from dataclasses import replace
 
     from evalign.bench import BenchSettings
+    from evalign.errors import UsageError
+    from evalign.judges.prompts import sampling_problem
     from evalign.meta.resampling import Resampling
 
     base = cfg.settings if cfg is not None else BenchSettings()
@@ -127,11 +129,16 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
             kw[key] = o[key]
     decoding = dict(base.decoding)
     decoding["seed"] = kw.get("seed", base.seed)
-    if o["temperature"] is not None:
-        decoding["temperature"] = o["temperature"]
-    if o["max_tokens"] is not None:
-        decoding["max_tokens"] = o["max_tokens"]
+    for key in ("temperature", "max_tokens"):  # the rules of `evalign judge`'s same options
+        if o[key] is not None:
+            problem = sampling_problem(key, o[key])
+            if problem:
+                raise UsageError(f"--{key.replace('_', '-')} {problem}")
+            decoding[key] = o[key]
     kw["decoding"] = decoding
+    for key in ("per_set", "resamples", "min_group"):
+        if o[key] is not None and o[key] < 1:
+            raise UsageError(f"--{key.replace('_', '-')} must be an integer >= 1, got {o[key]}")
     if o["resamples"] is not None:
         kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
     if o["min_group"] is not None:
