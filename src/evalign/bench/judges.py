@@ -31,7 +31,7 @@ from typing import Any, cast
 from urllib.parse import urlparse
 
 from evalign.bench.suite import Recipe
-from evalign.errors import UsageError, unknown_name
+from evalign.errors import ModelLoadError, UsageError, unknown_name
 from evalign.judges.backends import (
     BACKENDS,
     Backend,
@@ -169,6 +169,11 @@ def gguf_of(model: str) -> Path:
     p = Path(model).expanduser()
     if p.is_file() and is_gguf(p):
         return p
+    if p.is_file():
+        raise ModelLoadError(f"{model}: not a GGUF file (it does not start with GGUF's magic bytes); the llama "
+                             "backend serves a .gguf file or a package alias")
+    if p.suffix.lower() == ".gguf" or os.sep in model:
+        raise ModelLoadError(f"{model}: no such GGUF file")
     return packaged_gguf_path(model)
 
 

@@ -60,6 +60,9 @@ class BenchSettings:
         for name, members in self.panels.items():
             if len(members) < 2:
                 raise UsageError(f"panel {name}: name at least two judges, got {', '.join(members) or 'none'}")
+            twice = sorted({m for m in members if list(members).count(m) > 1})
+            if twice:
+                raise UsageError(f"panel {name}: judge {twice[0]} named twice (a panel counts each judge once)")
 
 
 __all__ = ["CONSTRAIN", "MIN_GROUP", "PUBLISHED", "BenchSettings"]

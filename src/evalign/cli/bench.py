@@ -136,9 +136,8 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
                 raise UsageError(f"--{key.replace('_', '-')} {problem}")
             decoding[key] = o[key]
     kw["decoding"] = decoding
-    for key in ("per_set", "resamples", "min_group"):
-        if o[key] is not None and o[key] < 1:
-            raise UsageError(f"--{key.replace('_', '-')} must be an integer >= 1, got {o[key]}")
+    if o["resamples"] is not None and o["resamples"] < 1:  # named as the option, not Resampling's field
+        raise UsageError(f"--resamples must be an integer >= 1, got {o['resamples']}")
     if o["resamples"] is not None:
         kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
     if o["min_group"] is not None:
