@@ -83,6 +83,7 @@ def bench_cmd(
         raise CliError("name a judge: --judge NAME=BACKEND:MODEL[@BASE_URL] (or --model, or a --config with judges); "
                        "`evalign bench --list` shows the suite")
     out_dir = out if out is not None else (cfg.out if cfg is not None else None)
+    _check_outputs(out_dir, html)
     profile = _run(judges, settings, no_cache=no_cache, out=out_dir, quiet=as_json)
     _write(profile, out_dir, html)
     if as_json:
@@ -178,6 +179,28 @@ def _run(judges: list[Any], settings: Any, *, no_cache: bool, out: Path | None, 
 
         return run_bench(judges, settings, cache=Cache.for_command(no_cache),
                          out=out / "partial" if out is not None else None, progress=on_progress, stage=stage)
+
+
+def _check_outputs(out: Path | None, html: Path | None) -> None:
+    """Before the run: the output folder and the HTML page's folder exist or can be made, and the page
+    is not a folder (an output that cannot be written fails now, not after every judge call)."""
+    import os
+
+    from evalign.errors import OutputError
+
+    if html is not None and (str(html).endswith(("/", os.sep)) or html.is_dir()):
+        raise OutputError(f"--html {html}: is a directory; give a file name, e.g. {html / 'profile.html'}")
+    for option, folder in (("--out", out), ("--html", html.parent if html is not None else None)):
+        if folder is None:
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{option} {out if option == '--out' else html}: cannot create the folder {folder} "
+                              f"({e.strerror or type(e).__name__})") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(f"{option} {out if option == '--out' else html}: cannot write in {folder} "
+                              "(permission denied)")
 
 
 def _write(profile: Any, out: Path | None, html: Path | None) -> None:
