@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from scripted import AlwaysFirst, registered  # noqa: E402
+from scripted import AlwaysFirst, registered
 
-from evalign.cli import app  # noqa: E402
-from evalign.datasets import load_dataset  # noqa: E402
-from evalign.datasets.base import bundled_path  # noqa: E402
-from evalign.errors import EvalignError, InputError  # noqa: E402
-from evalign.judges.perturb import load_probe  # noqa: E402
+from evalign.cli import app
+from evalign.datasets import load_dataset
+from evalign.datasets.base import bundled_path
+from evalign.errors import EvalignError, InputError
+from evalign.judges.perturb import load_probe
 
 runner = CliRunner()
 BENCH = ["bench", "--sets", "hhh", "--per-set", "6", "--resamples", "10", "--published", "none"]

@@ -96,7 +96,7 @@ def _path(v: Any, base: Path, file: str, line: int | None, key: str) -> Path:
 
 
 def _typed(doc: MarkedMap, key: str, kind: type | tuple[type, ...], what: str, file: str) -> Any:
-    v = doc[key]
+    v: Any = doc[key]
     if (isinstance(v, bool) and kind is not bool) or not isinstance(v, kind):
         raise InputError(f"must be {what}, got {v!r}", file=file, line=doc.lines.get(key), field=key)
     if kind is int and what.endswith(">= 1") and v < 1:

@@ -479,7 +479,7 @@ def _stored_generation(raw: bytes, cache_path: Any) -> dict[str, Any]:
         gen = json.loads(raw.decode("utf-8"))["generation"]
         if not isinstance(gen, dict) or not gen.get("choices"):
             raise ValueError("no choices")
-        return gen  # type: ignore[no-any-return]
+        return gen
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise EvalignError(f"cache {cache_path}: a stored judge answer is not readable JSON ({type(e).__name__}); "
                            "run with --no-cache to make the calls anew (their answers replace it)") from None
