@@ -99,7 +99,7 @@ def _typed(doc: MarkedMap, key: str, kind: type | tuple[type, ...], what: str, f
     v: Any = doc[key]
     if (isinstance(v, bool) and kind is not bool) or not isinstance(v, kind):
         raise InputError(f"must be {what}, got {v!r}", file=file, line=doc.lines.get(key), field=key)
-    if kind is int and what.endswith(">= 1") and v < 1:
+    if kind is int and what.endswith(">= 1") and isinstance(v, int) and v < 1:
         raise InputError(f"must be {what}, got {v!r}", file=file, line=doc.lines.get(key), field=key)
     return v
 
