@@ -9,6 +9,7 @@ same command again (after Ctrl-C, a crash, or to add a judge) repeats none.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.errors import OutputError, UsageError
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
 JUDGE: Any = typer.Option([], "--judge", help="A judge: NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], e.g. "
@@ -107,8 +109,6 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     from dataclasses import replace
 
     from evalign.bench import BenchSettings
-    from evalign.errors import UsageError
-    from evalign.judges.prompts import sampling_problem
     from evalign.meta.resampling import Resampling
 
     base = cfg.settings if cfg is not None else BenchSettings()
@@ -130,11 +130,8 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
             kw[key] = o[key]
     decoding = dict(base.decoding)
     decoding["seed"] = kw.get("seed", base.seed)
-    for key in ("temperature", "max_tokens"):  # the rules of `evalign judge`'s same options
+    for key in ("temperature", "max_tokens"):  # checked by BenchSettings with the rules of `evalign judge`
         if o[key] is not None:
-            problem = sampling_problem(key, o[key])
-            if problem:
-                raise UsageError(f"--{key.replace('_', '-')} {problem}")
             decoding[key] = o[key]
     kw["decoding"] = decoding
     if o["resamples"] is not None and o["resamples"] < 1:  # named as the option, not Resampling's field
@@ -184,10 +181,6 @@ def _run(judges: list[Any], settings: Any, *, no_cache: bool, out: Path | None, 
 def _check_outputs(out: Path | None, html: Path | None) -> None:
     """Before the run: the output folder and the HTML page's folder exist or can be made, and the page
     is not a folder (an output that cannot be written fails now, not after every judge call)."""
-    import os
-
-    from evalign.errors import OutputError
-
     if html is not None and (str(html).endswith(("/", os.sep)) or html.is_dir()):
         raise OutputError(f"--html {html}: is a directory; give a file name, e.g. {html / 'profile.html'}")
     for option, folder in (("--out", out), ("--html", html.parent if html is not None else None)):
