@@ -305,7 +305,7 @@ TEMPLATE_CASES = [  # (case, template changes, base, --mode, the error after "er
     ("max-tokens-negative", {"sampling": {"max_tokens": -3}}, "llmbar_vanilla", "pairwise",
      "{t}, field 'sampling.max_tokens': must be an integer >= 1, got -3"),
     ("temperature-text", {"sampling": {"temperature": "hot"}}, "llmbar_vanilla", "pairwise",
-     "{t}, field 'sampling.temperature': must be a number >= 0, got 'hot'"),
+     "{t}, field 'sampling.temperature': must be a number in [0, 2], got 'hot'"),
     ("sampling-typo", {"sampling": {"max_token": 5}}, "llmbar_vanilla", "pairwise",
      "{t}, field 'sampling.max_token': unknown sampling setting (did you mean 'max_tokens'?)"),
     ("placeholder-typo", {"without_reference": "Which is better?\n{instruction}\nA: {response_A}\nB: {respnse_B}"},

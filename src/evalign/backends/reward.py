@@ -51,11 +51,20 @@ def reward_record(path: str | Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _is_path(spec: str) -> bool:
+    """Whether ``spec`` can only be a path, not a hub name (``NAME`` or ``OWNER/NAME``)."""
+    s = spec.strip()
+    return s.startswith(("/", "./", "../", "~", ".\\")) or s.endswith("/") or s.count("/") > 1 or "\\" in s
+
+
 def resolve_reward_model(spec: str) -> tuple[str, str]:
     """``(path or name, shown name)`` of a reward model or base given as a folder, a GGUF file, a package
     alias (``smollm2-135m-instruct``, ``minilm``) or a hub name."""
     if spec.strip().lower() == "minilm":
         return resolve_model(spec), "all-MiniLM-L6-v2"
+    if _is_path(spec) and not Path(spec).expanduser().exists():
+        raise ModelLoadError(f"{spec}: no such model folder (a reward model is a local folder with config.json, "
+                             "weights and tokenizer files)")
     src = resolve_base_model(spec, must_exist=False, on_message=_to_stderr)
     path = str(src.path) if src.kind != "name" else spec
     shown = path if src.kind in ("folder", "name") else src.spec

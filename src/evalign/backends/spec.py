@@ -34,7 +34,7 @@ from evalign.backends.llama_server import LlamaServer
 from evalign.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.registry import BACKENDS, create_backend
-from evalign.errors import UsageError, unknown_name
+from evalign.errors import ModelLoadError, UsageError, unknown_name
 from evalign.signature import file_sha256
 
 #: the kind that starts llama.cpp's server on a GGUF (not a registered backend: it opens an ``openai`` one)
@@ -50,7 +50,8 @@ LLAMA_OPTIONS = ("n_ctx", "threads")
 #: option names that would hold a secret: refused, the key is named by its environment variable
 SECRET_OPTIONS = ("api_key", "key", "token", "password", "secret", "authorization")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_URL = re.compile(r"@(?=https?://)")
+#: where a spec's URL starts: any scheme (a wrong one is refused by the caller, not folded into the model)
+_URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")
 
 
 def public_urls(urls: tuple[str, ...]) -> tuple[str, ...]:
@@ -189,6 +190,11 @@ def gguf_of(model: str) -> Path:
     p = Path(model).expanduser()
     if p.is_file() and is_gguf(p):
         return p
+    if p.is_file():
+        raise ModelLoadError(f"{model}: not a GGUF file (it does not start with GGUF's magic bytes); the llama "
+                             "backend serves a .gguf file or a package alias")
+    if p.suffix.lower() == ".gguf" or os.sep in model:
+        raise ModelLoadError(f"{model}: no such GGUF file")
     return packaged_gguf_path(model)
 
 

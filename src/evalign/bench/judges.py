@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
-from evalign.backends import BACKENDS, Backend
+from evalign.backends import BACKENDS, Backend, public_url
 from evalign.backends.spec import (
     BACKEND_OPTIONS,
     LLAMA,
@@ -39,6 +40,8 @@ from evalign.backends.spec import open_backend as open_spec
 from evalign.bench.suite import Recipe
 from evalign.errors import UsageError, unknown_name
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
+from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.prompts import sampling_problem
 
 #: judge options a spec may set besides the sampling keys
 JUDGE_OPTIONS = ("reask", "constrain", "tie_margin")
@@ -71,6 +74,24 @@ class JudgeSpec:
             raise unknown_name("judge option", bad[0], [*SAMPLING_KEYS, *JUDGE_OPTIONS, *BACKEND_OPTIONS],
                                where=f"judge {self.name}")
         _ = self.backend_spec  # its own checks (an api_key_env that is not a variable's name)
+
+        for key, value in self.options.items():  # the rules `evalign judge` applies to the same settings
+            problem = sampling_problem(key, value) if key in SAMPLING_KEYS else None
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for key, value in self.backend_options.items():
+            problem = backend_option_problem(key, value)
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for url in self.base_url:
+            parsed = urlparse(url)
+            if not (parsed.scheme in ("http", "https") and parsed.netloc):
+                raise UsageError(f"judge {self.name}: the server's URL must be http:// or https:// (e.g. "
+                                 f"{self.backend}:{self.model}@http://localhost:8000/v1), got {public_url(url)!r}")
+        if (not self.base_url and self.backend in BACKENDS
+                and "base_url" in getattr(BACKENDS.get(self.backend), "required_options", ())):
+            raise UsageError(f"judge {self.name}: the {self.backend} backend needs its server's URL: "
+                             f"{self.name}={self.backend}:{self.model}@http://HOST:PORT/v1")
 
     @property
     def backend_spec(self) -> BackendSpec:

@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         seeds = load_seed_rubrics(seed_rubric)
         teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
                                max_retries)
-        result = run_synth(seeds, teacher, settings, cache=Cache(read=not no_cache, write=True))
+        result = run_synth(seeds, teacher, settings, cache=Cache.for_command(no_cache))
         empty = result.summary.empty_reason()
         if empty is None:
             write_table(result.table, out)

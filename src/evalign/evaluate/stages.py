@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 import evalign
-from evalign.errors import InputError
+from evalign.errors import InputError, unknown_name
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
 from evalign.evaluate.annotators import AnnotatorLabels, add_judge_columns, run_alt_test, run_ceiling
@@ -439,6 +439,11 @@ class Evaluation:
         its price in ``spec.prices``; judges without usage columns are left out."""
         out: dict[str, JudgeUsage] = {}
         tables = [t for t in (self.table, self.spec.items) if t is not None]
+        book = self.spec.prices
+        judges = [c.name for c in self.cols if c.kind == "judge"]
+        for name in book.columns if book is not None else ():
+            if name not in judges:  # a price for a judge this table does not hold is a typo, not a no-op
+                raise unknown_name("judge column", name, judges, where="--price")
         for c in self.cols:
             if c.kind != "judge":
                 continue

@@ -325,7 +325,7 @@ async def execute(
         for c in pending:
             by_key.setdefault(c.key, []).append(c)
         stored = cache.get_many(NAMESPACE, list(by_key))
-        parsed = _parse_stored(judge, stored, by_key, progress, st.answers)
+        parsed = _parse_stored(judge, stored, by_key, progress, st.answers, cache.path)
         from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
         while todo:
@@ -336,7 +336,7 @@ async def execute(
                 await _leased(cache, backend.generate_many(reqs, wave.on_done))
             rest = [k for k in todo if k not in parsed]
             got = await _wait_for_other_run(cache, rest) if rest else {}
-            parsed.update(_parse_stored(judge, got, by_key, progress, st.answers))
+            parsed.update(_parse_stored(judge, got, by_key, progress, st.answers, cache.path))
             from_cache.update(got)
             todo = [k for k in rest if k not in got]
         pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
@@ -376,13 +376,26 @@ async def _wait_for_other_run(cache: Cache, keys: Sequence[str], poll: float = 0
         poll = min(2.0, poll * 1.5)
 
 
+def _stored_generation(raw: bytes, cache_path: Any) -> dict[str, Any]:
+    """A cached answer's generation; an entry that is not one (a damaged cache) names the cache."""
+    try:
+        gen = json.loads(raw.decode("utf-8"))["generation"]
+        if not isinstance(gen, dict) or not gen.get("choices"):
+            raise ValueError("no choices")
+        return gen
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise EvalignError(f"cache {cache_path}: a stored judge answer is not readable JSON ({type(e).__name__}); "
+                           "run with --no-cache to make the calls anew (their answers replace it)") from None
+
+
 def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str, list[Call]],
-                  progress: _Progress, answers: dict[str, CallUsage]) -> dict[str, tuple[ParseResult, str]]:
+                  progress: _Progress, answers: dict[str, CallUsage],
+                  cache_path: Any = None) -> dict[str, tuple[ParseResult, str]]:
     """The parsed result and text of each call found in the cache (its usage recorded in ``answers``)."""
     parsed: dict[str, tuple[ParseResult, str]] = {}
     bad = 0
     for k, raw in stored.items():
-        gen = json.loads(raw.decode("utf-8"))["generation"]
+        gen = _stored_generation(raw, cache_path)
         answers[k] = CallUsage.of(gen)
         c = by_key[k][0]
         res = safe_parse(judge, gen, prompt_text(c.messages), c.order)
