@@ -51,8 +51,8 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
         return
     n = summary["n"]
     for judge, k in summary["decided"].items():
-        console.print(escape(f"{judge}: decided {k} of {n} ({k / n:.1%})" if n else f"{judge}: decided 0"),
-                      highlight=False)
+        console.print(f"{judge}: decided {k} of {n} ({k / n:.1%})" if n else f"{judge}: decided 0",
+                      highlight=False, markup=False, emoji=False)
     console.print(escape(f"to people: {summary['to_people']} of {n}" + (
         f" + {summary['audit']} decided items drawn for audit" if summary["audit"] else "")), highlight=False)
     console.print(escape(f"the calibration's promise: with probability >= {1 - calibration['delta']:g} per stage, "

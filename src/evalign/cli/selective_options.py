@@ -96,10 +96,10 @@ def render_selective(report: Any, confidence: float) -> None:
     print_table(selective_display(report, confidence), title=title, digits=3)
     for judge, stage, g in zip(report.rows["judge"], report.rows["stage"], report.rows["guarantee"], strict=True):
         where = judge if stage == "alone" else "the whole cascade" if stage == "all" else f"stage {stage} ({judge})"
-        console.print(escape(f"{where}: {g}"), highlight=False)
+        console.print(f"{where}: {g}", highlight=False, markup=False, emoji=False)
     for j, why in report.refused.items():
-        err_console.print(f"[yellow]refused[/yellow]: {escape(why)}", highlight=False)
+        err_console.print(f"[yellow]refused[/yellow]: {escape(why)}", highlight=False, emoji=False)
     for note in report.notes:
-        err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+        err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False, emoji=False)
     err_console.print("[dim]note: the guarantee holds for new items drawn like the calibration items (exchangeable); "
                       "the items left to people are the hard ones, not a random sample[/dim]", highlight=False)
