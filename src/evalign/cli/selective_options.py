@@ -64,25 +64,28 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 
 def selective_display(report: Any, confidence: float) -> Any:
-    """The selective table as shown: abstaining judges' threshold as ``abstain``, the interval in one column."""
+    """The selective table as shown: a cascade's stages numbered before the judge, abstaining judges'
+    threshold as ``abstain``, the interval in one column, the held-out figures (``--holdout``) last."""
+    import pandas as pd
+
     rows = report.rows
     pct = round(100 * confidence)
     out = {
-        "judge": rows["judge"], "stage": rows["stage"], "n": rows["n"],
+        "judge": [j if st in ("alone", "all") else f"{st}. {j}" for j, st in zip(rows["judge"], rows["stage"],
+                                                                               strict=True)],
+        "n": rows["n"],
         "threshold": ["abstain" if isinstance(t, float) and math.isinf(t) else _fmt(t, 4) for t in rows["threshold"]],
         "coverage": [_fmt(v) for v in rows["coverage"]],
-        "sel. accuracy": [_fmt(v) for v in rows["selective_accuracy"]],
+        "accuracy": [_fmt(v) for v in rows["selective_accuracy"]],
         f"{pct}% CI": ["-" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]"
                        for lo, hi in zip(rows["ci_low"], rows["ci_high"], strict=True)],
-        "risk bound": [_fmt(v) for v in rows["risk_bound"]],
-        "decided (all)": [_fmt(v) for v in rows["decided"]],
-        "to people": [_fmt(v) for v in rows["to_people"]],
+        "bound": [_fmt(v) for v in rows["risk_bound"]],
+        "decided": [_fmt(v) for v in rows["decided"]],
+        "people": [_fmt(v) for v in rows["to_people"]],
     }
     if report.holdout is not None:
-        out["held-out coverage"] = [_fmt(v) for v in rows["holdout_coverage"]]
-        out["held-out accuracy"] = [_fmt(v) for v in rows["holdout_accuracy"]]
-    import pandas as pd
-
+        out["held-out cov."] = [_fmt(v) for v in rows["holdout_coverage"]]
+        out["held-out acc."] = [_fmt(v) for v in rows["holdout_accuracy"]]
     return pd.DataFrame(out)
 
 
@@ -90,8 +93,9 @@ def render_selective(report: Any, confidence: float) -> None:
     """The selective tables, the guarantee of each row in words, the judges refused and the notes."""
     s = report.settings
     title = (f"Where can each judge be trusted? Confidence thresholds by fixed-sequence testing (risk {s.alpha:g}, "
-             f"delta {s.delta:g}, Clopper-Pearson bound, >= {s.min_items} items per candidate); coverage and "
-             f"selective accuracy on the calibration items" + (
+             f"delta {s.delta:g}, Clopper-Pearson bound of the disagreement, >= {s.min_items} items per candidate); "
+             "coverage (of the items reaching the judge) and accuracy of the verdicts given, on the calibration items; "
+             "decided / people: share of all items" + (
                  f"; held-out: {report.holdout:g} of the items kept out of calibration" if report.holdout else ""))
     print_table(selective_display(report, confidence), title=title, digits=3)
     for judge, stage, g in zip(report.rows["judge"], report.rows["stage"], report.rows["guarantee"], strict=True):
