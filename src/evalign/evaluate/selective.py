@@ -217,8 +217,7 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
                  "coverage": cascade.coverage, "selective_accuracy": cascade.selective_accuracy, "ci_low": lo,
                  "ci_high": hi, "risk_bound": np.nan, "decided": cascade.coverage, "to_people": cascade.to_people,
                  "delta": cascade.delta_union,
-                 "guarantee": (s.promise(cascade.delta_union) + f" (union bound: delta summed over the "
-                               f"{sum(not x.abstains for x in cascade.stages)} stages that give verdicts)"
+                 "guarantee": (s.promise(cascade.delta_union) + _union_words(cascade)
                                if cascade.coverage > 0 else "no stage gives a verdict: every item goes to people")}
         total.update(_holdout([confs[j] for j in order], [ys[j] for j in order], list(cascade.thresholds),
                               test_mask))
@@ -226,6 +225,12 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
     table = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
     return SelectiveReport(s, table, alone, cascade, refused, curves, tuple(notes),
                            calibration_record(request, alone, cascade, confs), request.holdout)
+
+
+def _union_words(cascade: CascadeCalibration) -> str:
+    k = sum(not x.abstains for x in cascade.stages)
+    return (" (the one stage that gives verdicts)" if k == 1 else
+            f" (union bound: delta summed over the {k} stages that give verdicts)")
 
 
 def _split(keep: np.ndarray, n: int, request: SelectiveRequest) -> tuple[np.ndarray, np.ndarray]:
