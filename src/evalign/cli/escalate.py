@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, check_outputs, console, emit_json, err_console
+from evalign.io import read_pairs, write_table
 
 CAL: Any = typer.Argument(..., help="Calibration file written by evalign meta --selective --save-calibration.")
 VERDICTS: Any = typer.Argument(..., help="Pair table with the calibrated judges' verdicts and confidences "
@@ -39,8 +40,6 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
         raise CliError(f"--audit must lie in [0, 1), got {audit}")
     check_outputs(("-o", out, FORMATS), ("--rest", rest, FORMATS), stdout_used=as_json)
     from evalign.evaluate.escalate import escalate, read_calibration  # pandas, scipy: not at --help
-    from evalign.io import read_pairs, write_table
-
     calibration = read_calibration(cal)
     table = read_pairs(verdicts)
     decided, people, summary = escalate(calibration, table, audit=audit, seed=seed, source=str(verdicts))

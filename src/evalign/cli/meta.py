@@ -41,7 +41,9 @@ from evalign.cli.selective_options import (
     SELECTIVE,
     render_selective,
     save_calibration,
+    selective_errors,
     selective_request,
+    with_selective,
 )
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
@@ -137,9 +139,7 @@ def meta_cmd(
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
-                            confidence=confidence)
-    if published and sel is not None:
-        raise CliError("--selective calibrates the judges of one set: not with --published")
+                            confidence=confidence, published=published)
     if published:
         given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
@@ -171,27 +171,18 @@ def meta_cmd(
                      by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
     spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
-    if sel is not None:
-        import dataclasses
-
-        spec = dataclasses.replace(spec, selective=sel)
+    spec = with_selective(spec, sel)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
-        try:
+        with selective_errors(sel):
             result = evaluate(spec, progress=stages.resampling())
-        except EvalignError as e:
-            if sel is None or "field 'cascade'" not in str(e) and "field 'selective'" not in str(e):
-                raise
-            raise CliError(str(e).replace("field 'cascade': ", "--cascade: ").replace(
-                "field 'selective': ", "--selective: ")) from None
-    if sel is not None and save_calibration_to is not None and result.selective is not None:
-        save_calibration(result.selective, save_calibration_to, spec.dataset or spec.source)
+    save_calibration(result.selective, save_calibration_to, spec.dataset or spec.source)
     if as_json:
         emit_json(result.to_json())
         if result.refused:
             raise SystemExit(1)
         return
-    if sel is not None and result.selective is not None:
+    if result.selective is not None:
         render_selective(result.selective, confidence)
         return
     render(result)

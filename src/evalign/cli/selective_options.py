@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, console, err_console, print_table, split_multi
+from evalign.errors import EvalignError
+from evalign.io import write_json_atomic
 
 SELECTIVE: Any = typer.Option(False, "--selective", help="Where can each judge be trusted: a confidence threshold "
                               "per judge (or cascade) with a guarantee of agreement with people (Trust or Escalate).")
@@ -26,15 +30,16 @@ SAVE_CALIBRATION: Any = typer.Option(None, "--save-calibration", help="With --se
 
 
 def selective_request(selective: bool, risk: float, delta: float, cascade: str | None, holdout: float | None,
-                      save: Path | None, *, seed: int, confidence: float) -> Any:
+                      save: Path | None, *, seed: int, confidence: float, published: bool = False) -> Any:
     """The :class:`~evalign.evaluate.selective.SelectiveRequest` of the options (None without
-    ``--selective``; its options without it are refused)."""
+    ``--selective``; its options without it are refused, and ``--selective`` with ``--published``)."""
+    if selective and published:
+        raise CliError("--selective calibrates the judges of one set: not with --published")
     if not selective:
         given = [o for o, v in (("--cascade", cascade), ("--holdout", holdout), ("--save-calibration", save)) if v]
         if given:
             raise CliError(f"{', '.join(given)} go with --selective")
         return None
-    from evalign.errors import EvalignError
     from evalign.evaluate.selective import SelectiveRequest  # scipy: not at every command's start
     from evalign.meta.selective import SelectiveSettings
 
@@ -49,10 +54,32 @@ def selective_request(selective: bool, risk: float, delta: float, cascade: str |
         raise CliError(msg.replace("field 'holdout'", "--holdout").replace("field 'cascade'", "--cascade")) from None
 
 
-def save_calibration(report: Any, path: Path, source: str) -> None:
-    """Write ``report``'s calibration record (risk, delta, judges, thresholds, signatures) to ``path``."""
-    from evalign.io.writers import write_json_atomic
+def with_selective(spec: Any, request: Any) -> Any:
+    """``spec`` with the selective ``request`` (unchanged when None)."""
+    import dataclasses
 
+    return spec if request is None else dataclasses.replace(spec, selective=request)
+
+
+@contextmanager
+def selective_errors(request: Any) -> Iterator[None]:
+    """Within this block, an error of the selective stage is shown with its option (``--cascade``,
+    ``--selective``) instead of its field."""
+    try:
+        yield
+    except EvalignError as e:
+        text = str(e)
+        if request is None or ("field 'cascade'" not in text and "field 'selective'" not in text):
+            raise
+        raise CliError(text.replace("field 'cascade': ", "--cascade: ").replace(
+            "field 'selective': ", "--selective: ")) from None
+
+
+def save_calibration(report: Any, path: Path | None, source: str) -> None:
+    """Write ``report``'s calibration record (risk, delta, judges, thresholds, signatures) to ``path``
+    (nothing when either is None)."""
+    if report is None or path is None:
+        return
     write_json_atomic(path, {**report.record, "calibrated_on": source})
     err_console.print(f"[dim]calibration written to {escape(str(path))}[/dim]", highlight=False)
 

@@ -36,6 +36,7 @@ from evalign.meta.selective import (
     calibrate,
     calibrate_cascade,
 )
+from evalign.signature import package_version, stable_hash
 
 #: the columns of the selective table (``stage``: ``alone`` for a judge calibrated by itself, the
 #: stage number in a cascade; the whole cascade is the row of judge ``(cascade)``, stage ``all``;
@@ -279,8 +280,6 @@ def calibration_record(request: SelectiveRequest, alone: Mapping[str, SelectiveC
     """What ``--save-calibration`` writes: risk, delta, the settings, per judge its threshold and
     signature (its column, where its confidence comes from), and the cascade's order and thresholds.
     Never a credential: nothing of a backend (keys, URLs) is recorded."""
-    from evalign.signature import package_version, stable_hash
-
     s = request.settings
 
     def judge(j: str, t: float) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from evalign.errors import InputError
+from evalign.meta.probes import exact_interval
 
 #: why a judge abstains everywhere (``reason`` of a :class:`SelectiveCalibration`)
 TOO_FEW = ("fewer than {min_items} calibration items ({n}): no threshold can be tested, every item goes to "
@@ -175,8 +176,6 @@ def risk_upper_bound(errors: Any, n: Any, delta: float) -> np.ndarray:
 def accuracy_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The two-sided Clopper-Pearson interval of an accuracy (``correct`` of ``n``; NaN, NaN when
     ``n == 0``)."""
-    from evalign.meta.probes import exact_interval
-
     return exact_interval(int(correct), int(n), confidence)
 
 
