@@ -14,11 +14,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from evalign.datasets.trust_or_escalate import JUDGES, load_trust_or_escalate  # noqa: E402
-from evalign.meta.selective import SelectiveSettings, calibrate  # noqa: E402
+from evalign.datasets.trust_or_escalate import JUDGES, load_trust_or_escalate
+from evalign.meta.selective import SelectiveSettings, calibrate
 
 
 def main() -> None:

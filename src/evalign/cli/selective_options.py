@@ -128,7 +128,7 @@ def render_selective(report: Any, confidence: float) -> None:
     for judge, stage, g in zip(report.rows["judge"], report.rows["stage"], report.rows["guarantee"], strict=True):
         where = judge if stage == "alone" else "the whole cascade" if stage == "all" else f"stage {stage} ({judge})"
         console.print(f"{where}: {g}", highlight=False, markup=False, emoji=False)
-    for j, why in report.refused.items():
+    for why in report.refused.values():
         err_console.print(f"[yellow]refused[/yellow]: {escape(why)}", highlight=False, emoji=False)
     for note in report.notes:
         err_console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False, emoji=False)

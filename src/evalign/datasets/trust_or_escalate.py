@@ -130,7 +130,7 @@ def load_trust_or_escalate(data_dir: str | Path | None = None) -> HumanDataset:
         columns[col] = pd.Series(verdict, dtype=object)
         columns[f"{col}.confidence"] = pd.Series(conf, dtype=float)
         columns[f"{col}.confidence_source"] = pd.Series(
-            np.where(np.isfinite(conf), CONFIDENCE_SOURCE, None), dtype=object)
+            [CONFIDENCE_SOURCE if np.isfinite(x) else None for x in conf], dtype=object)
     pairs = pd.concat([pairs, pd.DataFrame(columns)], axis=1)
     return HumanDataset(
         name="trust-or-escalate",
