@@ -166,3 +166,26 @@ def test_escalate_refuses_verdicts_of_another_judge(pairs: Path, tmp_path: Path)
     wrong.write_text('{"risk": 0.1}')
     res = runner.invoke(app, ["escalate", str(wrong), str(other), *args])
     assert res.exit_code == 1 and "wrong.json, field 'kind': not a calibration file" in res.output
+
+
+def test_meta_selective_on_graded_items(tmp_path: Path) -> None:
+    """An item table: a graded judge's ``J.p`` (the probability of its grade) calibrated against the
+    human rating rounded (the exact grade is correct); a judge with no confidence refused."""
+    rng = np.random.default_rng(5)
+    n = 400
+    human = rng.integers(1, 6, n).astype(float)
+    p = rng.uniform(0.3, 1.0, n)
+    grade = np.where(rng.uniform(size=n) < p, human, np.clip(human + rng.choice([-1, 1], n), 1, 5))
+    t = pd.DataFrame({"id": [f"i{k}" for k in range(n)], "system": "s", "instruction": "q", "response": "r",
+                      "human": human, "judge:g": grade, "judge:g.p": p, "judge:h": human})
+    path = tmp_path / "items.jsonl"
+    t.to_json(path, orient="records", lines=True)
+    res = runner.invoke(app, ["meta", str(path), "--human", "human", "-m", "judge:g,judge:h", "--grouping", "none",
+                              "--bootstrap", "20", "--permutations", "20", "--selective", "--risk", "0.2", "--json"])
+    assert res.exit_code == 0, res.output
+    sel = json.loads(res.stdout)["selective"]
+    want = calibrate(p, grade == human, SelectiveSettings(alpha=0.2, delta=0.1))
+    row = sel["rows"][0]
+    assert row["judge"] == "judge:g" and row["threshold"] == pytest.approx(want.threshold)
+    assert row["coverage"] == want.coverage and want.coverage > 0
+    assert sel["refused"]["judge:h"].startswith("judge:h has no confidence: no judge:h.confidence or judge:h.p")

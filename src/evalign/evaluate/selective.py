@@ -9,7 +9,9 @@ arg max (``p_a = 0.5``: a tie), named in a note where it differs from the resolv
 with neither is refused, with the reason. Confidences outside [0, 1] are refused.
 
 **Correct** means equal to the humans' majority label; pairs the humans call a tie or split on are
-left out and counted; a judge's own tie, or no verdict, is wrong. A pair without a confidence is
+left out and counted; a judge's own tie, or no verdict, is wrong. In an item table (graded judges):
+the confidence is ``J.confidence``, else ``J.p`` (the probability of the chosen grade), for the grade
+``J.grade`` (else the judge column); correct means the exact grade, the human rating rounded. A pair without a confidence is
 left out of that judge's calibration (and out of a cascade's), counted.
 
 ``holdout``: a seeded share of the pairs is kept out of calibration; the thresholds are applied to
@@ -150,6 +152,29 @@ def pair_confidence(table: pd.DataFrame, judge: str, verdict: np.ndarray, *,
             "reward model, or a confidence given as J.confidence): it cannot be calibrated")
 
 
+def item_confidence(table: pd.DataFrame, judge: str, *, source: str | None = None) -> JudgeConfidence | str:
+    """A graded judge's confidence in an item table: ``J.confidence`` (else ``J.p``, the probability
+    of the grade it chose) for its grade ``J.grade`` (else the judge column itself); the reason as a
+    string when it has none."""
+    grade = _numbers(table, f"{judge}.grade" if f"{judge}.grade" in table.columns else judge)
+    for col, name in ((f"{judge}.confidence", None), (f"{judge}.p", "J.p (the probability of the chosen grade)")):
+        if col in table.columns:
+            conf = _numbers(table, col)
+            _check_unit(conf, col, source)
+            src_col = f"{judge}.confidence_source"
+            names = (sorted({str(v) for v in table[src_col].dropna()}) if src_col in table.columns else [])
+            return JudgeConfidence(judge, conf, grade, name or "; ".join(names) or col)
+    return (f"{judge} has no confidence: no {judge}.confidence or {judge}.p column (a graded judge with logprobs, "
+            "or a confidence given as J.confidence): it cannot be calibrated")
+
+
+def item_correct(conf: JudgeConfidence, ratings: np.ndarray) -> np.ndarray:
+    """Whether each grade is the humans' (the rating rounded to the nearest grade); NaN without a rating."""
+    r = np.asarray(ratings, dtype=float)
+    right = np.isfinite(conf.verdict) & (conf.verdict == np.rint(r))
+    return np.where(np.isfinite(r), right.astype(float), np.nan)
+
+
 def pair_correct(conf: JudgeConfidence, labels: np.ndarray) -> np.ndarray:
     """Whether each verdict agrees with the humans' majority (+1 / -1); NaN where the humans are
     tied or absent. No verdict or the judge's own tie is wrong."""
@@ -160,9 +185,11 @@ def pair_correct(conf: JudgeConfidence, labels: np.ndarray) -> np.ndarray:
 
 
 def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: np.ndarray, keep: np.ndarray,
-                     request: SelectiveRequest) -> SelectiveReport:
+                     request: SelectiveRequest, *, graded: bool = False) -> SelectiveReport:
     """The :class:`SelectiveReport` of the judges ``confidences`` (judge -> confidence, or why it has
-    none) against the humans' majority ``labels`` (+1 / -1 / 0 tie, NaN none) on the pairs ``keep``."""
+    none) against the humans' majority ``labels`` (+1 / -1 / 0 tie, NaN none) on the pairs ``keep``;
+    ``graded``: against the human ratings of an item table (the exact grade is correct)."""
+    correct = item_correct if graded else pair_correct
     s = request.settings
     refused = {j: c for j, c in confidences.items() if isinstance(c, str)}
     confs = {j: c for j, c in confidences.items() if not isinstance(c, str)}
@@ -174,7 +201,7 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
     if not confs:
         raise InputError("no judge carries a confidence: " + "; ".join(refused.values()), field="selective")
     labels = np.asarray(labels, dtype=float)
-    ties = int(np.sum(keep & np.isfinite(labels) & (labels == 0)))
+    ties = 0 if graded else int(np.sum(keep & np.isfinite(labels) & (labels == 0)))
     notes = []
     if ties:
         notes.append(f"{ties} pairs the humans call a tie (or split on) are left out of the selective calibration")
@@ -188,7 +215,7 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
     alone: dict[str, SelectiveCalibration] = {}
     curves: dict[str, dict[str, Any]] = {}
     for j, c in confs.items():
-        y = pair_correct(c, labels)
+        y = correct(c, labels)
         use = cal_mask & np.isfinite(c.confidence) & np.isfinite(y)
         missing = int(np.sum(cal_mask & np.isfinite(y) & ~np.isfinite(c.confidence)))
         if missing:
@@ -204,8 +231,8 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
     cascade = None
     if request.cascade:
         order = request.cascade
-        ys = {j: pair_correct(confs[j], labels) for j in order}
-        use = cal_mask & np.isfinite(labels) & (labels != 0)
+        ys = {j: correct(confs[j], labels) for j in order}
+        use = cal_mask & np.isfinite(labels) & ((labels != 0) | graded)
         for j in order:
             use &= np.isfinite(confs[j].confidence)
         cascade = calibrate_cascade({j: (confs[j].confidence[use], ys[j][use].astype(bool)) for j in order}, order, s)
@@ -302,4 +329,4 @@ def calibration_record(request: SelectiveRequest, alone: Mapping[str, SelectiveC
 
 
 __all__ = ["ROW_COLUMNS", "JudgeConfidence", "SelectiveReport", "SelectiveRequest", "calibration_record",
-           "pair_confidence", "pair_correct", "selective_report"]
+           "item_confidence", "item_correct", "pair_confidence", "pair_correct", "selective_report"]

@@ -387,8 +387,8 @@ class Evaluation:
 
     def selective(self) -> SelectiveReport:
         """Stage ``selective``: each judge's threshold with a guarantee, or a cascade's (``spec.selective``)."""
-        raise InputError("--selective needs a pair table with judge verdicts and their confidences (J.confidence "
-                         "or J.p_a); item-level judges are not supported yet", field="selective")
+        raise InputError("--selective needs labels per item or pair (not system-level values) and judges with a "
+                         "confidence", field="selective")
 
     # -- rank ----------------------------------------------------------------------------------
 
