@@ -191,26 +191,10 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
     ``graded``: against the human ratings of an item table (the exact grade is correct)."""
     correct = item_correct if graded else pair_correct
     s = request.settings
-    refused = {j: c for j, c in confidences.items() if isinstance(c, str)}
-    confs = {j: c for j, c in confidences.items() if not isinstance(c, str)}
-    for j in request.cascade:
-        if j not in confidences:
-            raise InputError(f"{j} is not a judge column of this evaluation", field="cascade")
-        if j in refused:
-            raise InputError(refused[j], field="cascade")
-    if not confs:
-        raise InputError("no judge carries a confidence: " + "; ".join(refused.values()), field="selective")
+    refused, confs = _usable(confidences, request)
     labels = np.asarray(labels, dtype=float)
-    ties = 0 if graded else int(np.sum(keep & np.isfinite(labels) & (labels == 0)))
-    notes = []
-    if ties:
-        notes.append(f"{ties} pairs the humans call a tie (or split on) are left out of the selective calibration")
-    for c in confs.values():
-        if c.differs:
-            notes.append(f"{c.judge}: the verdict its confidence belongs to (the arg max of J.p_a) differs from its "
-                         f"resolved verdict on {c.differs} pairs; the arg max is the verdict calibrated")
-    n_all = len(labels)
-    cal_mask, test_mask = _split(keep, n_all, request)
+    notes = _notes(confs, labels, keep, graded)
+    cal_mask, test_mask = _split(keep, len(labels), request)
     rows: list[dict[str, Any]] = []
     alone: dict[str, SelectiveCalibration] = {}
     curves: dict[str, dict[str, Any]] = {}
@@ -219,7 +203,7 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
         use = cal_mask & np.isfinite(c.confidence) & np.isfinite(y)
         missing = int(np.sum(cal_mask & np.isfinite(y) & ~np.isfinite(c.confidence)))
         if missing:
-            notes.append(f"{j}: {missing} labelled pairs without a confidence are left out of its calibration")
+            notes.append(f"{j}: {missing} labelled items without a confidence are left out of its calibration")
         cal = calibrate(c.confidence[use], y[use].astype(bool), s)
         alone[j] = cal
         curves[j] = {"candidates": cal.candidates, "coverages": cal.coverages, "bounds": cal.bounds,
@@ -230,29 +214,66 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
             rows.append(row)
     cascade = None
     if request.cascade:
-        order = request.cascade
-        ys = {j: correct(confs[j], labels) for j in order}
+        ys = {j: correct(confs[j], labels) for j in request.cascade}
         use = cal_mask & np.isfinite(labels) & ((labels != 0) | graded)
-        for j in order:
-            use &= np.isfinite(confs[j].confidence)
-        cascade = calibrate_cascade({j: (confs[j].confidence[use], ys[j][use].astype(bool)) for j in order}, order, s)
-        for k, (j, st) in enumerate(zip(order, cascade.stages, strict=True)):
-            rows.append(_row(j, str(k + 1), st, cascade.decided[j], s, s.delta, request.confidence))
-        n_dec = round(cascade.coverage * cascade.n)
-        n_right = round(cascade.selective_accuracy * n_dec) if n_dec else 0
-        lo, hi = accuracy_interval(n_right, n_dec, request.confidence)
-        total = {"judge": "(cascade)", "stage": "all", "n": cascade.n, "threshold": np.nan,
-                 "coverage": cascade.coverage, "selective_accuracy": cascade.selective_accuracy, "ci_low": lo,
-                 "ci_high": hi, "risk_bound": np.nan, "decided": cascade.coverage, "to_people": cascade.to_people,
-                 "delta": cascade.delta_union,
-                 "guarantee": (s.promise(cascade.delta_union) + _union_words(cascade)
-                               if cascade.coverage > 0 else "no stage gives a verdict: every item goes to people")}
-        total.update(_holdout([confs[j] for j in order], [ys[j] for j in order], list(cascade.thresholds),
-                              test_mask))
-        rows.append(total)
+        cascade, cascade_rows = _cascade(confs, ys, use, test_mask, request)
+        rows += cascade_rows
     table = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
     return SelectiveReport(s, table, alone, cascade, refused, curves, tuple(notes),
                            calibration_record(request, alone, cascade, confs), request.holdout)
+
+
+def _usable(confidences: Mapping[str, JudgeConfidence | str],
+            request: SelectiveRequest) -> tuple[dict[str, str], dict[str, JudgeConfidence]]:
+    """The judges refused (judge -> why) and those with a confidence; an error when a cascade names a
+    refused or unknown judge, or when no judge has a confidence."""
+    refused = {j: c for j, c in confidences.items() if isinstance(c, str)}
+    confs = {j: c for j, c in confidences.items() if not isinstance(c, str)}
+    for j in request.cascade:
+        if j not in confidences:
+            raise InputError(f"{j} is not a judge column of this evaluation", field="cascade")
+        if j in refused:
+            raise InputError(refused[j], field="cascade")
+    if not confs:
+        raise InputError("no judge carries a confidence: " + "; ".join(refused.values()), field="selective")
+    return refused, confs
+
+
+def _notes(confs: Mapping[str, JudgeConfidence], labels: np.ndarray, keep: np.ndarray, graded: bool) -> list[str]:
+    """What was left out (human ties) and where a confidence's verdict is not the resolved one."""
+    ties = 0 if graded else int(np.sum(keep & np.isfinite(labels) & (labels == 0)))
+    notes = []
+    if ties:
+        notes.append(f"{ties} pairs the humans call a tie (or split on) are left out of the selective calibration")
+    for c in confs.values():
+        if c.differs:
+            notes.append(f"{c.judge}: the verdict its confidence belongs to (the arg max of J.p_a) differs from its "
+                         f"resolved verdict on {c.differs} pairs; the arg max is the verdict calibrated")
+    return notes
+
+
+def _cascade(confs: Mapping[str, JudgeConfidence], ys: Mapping[str, np.ndarray], use: np.ndarray,
+             test_mask: np.ndarray, request: SelectiveRequest) -> tuple[CascadeCalibration, list[dict[str, Any]]]:
+    """The cascade of ``request`` calibrated on the items ``use`` where every judge has a confidence,
+    and its rows: one per stage and the whole cascade's."""
+    s, order = request.settings, request.cascade
+    for j in order:
+        use = use & np.isfinite(confs[j].confidence)
+    cascade = calibrate_cascade({j: (confs[j].confidence[use], ys[j][use].astype(bool)) for j in order}, order, s)
+    rows = [_row(j, str(k + 1), st, cascade.decided[j], s, s.delta, request.confidence)
+            for k, (j, st) in enumerate(zip(order, cascade.stages, strict=True))]
+    n_dec = round(cascade.coverage * cascade.n)
+    n_right = round(cascade.selective_accuracy * n_dec) if n_dec else 0
+    lo, hi = accuracy_interval(n_right, n_dec, request.confidence)
+    total = {"judge": "(cascade)", "stage": "all", "n": cascade.n, "threshold": np.nan,
+             "coverage": cascade.coverage, "selective_accuracy": cascade.selective_accuracy, "ci_low": lo,
+             "ci_high": hi, "risk_bound": np.nan, "decided": cascade.coverage, "to_people": cascade.to_people,
+             "delta": cascade.delta_union,
+             "guarantee": (s.promise(cascade.delta_union) + _union_words(cascade)
+                           if cascade.coverage > 0 else "no stage gives a verdict: every item goes to people")}
+    total.update(_holdout([confs[j] for j in order], [ys[j] for j in order], list(cascade.thresholds), test_mask))
+    rows.append(total)
+    return cascade, rows
 
 
 def _union_words(cascade: CascadeCalibration) -> str:
