@@ -82,7 +82,7 @@ def _pct(x: float, share: bool = False) -> str:
     return f"{round(x, 6):g}" if share else f"{round(100 * x, 4):g}%"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SelectiveCalibration:
     """One judge's threshold: ``threshold`` (``math.inf``: abstain on everything, ``reason`` says
     why), ``coverage`` (share of the ``n`` calibration items at or above it, a count over ``n``),
@@ -125,7 +125,7 @@ class SelectiveCalibration:
                 "n_candidates": self.n_candidates, "reason": self.reason}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CascadeCalibration:
     """A cascade's thresholds, one per judge in ``order`` (each calibrated on the items the earlier
     ones left; ``math.inf``: the stage decides nothing); ``decided``: the share of all ``n`` items
