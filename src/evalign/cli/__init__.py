@@ -38,6 +38,8 @@ VERBS: dict[str, tuple[str, str]] = {
                                          "probability, p-values."),
     "judge": ("evalign.cli.judge", "Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, "
                                    "criteria)."),
+    "escalate": ("evalign.cli.escalate", "Give the verdicts a calibrated judge (or cascade) may give; send the rest "
+                                         "to people."),
     "probe": ("evalign.cli.probe", "Probe a pair judge for biases: perturb each pair, judge it again, count the "
                                    "verdicts that moved."),
     "leaderboard": ("evalign.cli.leaderboard", "Rank systems from pairwise verdicts: Bradley-Terry scores with "
