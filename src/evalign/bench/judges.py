@@ -35,6 +35,7 @@ from evalign.judges.backends import BACKENDS, Backend, BackendOptions, OpenAICom
 from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
+from evalign.redaction import redact_text, redact_url
 from evalign.signature import file_sha256
 
 #: the backend that starts llama.cpp's server on a GGUF for the bench
@@ -79,7 +80,7 @@ class JudgeSpec:
     @property
     def described(self) -> str:
         """The spec as the user would write it, without secrets (``llama:smollm2-135m-instruct``)."""
-        url = f"@{self.base_url[0]}" if self.base_url else ""
+        url = f"@{redact_url(self.base_url[0])}" if self.base_url else ""
         return f"{self.backend}:{self.model}{url}"
 
     def decoding(self, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -107,12 +108,12 @@ def parse_judge(text: str) -> JudgeSpec:
     a malformed spec is a usage error saying what is expected."""
     name, eq, spec = text.partition("=")
     if not eq or not name.strip() or not spec.strip():
-        raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {text!r}")
+        raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {redact_text(text)!r}")
     head, *opts = spec.split(",")
     backend, colon, rest = head.partition(":")
     if not colon or not rest:
         raise UsageError(f"--judge {name}: the spec starts with a backend, e.g. llama:smollm2-135m-instruct or "
-                         f"openai:MODEL@http://localhost:8000/v1; got {spec!r}")
+                         f"openai:MODEL@http://localhost:8000/v1; got {redact_text(spec)!r}")
     model, base_url = rest, cast(tuple[str, ...], ())
     m = re.search(r"@(https?://\S+)\Z", rest)
     if m:
@@ -122,7 +123,7 @@ def parse_judge(text: str) -> JudgeSpec:
     for o in opts:
         k, eq2, v = o.partition("=")
         if not eq2:
-            raise UsageError(f"--judge {name}: option {o!r} is not KEY=VALUE")
+            raise UsageError(f"--judge {name}: option {redact_text(o)!r} is not KEY=VALUE")
         (backend_options if k.strip() in BACKEND_OPTIONS else options)[k.strip()] = _value(v)
     return JudgeSpec(name=name.strip(), backend=backend.strip(), model=model.strip(), base_url=base_url,
                      options=options, backend_options=backend_options)
