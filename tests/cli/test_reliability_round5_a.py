@@ -139,3 +139,40 @@ def test_all_tie_human_labels_give_no_zero_width_interval(tmp_path: Path) -> Non
                for b in ppi["bradley_terry"])
     assert "50.0 [no interval: all" in text and "[50.0, 50.0]" not in text
     assert "note: no PPI interval for" in text and "the data cannot support one" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# bad 4: every style feature extractor is linear in the text (1 MB of newlines, spaces, '-', digits)
+
+_STYLE_TIMING = """
+import sys, time
+from evalign.rank.style import style_counts
+MB = 10**6
+texts = ['\\n' * MB, ' ' * MB, '-' * MB, '7' * MB, '\\n \\n- 1.\\n' * (MB // 9), ('\\n' * 5 + ' ' * 5 + '-1') * (MB // 12),
+         ' \\n' * (MB // 2), '\\n' * (MB // 2) + '- a\\n' + '1' * (MB // 2), '```' * (MB // 3), '**a' * (MB // 3)]
+worst = 0.0
+for t in texts:
+    t0 = time.perf_counter()
+    style_counts(t)
+    style_counts(t, 'chars')
+    worst = max(worst, time.perf_counter() - t0)
+print(worst)
+"""
+
+
+def test_style_features_are_linear_in_the_text() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", _STYLE_TIMING], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0, res.stderr
+    assert float(res.stdout) < 1.0, res.stdout
+
+
+def test_style_counts_still_count_markdown() -> None:
+    from evalign.rank.style import style_counts
+
+    text = "# Title\n\n  1. one\n\n\n- two\n * three\n```\n- not a list\n# nor a header\n```\n**bold** and __bold__\n"
+    assert style_counts(text) == (21.0, 1.0, 3.0, 2.0)
+    assert style_counts("\n" * 40 + "- a\n" + "\n" * 40 + "2. b") == (4.0, 0.0, 2.0, 0.0)
