@@ -176,3 +176,46 @@ def test_style_counts_still_count_markdown() -> None:
     text = "# Title\n\n  1. one\n\n\n- two\n * three\n```\n- not a list\n# nor a header\n```\n**bold** and __bold__\n"
     assert style_counts(text) == (21.0, 1.0, 3.0, 2.0)
     assert style_counts("\n" * 40 + "- a\n" + "\n" * 40 + "2. b") == (4.0, 0.0, 2.0, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad 5: every perturbation's output is bounded (the card says when the bound cut), the pad is linear
+
+
+def test_a_pad_of_ratio_1e8_is_bounded_and_said(tmp_path: Path) -> None:
+    import time
+
+    import pandas as pd
+
+    from evalign.evaluate.probe import cut_note, probe_table
+    from evalign.judges.perturb import CUT_COLUMN, MAX_ADDED_CHARS, load_probe
+
+    f = tmp_path / "huge.yaml"
+    f.write_text("name: huge\nversion: 1\nbias: verbosity\nedit: pad\nratio: 100000000\ntarget: a\nsource: test\n"
+                 "texts: ['One more neutral sentence.', 'And another one.']\n", encoding="utf-8")
+    probes = [load_probe(f), load_probe("verbosity")]
+    pairs = pd.DataFrame({"id": ["p0", "p1", "p2"], "response_a": ["Paris.", "word " * 400_000, ""],
+                          "response_b": ["Lyon.", "b", "c"]})
+    t0 = time.perf_counter()
+    rows = probe_table(pairs, probes, seed=0, both_orders=True)
+    assert time.perf_counter() - t0 < 1.0
+    huge = rows[rows["probe"] == "huge"]
+    added = [len(t) - len(o) for t, o in zip(huge["response_a"], pairs["response_a"], strict=True)]
+    assert added[:2] == [MAX_ADDED_CHARS] * 2 and huge["response_a"].iloc[2] in ("One more neutral sentence.",
+                                                                                 "And another one.")
+    assert huge[CUT_COLUMN].tolist() == [True, True, False]  # an empty response: one sentence, nothing cut
+    assert cut_note(rows, "huge") == "2 of 3 perturbations cut at 100,000 added characters (the probe asks for more)"
+    # the built-in probe: +50% of a 2 MB response is more than the bound, of a short one is not
+    verb = rows[rows["probe"] == "verbosity"].reset_index(drop=True)
+    assert verb[CUT_COLUMN].tolist() == [False, verb.loc[1, "probe.target"] == "A", False]
+    assert cut_note(rows[rows["probe"] != "verbosity"], "verbosity") == ""
+
+
+def test_a_pad_ratio_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
+    from evalign.errors import InputError
+    from evalign.judges.perturb import load_probe
+
+    f = tmp_path / "nan.yaml"
+    f.write_text("name: nan\nversion: 1\nbias: verbosity\nedit: pad\nratio: .nan\nsource: test\ntexts: ['x']\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"a 'pad' probe needs ratio > 0 \(0.5 = \+50% length\), got nan"):
+        load_probe(f)
