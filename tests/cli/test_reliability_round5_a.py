@@ -219,3 +219,37 @@ def test_a_pad_ratio_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
     f.write_text("name: nan\nversion: 1\nbias: verbosity\nedit: pad\nratio: .nan\nsource: test\ntexts: ['x']\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"a 'pad' probe needs ratio > 0 \(0.5 = \+50% length\), got nan"):
         load_probe(f)
+
+
+# ------------------------------------------------------------------------------------------------
+# round 4: `demo --judge --judge-pairs 2` ended in "unexpected KeyError: 'metric'" (an empty trust table:
+# 2 pairs are below the ranking floor); the scripted backend stands in for SmolLM2 (as test_demo_judge)
+
+
+def test_demo_live_judge_below_the_ranking_floor_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from typing import Any
+
+    from evalign.cache import Cache
+    from evalign.cli.demo import _print_live
+    from evalign.demo_judge import run_live_judge, write_live_judge
+    from evalign.judges.backends import Backend, Generation, GenerationRequest
+    from evalign.judges.backends.types import Choice, Usage
+
+    class AlwaysFirst(Backend):
+        kind = "always-first"
+
+        def identity(self) -> dict[str, Any]:
+            return {"kind": self.kind}
+
+        async def generate(self, req: GenerationRequest) -> Generation:
+            return Generation.from_choices([Choice("Output (a)", "stop")], Usage(1, 1))
+
+    live = run_live_judge(n_pairs=2, seed=0, n_resamples=20, backend=AlwaysFirst(), cache=Cache(tmp_path / "c.sqlite"))
+    paths = write_live_judge(live, tmp_path / "out")
+    data = json.loads(paths["live_judge.json"].read_text(encoding="utf-8"))
+    assert data["trust"] == [] and data["pairs"] == 2
+    assert data["refused"] == "no ranking: 2 pairs are fewer than the 30 a ranking needs (--judge-pairs 30 or more)"
+    _print_live(tmp_path / "out")
+    err = " ".join(capsys.readouterr().err.split())
+    assert "note: live judge: no ranking: 2 pairs are fewer than the 30 a ranking needs (--judge-pairs 30 or more)" in err
+    assert "4 of 4 answers parsed" in err
