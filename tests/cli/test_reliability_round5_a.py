@@ -253,3 +253,19 @@ def test_demo_live_judge_below_the_ranking_floor_says_so(tmp_path: Path, capsys:
     err = " ".join(capsys.readouterr().err.split())
     assert "note: live judge: no ranking: 2 pairs are fewer than the 30 a ranking needs (--judge-pairs 30 or more)" in err
     assert "4 of 4 answers parsed" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# weak (round 3): a misspelt command gets "did you mean" (difflib on VERBS)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("leaderbord", "leaderboard"), ("judg", "judge"), ("bnech", "bench")])
+def test_a_misspelt_command_says_did_you_mean(typed: str, meant: str) -> None:
+    res = runner.invoke(app, [typed, "x"])
+    assert res.exit_code == 2
+    assert f"No such command '{typed}' (did you mean '{meant}'?)." in " ".join(res.output.split())
+
+
+def test_a_command_far_from_every_verb_has_no_hint() -> None:
+    res = runner.invoke(app, ["xyzzy"])
+    assert res.exit_code == 2 and "No such command 'xyzzy'." in res.output and "did you mean" not in res.output

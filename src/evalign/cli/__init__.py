@@ -96,6 +96,17 @@ class _Group(TyperGroup):
             _LOADED[module] = load_commands(module)
         return _LOADED[module][cmd_name]
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The verb ``args[0]``; a misspelt one is a usage error with the closest verbs (difflib)."""
+        name = args[0] if args else ""
+        if name and name not in VERBS and not name.startswith("-"):
+            from evalign.errors import did_you_mean
+
+            hint = did_you_mean(name, VERBS)
+            if hint:
+                ctx.fail(f"No such command '{name}'{hint}.")
+        return super().resolve_command(ctx, args)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         type(self).listing = True
         try:
