@@ -269,3 +269,37 @@ def test_a_misspelt_command_says_did_you_mean(typed: str, meant: str) -> None:
 def test_a_command_far_from_every_verb_has_no_hint() -> None:
     res = runner.invoke(app, ["xyzzy"])
     assert res.exit_code == 2 and "No such command 'xyzzy'." in res.output and "did you mean" not in res.output
+
+
+# ------------------------------------------------------------------------------------------------
+# weak (round 3): a template without a mode (null, empty) or whose prompt is an absolute one is refused
+# under --mode pairwise with a clear error, before any call
+
+
+def _absolute_template(path: Path, mode: object) -> Path:
+    import yaml
+
+    from evalign.judges.prompts import TEMPLATES
+
+    data = yaml.safe_load(Path(TEMPLATES.get("prometheus_absolute")).read_text(encoding="utf-8"))
+    data["mode"] = mode
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    (None, "{t}, field 'mode': must name the judge mode the template is for (absolute, pairwise, ...), got None"),
+    ("", "{t}, field 'mode': must name the judge mode the template is for (absolute, pairwise, ...), got ''"),
+    ("pairwise", "template 'prometheus_absolute' ({t}), field 'without_reference': the relative judge shows "
+                 "{{response_A}} and {{response_B}} in its prompt, but this prompt has no {{response_A}} (it shows "
+                 "{{response}}: an absolute prompt; use it with --mode absolute)"),
+])
+def test_an_absolute_prompt_is_refused_under_mode_pairwise(tmp_path: Path, mode: object, message: str) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"id": "1", "instruction": "q", "response_a": "a", "response_b": "b"}) + "\n")
+    t = _absolute_template(tmp_path / "t.yaml", mode)
+    res = runner.invoke(app, ["judge", str(pairs), "--mode", "pairwise", "--template", str(t), "--base-url",
+                              "http://127.0.0.1:9/v1", "--model", "m", "-o", str(tmp_path / "out.jsonl")])
+    assert res.exit_code in (1, 2), res.output
+    assert "error: " + message.format(t=t) in one_error(res.output)
+    assert not (tmp_path / "out.jsonl").exists()
