@@ -303,3 +303,19 @@ def test_an_absolute_prompt_is_refused_under_mode_pairwise(tmp_path: Path, mode:
     assert res.exit_code in (1, 2), res.output
     assert "error: " + message.format(t=t) in one_error(res.output)
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# weak (round 3): a report that cannot be written names the report, not its figure (the full-disk run:
+# tests/report/test_report_reliability.py); here the writer's message with a folder in the way
+
+
+def test_files_written_as_one_name_what_they_are(tmp_path: Path) -> None:
+    from evalign.errors import OutputError
+    from evalign.io.writers import write_files_atomic
+
+    (tmp_path / "r_files").write_text("a file where the figures' folder goes", encoding="utf-8")
+    with pytest.raises(OutputError) as err:
+        write_files_atomic(tmp_path, {"r_files/figures/f.png": b"png", "r.html": b"<html>"}, name=tmp_path / "r.html")
+    assert str(err.value).startswith(f"{tmp_path / 'r.html'}: cannot write (r_files/figures/f.png: ")
+    assert not (tmp_path / "r.html").exists()
