@@ -319,3 +319,43 @@ def test_files_written_as_one_name_what_they_are(tmp_path: Path) -> None:
         write_files_atomic(tmp_path, {"r_files/figures/f.png": b"png", "r.html": b"<html>"}, name=tmp_path / "r.html")
     assert str(err.value).startswith(f"{tmp_path / 'r.html'}: cannot write (r_files/figures/f.png: ")
     assert not (tmp_path / "r.html").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# round 4: a Ctrl-C while `leaderboard -o board.csv` writes or exits: one line and 130 (or, once the
+# process has ended, its own status), never killed by the signal, and only a complete board.csv
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_leaderboard_writes_or_exits(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from evalign.interrupt import LINE
+
+    _battles(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "EVALIGN_CACHE": str(tmp_path / "c.sqlite")}
+    cmd = [sys.executable, "-m", "evalign", "leaderboard", "battles.jsonl", "-o", "board.csv"]
+    subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True, timeout=120)
+    full = (tmp_path / "board.csv").read_bytes()
+    seen = set()
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08):
+        (tmp_path / "board.csv").unlink()
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        while proc.poll() is None and not (tmp_path / "board.csv").exists():
+            time.sleep(0.0005)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert proc.returncode in (0, 130), (delay, proc.returncode, err)  # never -2: killed by the signal
+        assert lines == ([LINE] if proc.returncode == 130 else []), (delay, err)
+        assert (tmp_path / "board.csv").read_bytes() == full  # only a complete output
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(("board", ".board"))] == ["board.csv"]
+        seen.add(proc.returncode)
+    assert 130 in seen

@@ -24,7 +24,7 @@ from evalign import __version__
 from evalign.cache import default_cache_path
 from evalign.cli.cache import cache_created_notice
 from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
-from evalign.interrupt import guard
+from evalign.interrupt import exiting, guard
 
 #: every command, in the order ``evalign --help`` lists them: name -> (module that registers it, the
 #: first paragraph of its help as ``evalign --help`` shows it)
@@ -154,4 +154,8 @@ def main() -> None:
     (:mod:`evalign.interrupt`); SIGTERM ends it like Ctrl-C does (see :func:`exit_on_sigterm`)."""
     guard()
     exit_on_sigterm()
-    app()
+    try:
+        app()
+    except SystemExit as e:
+        exiting(e.code)  # the status the process ends with, even if a Ctrl-C lands as it exits
+        raise
