@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,14 +92,14 @@ def _normal(y: np.ndarray, z: float, what: str) -> tuple[float, float, float, st
     return m, m - z * se, m + z * se, None
 
 
-def _win_rate_row(system: str, mine: np.ndarray, yj: np.ndarray, yh: np.ndarray, alpha: float) -> dict[str, float]:
+def _win_rate_row(system: str, mine: np.ndarray, yj: np.ndarray, yh: np.ndarray, alpha: float) -> dict[str, Any]:
     """One system's row: ``mine`` selects its battles, ``yj`` / ``yh`` its scores there by judge / humans.
     ``*_note``: why an interval is not given (:func:`interval_gap`), else None."""
     z = z_value(alpha)
     j, h = yj[mine], yh[mine]
     jf = np.where(np.isnan(j), 0.5, j)
     lab = ~np.isnan(h)
-    row: dict[str, float] = {"system": system}  # type: ignore[dict-item]
+    row: dict[str, Any] = {"system": system}
     row["judge"], row["judge_low"], row["judge_high"], row["judge_note"] = _normal(j[~np.isnan(j)], z, "verdicts")
     row["humans"], row["humans_low"], row["humans_high"], row["humans_note"] = _normal(h[lab], z, "human labels")
     row.update(n_battles=int(mine.sum()), n_human=int(lab.sum()))
