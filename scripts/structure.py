@@ -37,7 +37,7 @@ from pathlib import Path
 #: the rooms of the package, lowest first (issue 38): a room may import its own and every lower row, never a
 #: higher row; an import to another room of its own row is *sideways* (listed, not an upward import)
 ROOMS: tuple[tuple[str, ...], ...] = (
-    ("errors", "signature", "interrupt"),  # ground
+    ("errors", "signature", "interrupt", "redaction"),  # ground
     ("io", "registry", "cache", "columns"),
     ("backends",),  # model access: backends, the HTTP client, model loading
     ("metrics",),

@@ -238,6 +238,11 @@ def write_live_judge(live: LiveJudgeResult, out: Path) -> dict[str, Path]:
         "summary": json_safe(live.run.summary.as_dict()),
         "note": live_note(live),
     }
+    if data["trust"] == []:  # below the ranking floor: say so (the table would be empty)
+        from evalign.evaluate.spec import PAIRS_FLOOR
+
+        data["refused"] = (f"no ranking: {len(live.pairs)} pairs are fewer than the {PAIRS_FLOOR} a ranking needs "
+                           f"(--judge-pairs {PAIRS_FLOOR} or more)")
     json_path = out / "live_judge.json"
     write_json_atomic(json_path, data)
     return {"live_judge.jsonl": table_path, "live_judge.json": json_path}

@@ -22,6 +22,8 @@ This module uses only the standard library (it runs before anything else is load
 
 from __future__ import annotations
 
+import atexit
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -88,8 +90,51 @@ def _set(handler: object, *, unless: object) -> None:
 
 
 def guard() -> None:
-    """Enter the *starting* phase: a Ctrl-C prints :data:`LINE` and exits 130 (see the module doc)."""
+    """Enter the *starting* phase: a Ctrl-C prints :data:`LINE` and exits 130 (see the module doc);
+    and, once, :func:`_last_at_exit` for the end of the process."""
     _set(exit_interrupted, unless=exit_interrupted)
+    if not _exit_hook[0]:
+        _exit_hook[0] = True
+        atexit.register(_last_at_exit)  # registered first (at import): runs after every other callback
+
+
+#: whether :func:`_last_at_exit` is registered
+_exit_hook: list[bool] = [False]
+
+
+def _last_at_exit() -> None:
+    """The last thing the command does: Python would then put SIGINT back to the system's default
+    while it tears itself down, so a Ctrl-C in that moment killed the process (status -2, no line).
+    Until here a Ctrl-C is :func:`exit_interrupted` (one line, 130). Here SIGINT is ignored (SIG_IGN,
+    which Python leaves in place), and when the command's status is known (:func:`exiting`) the
+    process ends now with it (130 when :data:`LINE` was printed): every output is complete, every other
+    exit callback has run, and nothing is left for a late Ctrl-C to land in."""
+    with suppress(ValueError, TypeError, OSError):
+        if signal.getsignal(signal.SIGINT) is not exit_interrupted:
+            return
+    if _status[0] is None:  # not the entry point (no status to end with): ignore a late Ctrl-C
+        with suppress(ValueError, TypeError, OSError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):
+                stream.flush()
+    except SystemExit:  # a Ctrl-C during the flush: exit_interrupted said the line
+        pass
+    with suppress(ValueError, TypeError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    status = EXIT_CODE if _said[0] else _status[0]
+    os._exit(status)
+
+
+#: the command's exit status once it is known (:func:`exiting`)
+_status: list[int | None] = [None]
+
+
+def exiting(code: object) -> None:
+    """Record the command's exit status (a ``SystemExit`` code: None, an int or a message)."""
+    _status[0] = 0 if code is None else code if isinstance(code, int) else 1
 
 
 @contextmanager

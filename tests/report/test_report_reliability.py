@@ -79,8 +79,9 @@ def test_a_report_that_cannot_be_written_leaves_nothing_partial(tmp_path: Path) 
     res = _run_limited(_report(src, out), 20_000)  # the tables fit, the first figure does not
     assert res.returncode == 1, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"error: {out_dir}/r_files/figures/") and \
-        lines[0].endswith(".png: cannot write (File too large)"), res.stderr
+    # the report is named (issue 39), the file it could not write in brackets
+    assert len(lines) == 1 and lines[0].startswith(f"error: {out}: cannot write (r_files/figures/") and \
+        lines[0].endswith(".png: File too large)"), res.stderr
     assert not out_dir.exists()  # no page, no r_files/, no temporary folder: nothing at all
     # an earlier complete report survives a failed rewrite byte for byte
     ok = _run_limited(_report(src, out, "--json"), 1 << 30)
@@ -90,5 +91,5 @@ def test_a_report_that_cannot_be_written_leaves_nothing_partial(tmp_path: Path) 
     before = _tree(out_dir)
     assert "r.html" in before and any(k.startswith("r_files/figures/") for k in before)
     failed = _run_limited(_report(src, out, "--title", "another title"), 20_000)
-    assert failed.returncode == 1 and "cannot write (File too large)" in failed.stderr
+    assert failed.returncode == 1 and f"{out}: cannot write (r_files/figures/" in failed.stderr
     assert _tree(out_dir) == before and [p.name for p in out_dir.iterdir() if p.name.startswith(".")] == []

@@ -35,6 +35,7 @@ from evalign.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.registry import BACKENDS, create_backend
 from evalign.errors import ModelLoadError, UsageError, unknown_name
+from evalign.redaction import redact_text
 from evalign.signature import file_sha256
 
 #: the kind that starts llama.cpp's server on a GGUF (not a registered backend: it opens an ``openai`` one)
@@ -171,14 +172,14 @@ def split_spec(text: str, *, what: str = "backend spec") -> tuple[BackendSpec, d
     kind, colon, rest = head.partition(":")
     if not colon or not rest.strip():
         raise UsageError(f"{what}: the spec starts with a backend, e.g. llama:smollm2-135m-instruct or "
-                         f"openai:MODEL@http://localhost:8000/v1; got {text!r}")
+                         f"openai:MODEL@http://localhost:8000/v1; got {redact_text(text)!r}")
     model, *urls = _URL.split(rest)
     options: dict[str, Any] = {}
     other: dict[str, Any] = {}
     for o in opts:
         k, eq, v = o.partition("=")
         if not eq:
-            raise UsageError(f"{what}: option {o!r} is not KEY=VALUE")
+            raise UsageError(f"{what}: option {redact_text(o)!r} is not KEY=VALUE")
         key = k.strip()
         (options if key in BACKEND_OPTIONS or key.lower() in SECRET_OPTIONS else other)[key] = option_value(v)
     spec = BackendSpec(kind=kind.strip(), model=model.strip(), url=tuple(u.strip() for u in urls), options=options)

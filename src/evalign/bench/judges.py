@@ -42,6 +42,7 @@ from evalign.errors import UsageError, unknown_name
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
 from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.prompts import sampling_problem
+from evalign.redaction import redact_text
 
 #: judge options a spec may set besides the sampling keys
 JUDGE_OPTIONS = ("reask", "constrain", "tie_margin")
@@ -115,7 +116,7 @@ def parse_judge(text: str) -> JudgeSpec:
     a malformed spec is a usage error saying what is expected."""
     name, eq, spec = text.partition("=")
     if not eq or not name.strip() or not spec.strip():
-        raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {text!r}")
+        raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {redact_text(text)!r}")
     backend, options = split_spec(spec, what=f"--judge {name}")
     return JudgeSpec(name=name.strip(), backend=backend.kind, model=backend.model, base_url=backend.url,
                      options=options, backend_options=backend.options)

@@ -24,7 +24,7 @@ from evalign import __version__
 from evalign.cache import default_cache_path
 from evalign.cli.cache import cache_created_notice
 from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
-from evalign.interrupt import guard
+from evalign.interrupt import exiting, guard
 
 #: every command, in the order ``evalign --help`` lists them: name -> (module that registers it, the
 #: first paragraph of its help as ``evalign --help`` shows it)
@@ -100,6 +100,17 @@ class _Group(TyperGroup):
             _LOADED[module] = load_commands(module)
         return _LOADED[module][cmd_name]
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The verb ``args[0]``; a misspelt one is a usage error with the closest verbs (difflib)."""
+        name = args[0] if args else ""
+        if name and name not in VERBS and not name.startswith("-"):
+            from evalign.errors import did_you_mean
+
+            hint = did_you_mean(name, VERBS)
+            if hint:
+                ctx.fail(f"No such command '{name}'{hint}.")
+        return super().resolve_command(ctx, args)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         type(self).listing = True
         try:
@@ -147,4 +158,8 @@ def main() -> None:
     (:mod:`evalign.interrupt`); SIGTERM ends it like Ctrl-C does (see :func:`exit_on_sigterm`)."""
     guard()
     exit_on_sigterm()
-    app()
+    try:
+        app()
+    except SystemExit as e:
+        exiting(e.code)  # the status the process ends with, even if a Ctrl-C lands as it exits
+        raise

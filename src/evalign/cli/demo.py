@@ -124,6 +124,10 @@ def live_table(data: dict[str, Any]) -> tuple[str, pd.DataFrame]:
 def _print_live(out: Path) -> None:
     """The live judge's trust table, as written by :func:`_live_judge`."""
     data = json.loads((out / "live_judge.json").read_text(encoding="utf-8"))
+    if data.get("refused"):
+        err_console.print(escape(f"note: live judge: {data['refused']}"), highlight=False)
+        err_console.print(f"[dim]live judge: {escape(data['note'])}[/dim]", highlight=False)
+        return
     title, df = live_table(data)
     print_table(df, title=title, digits=3)
     unparsed = [f"{r['metric']} {int(r['n_unparseable'])}" for r in data["trust"]

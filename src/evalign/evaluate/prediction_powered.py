@@ -144,6 +144,16 @@ def _pct(x: Any) -> str:
     return "-" if x is None or not math.isfinite(float(x)) else f"{100 * float(x):.1f}"
 
 
+def _pct_interval(x: Any, low: Any, high: Any, note: Any) -> str:
+    """``"50.0 [40.1, 59.9]"``; where the data cannot support an interval, its reason instead
+    (``"100.0 [no interval: n < 2 (1 human labels)]"``); ``"-"`` without an estimate."""
+    if x is None or not math.isfinite(float(x)):
+        return "-"
+    if isinstance(note, str):
+        return f"{_pct(x)} [no interval: {note}]"
+    return f"{_pct(x)} [{_pct(low)}, {_pct(high)}]"
+
+
 def _num(x: Any, digits: int = 0) -> str:
     return "-" if x is None or not math.isfinite(float(x)) else f"{float(x):.{digits}f}"
 
@@ -153,10 +163,12 @@ def ppi_display(board: PPIBoard) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     w = board.win_rates
     wr = pd.DataFrame({
         "system": w["system"],
-        "judge %": [f"{_pct(a)} [{_pct(b)}, {_pct(c)}]" for a, b, c in zip(w["judge"], w["judge_low"], w["judge_high"], strict=True)],
-        "PPI %": [f"{_pct(a)} [{_pct(b)}, {_pct(c)}]" for a, b, c in zip(w["ppi"], w["ppi_low"], w["ppi_high"], strict=True)],
-        "humans only %": [f"{_pct(a)} [{_pct(b)}, {_pct(c)}]" for a, b, c in
-                          zip(w["humans"], w["humans_low"], w["humans_high"], strict=True)],
+        "judge %": [_pct_interval(a, b, c, n) for a, b, c, n in
+                    zip(w["judge"], w["judge_low"], w["judge_high"], w["judge_note"], strict=True)],
+        "PPI %": [_pct_interval(a, b, c, n) for a, b, c, n in
+                  zip(w["ppi"], w["ppi_low"], w["ppi_high"], w["ppi_note"], strict=True)],
+        "humans only %": [_pct_interval(a, b, c, n) for a, b, c, n in
+                          zip(w["humans"], w["humans_low"], w["humans_high"], w["humans_note"], strict=True)],
         "n": w["n_battles"], "n human": w["n_human"], "lambda": [_num(x, 2) for x in w["lam"]],
         "labels to halve": [_num(x) if math.isfinite(float(x)) else "more judge verdicts" if not math.isnan(float(x))
                             else "-" for x in w["n_to_halve"]],
@@ -166,7 +178,8 @@ def ppi_display(board: PPIBoard) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     b = board.bt
     bt = pd.DataFrame({
         "system": b["system"], "judge BT": [_num(x) for x in b["judge_bt"]],
-        "PPI BT": [f"{_num(a)} [{_num(lo)}, {_num(hi)}]" for a, lo, hi in zip(b["ppi_bt"], b["ppi_low"], b["ppi_high"], strict=True)],
+        "PPI BT": [f"{_num(a)} [no interval: {n}]" if isinstance(n, str) else f"{_num(a)} [{_num(lo)}, {_num(hi)}]"
+                   for a, lo, hi, n in zip(b["ppi_bt"], b["ppi_low"], b["ppi_high"], b["ppi_note"], strict=True)],
         "humans only BT": [_num(x) for x in b["humans_bt"]],
         "labels to halve": [_num(x) if math.isfinite(float(x)) else ("-" if math.isnan(float(x)) else "more judge verdicts")
                             for x in b["n_to_halve"]],

@@ -35,6 +35,8 @@ from evalign.cache import Cache
 from evalign.errors import InputError, UsageError
 from evalign.judges.base import SWAP_VERDICT
 from evalign.judges.perturb import (
+    CUT_COLUMN,
+    MAX_ADDED_CHARS,
     NOTE_COLUMN,
     PROBE_COLUMN,
     TARGET_COLUMN,
@@ -147,7 +149,7 @@ class ProbeCard:
 def probe_table(table: pd.DataFrame, probes: Sequence[Probe], *, seed: int, both_orders: bool) -> pd.DataFrame:
     """The rows to judge: the original pairs (``probe`` = ``original``) and each probe's perturbed copy
     (a ``swap`` probe only for a single-order judge; ``self`` adds none)."""
-    parts = [table.assign(**{PROBE_COLUMN: ORIGINAL, TARGET_COLUMN: None, NOTE_COLUMN: None})]
+    parts = [table.assign(**{PROBE_COLUMN: ORIGINAL, TARGET_COLUMN: None, NOTE_COLUMN: None, CUT_COLUMN: False})]
     for p in probes:
         if p.edit == "self" or (p.edit == "swap" and both_orders):
             continue
@@ -221,7 +223,19 @@ def _result(probe: Probe, judged: pd.DataFrame, col: str, both_orders: bool, set
             compared = "original -> perturbed, toward = the perturbed response"
         target = mine[TARGET_COLUMN].tolist()
     return ProbeResult(probe, "measured", compared, flips=flip_stats(before, after, target,
-                                                                     confidence=settings.confidence))
+                                                                     confidence=settings.confidence),
+                       note=cut_note(judged, probe.name))
+
+
+def cut_note(rows: pd.DataFrame, probe: str) -> str:
+    """What the size bound did to the probe's perturbed rows (``""`` when it cut none)."""
+    if CUT_COLUMN not in rows.columns:
+        return ""
+    cut = rows.loc[rows[PROBE_COLUMN] == probe, CUT_COLUMN].fillna(False).astype(bool)
+    if not cut.any():
+        return ""
+    return (f"{int(cut.sum())} of {len(cut)} perturbations cut at {MAX_ADDED_CHARS:,} added characters "
+            "(the probe asks for more)")
 
 
 async def arun_probes(table: pd.DataFrame, judge: Any, backend: Any, settings: ProbeSettings = ProbeSettings(), *,

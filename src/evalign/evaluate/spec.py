@@ -25,6 +25,11 @@ AGREEMENTS = ("auto", "kappa", "quadratic_kappa")
 #: how a column's system-level score is made: sacrebleu corpus statistics, or the mean of item scores
 
 
+#: the smallest group a pair table ranks (pairs) and an item table (items), unless min_group_size says
+PAIRS_FLOOR = 30
+ITEMS_FLOOR = 10
+
+
 @dataclass(frozen=True)
 class Human:
     """The labels the metrics are compared with.
@@ -216,4 +221,4 @@ class EvalSpec:
 
     def group_floor(self) -> int:
         """The smallest group that is ranked."""
-        return self.min_group_size or (30 if self.mode == "pairs" else 10)
+        return self.min_group_size or (PAIRS_FLOOR if self.mode == "pairs" else ITEMS_FLOOR)

@@ -94,12 +94,13 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def write_files_atomic(root: str | Path, files: dict[str, bytes]) -> dict[str, Path]:
+def write_files_atomic(root: str | Path, files: dict[str, bytes], *, name: str | Path | None = None) -> dict[str, Path]:
     """Write several files under ``root`` (relative path -> bytes) as one: every byte is first written
     to a temporary folder inside ``root``, then each file is moved into place (a rename: no new space
     needed), the last one last. On any error (a full disk, Ctrl-C) nothing is left behind: no new
     folder, no partial file, the old files untouched; file-system errors are :class:`OutputError`
-    naming the file. Returns relative path -> written path."""
+    naming the file, or ``name`` (what the files are, e.g. a report's page) with the file in brackets.
+    Returns relative path -> written path."""
     out = Path(root).expanduser()
     created = not out.exists()
     done = False
@@ -123,6 +124,9 @@ def write_files_atomic(root: str | Path, files: dict[str, bytes]) -> dict[str, P
         done = True
         return written
     except OSError as e:
+        if name is not None:
+            part = os.path.relpath(target, out)
+            raise OutputError(f"{name}: cannot write ({part}: {e.strerror or e})") from None
         raise OutputError(f"{target}: cannot write ({e.strerror or e})") from None
     finally:
         if stage is not None:

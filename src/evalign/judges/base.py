@@ -334,6 +334,9 @@ class Judge(ABC):
             if missing:
                 where = f"template '{t.name}'" + (f" ({t.path})" if t.path else "") + f", field '{variant}'"
                 hint = f" (the template's mode is {t.mode}: use it with --mode {t.mode})" if t.mode != self.mode else ""
+                if self.pairwise and text is not None and shows_response(text, "response") and \
+                        t.mode in ("pairwise", self.mode):
+                    hint = " (it shows {response}: an absolute prompt; use it with --mode absolute)"
                 raise UsageError(f"{where}: the {self.mode} judge shows {shown} in its prompt, but this prompt has "
                                  f"no {{{missing[0]}}}{hint}")
 

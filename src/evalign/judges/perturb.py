@@ -7,6 +7,9 @@ what the edit needs:
 * ``swap`` (position): the pair in the other presentation order (target: B, the response moved first).
 * ``pad`` (verbosity): ``texts`` (neutral sentences) appended to the target response, drawn without
   repetition by the seed, until it is at least ``ratio`` longer in characters than it was.
+
+Every perturbation adds at most :data:`MAX_ADDED_CHARS` characters (a pad's ratio, a long text): what
+asks for more is cut there and flagged (:data:`CUT_COLUMN`; the probe card's note says how many).
 * ``append`` / ``prepend`` (authority, distraction): one of ``texts`` added after / before the target
   response (blank line between).
 * ``note`` (bandwagon, refinement): one of ``texts`` added to the judge's *prompt* (``where: system``:
@@ -52,6 +55,11 @@ WHERE = ("system", "user")
 TARGET_COLUMN = "probe.target"
 NOTE_COLUMN = "probe.note"
 PROBE_COLUMN = "probe"
+#: True where the perturbation was cut at :data:`MAX_ADDED_CHARS`
+CUT_COLUMN = "probe.cut"
+#: the most characters a perturbation adds to a response or a prompt (a pad's ratio, a long text): what
+#: asks for more is cut there, and the card says so
+MAX_ADDED_CHARS = 100_000
 #: the labels of a template mode without its own in the probe file
 DEFAULT_LABELS = ("the first response", "the second response")
 
@@ -179,7 +187,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Probe:
     if isinstance(data["version"], bool) or not isinstance(data["version"], int) or data["version"] < 1:
         raise InputError(f"must be an integer >= 1, got {data['version']!r}", file=str(path), field="version")
     ratio = data.get("ratio", 0.0)
-    if edit == "pad" and (not isinstance(ratio, int | float) or ratio <= 0):
+    if edit == "pad" and (not isinstance(ratio, int | float) or not ratio > 0):  # NaN too
         raise InputError(f"a 'pad' probe needs ratio > 0 (0.5 = +50% length), got {ratio!r}", file=str(path),
                          field="ratio")
     return Probe(
@@ -207,17 +215,31 @@ def _fill(text: str, fields: Mapping[str, tuple[str, ...]], rng: np.random.Gener
     return text.format(**values)
 
 
-def padding(text: str, probe: Probe, rng: np.random.Generator) -> str:
-    """``text`` with the probe's sentences appended (a space between; drawn without repetition, then
-    again) until it is at least ``(1 + ratio) * len(text)`` characters long."""
-    goal = (1.0 + probe.ratio) * len(text)
-    out = text
-    while len(out) < goal or out == text:
+def padding(text: str, probe: Probe, rng: np.random.Generator) -> tuple[str, bool]:
+    """``(text with the probe's sentences appended, cut)``: sentences joined by a space (drawn without
+    repetition, then again) until it is at least ``(1 + ratio) * len(text)`` characters long, or
+    :data:`MAX_ADDED_CHARS` longer (then ``cut`` is True and the last sentence is cut there). Linear in
+    the output: the pieces are joined once."""
+    want = probe.ratio * len(text)
+    cut = want > MAX_ADDED_CHARS
+    goal = len(text) + min(want, MAX_ADDED_CHARS)
+    pieces, size = [text] if text else [], len(text)
+    while size < goal or size == len(text):
         for i in rng.permutation(len(probe.texts)):
-            out = f"{out} {probe.texts[int(i)]}" if out else probe.texts[int(i)]
-            if len(out) >= goal:
+            piece = probe.texts[int(i)]
+            size += len(piece) + (1 if pieces else 0)
+            pieces.append(piece)
+            if size >= goal:
                 break
-    return out
+    out = " ".join(pieces)
+    if len(out) - len(text) > MAX_ADDED_CHARS:
+        out, cut = out[: len(text) + MAX_ADDED_CHARS], True
+    return out, cut
+
+
+def _bounded(text: str) -> tuple[str, bool]:
+    """``text`` cut at :data:`MAX_ADDED_CHARS` characters, and whether it was."""
+    return (text[:MAX_ADDED_CHARS], True) if len(text) > MAX_ADDED_CHARS else (text, False)
 
 
 @dataclass(frozen=True)
@@ -245,21 +267,23 @@ def perturb_pair(row: Mapping[str, Any], probe: Probe, seed: int) -> Perturbatio
     fields = dict(probe.fields)
     text = _fill(probe.texts[int(rng.integers(len(probe.texts)))], fields, rng,
                  keep=("target",) if probe.edit == "note" else ())
+    text, cut = _bounded(text)
     if probe.edit == "note":
-        return Perturbation(target, a, b, note=text)
+        return Perturbation(target, a, b, note=text, extra={"cut": cut})
     old = a if target == "A" else b
     if probe.edit == "pad":
-        new = padding(old, probe, rng)
+        new, cut = padding(old, probe, rng)
     elif probe.edit == "append":
         new = f"{old}\n\n{text}" if old else text
     else:
         new = f"{text}\n\n{old}" if old else text
-    return Perturbation(target, new if target == "A" else a, new if target == "B" else b)
+    return Perturbation(target, new if target == "A" else a, new if target == "B" else b, extra={"cut": cut})
 
 
 def perturb_table(table: pd.DataFrame, probe: Probe, seed: int = 0) -> pd.DataFrame:
     """The pair table with the probe applied to every row: new ``response_a`` / ``response_b`` (and
-    systems, for ``swap``), plus :data:`PROBE_COLUMN`, :data:`TARGET_COLUMN` and :data:`NOTE_COLUMN`."""
+    systems, for ``swap``), plus :data:`PROBE_COLUMN`, :data:`TARGET_COLUMN`, :data:`NOTE_COLUMN` and
+    :data:`CUT_COLUMN`."""
     out = table.copy()
     done = [perturb_pair(r, probe, seed) for r in table.to_dict("records")]
     out["response_a"] = [p.response_a for p in done]
@@ -269,6 +293,7 @@ def perturb_table(table: pd.DataFrame, probe: Probe, seed: int = 0) -> pd.DataFr
     out[PROBE_COLUMN] = probe.name
     out[TARGET_COLUMN] = [p.target for p in done]
     out[NOTE_COLUMN] = [p.note for p in done]
+    out[CUT_COLUMN] = [bool(p.extra.get("cut")) for p in done]
     return out
 
 

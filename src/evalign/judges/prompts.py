@@ -334,6 +334,9 @@ def _check_template_fields(data: Mapping[str, Any], path: Path) -> None:
         v = data.get(key)
         if v is not None and not isinstance(v, str):
             raise bad(f"must be a string, got {type(v).__name__}", key)
+    if not isinstance(data["mode"], str) or not data["mode"].strip():
+        raise bad(f"must name the judge mode the template is for (absolute, pairwise, ...), got {data['mode']!r}",
+                  "mode")
     if data["with_reference"] is None and data["without_reference"] is None:
         raise bad("a template needs a prompt: with_reference and without_reference are both null",
                   "without_reference")

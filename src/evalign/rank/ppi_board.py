@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,8 +54,10 @@ class PPIBoard:
     """The prediction-powered leaderboard.
 
     ``win_rates`` columns: ``system, judge, judge_low, judge_high, ppi, ppi_low, ppi_high, humans,
-    humans_low, humans_high, n_battles, n_human, lam, n_to_halve, n_effective`` (rates in [0, 1]).
-    ``bt`` columns: ``system, judge_bt, ppi_bt, ppi_low, ppi_high, humans_bt, n_to_halve`` (or None
+    humans_low, humans_high, n_battles, n_human, lam, n_to_halve, n_effective`` (rates in [0, 1]) and
+    ``judge_note, ppi_note, humans_note``: why that interval is not given (NaN) where the data cannot
+    support one (one value, all values equal, a zero-width PPI interval), else None.
+    ``bt`` columns: ``system, judge_bt, ppi_bt, ppi_low, ppi_high, humans_bt, n_to_halve, ppi_note`` (or None
     when the fit has no finite optimum: ``notes`` says why). ``target``: what the win rate is against.
     """
 
@@ -67,30 +70,50 @@ class PPIBoard:
     settings: PPISettings
 
 
-def _normal(y: np.ndarray, z: float) -> tuple[float, float, float]:
+def interval_gap(y: np.ndarray, what: str = "labels") -> str | None:
+    """Why the values ``y`` cannot support an interval, or None when they can: ``n < 2`` (one value has
+    no spread to estimate) or ``all <what> equal`` (a spread of zero is no evidence of certainty)."""
+    if y.size < 2:
+        return f"n < 2: {y.size} {what.rstrip('s') if y.size == 1 else what}"
+    if float(np.ptp(y)) == 0.0:
+        return f"all {y.size} {what} equal"
+    return None
+
+
+def _normal(y: np.ndarray, z: float, what: str) -> tuple[float, float, float, str | None]:
+    """Mean, normal interval and :func:`interval_gap`'s reason (the interval NaN when there is one)."""
     if y.size == 0:
-        return math.nan, math.nan, math.nan
-    m, se = float(y.mean()), float(np.std(y) / np.sqrt(y.size))
-    return m, m - z * se, m + z * se
+        return math.nan, math.nan, math.nan, None
+    m = float(y.mean())
+    gap = interval_gap(y, what)
+    if gap is not None:
+        return m, math.nan, math.nan, gap
+    se = float(np.std(y) / np.sqrt(y.size))
+    return m, m - z * se, m + z * se, None
 
 
-def _win_rate_row(system: str, mine: np.ndarray, yj: np.ndarray, yh: np.ndarray, alpha: float) -> dict[str, float]:
-    """One system's row: ``mine`` selects its battles, ``yj`` / ``yh`` its scores there by judge / humans."""
+def _win_rate_row(system: str, mine: np.ndarray, yj: np.ndarray, yh: np.ndarray, alpha: float) -> dict[str, Any]:
+    """One system's row: ``mine`` selects its battles, ``yj`` / ``yh`` its scores there by judge / humans.
+    ``*_note``: why an interval is not given (:func:`interval_gap`), else None."""
     z = z_value(alpha)
     j, h = yj[mine], yh[mine]
     jf = np.where(np.isnan(j), 0.5, j)
     lab = ~np.isnan(h)
-    row: dict[str, float] = {"system": system}  # type: ignore[dict-item]
-    row["judge"], row["judge_low"], row["judge_high"] = _normal(j[~np.isnan(j)], z)
-    row["humans"], row["humans_low"], row["humans_high"] = _normal(h[lab], z)
+    row: dict[str, Any] = {"system": system}
+    row["judge"], row["judge_low"], row["judge_high"], row["judge_note"] = _normal(j[~np.isnan(j)], z, "verdicts")
+    row["humans"], row["humans_low"], row["humans_high"], row["humans_note"] = _normal(h[lab], z, "human labels")
     row.update(n_battles=int(mine.sum()), n_human=int(lab.sum()))
     if lab.sum() >= 2 and (~lab).sum() >= 2:
         r = ppi_mean(h[lab], jf[lab], jf[~lab], alpha=alpha)
         row.update(ppi=r.estimate, ppi_low=r.low, ppi_high=r.high, lam=r.lam, n_to_halve=r.n_to_halve,
-                   n_effective=r.n_effective)
+                   n_effective=r.n_effective, ppi_note=None)
+        if r.high - r.low == 0.0:  # every human label equal and lambda 0: no spread, no interval
+            row.update(ppi_low=math.nan, ppi_high=math.nan,
+                       ppi_note=f"zero width: {interval_gap(h[lab], 'human labels') or 'no spread'}, "
+                                f"lambda {r.lam:g}")
     else:
         row.update(ppi=math.nan, ppi_low=math.nan, ppi_high=math.nan, lam=math.nan, n_to_halve=math.nan,
-                   n_effective=math.nan)
+                   n_effective=math.nan, ppi_note="fewer than 2 battles with and 2 without a human label")
     return row
 
 
@@ -112,7 +135,8 @@ def ppi_win_rates(ba: BattleArrays, human: np.ndarray, settings: PPISettings) ->
         sh = np.where(mine_b, 1.0 - yh, yh)
         rows.append(_win_rate_row(s, mine, sj, sh, settings.alpha))
     cols = ["system", "judge", "judge_low", "judge_high", "ppi", "ppi_low", "ppi_high", "humans", "humans_low",
-            "humans_high", "n_battles", "n_human", "lam", "n_to_halve", "n_effective"]
+            "humans_high", "n_battles", "n_human", "lam", "n_to_halve", "n_effective", "judge_note", "ppi_note",
+            "humans_note"]
     return pd.DataFrame(rows)[cols].sort_values("ppi", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -163,9 +187,13 @@ def ppi_bradley_terry(ba: BattleArrays, human: np.ndarray, settings: PPISettings
                                                        anchor=bt.anchor, anchor_rating=bt.anchor_rating,
                                                        n_bootstrap=0)).rating
     halve = [fit.n_to_halve(W[i]) if np.any(W[i]) else math.nan for i in range(k)]
-    table = pd.DataFrame({"system": ba.systems, "judge_bt": plain.rating, "ppi_bt": est,
-                          "ppi_low": center - z * se, "ppi_high": center + z * se, "humans_bt": humans,
-                          "n_to_halve": halve})
+    low, high = center - z * se, center + z * se
+    gap = interval_gap(yh[lab], "human labels")
+    note = None if gap is None else f"zero width: {gap}"
+    if note is not None:  # every human label equal: the rectified fit has no spread to estimate
+        low, high = np.full(k, np.nan), np.full(k, np.nan)
+    table = pd.DataFrame({"system": ba.systems, "judge_bt": plain.rating, "ppi_bt": est, "ppi_low": low,
+                          "ppi_high": high, "humans_bt": humans, "n_to_halve": halve, "ppi_note": note})
     return table.sort_values("ppi_bt", ascending=False, kind="stable").reset_index(drop=True), None
 
 
@@ -181,9 +209,16 @@ def ppi_leaderboard(ba: BattleArrays, human: np.ndarray, settings: PPISettings =
     short = wr.loc[wr["ppi"].isna(), "system"].tolist()
     if short:
         notes.append(f"no PPI win rate for {', '.join(short)}: fewer than 2 battles with and 2 without a human label")
+    for col, what in (("humans", "humans-only"), ("ppi", "PPI"), ("judge", "judge")):
+        gaps = [f"{r['system']} ({r[col + '_note']})" for r in wr.to_dict("records")
+                if isinstance(r[col + "_note"], str) and not (col == "ppi" and r["system"] in short)]
+        if gaps:
+            notes.append(f"no {what} interval for {', '.join(gaps)}: the data cannot support one")
     bt, note = ppi_bradley_terry(ba, human, settings)
     if note:
         notes.append(note)
+    elif bt is not None and isinstance(bt["ppi_note"].iloc[0], str):
+        notes.append(f"no PPI Bradley-Terry interval ({bt['ppi_note'].iloc[0]}): the data cannot support one")
     target = f"against {settings.baseline}" if settings.baseline else "against all other systems (every battle)"
     return PPIBoard(wr, bt, target, ba.n, n_h, tuple(notes), settings)
 

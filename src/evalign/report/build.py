@@ -437,7 +437,7 @@ def write_report(
     if all_md:
         add("tables_md", base / "tables" / "tables.md", "\n".join(all_md))
     add("html", Path(html_name), report.html)  # last: the page never points at assets not yet there
-    written = write_files_atomic(out_dir, files)
+    written = write_files_atomic(out_dir, files, name=Path(out_dir) / html_name)  # errors name the report
     return {key: written[rel] for key, rel in keys.items()}
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from evalign.backends import BackendOptions, backend_class, create_backend, public_url, returns_scores
+from evalign.backends import BackendOptions, backend_class, create_backend, returns_scores
 from evalign.cache import Cache
 from evalign.datasets.catalogue import require_texts
 from evalign.errors import EvalignError, UsageError
@@ -49,6 +49,7 @@ from evalign.judges.base import judge_for_backend
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
 from evalign.metrics.base import get_metric, metric_class
+from evalign.redaction import redact_options, redact_url
 from evalign.report import write_report
 from evalign.report.assemble import from_results
 from evalign.run.config import (
@@ -260,9 +261,10 @@ def _make_backend(jc: JudgeConfig) -> Any:
 
 def _judge_dict(jc: JudgeConfig) -> dict[str, Any]:
     return {"mode": jc.mode, "name": jc.name, "backend": jc.backend, "model": jc.model,
-            "base_url": public_url(jc.base_url) if jc.base_url else None,
+            "base_url": redact_url(jc.base_url) if jc.base_url else None,
             "api_key_env": jc.api_key_env, "template": jc.template, "rubric": jc.rubric,
-            "rubric_column": jc.rubric_column, "options": dict(jc.options), "backend_options": dict(jc.backend_options)}
+            "rubric_column": jc.rubric_column, "options": redact_options(jc.options),
+            "backend_options": redact_options(jc.backend_options)}
 
 
 # ------------------------------------------------------------------------------------------------
