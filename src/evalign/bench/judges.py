@@ -21,6 +21,7 @@ spec: ``api_key_env`` names the environment variable that holds it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import tempfile
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from evalign.bench.suite import Recipe
-from evalign.errors import UsageError, unknown_name
+from evalign.errors import BackendError, UsageError, unknown_name
 from evalign.judges.backends import BACKENDS, Backend, BackendOptions, OpenAICompatibleBackend, create_backend
 from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.backends.model_source import is_gguf, packaged_gguf_path
@@ -50,6 +51,8 @@ BACKEND_OPTIONS = ("concurrency", "timeout", "connect_timeout", "max_retries", "
 #: the decoding every bench judge uses unless its spec or the bench settings say otherwise
 BENCH_DECODING: dict[str, Any] = {"temperature": 0.0, "seed": 0}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -154,12 +157,27 @@ def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
         gguf = gguf_of(spec.model)
         threads = int(bo.pop("threads", None) or os.cpu_count() or 1)
         log = Path(tempfile.gettempdir()) / f"evalign-bench-{spec.name}-{os.getpid()}.log"
-        with LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
-                         log_path=log) as info:
+        server = LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
+                             log_path=log)
+        try:
+            info = server.start()
+        except RuntimeError as e:  # the log is kept for the user to read
+            raise BackendError(f"judge {spec.name}: {e} (the server's log is kept: {log})") from None
+        failed = True
+        try:
             yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
                                           server_name=f"llama.cpp:{file_sha256(gguf)}", constraint_format="llama.cpp",
                                           timeout=float(bo.pop("timeout", LLAMA_TIMEOUT)),
                                           **{k: v for k, v in bo.items() if k in ("max_retries",)})
+            failed = False
+        finally:
+            died = server.proc is not None and server.proc.poll() is not None  # the server failed under the run
+            server.stop()
+            if failed and died:
+                logger.warning("judge %s: llama.cpp's server exited with code %s; its log is kept: %s", spec.name,
+                               server.proc.returncode if server.proc is not None else "?", log)
+            else:
+                log.unlink(missing_ok=True)
         return
     env = bo.pop("api_key_env", "OPENAI_API_KEY")
     extra = {k: bo.pop(k) for k in ("n_ctx", "threads") if k in bo}

