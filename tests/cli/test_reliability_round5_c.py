@@ -156,3 +156,59 @@ def test_the_bench_keeps_the_log_of_a_server_that_failed_and_says_where(monkeypa
         pass
     assert f"the server's log is kept: {log}" in str(info.value) and "exited with code 3" in str(info.value)
     assert log.read_text(encoding="utf-8").strip() == "model file is broken"
+
+
+# ---- control characters never reach the terminal ----------------------------------------------
+
+TITLE = "\x1b]0;pwned\x07"  # retitles the terminal
+CLEAR = "\x1b[2K"  # clears the line
+
+
+def _no_raw_controls(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+
+
+def test_alt_test_shows_control_characters_escaped(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    data = Path(os.environ["EVALIGN_DATA_DIR"]) / "alttest" / "mtbench"
+    humans = json.loads((data / "human_annotations.json").read_text(encoding="utf-8"))
+    judges = json.loads((data / "llm_annotations.json").read_text(encoding="utf-8"))
+    first = next(iter(humans))
+    humans[f"ann{CLEAR}x"] = humans.pop(first)
+    (tmp_path / "h.json").write_text(json.dumps(humans), encoding="utf-8")
+    (tmp_path / "j.json").write_text(json.dumps({f"ev{TITLE}il": judges["gpt-4o"]}), encoding="utf-8")
+    r = CliRunner().invoke(app, ["alt-test", str(tmp_path / "h.json"), str(tmp_path / "j.json"), "--epsilon", "0.2"],
+                           env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    _no_raw_controls(r.output)
+    assert "ev\\x1b]0;pwned\\x07il" in r.output and "ann\\x1b[2Kx" in r.output
+
+
+def test_leaderboard_and_errors_show_control_characters_escaped(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    rows = [{"id": str(i), "system_a": f"sys{TITLE}", "system_b": "plain", "verdict": "AB"[i % 2]} for i in range(6)]
+    f = tmp_path / "v.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    r = CliRunner().invoke(app, ["leaderboard", str(f), "--bootstrap", "0"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    _no_raw_controls(r.output)
+    assert "sys\\x1b]0;pwned\\x07" in r.output
+    r = CliRunner().invoke(app, ["leaderboard", str(f), "--verdict", f"col{CLEAR}"])  # an error line
+    assert r.exit_code != 0
+    _no_raw_controls(r.output)
+    assert "col\\x1b[2K" in r.output
+
+
+def test_visible_escapes_every_control_character_and_keeps_the_rest() -> None:
+    from evalign.cli.common import visible
+
+    assert visible("a\tb\nc") == "a\tb\nc" and visible("é ✓ 日本") == "é ✓ 日本"
+    assert visible("\x00\x1b\x7f\x9b\r") == "\\x00\\x1b\\x7f\\x9b\\r"
+    assert visible("\u202eevil") == "\\u202eevil"
+    assert visible(visible(TITLE)) == visible(TITLE)
