@@ -212,3 +212,61 @@ def test_visible_escapes_every_control_character_and_keeps_the_rest() -> None:
     assert visible("\x00\x1b\x7f\x9b\r") == "\\x00\\x1b\\x7f\\x9b\\r"
     assert visible("\u202eevil") == "\\u202eevil"
     assert visible(visible(TITLE)) == visible(TITLE)
+
+
+# ---- --constrain on a tokenizer llguidance cannot read ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wordpiece_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama causal LM with a WordPiece ``BertTokenizerFast`` over the metric tests'
+    vocabulary (tests/metrics/tiny_models.py): llguidance cannot read its decoder."""
+    pytest.importorskip("llguidance")
+    import torch
+    from transformers import BertTokenizerFast, LlamaConfig, LlamaForCausalLM
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "metrics"))
+    from tiny_models import wordpiece_vocab
+
+    path = tmp_path_factory.mktemp("wordpiece-lm")
+    (path / "vocab.txt").write_text("\n".join(wordpiece_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])) + "\n",
+                                    encoding="utf-8")
+    tok = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, eos_token="[SEP]")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_constrain_falls_back_or_refuses_when_llguidance_cannot_read_the_tokenizer(
+    wordpiece_lm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+    from evalign.judges.backends import HFLocalBackend
+
+    monkeypatch.setenv("EVALIGN_CACHE", str(tmp_path / "cache.sqlite"))
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "1", "system": "s", "instruction": "say hi", "response": "hi there"}) + "\n",
+                     encoding="utf-8")
+    calls: list[int] = []
+    real = HFLocalBackend._generate_batch
+    monkeypatch.setattr(HFLocalBackend, "_generate_batch", lambda self, reqs: calls.append(len(reqs)) or real(self, reqs))
+    base = ["judge", str(items), "--backend", "hf", "--model", str(wordpiece_lm), "--max-tokens", "16"]
+    why = "llguidance cannot read the tokenizer of 'wordpiece-lm0': can't determine decoder type"
+    r = CliRunner().invoke(app, [*base, "--constrain", "on", "-o", str(tmp_path / "on.jsonl")], env={"COLUMNS": "400"})
+    assert r.exit_code == 1 and calls == [], r.output
+    assert f"error: cannot constrain the output: {why}" in r.output and "this is a bug" not in r.output
+    assert not (tmp_path / "on.jsonl").exists()
+    r = CliRunner().invoke(app, [*base, "--constrain", "auto", "-o", str(tmp_path / "auto.jsonl")],
+                           env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert sum(f"note: output not constrained: {why}" in ln for ln in r.output.splitlines()) == 1
+    assert calls == [1]
+    rows = [json.loads(ln) for ln in (tmp_path / "auto.jsonl").read_text(encoding="utf-8").splitlines()]
+    summary = json.loads((tmp_path / "auto.jsonl.summary.json").read_text(encoding="utf-8"))
+    assert len(rows) == 1 and why in summary["constraint"]["note"]
