@@ -82,7 +82,7 @@ from typing import Any
 import numpy as np
 
 from evalign.errors import InputError
-from evalign.meta.correlation import correlation, system_means
+from evalign.meta.correlation import correlation, kendall_resampled, kendall_swapped, system_means
 from evalign.meta.draws import (
     block_rows,
     bootstrap_count_blocks,
@@ -115,6 +115,10 @@ from evalign.meta.workers import parallel_map, worker_count
 
 StatFn = Callable[[np.ndarray, np.ndarray], float]
 UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: ``(human, metric, idx) -> values``: a statistic of every resample at once
+BatchFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: ``(human, a, b, masks) -> values``: a statistic of every swapped metric at once
+SwapFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 CORRELATIONS = ("kendall", "pearson", "spearman")
 KINDS = ("generic", "system", "units")
@@ -143,6 +147,12 @@ class Statistic:
     ``prepare(human, metric)`` fixes per-metric parameters on the full data (the calibrated epsilon)
     and returns the statistic to use for that metric. ``standardize`` z-scores metric values before a
     permutation swap (``generic``/``system`` kinds).
+
+    A ``generic`` statistic may compute many resamples or swaps at once, with the values ``fn`` gives
+    one by one: ``resampled(human, metric, idx)`` the statistic of each resample ``idx[b]`` (``B x
+    items`` indices) and ``swapped(human, a, b, masks)`` that of ``where(masks[k], b, a)`` for each
+    row of ``masks`` (the Kendall correlations over pooled cells:
+    :func:`~evalign.meta.correlation.kendall_resampled`).
     """
 
     name: str
@@ -153,6 +163,8 @@ class Statistic:
     standardize: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
     discrete: bool = False
+    resampled: BatchFn | None = None
+    swapped: SwapFn | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -280,8 +292,13 @@ def _correlation_statistic(
     def fn_item(h: np.ndarray, m: np.ndarray) -> float:
         return _corr_value(h, m, level="item", grouping=grouping, **opts)
 
+    batched: dict[str, Any] = {}
+    if method == "kendall" and grouping == "none" and "epsilon" not in opts and (variant or "b") != "c":
+        var = variant or "b"  # every cell pooled: the resamples' contingency tables counted at once
+        batched = {"resampled": lambda h, m, idx: kendall_resampled(h, m, idx, var),
+                   "swapped": lambda h, a, b, masks: kendall_swapped(h, a, b, masks, var)}
     return Statistic(method, "generic", fn=fn_item, standardize=standardize,
-                     params={"level": "item", "grouping": grouping, **opts})
+                     params={"level": "item", "grouping": grouping, **opts}, **batched)
 
 
 def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
@@ -555,6 +572,18 @@ def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
     return v
 
 
+def _batch_or(values: Callable[[], np.ndarray], one_by_one: Callable[[], np.ndarray]) -> np.ndarray:
+    """A batched statistic's values; where the batch cannot be computed, ``one_by_one`` (each
+    value by :func:`_safe`)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return np.asarray(values(), dtype=np.float64)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            pass
+    return one_by_one()
+
+
 def _workers_for(work: int, workers: int | None) -> int | None:
     """The processes for a per-resample computation of ``work`` (resamples x items): 1 below
     :data:`PARALLEL_MIN_WORK` (forking would cost more than it saves)."""
@@ -733,9 +762,15 @@ def _bootstrap_direct(
             return np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
     else:
         resample_h = _human_resampled(h, m)
+        many = stat.resampled if resample_h and h.shape == m.shape else None
+
+        def one_by_one(idx: np.ndarray) -> np.ndarray:
+            return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
 
         def block(idx: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
+            if many is not None:
+                return _batch_or(lambda: many(h, m, idx), lambda: one_by_one(idx))
+            return one_by_one(idx)
 
     w = _workers_for(n_resamples * n, workers)
     rows = block_rows(n, n_resamples, 4 * worker_count(w))
@@ -896,10 +931,17 @@ def _permute_direct(
             return np.array([_safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
                              for mk in masks])
     else:
+        swa, swb = sa.swapped, sb.swapped
+        both = swa is not None and swb is not None and h.shape == za.shape == zb.shape
 
-        def block(masks: np.ndarray) -> np.ndarray:
+        def one_by_one(masks: np.ndarray) -> np.ndarray:
             return np.array([_safe(fa_, h, np.where(mk, zb, za)) - _safe(fb_, h, np.where(mk, za, zb))
                              for mk in masks])
+
+        def block(masks: np.ndarray) -> np.ndarray:
+            if swa is not None and swb is not None and both:
+                return _batch_or(lambda: swa(h, za, zb, masks) - swb(h, zb, za, masks), lambda: one_by_one(masks))
+            return one_by_one(masks)
 
     deltas, exact = _map_masks(block, _n_items(a), r)
     return va, vb, deltas, exact
