@@ -13,7 +13,7 @@ from scipy import stats
 
 from evalign.meta.correlation import correlation, kendall_resampled, kendall_rows_batch, kendall_swapped
 from evalign.meta.resampling import Resampling
-from evalign.meta.significance import bootstrap_ci, make_statistic, paired_permutation_test
+from evalign.meta.significance import Statistic, bootstrap_ci, make_statistic, paired_permutation_test
 
 
 def _one(x: np.ndarray, y: np.ndarray, variant: str) -> float:
@@ -75,4 +75,8 @@ def test_bootstrap_and_permutation_test_equal_the_one_by_one_path(systems: int) 
     fast_p = paired_permutation_test(stat, h, a, b, resampling=r, grouping="none")
     slow_p = paired_permutation_test(plain, h, a, b, resampling=r, grouping="none")
     assert fast_p.p_value == slow_p.p_value and fast_p.delta == slow_p.delta
+    const = Statistic("random", "generic", fn=lambda h, m: 0.05)  # a baseline without a batch (as the trust table's)
+    fast_c = paired_permutation_test(stat, h, a, a, resampling=r, grouping="none", stat_b=const)
+    slow_c = paired_permutation_test(plain, h, a, a, resampling=r, grouping="none", stat_b=const)
+    assert fast_c.p_value == slow_c.p_value and fast_c.delta == slow_c.delta
     assert 0 < fast_p.p_value <= 1 and fast.low < fast.value < fast.high

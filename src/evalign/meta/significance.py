@@ -931,17 +931,19 @@ def _permute_direct(
             return np.array([_safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
                              for mk in masks])
     else:
-        swa, swb = sa.swapped, sb.swapped
-        both = swa is not None and swb is not None and h.shape == za.shape == zb.shape
+        same = h.shape == za.shape == zb.shape
 
-        def one_by_one(masks: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fa_, h, np.where(mk, zb, za)) - _safe(fb_, h, np.where(mk, za, zb))
-                             for mk in masks])
+        def side(fn: StatFn, many: SwapFn | None, x: np.ndarray, y: np.ndarray, masks: np.ndarray) -> np.ndarray:
+            """The statistic of where(mask, y, x) for each mask: batched when the statistic can."""
+            def one_by_one() -> np.ndarray:
+                return np.array([_safe(fn, h, np.where(mk, y, x)) for mk in masks])
+
+            if many is not None and same:
+                return _batch_or(lambda: many(h, x, y, masks), one_by_one)
+            return one_by_one()
 
         def block(masks: np.ndarray) -> np.ndarray:
-            if swa is not None and swb is not None and both:
-                return _batch_or(lambda: swa(h, za, zb, masks) - swb(h, zb, za, masks), lambda: one_by_one(masks))
-            return one_by_one(masks)
+            return side(fa_, sa.swapped, za, zb, masks) - side(fb_, sb.swapped, zb, za, masks)
 
     deltas, exact = _map_masks(block, _n_items(a), r)
     return va, vb, deltas, exact
