@@ -291,7 +291,7 @@ def _kendall_table(x: np.ndarray, y: np.ndarray, variant: str) -> float | None:
 
 
 #: elements of one block of resampled contingency tables in :func:`kendall_rows_batch`
-_KENDALL_BATCH_CELLS = 4_000_000
+_KENDALL_BATCH_CELLS = 1_000_000
 
 
 def kendall_rows_batch(x: np.ndarray, y: np.ndarray, variant: str = "b") -> np.ndarray:
@@ -372,18 +372,21 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
         e = min(rows, s + step)
         v = valid[s:e]
         codes = ((np.arange(e - s)[:, None] * k1 + xi[s:e]) * k2 + yi[s:e])[v]
-        c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2).astype(np.float64)
-        above = np.zeros_like(c)  # above[b, i, j]: values with x > x_i and y > y_j
-        above[:, :-1, :-1] = c[:, ::-1, ::-1].cumsum(1).cumsum(2)[:, ::-1, ::-1][:, 1:, 1:]
-        across = np.zeros_like(c)  # across[b, i, j]: values with x > x_i and y < y_j
-        across[:, :-1, 1:] = c[:, ::-1, :].cumsum(1)[:, ::-1, :].cumsum(2)[:, 1:, :-1]
-        margin_x, margin_y = c.sum(axis=2), c.sum(axis=1)
-        both = np.sum(c * (c - 1), axis=(1, 2)) / 2
+        c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
+        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; summed over the x-rows
+        # above i and weighted by the cells: concordant minus discordant pairs (exact integers)
+        prefix = np.cumsum(c, axis=2)
+        g = prefix[:, :, -1:] - 2 * prefix + c
+        above = g.sum(axis=1, keepdims=True) - np.cumsum(g, axis=1)
+        con_minus_dis = np.einsum("bij,bij->b", c, above).astype(np.float64)
+        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), c.sum(axis=1).astype(np.float64)
+        both = (np.einsum("bij,bij->b", c, c).astype(np.float64) - n[s:e]) / 2
         xt = np.sum(margin_x * (margin_x - 1), axis=1) / 2
         yt = np.sum(margin_y * (margin_y - 1), axis=1) / 2
         nb = n[s:e]
-        tau = _tau_from_counts(np.sum(c * above, axis=(1, 2)), np.sum(c * across, axis=(1, 2)), xt - both, yt - both,
-                               both, nb, variant)
+        untied = nb.astype(np.float64) * (nb - 1) / 2 - xt - yt + both  # concordant + discordant
+        con = (untied + con_minus_dis) / 2
+        tau = _tau_from_counts(con, untied - con, xt - both, yt - both, both, nb, variant)
         dx, dy = (margin_x > 0).sum(axis=1), (margin_y > 0).sum(axis=1)
         undefined = nb < 2
         if variant not in ("23", "acc23"):  # (as grouped_correlations: a constant row is undefined)
