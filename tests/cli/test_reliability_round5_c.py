@@ -270,3 +270,34 @@ def test_constrain_falls_back_or_refuses_when_llguidance_cannot_read_the_tokeniz
     rows = [json.loads(ln) for ln in (tmp_path / "auto.jsonl").read_text(encoding="utf-8").splitlines()]
     summary = json.loads((tmp_path / "auto.jsonl.summary.json").read_text(encoding="utf-8"))
     assert len(rows) == 1 and why in summary["constraint"]["note"]
+
+
+# ---- `evalign --help`: a plain listing, typer's rich formatter not loaded ---------------------
+
+LIST_MODULES = """
+import json, runpy, sys
+sys.argv = ["evalign", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("evalign", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    print("\\nexit", e.code)
+print("\\n" + json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(("args", "code"), [(["--help"], "0"), ([], "2")], ids=["help", "no-args"])
+def test_root_help_is_a_plain_listing_without_the_rich_formatter(args: list[str], code: str) -> None:
+    from evalign.cli import VERBS
+
+    r = subprocess.run([sys.executable, "-c", LIST_MODULES, json.dumps(args)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": SRC, "COLUMNS": "100"})
+    lines = r.stdout.strip().splitlines()
+    modules = json.loads(lines[-1])
+    assert "typer.rich_utils" not in modules and "rich.markdown" not in modules
+    assert f"exit {code}" in lines or (code == "0" and "exit None" in lines), r.stdout[-500:]
+    text = r.stdout
+    assert text.startswith("Usage: ") and "\nCommands:\n" in text and "\nOptions:\n" in text
+    listed = [ln.split()[0] for ln in text.split("\nCommands:\n")[1].splitlines() if ln.startswith("  ") and
+              not ln.startswith("   ")]
+    assert listed == list(VERBS)
+    assert "how a small local judge compares with the published ones on LLMBar)." in " ".join(text.split())
