@@ -34,6 +34,10 @@ from types import FrameType
 LINE = "interrupted: finished work is kept; run the same command again to resume"
 #: exit code of an interrupted command (128 + SIGINT, as a shell reports it)
 EXIT_CODE = 130
+#: the one line a command ended by SIGTERM prints (on stderr), at any moment
+TERM_LINE = "terminated: finished work is kept; run the same command again to resume"
+#: exit code of a command ended by SIGTERM (128 + SIGTERM)
+TERM_EXIT_CODE = 143
 #: names the console script may have (pip writes ``evalign``; ``evalign.exe`` / ``evalign-script.py`` on Windows)
 _SCRIPT_SUFFIXES = ("-script.pyw", "-script.py", ".exe")
 
@@ -68,6 +72,28 @@ def said() -> bool:
     before = _said[0]
     _said[0] = True
     return before
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised where the program is (a :class:`SystemExit`, so that it passes every
+    ``except Exception`` and temporary outputs are removed as it unwinds); the command line prints
+    :data:`TERM_LINE` once it has unwound (see :func:`say_terminated`)."""
+
+    def __init__(self) -> None:
+        super().__init__(TERM_EXIT_CODE)
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM's handler in the command line: raise :class:`Terminated`."""
+    raise Terminated()
+
+
+def say_terminated() -> None:
+    """Print :data:`TERM_LINE` on stderr unless a line was printed already (see :func:`said`)."""
+    if not said():
+        with suppress(Exception):
+            sys.stderr.write(TERM_LINE + "\n")
+            sys.stderr.flush()
 
 
 def exit_interrupted(signum: int, frame: FrameType | None) -> None:

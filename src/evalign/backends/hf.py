@@ -316,19 +316,32 @@ class HFLocalBackend(Backend):
         return f"hf:{self._content_id}" if self._content_id else None
 
     async def check_constraint(self, constraint: Constraint) -> str | None:
-        """None when llguidance is installed (it takes every form), else why not."""
+        """None when llguidance is installed (it takes every form) and reads the model's tokenizer,
+        else why not (before any call: e.g. a WordPiece tokenizer, whose decoder it cannot read)."""
         if importlib.util.find_spec("llguidance") is None:
             return "output constraints on the 'hf' backend need llguidance (pip install llguidance)"
+        try:
+            self._constraint_tokenizer()
+        except (ValueError, TypeError, RuntimeError) as exc:
+            return f"llguidance cannot read the tokenizer of {self.display_model!r}: {str(exc).splitlines()[0]}"
         return await super().check_constraint(constraint)
+
+    def _constraint_tokenizer(self) -> Any:
+        """llguidance's view of the model's tokenizer (made once)."""
+        if self._ll_tokenizer is None:
+            vocab = int(self.model.get_output_embeddings().weight.shape[0])
+            self._ll_tokenizer = ll_tokenizer(self.tokenizer, vocab, _eos_ids(self.model, self.tokenizer))
+        return self._ll_tokenizer
 
     def _constraint_processor(self, req: GenerationRequest, rows: int, prompt_len: int) -> Any:
         """The logits processor list keeping ``rows`` sequences inside ``req.constraint``."""
         from transformers import LogitsProcessorList
 
         eos = _eos_ids(self.model, self.tokenizer)
-        if self._ll_tokenizer is None:
-            vocab = int(self.model.get_output_embeddings().weight.shape[0])
-            self._ll_tokenizer = ll_tokenizer(self.tokenizer, vocab, eos)
+        try:
+            self._constraint_tokenizer()
+        except (ValueError, TypeError, RuntimeError) as exc:  # (a caller that skipped check_constraint)
+            raise BackendRequestError(f"llguidance cannot read the tokenizer: {exc}", fatal=True) from exc
         assert req.constraint is not None
         try:
             return LogitsProcessorList([ConstraintProcessor(self._ll_tokenizer, req.constraint, rows, prompt_len, eos)])

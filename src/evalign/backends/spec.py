@@ -20,6 +20,7 @@ those credentials, in the Authorization header).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import tempfile
@@ -34,7 +35,7 @@ from evalign.backends.llama_server import LlamaServer
 from evalign.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.registry import BACKENDS, create_backend
-from evalign.errors import ModelLoadError, UsageError, unknown_name
+from evalign.errors import BackendError, ModelLoadError, UsageError, unknown_name
 from evalign.redaction import redact_text
 from evalign.signature import file_sha256
 
@@ -53,6 +54,8 @@ SECRET_OPTIONS = ("api_key", "key", "token", "password", "secret", "authorizatio
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: where a spec's URL starts: any scheme (a wrong one is refused by the caller, not folded into the model)
 _URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+
+logger = logging.getLogger(__name__)
 
 
 def public_urls(urls: tuple[str, ...]) -> tuple[str, ...]:
@@ -210,12 +213,27 @@ def open_backend(spec: BackendSpec, *, name: str = "backend", log_name: str | No
         gguf = gguf_of(spec.model)
         threads = int(bo.pop("threads", None) or os.cpu_count() or 1)
         log = Path(tempfile.gettempdir()) / f"evalign-{log_name or name}-{os.getpid()}.log"
-        with LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
-                         log_path=log) as info:
+        server = LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
+                             log_path=log)
+        try:
+            info = server.start()
+        except RuntimeError as e:  # the log is kept for the user to read
+            raise BackendError(f"{name}: {e} (the server's log is kept: {log})") from None
+        failed = True
+        try:
             yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
                                           server_name=f"llama.cpp:{file_sha256(gguf)}", constraint_format="llama.cpp",
                                           timeout=float(bo.pop("timeout", LLAMA_TIMEOUT)),
                                           **{k: v for k, v in bo.items() if k in ("max_retries",)})
+            failed = False
+        finally:
+            died = server.proc is not None and server.proc.poll() is not None  # the server failed under the run
+            server.stop()
+            if failed and died:
+                logger.warning("%s: llama.cpp's server exited with code %s; its log is kept: %s", name,
+                               server.proc.returncode if server.proc is not None else "?", log)
+            else:
+                log.unlink(missing_ok=True)
         return
     extra = [k for k in LLAMA_OPTIONS if k in bo]
     if extra:

@@ -49,8 +49,30 @@ if TYPE_CHECKING:
 #: weights", hub downloads) stay off; read by huggingface_hub and transformers when they are imported
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-console = Console(stderr=False)
-err_console = Console(stderr=True)
+#: characters a terminal acts on instead of showing: C0 controls but tab and newline, DEL, C1
+#: controls, and the bidirectional overrides and isolates that reorder what a line shows
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written as its escape (``\\x1b``, ``\\u202e``): a name
+    or text from a data file can then neither move the cursor, clear a line nor retitle the
+    terminal (see :data:`_CONTROL`)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1] if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeConsole(Console):
+    """A rich console that shows control characters escaped (:func:`visible`) in every string it
+    renders: ``print``'s strings, table cells, headers and titles, progress descriptions. The one
+    place where names and texts from the user's data meet the terminal; rich's own styles and cursor
+    moves are not strings and pass unchanged."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(visible(text), **kwargs)
+
+
+console = SafeConsole(stderr=False)
+err_console = SafeConsole(stderr=True)
 
 #: global state set by the top-level callback
 STATE: dict[str, Any] = {"debug": False}
@@ -174,8 +196,8 @@ def render_table(df: pd.DataFrame, title: str | None = None, digits: int = 4, *,
     with the title's head and ``(continued)``. Numbers are right-aligned."""
     from pandas.api.types import is_numeric_dtype  # pandas: loaded by whoever made df
 
-    headers = [str(c) for c in df.columns]
-    cells = [[fmt_value(v, digits) for v in df[c]] for c in df.columns]
+    headers = [visible(str(c)) for c in df.columns]  # (as the console shows them: widths fit)
+    cells = [[visible(fmt_value(v, digits)) for v in df[c]] for c in df.columns]
     names = list(key) if key is not None else [c for c in KEY_COLUMNS if c in headers]
     keys = [headers.index(c) for c in names if c in headers] or ([0] if headers else [])
     tables = []
@@ -315,6 +337,11 @@ def handle_errors() -> Any:
         word, rest = interrupt.LINE.split(": ", 1)
         err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
         raise SystemExit(interrupt.EXIT_CODE) from None
+    except interrupt.Terminated:
+        if not interrupt.said():
+            word, rest = interrupt.TERM_LINE.split(": ", 1)
+            err_console.print(f"[red]{word}[/red]: {escape(rest)}", highlight=False)
+        raise
     except passthrough:
         raise
     except EvalignError as e:
@@ -357,14 +384,11 @@ def _click_exceptions() -> tuple[type[BaseException], ...]:
 
 
 def exit_on_sigterm() -> None:
-    """Make SIGTERM end the command like Ctrl-C does (exit 143), so that temporary output files are
-    removed and the old output is kept. Called by the ``evalign`` entry point."""
-
-    def _term(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
+    """Make SIGTERM end the command like Ctrl-C does: one line (:data:`evalign.interrupt.TERM_LINE`)
+    and exit 143, temporary output files removed and the old output kept. Called by the ``evalign``
+    entry point (which prints the line for a SIGTERM that lands outside a verb)."""
     with suppress(ValueError):  # not the main thread
-        signal.signal(signal.SIGTERM, _term)
+        signal.signal(signal.SIGTERM, interrupt.raise_terminated)
 
 
 def check_outputs(*outputs: tuple[str, Any, Sequence[str]], stdout_used: bool = False) -> list[str | None]:

@@ -290,6 +290,117 @@ def _kendall_table(x: np.ndarray, y: np.ndarray, variant: str) -> float | None:
     return float(_tau_from_counts(*counts, np.array([x.size]), variant)[0])
 
 
+#: elements of one block of resampled contingency tables in :func:`kendall_rows_batch`
+_KENDALL_BATCH_CELLS = 1_000_000
+
+
+def kendall_rows_batch(x: np.ndarray, y: np.ndarray, variant: str = "b") -> np.ndarray:
+    """The Kendall variant of each row of ``x`` (human) and ``y`` (metric), ``B x n`` arrays with NaN
+    where a score is absent (pairs present in both count): one value per row, equal to
+    ``correlation(x[b], y[b], method="kendall", level="item", variant=variant).value`` (tie
+    threshold 0, not tau-c).
+
+    Every row's contingency table is counted at once over the distinct values of all rows (one
+    ``bincount``) and the pair counts of all tables come from their cumulative sums, as
+    :func:`_kendall_table` does for one row: the integer counts, hence the values, are those of the
+    one-row path. Rows that path would not count from a table (64 values or fewer, or too many
+    distinct values) are computed one by one by :func:`grouped_correlations`. The bootstrap and the
+    permutation test use :func:`kendall_resampled` and :func:`kendall_swapped`, which code the
+    values once instead of per row."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.ndim != 2 or x.shape != y.shape:
+        raise InputError(f"x and y must be B x n arrays of one shape, got {x.shape} and {y.shape}", field="metric")
+    valid = ~(np.isnan(x) | np.isnan(y))
+    xu, xi = _codes(x, valid)
+    yu, yi = _codes(y, valid)
+    return _kendall_coded(xi, yi, valid, xu, yu, variant)
+
+
+def kendall_resampled(x: np.ndarray, y: np.ndarray, idx: np.ndarray, variant: str = "b") -> np.ndarray:
+    """:func:`kendall_rows_batch` of the resamples ``x[..., idx[b]]``, ``y[..., idx[b]]`` (``x``,
+    ``y``: 1-D or ``systems x items``, every cell pooled; ``idx``: ``B x items`` indices)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    valid = ~(np.isnan(x) | np.isnan(y))
+    xu, xi = _codes(x, valid)
+    yu, yi = _codes(y, valid)
+
+    def take(a: np.ndarray) -> np.ndarray:
+        return np.moveaxis(a[..., idx], -2, 0).reshape(idx.shape[0], -1)
+
+    return _kendall_coded(take(xi), take(yi), take(valid), xu, yu, variant)
+
+
+def kendall_swapped(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, masks: np.ndarray,
+                    variant: str = "b") -> np.ndarray:
+    """:func:`kendall_rows_batch` of ``x`` against ``where(masks[b], yb, ya)`` for each row of
+    ``masks`` (``B x items``, over the last axis of ``x``, ``ya``, ``yb``: 1-D or ``systems x
+    items``, every cell pooled): the swapped metric of a permutation test."""
+    x, ya, yb = (np.asarray(a, dtype=np.float64) for a in (x, ya, yb))
+    va, vb = ~(np.isnan(x) | np.isnan(ya)), ~(np.isnan(x) | np.isnan(yb))
+    xu, xi = _codes(x, va | vb)
+    yu = np.unique(np.concatenate([ya[va], yb[vb]]))
+    ia = np.searchsorted(yu, np.where(va, ya, yu[0] if yu.size else 0.0))
+    ib = np.searchsorted(yu, np.where(vb, yb, yu[0] if yu.size else 0.0))
+    mk = masks[:, None, :] if x.ndim == 2 else masks
+    rows = masks.shape[0]
+    return _kendall_coded(np.broadcast_to(xi, np.broadcast_shapes(mk.shape, xi.shape)).reshape(rows, -1),
+                          np.where(mk, ib, ia).reshape(rows, -1), np.where(mk, vb, va).reshape(rows, -1), xu, yu,
+                          variant)
+
+
+def _codes(a: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct values of ``a`` where ``valid``, and each entry's index among them
+    (0 where not valid)."""
+    levels = np.unique(a[valid])
+    return levels, np.searchsorted(levels, np.where(valid, a, levels[0] if levels.size else 0.0))
+
+
+def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.ndarray, yu: np.ndarray,
+                   variant: str) -> np.ndarray:
+    """:func:`kendall_rows_batch` of rows given as indices ``xi``, ``yi`` (``B x n``) into the
+    distinct values ``xu``, ``yu``."""
+    if variant not in KENDALL_VARIANTS or variant == "c":
+        raise InputError(f"the batched Kendall takes variant b, 23 or acc23, not {variant!r}", field="variant")
+    rows = xi.shape[0]
+    out = np.full(rows, np.nan)
+    k1, k2 = len(xu), len(yu)
+    if k1 == 0 or k2 == 0:
+        return out
+    n = valid.sum(axis=1)
+    step = max(1, _KENDALL_BATCH_CELLS // (k1 * k2))
+    for s in range(0, rows, step):
+        e = min(rows, s + step)
+        v = valid[s:e]
+        codes = ((np.arange(e - s)[:, None] * k1 + xi[s:e]) * k2 + yi[s:e])[v]
+        c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
+        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; summed over the x-rows
+        # above i and weighted by the cells: concordant minus discordant pairs (exact integers)
+        prefix = np.cumsum(c, axis=2)
+        g = prefix[:, :, -1:] - 2 * prefix + c
+        above = g.sum(axis=1, keepdims=True) - np.cumsum(g, axis=1)
+        con_minus_dis = np.einsum("bij,bij->b", c, above).astype(np.float64)
+        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), c.sum(axis=1).astype(np.float64)
+        both = (np.einsum("bij,bij->b", c, c).astype(np.float64) - n[s:e]) / 2
+        xt = np.sum(margin_x * (margin_x - 1), axis=1) / 2
+        yt = np.sum(margin_y * (margin_y - 1), axis=1) / 2
+        nb = n[s:e]
+        untied = nb.astype(np.float64) * (nb - 1) / 2 - xt - yt + both  # concordant + discordant
+        con = (untied + con_minus_dis) / 2
+        tau = _tau_from_counts(con, untied - con, xt - both, yt - both, both, nb, variant)
+        dx, dy = (margin_x > 0).sum(axis=1), (margin_y > 0).sum(axis=1)
+        undefined = nb < 2
+        if variant not in ("23", "acc23"):  # (as grouped_correlations: a constant row is undefined)
+            undefined = undefined | (dx == 1) | (dy == 1)
+        out[s:e] = np.where(undefined, np.nan, tau)
+        # rows the one-row path does not count from a table: as it does, one by one
+        table = (nb > _KENDALL_VECTOR_MAX) & (dx * dy <= _KENDALL_TABLE_CELLS_PER_VALUE * nb)
+        for b in np.flatnonzero(~undefined & ~table):
+            vb = v[b]
+            out[s + b] = grouped_correlations(xu[xi[s + b, vb]].reshape(1, -1), yu[yi[s + b, vb]].reshape(1, -1),
+                                              "kendall", variant)[0][0]
+    return out
+
+
 def _kendall_rows(
     x: np.ndarray, y: np.ndarray, valid: np.ndarray, n: np.ndarray, variant: str, epsilon: float = 0.0
 ) -> np.ndarray:

@@ -73,6 +73,7 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -100,6 +101,7 @@ from evalign.meta.statistics import (  # noqa: F401  (re-exported: the statistic
     STATISTICS,
     StatFn,
     Statistic,
+    SwapFn,
     UnitFn,
     as_arrays,
     as_statistic,
@@ -237,6 +239,18 @@ def _items_permutation_many(
                 parts[k].append(ratio(kept[:, a_num] + swapped[:, b_num], kept[:, a_den] + swapped[:, b_den])
                                 - ratio(kept[:, b_num] + swapped[:, a_num], kept[:, b_den] + swapped[:, a_den]))
     return [np.concatenate(p) for p in parts], exact
+
+
+def _batch_or(values: Callable[[], np.ndarray], one_by_one: Callable[[], np.ndarray]) -> np.ndarray:
+    """A batched statistic's values; where the batch cannot be computed, ``one_by_one`` (each
+    value by :func:`~evalign.meta.statistics.safe_value`)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return np.asarray(values(), dtype=np.float64)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            pass
+    return one_by_one()
 
 
 def _workers_for(work: int, workers: int | None) -> int | None:
@@ -417,9 +431,15 @@ def _bootstrap_direct(
             return np.array([safe_value(fn, per_system(h[:, i]) if h_fixed is None else h_fixed, per_system(m[:, i])) for i in idx])
     else:
         resample_h = human_resampled(h, m)
+        many = stat.resampled if resample_h and h.shape == m.shape else None
+
+        def one_by_one(idx: np.ndarray) -> np.ndarray:
+            return np.array([safe_value(fn, take_items(h, i) if resample_h else h, take_items(m, i)) for i in idx])
 
         def block(idx: np.ndarray) -> np.ndarray:
-            return np.array([safe_value(fn, take_items(h, i) if resample_h else h, take_items(m, i)) for i in idx])
+            if many is not None:
+                return _batch_or(lambda: many(h, m, idx), lambda: one_by_one(idx))
+            return one_by_one(idx)
 
     w = _workers_for(n_resamples * n, workers)
     rows = block_rows(n, n_resamples, 4 * worker_count(w))
@@ -580,10 +600,19 @@ def _permute_direct(
             return np.array([safe_value(fa_, hs, per_system(np.where(mk, zb, za))) - safe_value(fb_, hs, per_system(np.where(mk, za, zb)))
                              for mk in masks])
     else:
+        same = h.shape == za.shape == zb.shape
+
+        def side(fn: StatFn, many: SwapFn | None, x: np.ndarray, y: np.ndarray, masks: np.ndarray) -> np.ndarray:
+            """The statistic of where(mask, y, x) for each mask: batched when the statistic can."""
+            def one_by_one() -> np.ndarray:
+                return np.array([safe_value(fn, h, np.where(mk, y, x)) for mk in masks])
+
+            if many is not None and same:
+                return _batch_or(lambda: many(h, x, y, masks), one_by_one)
+            return one_by_one()
 
         def block(masks: np.ndarray) -> np.ndarray:
-            return np.array([safe_value(fa_, h, np.where(mk, zb, za)) - safe_value(fb_, h, np.where(mk, za, zb))
-                             for mk in masks])
+            return side(fa_, sa.swapped, za, zb, masks) - side(fb_, sb.swapped, zb, za, masks)
 
     deltas, exact = _map_masks(block, n_items_of(a), r)
     return va, vb, deltas, exact

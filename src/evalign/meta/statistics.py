@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from evalign.errors import InputError
-from evalign.meta.correlation import correlation, system_means
+from evalign.meta.correlation import correlation, kendall_resampled, kendall_swapped, system_means
 from evalign.meta.pairwise import (
     calibrate_epsilon,
     pairwise_accuracy,
@@ -24,6 +24,10 @@ from evalign.registry import Registry
 
 StatFn = Callable[[np.ndarray, np.ndarray], float]
 UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: ``(human, metric, idx) -> values``: a statistic of every resample at once
+BatchFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: ``(human, a, b, masks) -> values``: a statistic of every swapped metric at once
+SwapFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 CORRELATIONS = ("kendall", "pearson", "spearman")
 KINDS = ("generic", "system", "units")
@@ -52,6 +56,12 @@ class Statistic:
     ``prepare(human, metric)`` fixes per-metric parameters on the full data (the calibrated epsilon)
     and returns the statistic to use for that metric. ``standardize`` z-scores metric values before a
     permutation swap (``generic``/``system`` kinds).
+
+    A ``generic`` statistic may compute many resamples or swaps at once, with the values ``fn`` gives
+    one by one: ``resampled(human, metric, idx)`` the statistic of each resample ``idx[b]`` (``B x
+    items`` indices) and ``swapped(human, a, b, masks)`` that of ``where(masks[k], b, a)`` for each
+    row of ``masks`` (the Kendall correlations over pooled cells:
+    :func:`~evalign.meta.correlation.kendall_resampled`).
     """
 
     name: str
@@ -62,6 +72,8 @@ class Statistic:
     standardize: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
     discrete: bool = False
+    resampled: BatchFn | None = None
+    swapped: SwapFn | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -132,8 +144,13 @@ def _correlation_statistic(
     def fn_item(h: np.ndarray, m: np.ndarray) -> float:
         return _corr_value(h, m, level="item", grouping=grouping, **opts)
 
+    batched: dict[str, Any] = {}
+    if method == "kendall" and grouping == "none" and "epsilon" not in opts and (variant or "b") != "c":
+        var = variant or "b"  # every cell pooled: the resamples' contingency tables counted at once
+        batched = {"resampled": lambda h, m, idx: kendall_resampled(h, m, idx, var),
+                   "swapped": lambda h, a, b, masks: kendall_swapped(h, a, b, masks, var)}
     return Statistic(method, "generic", fn=fn_item, standardize=standardize,
-                     params={"level": "item", "grouping": grouping, **opts})
+                     params={"level": "item", "grouping": grouping, **opts}, **batched)
 
 
 def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
