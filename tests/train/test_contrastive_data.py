@@ -97,6 +97,9 @@ def test_truncate_cuts_at_a_sentence_end() -> None:
     assert cut is not None and LONG.startswith(cut) and cut.endswith(".")
     assert words(LONG) // 4 <= words(cut) <= words(LONG) // 2
     assert truncate("too short to cut") is None
+    listed = "".join(f"{i}. Item number {i} has five words\n" for i in range(1, 7))
+    cut = truncate(listed)  # 36 words: half is 18, the last line end inside it after word 18
+    assert cut == "1. Item number 1 has five words\n2. Item number 2 has five words\n3. Item number 3 has five words"
 
 
 def test_length_band_and_exact_balance() -> None:

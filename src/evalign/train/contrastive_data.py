@@ -12,7 +12,7 @@ Any evalign dataset spec (``NAME[:VARIANT]``) or pair table file (``--pairs``) i
 * ``neighbor``: the good response of the *nearest neighbouring instruction* whose embedding cosine lies
   inside ``neighbor_band`` (default 0.45-0.85 with the bundled all-MiniLM-L6-v2: related, but not a
   paraphrase): a fluent, on-topic looking answer to a different request (LLMBar's Neighbor set);
-* ``truncated``: the good response cut at about half its words (at the last sentence end of that half
+* ``truncated``: the good response cut at about half its words (at the last sentence or line end of that half
   when it keeps at least a quarter), for responses of at least :data:`MIN_TRUNCATE_WORDS` words;
 * ``off_topic``: the good response of a randomly drawn instruction whose cosine is at most ``off_topic_max``;
 * ``constraint``: the good response itself, changed to break the explicit constraint the instruction
@@ -39,6 +39,7 @@ passed in as a matrix), so the construction is tested on small data without a mo
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -218,17 +219,18 @@ def off_topic(sim: np.ndarray, max_sim: float, rng: np.random.Generator,
 
 
 def truncate(text: str, fraction: float = 0.5, min_words: int = MIN_TRUNCATE_WORDS) -> str | None:
-    """The first ``fraction`` of the words of ``text``, cut back to the last sentence end of that part
-    when it keeps at least half of it; None for a text of fewer than ``min_words`` words."""
-    tokens = text.split()
+    """The first ``fraction`` of the words of ``text``, cut back to the last sentence or line end of that
+    part when it keeps at least half of it (line breaks and spacing kept as they were); None for a text of
+    fewer than ``min_words`` words."""
+    tokens = list(re.finditer(r"\S+", text))
     if len(tokens) < min_words:
         return None
     n = max(1, int(len(tokens) * fraction))
-    head = " ".join(tokens[:n])
-    ends = [i for i, tok in enumerate(tokens[:n]) if tok.endswith((".", "!", "?"))]
-    if ends and ends[-1] + 1 >= n // 2 and ends[-1] + 1 < n:
-        head = " ".join(tokens[: ends[-1] + 1])
-    return head
+    ends = [i for i, tok in enumerate(tokens[:n])
+            if (tok.group().endswith((".", "!", "?")) and not tok.group()[:-1].isdigit())
+            or text[tok.end(): tok.end() + 1] == "\n"]
+    last = ends[-1] if ends and ends[-1] + 1 >= n // 2 else n - 1
+    return text[tokens[0].start(): tokens[last].end()]
 
 
 def _row(ins: Instruction, rejected: str, construction: str, detail: str) -> dict[str, Any]:
