@@ -1,12 +1,13 @@
-"""The Alt-Test: evalign vs upstream's ``alt_test()`` (Calderon et al. 2025), the six judges on SummEval
-(6,400 items, 3 expert annotators, neg_rmse, epsilon 0.2), same data, one run.
+"""The Alt-Test: evalign's speed on SummEval's six judges (6,400 items, 3 expert annotators, neg_rmse,
+epsilon 0.2) and its results against what upstream's ``alt_test()`` (Calderon et al. 2025) returned on the
+same data.
 
-Upstream's function is executed from the data folder's reference copy
-(``$EVALIGN_DATA_DIR/alttest/reference/alt_test_upstream.py``; never copied into evalign), one call per
-judge as its notebook does. evalign tests all six judges in one call (:func:`evalign.meta.alt_test.alt_test_dicts`,
-from the same JSON dicts: the conversion to arrays is inside the timed run). Each side runs ``--repeats``
-times; the best time counts. Prints both times, the ratio (upstream / evalign; goal >= 20) and whether the
-winning rates, advantage probabilities and p-values are identical.
+Upstream's code has no licence and is no longer kept anywhere evalign can run it; what it returned on every
+set, judge and epsilon is in ``$EVALIGN_DATA_DIR/alttest/reference/upstream_outputs.json``. This script
+times evalign (:func:`evalign.meta.alt_test.alt_test_dicts`, all judges in one call, from the same JSON
+dicts: the conversion to arrays is inside the timed run; best of ``--repeats``) and checks that the winning
+rates and advantage probabilities are identical and every p-value equal to rel 1e-9. The last timing of
+upstream on this machine, before its copy was removed, is in changelog.d/trust.md: 20-55x slower.
 
 Usage: ``python benchmarks/alt_test.py [--set summeval] [--repeats 3]``.
 """
@@ -14,13 +15,9 @@ Usage: ``python benchmarks/alt_test.py [--set summeval] [--repeats 3]``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.util
-import io
 import json
 import os
 import time
-import warnings
 from pathlib import Path
 
 #: upstream's epsilon and scoring per set (alttest/SOURCE.md)
@@ -38,58 +35,29 @@ def main() -> None:
     from evalign.meta.alt_test import AltTestSettings, alt_test_dicts
 
     root = Path(os.environ.get("EVALIGN_DATA_DIR") or default_data_dir()) / "alttest"
-    spec = importlib.util.spec_from_file_location("alt_test_upstream", root / "reference" / "alt_test_upstream.py")
-    assert spec is not None and spec.loader is not None
-    upstream = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(upstream)
+    reference = json.loads((root / "reference" / "upstream_outputs.json").read_text(encoding="utf-8"))
     eps, scoring = SETS[args.set]
     humans = json.loads((root / args.set / "human_annotations.json").read_text())
     judges = json.loads((root / args.set / "llm_annotations.json").read_text())
     n_items = len({i for a in humans.values() for i in a})
     print(f"{args.set}: {n_items} items, {len(humans)} annotators, {len(judges)} judges, epsilon {eps}, {scoring}")
 
-    p_seen: list[float] = []
-    ttest = upstream.ttest
-
-    def recording(indicators: list[int], epsilon: float) -> float:
-        p = ttest(indicators, epsilon)
-        p_seen.append(float(p))
-        return p
-
-    def peer() -> dict[str, tuple[float, float]]:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return {j: upstream.alt_test(labels, humans, scoring, eps) for j, labels in judges.items()}
-
-    def ours() -> dict:
-        return alt_test_dicts(humans, judges, settings=AltTestSettings(epsilon=eps))
-
-    times: dict[str, list[float]] = {"upstream": [], "evalign": []}
-    theirs, mine = {}, {}
+    times: list[float] = []
+    mine: dict = {}
     for _ in range(args.repeats):
-        for name, fn in (("upstream", peer), ("evalign", ours)):
-            t = time.perf_counter()
-            out = fn()
-            times[name].append(time.perf_counter() - t)
-            if name == "upstream":
-                theirs = out
-            else:
-                mine = out
-    upstream.ttest = recording  # one more, untimed, upstream run that records its p-values
-    peer()
-    upstream.ttest = ttest
-    p_ours = [a.p_value for r in mine.values() for a in r.annotators]
-    same = all((mine[j].winning_rate, mine[j].advantage_probability) == theirs[j] for j in judges)
-    p_same = len(p_ours) == len(p_seen) and all(abs(a - b) <= 1e-9 * max(abs(b), 1e-300)
-                                                for a, b in zip(p_ours, p_seen, strict=True))
-    best = {k: min(v) for k, v in times.items()}
+        t = time.perf_counter()
+        mine = alt_test_dicts(humans, judges, settings=AltTestSettings(epsilon=eps))
+        times.append(time.perf_counter() - t)
+    theirs = {j: r[repr(eps)] for j, r in reference["sets"][args.set]["judges"].items()}
+    same = all((mine[j].winning_rate, mine[j].advantage_probability) ==
+               (theirs[j]["winning_rate"], theirs[j]["advantage_prob"]) for j in judges)
+    p_same = all(len(mine[j].annotators) == len(theirs[j]["p_values"]) and
+                 all(abs(a.p_value - b) <= 1e-9 * max(abs(b), 1e-300)
+                     for a, b in zip(mine[j].annotators, theirs[j]["p_values"], strict=True)) for j in judges)
     for j in judges:
-        w, a = theirs[j]
-        print(f"  {j:<14} winning rate {w:.3f} / {mine[j].winning_rate:.3f}   advantage {a:.4f} / "
-              f"{mine[j].advantage_probability:.4f}")
-    print(f"upstream alt_test(): {best['upstream']:.3f} s (best of {args.repeats})")
-    print(f"evalign alt_test_dicts(): {best['evalign']:.4f} s (best of {args.repeats})")
-    print(f"ratio upstream / evalign: {best['upstream'] / best['evalign']:.1f}x (goal >= 20x)")
+        print(f"  {j:<14} winning rate {theirs[j]['winning_rate']:.3f} / {mine[j].winning_rate:.3f}   advantage "
+              f"{theirs[j]['advantage_prob']:.4f} / {mine[j].advantage_probability:.4f}")
+    print(f"evalign alt_test_dicts(): {min(times):.4f} s (best of {args.repeats}); upstream not run (no licence)")
     print(f"identical winning rates and advantage probabilities: {same}; p-values equal (rel 1e-9): {p_same}")
     if not (same and p_same):
         raise SystemExit("results differ")

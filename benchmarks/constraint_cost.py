@@ -40,10 +40,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from evalign.backends import GenerationRequest, HFLocalBackend, OpenAICompatibleBackend
+from evalign.backends.llama_server import LlamaServer
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.judges import get_judge
-from evalign.judges.backends import GenerationRequest, HFLocalBackend, OpenAICompatibleBackend
-from evalign.judges.backends.llama_server import LlamaServer
-from evalign.judges.backends.model_source import packaged_gguf_path
 from real_judge_modes import ALIAS, natural_pairs, vicuna_items
 
 #: shape kind -> (judge name, judge options, takes pairs)

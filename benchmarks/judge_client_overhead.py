@@ -7,7 +7,7 @@ same ``--prompts`` chat requests (temperature 0, ``--max-tokens``) with ``--conc
 
 * ``openai``: ``AsyncOpenAI().chat.completions.create`` under a semaphore, no streaming (the peer);
 * ``openai stream``: the same with ``stream=True``, the chunks joined;
-* ``evalign``: :class:`evalign.judges.backends.OpenAICompatibleBackend` as ``evalign judge`` runs it
+* ``evalign``: :class:`evalign.backends.OpenAICompatibleBackend` as ``evalign judge`` runs it
   (not streamed, the default);
 * ``evalign --stream``: the same with ``stream=True`` (opt-in; compared with ``openai stream``).
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "judges"))
 
 from llama_server import LlamaServer, cached_tiny_gguf  # noqa: E402
 
-from evalign.judges.backends import Generation, GenerationRequest, OpenAICompatibleBackend  # noqa: E402
+from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBackend  # noqa: E402
 
 
 def prompts(n: int) -> list[str]:

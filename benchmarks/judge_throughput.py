@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests" / "judges"))
 
 from llama_server import LlamaServer, cached_tiny_gguf  # noqa: E402
 
-from evalign.judges.backends import Generation, GenerationRequest, OpenAICompatibleBackend  # noqa: E402
+from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBackend  # noqa: E402
 
 
 def prompts(n: int) -> list[str]:

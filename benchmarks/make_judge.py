@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import HFLocalBackend
+from evalign.backends.model_source import resolve_base_model
+from evalign.backends.types import GenerationRequest
 from evalign.cache import Cache
 from evalign.datasets.llmbar import load_llmbar
-from evalign.judges.backends import HFLocalBackend
-from evalign.judges.backends.model_source import resolve_base_model
-from evalign.judges.backends.types import GenerationRequest
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.meta.order_diagnostics import text_lengths
 from evalign.train.before_after import BeforeAfter, PairedChange, before_after_table, score_change

@@ -43,11 +43,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends.reward import RewardModelBackend
 from evalign.cache import Cache
 from evalign.datasets import load_dataset_spec
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, run_judge
-from evalign.judges.backends.reward import RewardModelBackend
 from evalign.meta.order_diagnostics import text_lengths
 from evalign.train.before_after import HeldOut, held_out_table
 from evalign.train.contrastive_data import ContrastiveSettings, build_contrastive, contrastive_summary

@@ -54,12 +54,12 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.backends import HFLocalBackend, OpenAICompatibleBackend
+from evalign.backends.llama_server import LlamaServer
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.cache import Cache
 from evalign.datasets.llmbar import load_llmbar
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import HFLocalBackend, OpenAICompatibleBackend
-from evalign.judges.backends.llama_server import LlamaServer
-from evalign.judges.backends.model_source import packaged_gguf_path
 
 ALIAS = "smollm2-135m-instruct"
 DATA = Path(os.environ.get("EVALIGN_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -44,7 +44,7 @@ def pack(base: str, out: str) -> None:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from evalign.judges.backends.reward import resolve_reward_model
+    from evalign.backends.reward import resolve_reward_model
 
     path, _ = resolve_reward_model(base)
     AutoModel.from_pretrained(path, dtype=torch.float16).save_pretrained(out, safe_serialization=True)

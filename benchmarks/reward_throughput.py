@@ -29,10 +29,10 @@ def scoring(args: argparse.Namespace, model_dir: Path, tmp: Path) -> dict[str, A
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from evalign.backends.reward import RewardModelBackend
     from evalign.cache import Cache
     from evalign.datasets.llmbar import load_llmbar
     from evalign.judges import get_judge, run_judge
-    from evalign.judges.backends.reward import RewardModelBackend
 
     pairs = load_llmbar(["Natural", "Adversarial/Neighbor"]).pairs.head(args.pairs).reset_index(drop=True)
     pairs = pairs[[c for c in pairs.columns if not c.startswith("judge:")]]

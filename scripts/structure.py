@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Structure figures of ``src/evalign``: the yardstick of the architecture work (issue 21).
 
-Usage: ``python scripts/structure.py [--root src/evalign] [--json] [--list]``
+Usage: ``python scripts/structure.py [--root src/evalign] [--json] [--list] [--rooms]``
 
 Each figure, as defined here:
 
@@ -18,7 +18,8 @@ Each figure, as defined here:
   Nested functions are counted on their own.
 - **function length**: lines from ``def`` to the function's last line, decorators excluded.
 - **function-local imports**: internal import statements inside a function body, as a share of all
-  internal import statements.
+  internal import statements; outside ``cli/`` (whose commands import lazily to keep ``--help`` fast),
+  the same share over the modules outside ``evalign.cli``.
 - **private imports**: ``from evalign.x import _name`` where the importer is not ``evalign.x`` itself,
   and imports of a private module (``evalign.pkg._mod``) from outside ``evalign.pkg``.
 """
@@ -33,15 +34,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: layer of each top-level part of the package (lower imports nothing higher)
-LAYERS: dict[str, int] = {
-    "errors": 0, "registry": 0, "signature": 0, "columns": 0, "interrupt": 0, "__main__": 9, "__init__": 9,
-    "io": 1, "cache": 1,
-    "metrics": 2, "datasets": 2, "judges": 2, "meta": 2, "rank": 2,
-    "evaluate": 3, "engine": 3, "scoring": 3, "synth": 3, "train": 4,
-    "report": 5, "run": 6, "demo": 6, "demo_judge": 6, "bench": 6,
-    "cli": 8,
-}
+#: the rooms of the package, lowest first (issue 38): a room may import its own and every lower row, never a
+#: higher row; an import to another room of its own row is *sideways* (listed, not an upward import)
+ROOMS: tuple[tuple[str, ...], ...] = (
+    ("errors", "signature", "interrupt"),  # ground
+    ("io", "registry", "cache", "columns"),
+    ("backends",),  # model access: backends, the HTTP client, model loading
+    ("metrics",),
+    ("judges", "meta", "scoring"),
+    ("rank", "datasets"),
+    ("synth", "engine"),
+    ("evaluate",),
+    ("report", "train"),
+    ("run", "bench", "annotate", "demo", "demo_judge"),
+    ("cli",),
+    ("__main__", "__init__"),
+)
+
+#: layer of each top-level part of the package (its row in :data:`ROOMS`)
+LAYERS: dict[str, int] = {room: i for i, row in enumerate(ROOMS) for room in row}
+#: the layer of a module that no row names (a new room must be placed in :data:`ROOMS`)
+UNPLACED = len(ROOMS)
 
 COMPLEXITY_LIMIT = 25
 #: try statements (a ``try`` with an ``else`` branch adds a path)
@@ -65,6 +78,8 @@ class Figures:
     edges: set[tuple[str, str]] = field(default_factory=set)
     internal_imports: int = 0
     local_imports: int = 0
+    internal_imports_outside_cli: int = 0
+    local_imports_outside_cli: int = 0
     private_imports: list[str] = field(default_factory=list)
 
 
@@ -157,9 +172,12 @@ def measure(root: Path) -> Figures:
                     targets.append((sub, None) if sub in modules else (base, a.name))
             if not targets:
                 continue
+            in_cli = room(module) == "cli"
             fig.internal_imports += 1
+            fig.internal_imports_outside_cli += not in_cli
             if id(node) in local:
                 fig.local_imports += 1
+                fig.local_imports_outside_cli += not in_cli
             for target, name in targets:
                 if name is not None and name.startswith("_") and not name.startswith("__") and target != module:
                     fig.private_imports.append(f"{module}:{node.lineno} imports {target}.{name}")
@@ -223,11 +241,36 @@ def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
 
 def layer(module: str) -> int:
     parts = module.split(".")
-    return LAYERS.get(parts[1] if len(parts) > 1 else "__init__", 9)
+    return LAYERS.get(parts[1] if len(parts) > 1 else "__init__", UNPLACED)
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
 def upward(edges: set[tuple[str, str]]) -> list[str]:
+    """Imports to a higher row of :data:`ROOMS`."""
     return sorted(f"{a} -> {b}" for a, b in edges if layer(b) > layer(a) and a != "evalign")
+
+
+def sideways(edges: set[tuple[str, str]]) -> list[str]:
+    """Imports to another room of the same row of :data:`ROOMS` (``bench`` reading ``run``'s YAML)."""
+    return sorted(f"{a} -> {b}" for a, b in edges
+                  if a != "evalign" and layer(b) == layer(a) and room(b) != room(a))
+
+
+def room_imports(edges: set[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """The import structure between rooms: room -> {room it imports: number of module-to-module imports}."""
+    out: dict[str, dict[str, int]] = {}
+    for a, b in edges:
+        if a == "evalign" or room(a) == room(b):
+            continue
+        row = out.setdefault(room(a), {})
+        row[room(b)] = row.get(room(b), 0) + 1
+    row_of = lambda r: LAYERS.get(r, UNPLACED)  # noqa: E731
+    return {r: dict(sorted(out[r].items(), key=lambda kv: (row_of(kv[0]), kv[0])))
+            for r in sorted(out, key=lambda r: (row_of(r), r))}
 
 
 def report(fig: Figures) -> dict[str, object]:
@@ -242,6 +285,7 @@ def report(fig: Figures) -> dict[str, object]:
         "import_circles": len(circ),
         "import_circle_members": circ,
         "upward_imports": upward(fig.edges),
+        "sideways_imports": sideways(fig.edges),
         "complexity_over_25": [f"{f.module}:{f.name} ({f.complexity})" for f in complex_],
         "complexity_ge_20": ge20,
         "complexity_ge_20_share": round(ge20 / max(len(fns), 1), 4),
@@ -251,6 +295,8 @@ def report(fig: Figures) -> dict[str, object]:
         "internal_imports": fig.internal_imports,
         "function_local_imports": fig.local_imports,
         "function_local_share": round(fig.local_imports / max(fig.internal_imports, 1), 4),
+        "function_local_share_outside_cli": round(
+            fig.local_imports_outside_cli / max(fig.internal_imports_outside_cli, 1), 4),
         "private_imports": fig.private_imports,
     }
 
@@ -260,7 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1] / "src" / "evalign")
     ap.add_argument("--json", action="store_true", help="print every figure and list as JSON")
     ap.add_argument("--list", action="store_true", help="list the offenders under each count")
+    ap.add_argument("--rooms", action="store_true", help="print the imports between rooms, row by row")
     args = ap.parse_args(argv)
+    if args.rooms:
+        for r, targets in room_imports(measure(args.root).edges).items():
+            print(f"{LAYERS.get(r, UNPLACED):>2} {r:<11} -> " + ", ".join(f"{t} ({n})" for t, n in targets.items()))
+        return 0
     rep = report(measure(args.root))
     if args.json:
         print(json.dumps(rep, indent=2))

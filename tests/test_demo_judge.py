@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from evalign.backends import Backend, Generation, GenerationRequest
+from evalign.backends.types import Choice, Usage
 from evalign.cache import Cache
 from evalign.datasets.base import bundled_path
 from evalign.datasets.external import default_data_dir
 from evalign.demo_judge import LIVE_COLUMN, VANILLA_PROMPT, run_live_judge, vanilla_template, write_live_judge
-from evalign.judges.backends import Backend, Generation, GenerationRequest
-from evalign.judges.backends.types import Choice, Usage
 
 
 class AlwaysFirst(Backend):

@@ -1,4 +1,9 @@
-"""The README's Python API example runs as printed."""
+"""The code blocks of the README and of the documentation pages (docs/*.md) that are marked to run
+do run, and print what the page shows.
+
+A block is marked by an HTML comment on the line before its fence, invisible on the rendered page:
+``<!-- run: NAME -->`` for the code, ``<!-- output: NAME -->`` for the output it prints. The marks may
+move between the README and the pages; each name must be marked exactly once."""
 
 from __future__ import annotations
 
@@ -13,17 +18,44 @@ from typer.testing import CliRunner
 
 from evalign.cli import app
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+#: every marked block the tests below run
+MARKED = {"python-api", "one-call", "leaderboard-longer", "config"}
+_MARK = re.compile(r"^<!-- (run|output): ([\w-]+) -->\n```[\w-]*\n(.*?)^```", re.S | re.M)
+
+
+def _marks() -> dict[tuple[str, str], list[tuple[Path, str]]]:
+    found: dict[tuple[str, str], list[tuple[Path, str]]] = {}
+    for page in PAGES:
+        for kind, name, body in _MARK.findall(page.read_text(encoding="utf-8")):
+            found.setdefault((kind, name), []).append((page, body))
+    return found
+
+
+def marked(name: str, kind: str = "run") -> tuple[Path, str]:
+    """The page and the text of the block marked ``<!-- KIND: NAME -->``."""
+    hits = _marks().get((kind, name), [])
+    assert len(hits) == 1, f"<!-- {kind}: {name} --> marks {len(hits)} blocks in README.md and docs/ (want 1)"
+    return hits[0]
+
+
+def test_every_marked_block_is_run() -> None:
+    names = {name for kind, name in _marks() if kind == "run"}
+    assert names == MARKED
+    for (kind, name), hits in _marks().items():
+        assert len(hits) == 1, (kind, name, [str(p) for p, _ in hits])
 
 
 @pytest.fixture(scope="module")
 def api_example() -> tuple[dict, list[str]]:
-    """The README's Python API block, run once: its namespace and its printed lines."""
-    block = re.findall(r"## Python API\n\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    """The Python API guide's first block, run once: its namespace and its printed lines."""
+    page, block = marked("python-api")
     namespace: dict = {}
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        exec(compile(block, str(README), "exec"), namespace)
+        exec(compile(block, str(page), "exec"), namespace)
     return namespace, buf.getvalue().splitlines()
 
 
@@ -36,7 +68,7 @@ def test_python_api_example_runs(api_example: tuple[dict, list[str]]) -> None:
 
 
 def test_python_api_example_agrees_with_meta_cli(api_example: tuple[dict, list[str]]) -> None:
-    """One BLEU everywhere: the README's system scores and trust table (corpus BLEU) are the numbers
+    """One BLEU everywhere: the Python API guide's system scores and trust table (corpus BLEU) are the numbers
     ``evalign meta --dataset self_instruct -m bleu`` prints (same defaults: 1000 resamples, seed 0)."""
     ns = api_example[0]
     res = CliRunner().invoke(app, ["meta", "--dataset", "self_instruct", "-m", "bleu", "--json"])
@@ -70,23 +102,20 @@ def test_readme_names_the_two_commands() -> None:
 
 
 def test_one_call_example_prints_its_output(capsys: pytest.CaptureFixture[str]) -> None:
-    text = README.read_text(encoding="utf-8")
-    block, printed = re.findall(r"### One call: meta-evaluate a DataFrame\n.*?```python\n(.*?)```\n\nprints\n\n"
-                                r"```text\n(.*?)```", text, re.S)[0]
-    exec(compile(block, str(README), "exec"), {})
+    page, block = marked("one-call")
+    printed = marked("one-call", "output")[1]
+    exec(compile(block, str(page), "exec"), {})
     assert capsys.readouterr().out == printed
 
 
 def test_leaderboard_example_output_is_real(tmp_path: Path) -> None:
-    """The Leaderboards section's commands, run as printed, print its output at 80 columns."""
+    """The Leaderboards page's commands, run as printed, print its output at 80 columns."""
     import os
     import subprocess
     import sys
 
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Leaderboards\n", 1)[1].split("\n## ", 1)[0]
-    script = re.findall(r"```bash\n(.*?)```", section, re.S)[0]
-    shown = re.findall(r"```text\n(.*?)```", section, re.S)[0]
+    script = marked("leaderboard-longer")[1]
+    shown = marked("leaderboard-longer", "output")[1]
     env = {**os.environ, "COLUMNS": "80", "HF_HUB_OFFLINE": "1"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     res = subprocess.run(["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

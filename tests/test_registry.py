@@ -28,8 +28,8 @@ def _package_modules() -> list[str]:
 
 def _defined_kinds() -> list[tuple[str, str, str]]:
     """``(kind, name, "module:qualname")`` of every registrable object defined in the package."""
+    from evalign.backends import Backend
     from evalign.datasets.base import HumanDataset
-    from evalign.judges.backends import Backend
     from evalign.judges.base import Judge
     from evalign.metrics.base import Metric
 
@@ -141,8 +141,8 @@ def test_a_class_of_the_wrong_base_raises() -> None:
 def test_a_lazy_entry_is_imported_on_first_get_only() -> None:
     code = (
         "import sys\nfrom evalign.metrics.base import METRICS\nfrom evalign.judges.base import JUDGES\n"
-        "from evalign.judges.backends import BACKENDS\n"
-        "names = ('evalign.metrics.embedding', 'evalign.judges.modes.ranking', 'evalign.judges.backends.hf')\n"
+        "from evalign.backends import BACKENDS\n"
+        "names = ('evalign.metrics.embedding', 'evalign.judges.modes.ranking', 'evalign.backends.hf')\n"
         "before = [n in sys.modules for n in names]\n"
         "listed = 'semscore' in METRICS.names(load=False) and 'prometheus_ranking' in JUDGES.names(load=False)\n"
         "after_list = [n in sys.modules for n in names]\n"
@@ -172,7 +172,7 @@ def test_a_lazy_entry_names_its_object_and_a_module_that_registers_it_replaces_i
 
 
 def test_create_builds_through_the_registry() -> None:
-    from evalign.judges.backends import BackendOptions, MultiEndpointBackend, OpenAICompatibleBackend
+    from evalign.backends import BackendOptions, MultiEndpointBackend, OpenAICompatibleBackend
 
     options = BackendOptions(model="m", base_url="http://127.0.0.1:9/v1", concurrency=3, api_key_env=None,
                              extra={"endpoint": "completions"})

@@ -77,8 +77,8 @@ def test_breakdown_n_counts_items_with_a_label_and_a_score() -> None:
 
 
 def test_no_path_of_this_machine_in_signatures_and_notes() -> None:
+    from evalign.backends.models import bundled_minilm_path
     from evalign.metrics import get_metric
-    from evalign.metrics.models import bundled_minilm_path
 
     path = bundled_minilm_path()
     assert path is not None and os.path.isabs(str(path))

@@ -92,6 +92,18 @@ class Cache:
             self._conn = conn
 
     @classmethod
+    def for_command(cls, no_cache: bool = False) -> Cache:
+        """The cache of a command that makes calls: the default cache, or with ``no_cache``
+        (``--no-cache``) one that reads nothing and stores the new answers; when that cache cannot be
+        opened (a file that is not a database, no space), ``--no-cache`` still runs, storing nothing."""
+        if not no_cache:
+            return cls()
+        try:
+            return cls(read=False, write=True)
+        except EvalignError:
+            return cls.disabled()
+
+    @classmethod
     def disabled(cls) -> Cache:
         """A cache that stores and returns nothing (``--no-cache``)."""
         return cls(None, read=False, write=False)

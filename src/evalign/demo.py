@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends.models import bundled_minilm_path
 from evalign.datasets.base import bundled_path
 from evalign.datasets.llmbar import FULL_CITATION as LLMBAR_CITATION
 from evalign.evaluate import Column, EvalSpec, Resampling, evaluate
@@ -33,7 +34,6 @@ from evalign.evaluate.columns import verdict_codes
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.io import write_json_atomic, write_table
 from evalign.metrics.base import Metric, get_metric
-from evalign.metrics.models import bundled_minilm_path
 from evalign.report import write_report
 from evalign.report.assemble import from_results
 from evalign.report.data import MERGED_TASK, merge_labels

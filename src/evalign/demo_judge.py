@@ -31,16 +31,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import OpenAICompatibleBackend
+from evalign.backends.hf import HFLocalBackend
+from evalign.backends.llama_server import LlamaServer, require_llama_cpp
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.cache import Cache
 from evalign.datasets.base import bundled_path
 from evalign.errors import EvalignError, UsageError, did_you_mean
 from evalign.evaluate.inputs import InputSettings, load_inputs
 from evalign.evaluate.oneshot import meta_evaluate_pairs
 from evalign.io import json_safe, write_json_atomic, write_table
-from evalign.judges.backends import OpenAICompatibleBackend
-from evalign.judges.backends.hf import HFLocalBackend
-from evalign.judges.backends.llama_server import LlamaServer, require_llama_cpp
-from evalign.judges.backends.model_source import packaged_gguf_path
 from evalign.judges.llmbar_parsing import parse_llmbar
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult

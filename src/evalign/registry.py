@@ -61,7 +61,7 @@ KINDS: dict[str, str] = {
     "metric": "evalign.metrics.base:METRICS",
     "judge": "evalign.judges.base:JUDGES",
     "dataset": "evalign.datasets.base:DATASETS",
-    "backend": "evalign.judges.backends.registry:BACKENDS",
+    "backend": "evalign.backends.registry:BACKENDS",
     "template": "evalign.judges.prompts:TEMPLATES",
     "rubric": "evalign.judges.prompts:RUBRICS",
     "probe": "evalign.judges.perturb:PROBES",

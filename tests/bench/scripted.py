@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
-from evalign.judges.backends.registry import BACKENDS
+from evalign.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
+from evalign.backends.registry import BACKENDS
 
 _LLMBAR = re.compile(r"# Output \(a\):\n(.*)\n\n# Output \(b\):\n(.*)\n\n# Which is better", re.S)
 _PROMETHEUS = re.compile(r"###Response A:\n(.*)\n\n###Response B:\n(.*)\n\n###(?:Reference Answer|Score Rubric)", re.S)

@@ -16,11 +16,11 @@ from fault_proxy import FaultProxy, Forward, Seen, Status
 from llama_server import LlamaServer, ServerInfo
 from typer.testing import CliRunner
 
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.bench import BenchSettings, parse_judge, run_bench
 from evalign.cache import Cache
 from evalign.cli import app
 from evalign.errors import BackendError
-from evalign.judges.backends.model_source import packaged_gguf_path
 from evalign.meta.resampling import Resampling
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

@@ -92,7 +92,7 @@ def test_report_from_dataset_alone(tmp_path: Path) -> None:
 def test_judge_dataset_variant_and_usage_errors(tmp_path: Path) -> None:
     base = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
     res = runner.invoke(app, ["judge", "--dataset", "pandalm", "--concurrency", "0", *base])
-    assert res.exit_code == 2 and "--concurrency must be >= 1, got 0" in res.output
+    assert res.exit_code == 2 and "--concurrency must be an integer >= 1, got 0" in res.output
     res = runner.invoke(app, ["judge", "--dataset", "pandalm", "--mode", "pairwise", "--ranking", *base])
     assert res.exit_code == 2 and "--ranking applies to --mode absolute" in res.output
     res = runner.invoke(app, ["judge", "--dataset", "llmbar:nope", *base])

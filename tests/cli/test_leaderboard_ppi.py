@@ -103,3 +103,34 @@ def test_bad_human_files(files: tuple, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="response_a") as info2:
         run_leaderboard(tmp_path / "bare.jsonl", style_control=True)
     assert info2.value.file and info2.value.file.endswith("bare.jsonl")
+
+
+def test_every_battle_with_a_human_label(tmp_path: Path) -> None:
+    # every battle labelled by people: nothing to predict; the PPI Bradley-Terry is the humans-only fit and
+    # the win-rate table says why it has no PPI column (was an unexpected ZeroDivisionError)
+    pairs = load_dataset("pandalm").pairs.iloc[:200]
+    vote = np.sign(np.sign(pairs[["pref_1", "pref_2", "pref_3"]].to_numpy()).sum(axis=1))
+    human = np.where(vote > 0, "A", np.where(vote < 0, "B", "tie"))
+    base = pairs[["id", "system_a", "system_b", "response_a", "response_b"]]
+    base.assign(verdict=pairs["judge:gpt-3.5-turbo"].fillna("unparseable").to_numpy()).to_json(
+        tmp_path / "judge.jsonl", orient="records", lines=True)
+    base[["id", "system_a", "system_b"]].assign(verdict=human).to_json(tmp_path / "human.jsonl", orient="records",
+                                                                         lines=True)
+    r = runner.invoke(app, ["leaderboard", str(tmp_path / "judge.jsonl"), "--human", str(tmp_path / "human.jsonl"),
+                            "--bootstrap", "0", "--json"])
+    assert r.exit_code == 0, r.output
+    ppi = json.loads(r.stdout)["ppi"]
+    bt = ppi["bradley_terry"]
+    assert len(bt) == 5
+    for row in bt:
+        assert row["ppi_bt"] == pytest.approx(row["humans_bt"], abs=1e-9)
+        assert row["ppi_low"] < row["ppi_bt"] < row["ppi_high"]
+    # the humans' own win rate of each system: its mean score over its labelled battles
+    h = base.assign(verdict=human)
+    for row in ppi["win_rates"]:
+        s = row["system"]
+        va = h[h["system_a"] == s]["verdict"].astype(object).map(SCORE).astype(float)
+        vb = 1.0 - h[h["system_b"] == s]["verdict"].astype(object).map(SCORE).astype(float)
+        scores = pd.concat([va, vb])
+        assert row["humans"] == pytest.approx(float(scores.mean())) and row["n_human"] == len(scores)
+        assert row["ppi"] is None

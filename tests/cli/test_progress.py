@@ -15,7 +15,7 @@ import sys
 if sys.argv[1] == "cli":
     import evalign.cli.common  # noqa: F401  (what every evalign verb imports first)
 import pandas as pd
-from evalign.metrics.models import bundled_minilm_path
+from evalign.backends.models import bundled_minilm_path
 from evalign.metrics.base import get_metric
 from evalign.scoring import score
 m = get_metric("semscore", model=bundled_minilm_path(), use_cache=False)

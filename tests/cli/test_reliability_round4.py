@@ -305,7 +305,7 @@ TEMPLATE_CASES = [  # (case, template changes, base, --mode, the error after "er
     ("max-tokens-negative", {"sampling": {"max_tokens": -3}}, "llmbar_vanilla", "pairwise",
      "{t}, field 'sampling.max_tokens': must be an integer >= 1, got -3"),
     ("temperature-text", {"sampling": {"temperature": "hot"}}, "llmbar_vanilla", "pairwise",
-     "{t}, field 'sampling.temperature': must be a number >= 0, got 'hot'"),
+     "{t}, field 'sampling.temperature': must be a number in [0, 2], got 'hot'"),
     ("sampling-typo", {"sampling": {"max_token": 5}}, "llmbar_vanilla", "pairwise",
      "{t}, field 'sampling.max_token': unknown sampling setting (did you mean 'max_tokens'?)"),
     ("placeholder-typo", {"without_reference": "Which is better?\n{instruction}\nA: {response_A}\nB: {respnse_B}"},
@@ -517,10 +517,10 @@ def test_meta_below_the_ranking_floor_shows_order_diagnostics(tmp_path: Path) ->
 
 
 def test_verdicts_complete_before_the_cut_are_read_and_counted(tmp_path: Path) -> None:
+    from evalign.backends.base import Backend
+    from evalign.backends.types import Choice, Generation, GenerationRequest, Usage
     from evalign.cache import Cache
     from evalign.demo_judge import LIVE_COLUMN, live_note, run_live_judge
-    from evalign.judges.backends.base import Backend
-    from evalign.judges.backends.types import Choice, Generation, GenerationRequest, Usage
 
     class CutAfterTheAnswer(Backend):
         """SmolLM2 at max_tokens 16: the answer, then an explanation cut off."""

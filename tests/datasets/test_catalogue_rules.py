@@ -23,7 +23,7 @@ from evalign.evaluate.inputs import InputSettings
 runner = CliRunner()
 NO_TEXTS = {"summeval", "10k-prompts", "hanna"}
 #: datasets read from the data folder because their repository has no licence file
-NO_LICENCE = ("alttest", "judgebench")
+NO_LICENCE = ("alttest", "judgebench", "selective")
 
 
 def test_every_entry_declares_annotators_and_texts() -> None:
@@ -81,7 +81,7 @@ def test_nothing_of_a_set_without_a_licence_is_in_the_package(shared_data: Path)
 
 
 SHIPPED = ["alttest-mtbench", "summeval", "10k-prompts", "hanna", "judgebench", "judgebench:claude", "topical-chat",
-           "qags", "sf-data2text", "pandalm", "llmbar"]
+           "qags", "sf-data2text", "pandalm", "llmbar", "trust-or-escalate"]
 
 
 def _spec(name: str, labels: str | None) -> object:

@@ -1,11 +1,11 @@
 """JudgeBench on its real files: the pairs, the published verdicts in evalign's layout, and
-JudgeBench's own accuracy equal to upstream's ``compute_final_metrics`` (upstream's metrics.py,
-read from the data folder and executed here), per judge and per source category."""
+JudgeBench's own accuracy equal to what upstream's ``compute_final_metrics`` returned on every verdict file,
+per judge and per source category (``judgebench/reference/upstream_metrics.json`` in the data folder: upstream's
+outputs; no upstream code runs here)."""
 
 from __future__ import annotations
 
 import json
-import runpy
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,19 @@ def gpt(shared_data: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def upstream(shared_data: Path) -> Any:
-    """Upstream's compute_final_metrics, executed from the data folder (nothing of it is copied)."""
-    return runpy.run_path(str(shared_data / "judgebench" / "upstream_prompts" / "metrics.py"))["compute_final_metrics"]
+def upstream(shared_data: Path) -> dict[str, Any]:
+    """What upstream's compute_final_metrics returned (in percent) on each verdict file, by file name."""
+    path = shared_data / "judgebench" / "reference" / "upstream_metrics.json"
+    if not path.is_file():
+        pytest.fail(f"upstream's JudgeBench metrics are missing: expected {path} (see judgebench/SOURCE.md)")
+    return json.loads(path.read_text(encoding="utf-8"))["files"]
+
+
+def _upstream_of(upstream: dict[str, Any], model: str, key: str) -> dict[str, Any]:
+    """Upstream's record of the one verdict file the test's glob key names (checked to be that file)."""
+    found = [r for name, r in upstream.items() if r["response_model"] == model and r["test_key"] == key]
+    assert len(found) == 1, (model, key)
+    return found[0]
 
 
 def _raw(shared_data: Path, model: str, judge: str | None = None) -> list[dict[str, Any]]:
@@ -91,10 +101,6 @@ def test_o1_mini_verdict_counts(gpt: Any) -> None:
     assert v == {"A": 121, "B": 114, "tie": 115}
 
 
-def _upstream_pairs(shared_data: Path, model: str, judge: str) -> list[dict[str, Any]]:
-    return _raw(shared_data, model, judge)
-
-
 FILES = [(GPT, "o1-mini", "judge:o1-mini/arena-hard"),
          (GPT, "GRM-Gemma-2B", "judge:grm-gemma-2b-rewardmodel-ft"),
          (GPT, "internlm2-20b", "judge:internlm2-20b-reward"),
@@ -104,31 +110,43 @@ FILES = [(GPT, "o1-mini", "judge:o1-mini/arena-hard"),
          (CLAUDE, "claude-3-haiku", "judge:claude-3-haiku/arena-hard")]
 
 
+def test_reference_names_every_verdict_file(upstream: dict[str, Any], shared_data: Path) -> None:
+    files = sorted(p.name for p in (shared_data / "judgebench" / "outputs").glob("*.jsonl"))
+    assert sorted(upstream) == files and len(files) == 7
+    for model, key, column in FILES:
+        rec = _upstream_of(upstream, model, key)
+        assert rec["evalign_column"] == column
+        assert rec["n_pairs"] == len(_raw(shared_data, model, key))
+
+
 @pytest.mark.parametrize(("model", "key", "column"), FILES)
-def test_statistic_equals_upstream_per_judge_and_category(model: str, key: str, column: str, upstream: Any,
-                                                           shared_data: Path) -> None:
+def test_statistic_equals_upstream_per_judge_and_category(model: str, key: str, column: str,
+                                                           upstream: dict[str, Any], shared_data: Path) -> None:
     ds = judgebench.load_judgebench("gpt-4o" if model == GPT else "claude", data_dir=shared_data)
-    raw = _upstream_pairs(shared_data, model, key)
+    rec = _upstream_of(upstream, model, key)
+    raw = _raw(shared_data, model, key)
     pairs = ds.pairs.set_index("id").loc[[r["pair_id"] for r in raw]].reset_index()
-    assert judgebench.judgebench_statistic(pairs, column) == pytest.approx(upstream(raw, True) / 100, abs=1e-12)
+    assert judgebench.judgebench_statistic(pairs, column) == pytest.approx(rec["all"] / 100, abs=1e-12)
     for cat in judgebench.CATEGORIES:
-        mine = judgebench.judgebench_statistic(pairs[pairs["category"] == cat], column)
-        theirs = upstream(raw, True, include_fn=lambda x, c=cat: x["source"].startswith(c)) / 100
-        assert mine == pytest.approx(theirs, abs=1e-12), cat
+        part = pairs[pairs["category"] == cat]
+        assert len(part) == rec["n_pairs_by_category_startswith"][cat], cat
+        mine = judgebench.judgebench_statistic(part, column)
+        assert mine == pytest.approx(rec["by_category_startswith"][cat] / 100, abs=1e-12), cat
 
 
-def test_meta_shows_upstream_statistic_beside_evalign_per_category(shared_data: Path, upstream: Any) -> None:
+def test_meta_shows_upstream_statistic_beside_evalign_per_category(shared_data: Path,
+                                                                   upstream: dict[str, Any]) -> None:
     inputs = load_inputs(InputSettings(dataset="judgebench", data_dir=shared_data))
     ds = inputs.ds
     spec = EvalSpec(human=inputs.human, columns=tuple(Column(j, "judge", verdict=True) for j in ds.judge_columns),
                     items=inputs.items, pairs=inputs.pairs, by="category", statistics=ds.statistics,
                     resampling=Resampling(n_resamples=20, n_permutations=20), baselines=False)
     rows = evaluate(spec).trust[0].rows.set_index(["group", "metric"])
-    for _model, key, column in FILES[:6]:
-        raw = _upstream_pairs(shared_data, GPT, key)
-        assert rows.at[("(all)", column), "judgebench_accuracy"] == pytest.approx(upstream(raw, True) / 100)
+    for model, key, column in FILES[:6]:
+        rec = _upstream_of(upstream, model, key)
+        assert rows.at[("(all)", column), "judgebench_accuracy"] == pytest.approx(rec["all"] / 100)
         assert rows.at[("livecodebench", column), "judgebench_accuracy"] == pytest.approx(
-            upstream(raw, True, include_fn=lambda x: x["source"] == "livecodebench") / 100)
+            rec["source_equals_livecodebench"] / 100)
     # evalign's statistic needs both orders right: below upstream's for o1-mini, equal for the reward models
     o1 = rows.loc[("(all)", "judge:o1-mini/arena-hard")]
     assert o1["value"] == pytest.approx(203 / 350) and o1["judgebench_accuracy"] == pytest.approx(230 / 350)

@@ -12,12 +12,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from evalign.backends import Generation
+from evalign.backends.base import Backend
+from evalign.backends.types import Choice, Usage
 from evalign.cache import Cache
 from evalign.evaluate.probe import ORIGINAL, ProbeSettings, run_probes
 from evalign.judges import get_judge, read_pairs
-from evalign.judges.backends import Generation
-from evalign.judges.backends.base import Backend
-from evalign.judges.backends.types import Choice, Usage
 from evalign.judges.perturb import PROBE_COLUMN, TARGET_COLUMN
 
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from evalign.judges.backends.llama_server import LlamaServer as _LlamaServer
-from evalign.judges.backends.llama_server import ServerInfo, free_port, require_llama_cpp
+from evalign.backends.llama_server import LlamaServer as _LlamaServer
+from evalign.backends.llama_server import ServerInfo, free_port, require_llama_cpp
 
 __all__ = ["LlamaServer", "ServerInfo", "build_tiny_gguf", "cached_tiny_gguf", "free_port", "require_llama_cpp"]
 
@@ -193,7 +193,7 @@ def cached_tiny_gguf(cache_dir: str | Path | None = None) -> Path:
 
 
 class LlamaServer(_LlamaServer):
-    """:class:`evalign.judges.backends.llama_server.LlamaServer` with the tests' defaults: the model
+    """:class:`evalign.backends.llama_server.LlamaServer` with the tests' defaults: the model
     name ``tiny-judge``, the ChatML chat format and one thread."""
 
     def __init__(self, model_path: str | Path, *, chat_format: str | None = "chatml", alias: str = MODEL_ALIAS,

@@ -14,9 +14,7 @@ import time
 import pytest
 from fault_proxy import Drop, FaultProxy, Forward, Hang, Malformed, Seen, Status, Truncate, by_attempt
 
-from evalign.errors import BackendError, EvalignError
-from evalign.judges._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
-from evalign.judges.backends import (
+from evalign.backends import (
     Choice,
     Constraint,
     Generation,
@@ -29,6 +27,8 @@ from evalign.judges.backends import (
     list_backends,
     make_backend,
 )
+from evalign.backends._http import RetryPolicy, is_retryable_status, parse_retry_after, redact
+from evalign.errors import BackendError, EvalignError
 
 SECRET = "sk-evalign-test-7c0ffee5ecret"
 KEY_ENV = "EVALIGN_TEST_JUDGE_KEY"
@@ -469,7 +469,7 @@ def test_hf_repetition_penalty_and_mixed_settings_keep_order(tiny_hf_model) -> N
 
 
 def test_repetition_penalty_fields_by_server() -> None:
-    from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
+    from evalign.backends import GenerationRequest, OpenAICompatibleBackend
 
     req = GenerationRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=4, temperature=1.0, top_p=0.9,
                             repetition_penalty=1.03)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fault_proxy import FaultProxy, Forward, Hang, Seen, Status
 
-from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
+from evalign.backends import GenerationRequest, OpenAICompatibleBackend
 
 SECRET = "sk-live-ZXQSECRETKEY-0123456789"
 

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from test_real_model import smollm2_gguf, smollm2_server  # noqa: F401  (the session's SmolLM2 server)
 
+from evalign.backends import OpenAICompatibleBackend
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import OpenAICompatibleBackend
 from evalign.judges.parsing import REASONS
 
 pytestmark = pytest.mark.server

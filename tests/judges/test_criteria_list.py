@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalign.backends import Backend, Generation, GenerationRequest, Usage
+from evalign.backends.types import Choice
 from evalign.cache import Cache
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, run_judge
-from evalign.judges.backends import Backend, Generation, GenerationRequest, Usage
-from evalign.judges.backends.types import Choice
 
 CRITERIA = ["helpfulness", "honesty", "harmlessness"]
 

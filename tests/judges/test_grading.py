@@ -248,7 +248,7 @@ def test_logprob_weighted_score_by_hand() -> None:
 
 @pytest.mark.server
 def test_geval_logprobs_on_server(llama_server, tmp_path: Path) -> None:
-    from evalign.judges.backends import make_backend
+    from evalign.backends import make_backend
 
     table = pd.DataFrame({
         "id": [str(i) for i in range(4)], "system": ["s"] * 4, "instruction": [f"Write line {i}." for i in range(4)],
@@ -296,7 +296,7 @@ def test_geval_server_without_logprobs_falls_back_or_errors(llama_server, fault_
     and in the signature) or leaves the row unscored ``no_logprobs``, as asked."""
     from fault_proxy import Rewrite, strip_logprobs
 
-    from evalign.judges.backends import make_backend
+    from evalign.backends import make_backend
 
     fault_proxy.reset(lambda seen: Rewrite(strip_logprobs))
     table = pd.DataFrame({"id": ["0", "1", "2"], "system": ["s"] * 3, "instruction": ["Say a.", "Say b.", "Say c."],

@@ -19,12 +19,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from evalign.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
+from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.cache import Cache
 from evalign.cli import app
 from evalign.errors import EvalignError
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
-from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.base import judge_for_template, prompt_text
 from evalign.judges.modes.llmbar import PARSERS, STRATEGY_TEMPLATES, LLMBarJudge, swap_output_names
 from evalign.judges.prompts import load_template

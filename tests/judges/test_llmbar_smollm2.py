@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from llama_server import LlamaServer, ServerInfo  # tests/judges, on the path by conftest.py
 
+from evalign.backends.model_source import packaged_gguf_path
+from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends.model_source import packaged_gguf_path
-from evalign.judges.backends.openai import OpenAICompatibleBackend
 from evalign.judges.parsing import REASONS
 
 pytestmark = pytest.mark.server

@@ -16,10 +16,10 @@ import pytest
 from llama_server import ServerInfo
 from test_real_model import PAIRS, smollm2_gguf, smollm2_server  # noqa: F401  (fixtures)
 
+from evalign.backends import GenerationRequest, OpenAICompatibleBackend
+from evalign.backends.types import Constraint
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
-from evalign.judges.backends.types import Constraint
 
 pytestmark = pytest.mark.server
 

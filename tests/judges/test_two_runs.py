@@ -50,10 +50,10 @@ def test_full_disk_under_the_cache_stops_the_run_with_one_line(tmp_path: Path) -
     import pandas as pd
     import pytest
 
+    from evalign.backends import make_backend
     from evalign.cache import Cache
     from evalign.errors import EvalignError
     from evalign.judges import get_judge, run_judge
-    from evalign.judges.backends import make_backend
 
     table = pd.DataFrame([{"id": f"q{i}", "system": "s", "instruction": "Say " + "x" * 5000 + str(i),
                            "response": "ok"} for i in range(N)])

@@ -21,8 +21,9 @@ import pytest
 import scipy.stats
 
 from evalign.errors import InputError
+from evalign.meta.clusters import compare_metrics
 from evalign.meta.correlation import correlation
-from evalign.meta.significance import compare_metrics, make_statistic, paired_permutation_test
+from evalign.meta.significance import make_statistic, paired_permutation_test
 from evalign.meta.soft_pairwise import pairwise_p_values, soft_pairwise_accuracy
 from evalign.meta.williams import williams_p_value, williams_test
 

@@ -11,8 +11,9 @@ import evalign.evaluate
 import evalign.evaluate.spec
 import evalign.meta
 from evalign.errors import InputError
+from evalign.meta.clusters import compare_metrics
 from evalign.meta.resampling import DEFAULT, Resampling, with_settings
-from evalign.meta.significance import bootstrap_ci, compare_metrics, paired_permutation_test
+from evalign.meta.significance import bootstrap_ci, paired_permutation_test
 from evalign.meta.trust import trust_table_items, trust_table_pairs
 
 R = Resampling(n_resamples=60, n_permutations=70, confidence=0.9, alpha=0.1, seed=5)

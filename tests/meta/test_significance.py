@@ -11,15 +11,13 @@ import pytest
 import scipy.stats as st
 
 from evalign.errors import InputError
+from evalign.meta.clusters import MetricComparison, compare_metrics, significance_clusters
 from evalign.meta.correlation import correlation
 from evalign.meta.resampling import Resampling
 from evalign.meta.significance import (
-    MetricComparison,
     bootstrap_ci,
-    compare_metrics,
     make_statistic,
     paired_permutation_test,
-    significance_clusters,
 )
 
 #: the item-index path (scipy's draws) for the statistics the default resamples by sufficient statistics

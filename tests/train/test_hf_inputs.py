@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalign.judges.backends import GenerationRequest, HFLocalBackend
+from evalign.backends import GenerationRequest, HFLocalBackend
 
 
 def test_token_type_ids_are_not_passed_to_generate(tiny_llama: Callable[..., Path]) -> None:

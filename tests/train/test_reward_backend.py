@@ -16,13 +16,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from evalign.backends import GenerationRequest, make_backend, returns_scores
+from evalign.backends.reward import RewardModelBackend, is_reward_model
+from evalign.backends.reward_inputs import RewardEncoder, budget_split, split_conversation
 from evalign.cache import Cache
 from evalign.cli import app
 from evalign.errors import EvalignError, ModelLoadError, UsageError
 from evalign.judges import get_judge, run_judge
-from evalign.judges.backends import GenerationRequest, make_backend, returns_scores
-from evalign.judges.backends.reward import RewardModelBackend, is_reward_model
-from evalign.judges.backends.reward_inputs import RewardEncoder, budget_split, split_conversation
 from evalign.judges.base import judge_for_backend
 from evalign.judges.modes.reward import sigmoid
 from evalign.train.reward import init_reward_model
@@ -46,7 +46,7 @@ def reward_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from evalign.metrics.models import resolve_model
+    from evalign.backends.models import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("minilm"))
     torch.manual_seed(0)

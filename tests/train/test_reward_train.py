@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from evalign.backends import GenerationRequest
+from evalign.backends.reward import REWARD_RECORD, RewardModelBackend, reward_record
+from evalign.backends.reward_inputs import RewardEncoder
 from evalign.cli import app
 from evalign.errors import InputError
-from evalign.judges.backends import GenerationRequest
-from evalign.judges.backends.reward import REWARD_RECORD, RewardModelBackend, reward_record
-from evalign.judges.backends.reward_inputs import RewardEncoder
 from evalign.train import SIGNATURE_FILE, TrainSettings
 from evalign.train.before_after import held_out_table
 from evalign.train.preference_data import (

@@ -49,7 +49,7 @@ def test_loss_only_on_output_tokens(template: str | None, tiny_llama: Callable[.
 
 @pytest.mark.slow
 def test_train_resume_merge_load(tiny_llama: Callable[..., Path], small_data: Path, tmp_path: Path) -> None:
-    from evalign.judges.backends import GenerationRequest, HFLocalBackend
+    from evalign.backends import GenerationRequest, HFLocalBackend
 
     base = tiny_llama(None)
     out = tmp_path / "judge"

@@ -34,6 +34,7 @@ from typing import Any
 from evalign.bench.judges import JudgeSpec, judge_spec
 from evalign.bench.settings import BenchSettings
 from evalign.errors import EvalignError, InputError, unknown_name
+from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
@@ -71,6 +72,15 @@ def _judges(raw: Any, file: str, line: int | None) -> tuple[JudgeSpec, ...]:
         for k in ("name", "model"):
             if not j.get(k):
                 raise InputError("missing", file=file, line=j.line, field=k)
+        for k, kind, what in (("name", str, "a text"), ("backend", str, "a backend name"), ("model", str, "a text"),
+                              ("options", Mapping, "a mapping of decoding settings"),
+                              ("backend_options", Mapping, "a mapping of backend options")):
+            if k in j and j[k] is not None and not isinstance(j[k], kind):
+                raise InputError(f"must be {what}, got {j[k]!r}", file=file, line=j.lines.get(k, j.line), field=k)
+        url = j.get("base_url")
+        if url is not None and not (isinstance(url, str) or (isinstance(url, list) and all(isinstance(u, str) for u in url))):
+            raise InputError(f"must be a URL or a list of URLs, got {url!r}", file=file, line=j.lines.get("base_url", j.line),
+                             field="base_url")
         try:
             out.append(judge_spec(j))
         except EvalignError as e:
@@ -86,10 +96,27 @@ def _path(v: Any, base: Path, file: str, line: int | None, key: str) -> Path:
 
 
 def _typed(doc: MarkedMap, key: str, kind: type | tuple[type, ...], what: str, file: str) -> Any:
-    v = doc[key]
+    v: Any = doc[key]
     if (isinstance(v, bool) and kind is not bool) or not isinstance(v, kind):
         raise InputError(f"must be {what}, got {v!r}", file=file, line=doc.lines.get(key), field=key)
+    if kind is int and what.endswith(">= 1") and isinstance(v, int) and v < 1:
+        raise InputError(f"must be {what}, got {v!r}", file=file, line=doc.lines.get(key), field=key)
     return v
+
+
+def _entries(doc: MarkedMap, key: str, v: Mapping[str, Any], file: str) -> None:
+    """Each value of the mapping ``key`` as it must be: a template name (``templates``), a list of
+    judge names (``panels``), a decoding setting (``decoding``, the rules of every judge's)."""
+    for k, x in v.items():
+        if key == "decoding":
+            problem = sampling_problem(str(k), x)
+        elif key == "templates":
+            problem = None if isinstance(x, str) else f"must be a template name or file, got {x!r}"
+        else:
+            ok = isinstance(x, list) and all(isinstance(j, str) for j in x)
+            problem = None if ok else f"must be a list of judge names, got {x!r}"
+        if problem:
+            raise InputError(problem, file=file, line=doc.lines.get(key), field=f"{key}.{k}")
 
 
 def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str, Any], Path | None]:
@@ -106,11 +133,15 @@ def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str
         kw["seed"] = _typed(m, "seed", int, "an integer", file)
     if "sets" in m:
         sets = _typed(m, "sets", list, "a list of set or category keys", file)
+        if not all(isinstance(x, str) for x in sets):
+            raise InputError(f"must be a list of set or category keys, got {sets!r}", file=file, line=m.lines.get("sets"),
+                             field="sets")
         kw["sets"] = tuple(str(s) for s in sets)
     for key, what in (("templates", "a mapping of set keys to templates"), ("decoding", "a mapping of decoding settings"),
                       ("panels", "a mapping of panel names to judge lists")):
         if key in m:
             v = _typed(m, key, Mapping, what, file)
+            _entries(m, key, v, file)
             kw[key] = {str(k): (tuple(x) if key == "panels" else x) for k, x in v.items()}
     for key in ("suite", "data_dir"):
         if key in m:

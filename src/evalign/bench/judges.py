@@ -20,33 +20,31 @@ spec: ``api_key_env`` names the environment variable that holds it.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from urllib.parse import urlparse
 
+from evalign.backends import BACKENDS, Backend, public_url
+from evalign.backends.spec import (
+    BACKEND_OPTIONS,
+    LLAMA,
+    LLAMA_TIMEOUT,
+    BackendSpec,
+    gguf_of,
+    split_spec,
+)
+from evalign.backends.spec import open_backend as open_spec
 from evalign.bench.suite import Recipe
 from evalign.errors import UsageError, unknown_name
-from evalign.judges.backends import BACKENDS, Backend, BackendOptions, OpenAICompatibleBackend, create_backend
-from evalign.judges.backends.llama_server import LlamaServer
-from evalign.judges.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
-from evalign.signature import file_sha256
+from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.prompts import sampling_problem
 
-#: the backend that starts llama.cpp's server on a GGUF for the bench
-LLAMA = "llama"
-#: seconds a request to the llama server started here may take before it is abandoned and sent again: a
-#: long prompt on a busy CPU takes minutes to read, and a resent request only doubles the server's work
-LLAMA_TIMEOUT = 1800.0
 #: judge options a spec may set besides the sampling keys
 JUDGE_OPTIONS = ("reask", "constrain", "tie_margin")
-#: backend options a spec may set
-BACKEND_OPTIONS = ("concurrency", "timeout", "connect_timeout", "max_retries", "idle_timeout", "api_key_env", "device",
-                   "batch_size", "system_prompt", "constraint_format", "n_ctx", "threads")
 #: the decoding every bench judge uses unless its spec or the bench settings say otherwise
 BENCH_DECODING: dict[str, Any] = {"temperature": 0.0, "seed": 0}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -75,12 +73,35 @@ class JudgeSpec:
         if bad:
             raise unknown_name("judge option", bad[0], [*SAMPLING_KEYS, *JUDGE_OPTIONS, *BACKEND_OPTIONS],
                                where=f"judge {self.name}")
+        _ = self.backend_spec  # its own checks (an api_key_env that is not a variable's name)
+
+        for key, value in self.options.items():  # the rules `evalign judge` applies to the same settings
+            problem = sampling_problem(key, value) if key in SAMPLING_KEYS else None
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for key, value in self.backend_options.items():
+            problem = backend_option_problem(key, value)
+            if problem:
+                raise UsageError(f"judge {self.name}: {key} {problem}")
+        for url in self.base_url:
+            parsed = urlparse(url)
+            if not (parsed.scheme in ("http", "https") and parsed.netloc):
+                raise UsageError(f"judge {self.name}: the server's URL must be http:// or https:// (e.g. "
+                                 f"{self.backend}:{self.model}@http://localhost:8000/v1), got {public_url(url)!r}")
+        if (not self.base_url and self.backend in BACKENDS
+                and "base_url" in getattr(BACKENDS.get(self.backend), "required_options", ())):
+            raise UsageError(f"judge {self.name}: the {self.backend} backend needs its server's URL: "
+                             f"{self.name}={self.backend}:{self.model}@http://HOST:PORT/v1")
+
+    @property
+    def backend_spec(self) -> BackendSpec:
+        """The judge's backend: kind, model, URLs and backend options."""
+        return BackendSpec(kind=self.backend, model=self.model, url=self.base_url, options=self.backend_options)
 
     @property
     def described(self) -> str:
         """The spec as the user would write it, without secrets (``llama:smollm2-135m-instruct``)."""
-        url = f"@{self.base_url[0]}" if self.base_url else ""
-        return f"{self.backend}:{self.model}{url}"
+        return self.backend_spec.described
 
     def decoding(self, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The decoding settings this judge is given: the bench's ``defaults`` (else
@@ -89,43 +110,15 @@ class JudgeSpec:
         return {**base, **{k: v for k, v in self.options.items() if k in SAMPLING_KEYS}}
 
 
-def _value(text: str) -> Any:
-    """A spec option's value: an int, a float, true/false, none, or the text."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    for number in (int, float):
-        with contextlib.suppress(ValueError):
-            return number(text)
-    return text.strip()
-
-
 def parse_judge(text: str) -> JudgeSpec:
     """``NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...]`` as a :class:`JudgeSpec` (see the module doc);
     a malformed spec is a usage error saying what is expected."""
     name, eq, spec = text.partition("=")
     if not eq or not name.strip() or not spec.strip():
         raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {text!r}")
-    head, *opts = spec.split(",")
-    backend, colon, rest = head.partition(":")
-    if not colon or not rest:
-        raise UsageError(f"--judge {name}: the spec starts with a backend, e.g. llama:smollm2-135m-instruct or "
-                         f"openai:MODEL@http://localhost:8000/v1; got {spec!r}")
-    model, base_url = rest, cast(tuple[str, ...], ())
-    m = re.search(r"@(https?://\S+)\Z", rest)
-    if m:
-        model, base_url = rest[: m.start()], (m.group(1),)
-    options: dict[str, Any] = {}
-    backend_options: dict[str, Any] = {}
-    for o in opts:
-        k, eq2, v = o.partition("=")
-        if not eq2:
-            raise UsageError(f"--judge {name}: option {o!r} is not KEY=VALUE")
-        (backend_options if k.strip() in BACKEND_OPTIONS else options)[k.strip()] = _value(v)
-    return JudgeSpec(name=name.strip(), backend=backend.strip(), model=model.strip(), base_url=base_url,
-                     options=options, backend_options=backend_options)
+    backend, options = split_spec(spec, what=f"--judge {name}")
+    return JudgeSpec(name=name.strip(), backend=backend.kind, model=backend.model, base_url=backend.url,
+                     options=options, backend_options=backend.options)
 
 
 def judge_spec(data: Mapping[str, Any]) -> JudgeSpec:
@@ -137,36 +130,10 @@ def judge_spec(data: Mapping[str, Any]) -> JudgeSpec:
                      backend_options=dict(data.get("backend_options") or {}))
 
 
-def gguf_of(model: str) -> Path:
-    """The GGUF file a ``llama`` spec serves: a file path, or a package alias's file."""
-    p = Path(model).expanduser()
-    if p.is_file() and is_gguf(p):
-        return p
-    return packaged_gguf_path(model)
-
-
-@contextlib.contextmanager
-def open_backend(spec: JudgeSpec) -> Iterator[Backend]:
-    """The backend of ``spec``, open for the bench and closed after it: for ``llama``, llama.cpp's
-    server started on the GGUF (its cache identity is the GGUF's SHA-256, not its random port)."""
-    bo = dict(spec.backend_options)
-    if spec.backend == LLAMA:
-        gguf = gguf_of(spec.model)
-        threads = int(bo.pop("threads", None) or os.cpu_count() or 1)
-        log = Path(tempfile.gettempdir()) / f"evalign-bench-{spec.name}-{os.getpid()}.log"
-        with LlamaServer(gguf, n_ctx=int(bo.pop("n_ctx", None) or 8192), n_threads=threads, alias=gguf.stem,
-                         log_path=log) as info:
-            yield OpenAICompatibleBackend(info.base_url, info.model, api_key_env=None, concurrency=1,
-                                          server_name=f"llama.cpp:{file_sha256(gguf)}", constraint_format="llama.cpp",
-                                          timeout=float(bo.pop("timeout", LLAMA_TIMEOUT)),
-                                          **{k: v for k, v in bo.items() if k in ("max_retries",)})
-        return
-    env = bo.pop("api_key_env", "OPENAI_API_KEY")
-    extra = {k: bo.pop(k) for k in ("n_ctx", "threads") if k in bo}
-    if extra:
-        raise UsageError(f"judge {spec.name}: {', '.join(extra)} apply to the llama backend only")
-    options = BackendOptions(model=spec.model, base_url=list(spec.base_url) or None, api_key_env=env, **bo)
-    yield create_backend(spec.backend, options)
+def open_backend(spec: JudgeSpec) -> AbstractContextManager[Backend]:
+    """The backend of ``spec``, open for the bench and closed after it (:func:`evalign.backends.open_backend`:
+    for ``llama``, llama.cpp's server started on the GGUF, its log ``evalign-bench-NAME-PID.log``)."""
+    return open_spec(spec.backend_spec, name=f"judge {spec.name}", log_name=f"bench-{spec.name}")
 
 
 def make_judge(spec: JudgeSpec, recipe: Recipe, *, kind: str = "pairwise", decoding: Mapping[str, Any] | None = None,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.backends import returns_scores
 from evalign.bench.judges import JudgeSpec, make_judge, open_backend
 from evalign.bench.load import LoadedSet
 from evalign.cache import Cache
-from evalign.judges.backends import returns_scores
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.rank.panel import judge_panel

@@ -112,6 +112,23 @@ def _fill_prefers_longer(rows: pd.DataFrame, runs: Sequence[SetRun]) -> None:
             rows.loc[sel, "prefers_longer"] = float(length["prefers_longer"])
 
 
+def _run_notes(loaded: Loaded, runs: Sequence[SetRun], settings: BenchSettings) -> list[str]:
+    """What the tables do not show: sets sampled below the size a set needs to be ranked, and each
+    judge's output constraint left out (``--constrain auto`` on a backend that cannot constrain)."""
+    notes = []
+    small = [s.key for s in loaded.sets if len(s.table) < settings.min_group_size]
+    if small:
+        notes.append(f"{', '.join(small)}: fewer than {settings.min_group_size} units (--min-group), too few to rank: "
+                     f"their tables are empty; sample more with --per-set {settings.min_group_size} or more, or --full")
+    by_note: dict[tuple[str, str], list[str]] = {}
+    for r in runs:
+        note = (r.run.summary.constraint or {}).get("note")
+        if note:
+            by_note.setdefault((r.judge, str(note)), []).append(r.set)
+    notes += [f"judge {judge}: {note} ({', '.join(keys)})" for (judge, note), keys in by_note.items()]
+    return notes
+
+
 def _higher(runs: Sequence[SetRun]) -> dict[str, bool]:
     return {r.judge: r.higher_is_better for r in runs}
 
@@ -130,6 +147,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[JudgeSpec], runs: S
     headlines = {k: r.trust[0].headline for k, r in {**set_results, **cat_results}.items()
                  if r.trust and r.trust[0].headline}
     notes = [f"{k}: {r.refused}" for k, r in {**set_results, **cat_results}.items() if r.refused]
+    notes += _run_notes(loaded, runs, settings)
     return BenchProfile(
         rows=rows, runs=pd.DataFrame([_run_row(r) for r in runs]),
         sets=pd.DataFrame([_set_row(s, set_results.get(s.key)) for s in loaded.sets]),

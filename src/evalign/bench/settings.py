@@ -9,6 +9,7 @@ from typing import Any
 
 from evalign.bench.judges import BENCH_DECODING
 from evalign.errors import UsageError
+from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
 
 #: which published judges stand beside yours: the suite's choice per set, every one the set ships, none
@@ -57,9 +58,16 @@ class BenchSettings:
             raise UsageError(f"--constrain must be one of {', '.join(CONSTRAIN)}, got {self.constrain!r}")
         if self.min_group_size < 1:
             raise UsageError(f"the smallest group ranked must be >= 1, got {self.min_group_size}")
+        for key, value in self.decoding.items():  # the rules of `evalign judge`'s --temperature, --max-tokens, ...
+            problem = sampling_problem(str(key), value)
+            if problem:
+                raise UsageError(f"--{str(key).replace('_', '-')} {problem}")
         for name, members in self.panels.items():
             if len(members) < 2:
                 raise UsageError(f"panel {name}: name at least two judges, got {', '.join(members) or 'none'}")
+            twice = sorted({m for m in members if list(members).count(m) > 1})
+            if twice:
+                raise UsageError(f"panel {name}: judge {twice[0]} named twice (a panel counts each judge once)")
 
 
 __all__ = ["CONSTRAIN", "MIN_GROUP", "PUBLISHED", "BenchSettings"]

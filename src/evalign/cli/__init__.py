@@ -38,6 +38,8 @@ VERBS: dict[str, tuple[str, str]] = {
                                          "probability, p-values."),
     "judge": ("evalign.cli.judge", "Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, "
                                    "criteria)."),
+    "escalate": ("evalign.cli.escalate", "Give the verdicts a calibrated judge (or cascade) may give; send the rest "
+                                         "to people."),
     "probe": ("evalign.cli.probe", "Probe a pair judge for biases: perturb each pair, judge it again, count the "
                                    "verdicts that moved."),
     "leaderboard": ("evalign.cli.leaderboard", "Rank systems from pairwise verdicts: Bradley-Terry scores with "
@@ -57,6 +59,8 @@ VERBS: dict[str, tuple[str, str]] = {
                                                "the output only), or train a\nreward model (--kind reward)."),
     "verify-judge": ("evalign.cli.train_judge", "Grade a labelled set with local judge models and print their trust "
                                                 "table against the labels."),
+    "annotate": ("evalign.cli.annotate", "A labelling page in the browser: people label ITEMS, each label stored "
+                                         "in SQLite at once."),
     "run": ("evalign.cli.run", "Run the study a config file describes; write its outputs, report and resolved "
                                "config."),
     "datasets": ("evalign.cli.datasets", "List the human-judgment datasets, or export one as a table for the other "

@@ -9,6 +9,7 @@ same command again (after Ctrl-C, a crash, or to add a judge) repeats none.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.errors import OutputError, UsageError
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
 JUDGE: Any = typer.Option([], "--judge", help="A judge: NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], e.g. "
@@ -83,6 +85,7 @@ def bench_cmd(
         raise CliError("name a judge: --judge NAME=BACKEND:MODEL[@BASE_URL] (or --model, or a --config with judges); "
                        "`evalign bench --list` shows the suite")
     out_dir = out if out is not None else (cfg.out if cfg is not None else None)
+    _check_outputs(out_dir, html)
     profile = _run(judges, settings, no_cache=no_cache, out=out_dir, quiet=as_json)
     _write(profile, out_dir, html)
     if as_json:
@@ -127,11 +130,12 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
             kw[key] = o[key]
     decoding = dict(base.decoding)
     decoding["seed"] = kw.get("seed", base.seed)
-    if o["temperature"] is not None:
-        decoding["temperature"] = o["temperature"]
-    if o["max_tokens"] is not None:
-        decoding["max_tokens"] = o["max_tokens"]
+    for key in ("temperature", "max_tokens"):  # checked by BenchSettings with the rules of `evalign judge`
+        if o[key] is not None:
+            decoding[key] = o[key]
     kw["decoding"] = decoding
+    if o["resamples"] is not None and o["resamples"] < 1:  # named as the option, not Resampling's field
+        raise UsageError(f"--resamples must be an integer >= 1, got {o['resamples']}")
     if o["resamples"] is not None:
         kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
     if o["min_group"] is not None:
@@ -170,8 +174,26 @@ def _run(judges: list[Any], settings: Any, *, no_cache: bool, out: Path | None, 
         def stage(msg: str) -> None:
             bar.update(task, description=msg, completed=0, total=None)
 
-        return run_bench(judges, settings, cache=Cache(read=not no_cache, write=True),
+        return run_bench(judges, settings, cache=Cache.for_command(no_cache),
                          out=out / "partial" if out is not None else None, progress=on_progress, stage=stage)
+
+
+def _check_outputs(out: Path | None, html: Path | None) -> None:
+    """Before the run: the output folder and the HTML page's folder exist or can be made, and the page
+    is not a folder (an output that cannot be written fails now, not after every judge call)."""
+    if html is not None and (str(html).endswith(("/", os.sep)) or html.is_dir()):
+        raise OutputError(f"--html {html}: is a directory; give a file name, e.g. {html / 'profile.html'}")
+    for option, folder in (("--out", out), ("--html", html.parent if html is not None else None)):
+        if folder is None:
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{option} {out if option == '--out' else html}: cannot create the folder {folder} "
+                              f"({e.strerror or type(e).__name__})") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(f"{option} {out if option == '--out' else html}: cannot write in {folder} "
+                              "(permission denied)")
 
 
 def _write(profile: Any, out: Path | None, html: Path | None) -> None:

@@ -37,6 +37,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from evalign.backends import (
+    BACKENDS,
+    Backend,
+    BackendOptions,
+    backend_class,
+    create_backend,
+    missing_options,
+    public_url,
+    returns_scores,
+)
 from evalign.cache import Cache
 from evalign.cli.common import (
     ID_FIELD,
@@ -56,19 +66,11 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
-from evalign.judges.backends import (
-    BACKENDS,
-    Backend,
-    BackendOptions,
-    backend_class,
-    create_backend,
-    missing_options,
-    public_url,
-    returns_scores,
-)
 from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
 from evalign.judges.bias import LENGTH_UNITS
+from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.parsing import REASONS
+from evalign.judges.prompts import sampling_problem
 from evalign.judges.runner import TURNS as TURN_MODES
 from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
 from evalign.judges.usage import Price, parse_price, price_book
@@ -375,7 +377,7 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend, price:
         def on_note(line: str) -> None:
             err_console.print(f"[yellow]note[/yellow]: {escape(line)}", highlight=False, soft_wrap=True)
 
-        return run_judge(table, judge, be, cache=Cache(read=not o.no_cache, write=True),
+        return run_judge(table, judge, be, cache=Cache.for_command(o.no_cache),
                          skip_self=list(o.skip_self or []), human=o.human, length_unit=o.length_unit,
                          partial_path=partial, on_progress=on_progress, on_note=on_note, turns=o.turns,
                          price=price)  # fmt: skip
@@ -451,30 +453,26 @@ def _validate(o: JudgeCommand) -> None:
         parsed = urlparse(url)
         if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
             raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {public_url(url)!r}")
-    check(o.concurrency >= 1, "--concurrency", ">= 1")
-    check(o.batch_size >= 1, "--batch-size", ">= 1")
-    check(o.timeout > 0, "--timeout", "> 0 seconds")
-    check(o.connect_timeout > 0, "--connect-timeout", "> 0 seconds")
+    for key in ("concurrency", "batch_size", "timeout", "connect_timeout", "max_retries", "idle_timeout",
+                "system_prompt", "constraint_format"):  # the rules a bench judge spec's options follow too
+        problem = backend_option_problem(key, getattr(o, key))
+        if problem:
+            raise UsageError(f"--{key.replace('_', '-')} {problem}")
     check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
-    check(o.max_retries >= 0, "--max-retries", ">= 0")
     check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
-    check(o.temperature is None or 0 <= o.temperature <= 2, "--temperature", "in [0, 2]")
-    check(o.top_p is None or 0 < o.top_p <= 1, "--top-p", "in (0, 1]")
-    check(o.max_tokens is None or o.max_tokens >= 1, "--max-tokens", ">= 1")
-    check(o.repetition_penalty is None or o.repetition_penalty >= 0, "--repetition-penalty", ">= 0")
+    for key in ("temperature", "top_p", "max_tokens", "repetition_penalty"):  # the rules every judge's settings follow
+        problem = sampling_problem(key, getattr(o, key))
+        if problem:
+            raise UsageError(f"--{key.replace('_', '-')} {problem}")
     check(o.samples >= 1, "--samples", ">= 1")
     check(o.reask >= 0, "--reask", ">= 0")
     check(0 <= o.max_failed <= 1, "--max-failed", "a fraction in [0, 1]")
     check(o.max_rounds >= 1, "--max-rounds", ">= 1")
     check(o.max_unparseable_rounds >= 1, "--max-unparseable-rounds", ">= 1")
     check(o.tie_margin >= 0, "--tie-margin", ">= 0")
-    check(o.idle_timeout > 0, "--idle-timeout", "> 0 seconds")
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
-    check(o.system_prompt in ("role", "fold"), "--system-prompt", "'role' or 'fold'")
     check(o.constrain in ("auto", "on", "off"), "--constrain", "'auto', 'on' or 'off'")
-    check(o.constraint_format in ("auto", "llama.cpp", "vllm", "openai"), "--constraint-format",
-          "'auto', 'llama.cpp', 'vllm' or 'openai'")
     if o.grammar is not None and o.constrain == "off":
         raise UsageError("--grammar constrains the output: it does not go with --constrain off")
     check(o.turns in TURN_MODES, "--turns", " or ".join(f"'{t}'" for t in TURN_MODES))

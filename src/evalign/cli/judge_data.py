@@ -39,6 +39,9 @@ def judge_data_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Write train-judge training data from existing labels, split into train / held-out by question."""
+    for flag, given, own in (("--per-response", per_response, "absolute"), ("--single-order", single_order, "pairwise")):
+        if given and recipe != own:  # an option of another recipe is refused, not silently ignored
+            raise UsageError(f"{flag} applies to the {own} recipe, not to {recipe}")
     if recipe == "preference":
         _preference(out, held_out, seed, sets, pairs, exclude, near_duplicate, balance_length, as_json)
         return

@@ -125,3 +125,7 @@ def render_extras(o: Any) -> None:
         print_table(coefs, title="Style coefficients (logit per standard deviation of the feature)")
         if o.style.constant:
             console.print(escape(f"note: constant features left out: {', '.join(o.style.constant)}"), highlight=False)
+        if not o.style.converged:
+            console.print(escape("note: the style fit did not converge (a system or a feature separates the verdicts "
+                                 "perfectly, e.g. one that always wins): its ratings and coefficients are not "
+                                 "reliable; add battles"), highlight=False)

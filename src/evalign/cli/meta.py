@@ -32,6 +32,19 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.published import published_settings, run_published
 from evalign.cli.score import parse_options
+from evalign.cli.selective_options import (
+    CASCADE,
+    DELTA,
+    HOLDOUT,
+    RISK,
+    SAVE_CALIBRATION,
+    SELECTIVE,
+    render_selective,
+    save_calibration,
+    selective_errors,
+    selective_request,
+    with_selective,
+)
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
 from evalign.metrics.base import get_metric, metric_class
@@ -116,6 +129,8 @@ def meta_cmd(
     response_field: str = RESPONSE_FIELD, task_field: str = TASK_FIELD, language_field: str = LANGUAGE_FIELD,
     as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES, alt_test: bool = ALT_TEST,
     epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED, top: int = TOP,
+    selective: bool = SELECTIVE, risk: float = RISK, delta: float = DELTA, cascade: str = CASCADE,
+    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -123,6 +138,8 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
+                            confidence=confidence, published=published)
     if published:
         given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
@@ -154,13 +171,19 @@ def meta_cmd(
                      by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
     spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
+    spec = with_selective(spec, sel)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
-        result = evaluate(spec, progress=stages.resampling())
+        with selective_errors(sel):
+            result = evaluate(spec, progress=stages.resampling())
+    save_calibration(result.selective, save_calibration_to, spec.dataset or spec.source)
     if as_json:
         emit_json(result.to_json())
         if result.refused:
             raise SystemExit(1)
+        return
+    if result.selective is not None:
+        render_selective(result.selective, confidence)
         return
     render(result)
     if result.refused:

@@ -149,7 +149,7 @@ def _run(o: Any, settings: Any, out: Path | None) -> Any:
                        description=f"probing [dim]done {c['done']} · cached {c['cached']} · unscored {c['unscored']}"
                                    f" · failed {c['failed']}[/dim]")
 
-        card = run_probes(table, judge, be, settings, cache=Cache(read=not o.no_cache, write=True),
+        card = run_probes(table, judge, be, settings, cache=Cache.for_command(o.no_cache),
                           partial_path=partial, on_progress=on_progress)
     if partial is not None:
         partial.unlink(missing_ok=True)

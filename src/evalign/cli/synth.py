@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.backends import BackendOptions
 from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
 from evalign.io import detect_format, write_json_atomic, write_table
-from evalign.judges.backends import BackendOptions
 from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
 from evalign.synth.parsing import REASONS
 
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         seeds = load_seed_rubrics(seed_rubric)
         teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
                                max_retries)
-        result = run_synth(seeds, teacher, settings, cache=Cache(read=not no_cache, write=True))
+        result = run_synth(seeds, teacher, settings, cache=Cache.for_command(no_cache))
         empty = result.summary.empty_reason()
         if empty is None:
             write_table(result.table, out)

@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import typer
 
+from evalign.backends.model_source import locate_base_model
 from evalign.cli import judge_data
 from evalign.cli.common import console, emit_json, err_console, print_table
 from evalign.cli.dataset_options import parse_spec
 from evalign.errors import UsageError, check_all
-from evalign.judges.backends.model_source import locate_base_model
 from evalign.train import TrainSettings, read_examples, train_judge
 
 

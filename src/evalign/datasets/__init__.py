@@ -7,7 +7,7 @@ Adding a dataset: write its module (an adapter function decorated with
 # the import order is the order of `evalign datasets`
 from evalign.datasets import self_instruct, pandalm, hhh, llmbar, tulu, prometheus  # noqa: F401, I001  (register adapters)
 from evalign.datasets import alttest_mtbench, summeval, prompts10k, hanna, autoj, judgebench  # noqa: F401  (register adapters)
-from evalign.datasets import topical_chat, qags, sf_data2text  # noqa: F401  (register adapters)
+from evalign.datasets import topical_chat, qags, sf_data2text, trust_or_escalate  # noqa: F401  (register adapters)
 from evalign.datasets.base import (
     ANNOTATOR_KINDS,
     DatasetStatistic,

@@ -62,10 +62,20 @@ def _questions(data_dir: str | Path | None, near: Path) -> tuple[dict[int, dict[
     path = root / QUESTIONS
     out = {}
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, start=1):
             if line.strip():
-                q = json.loads(line)
-                out[int(q["question_id"])] = q
+                try:
+                    q = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=lineno) from None
+                for key in ("question_id", "turns", "category"):
+                    if not isinstance(q, dict) or key not in q:
+                        raise InputError("missing", file=str(path), line=lineno, field=key)
+                try:
+                    out[int(q["question_id"])] = q
+                except (TypeError, ValueError):
+                    raise InputError(f"must be an integer, got {q['question_id']!r}", file=str(path), line=lineno,
+                                     field="question_id") from None
     return out, path
 
 
@@ -75,6 +85,9 @@ def _item_row(item: str, prompt: dict[str, Any], questions: dict[int, dict[str, 
     if len(parts) != 4 or parts[3] not in ("1", "2") or not parts[0].isdigit():
         raise InputError(f"item id {item!r} is not QID__MODEL_A__MODEL_B__TURN", file=file)
     qid, sys_a, sys_b, turn = int(parts[0]), parts[1], parts[2], int(parts[3])
+    for key in ("conversation_a", "conversation_b"):
+        if not isinstance(prompt, dict) or not isinstance(prompt.get(key), str):
+            raise InputError(f"item {item}: missing (a Python-literal list of messages)", file=file, field=key)
     conv_a = _conversation(prompt["conversation_a"], file=file, item=item, field="conversation_a")
     conv_b = _conversation(prompt["conversation_b"], file=file, item=item, field="conversation_b")
     users = [m["content"] for m in conv_a if m["role"] == "user"]
@@ -128,7 +141,12 @@ def load_alttest_mtbench(data_dir: str | Path | None = None) -> HumanDataset:
     folder = set_dir("mtbench", data_dir, extra=("prompts.json",))
     alt = read_alttest("mtbench", folder.parent.parent)
     prompts_path = folder / "prompts.json"
-    prompts: dict[str, Any] = json.loads(prompts_path.read_text(encoding="utf-8"))
+    try:
+        prompts: dict[str, Any] = json.loads(prompts_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON ({e.msg})", file=str(prompts_path), line=e.lineno, column=e.colno) from None
+    if not isinstance(prompts, dict):
+        raise InputError("expected an object of items {id: {conversation_a, conversation_b}}", file=str(prompts_path))
     questions, qfile = _questions(data_dir, folder.parent.parent)
     rows = [_item_row(i, p, questions, str(prompts_path), qfile) for i, p in prompts.items()]
     pairs = pd.DataFrame(rows)

@@ -67,11 +67,19 @@ _HUMAN_AVG_COL = re.compile(r"^Human Avg \d (RE|CH|EM|SU|EG|CX)$")
 
 def _read_cells(path: Path) -> tuple[list[str], list[dict[str, list[float]]]]:
     """The header and, per system row, each column's 96 values (the cells are Python-literal lists)."""
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-        rows = list(csv.reader(io.StringIO(fh.read())))
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(io.StringIO(fh.read())))
+    except (OSError, EOFError, UnicodeDecodeError) as e:  # not gzip, cut short, not UTF-8 inside
+        what = "cut short" if isinstance(e, EOFError) else f"{type(e).__name__}: {e}"
+        raise InputError(f"not a readable gzipped CSV ({what}); download the file again", file=str(path)) from None
+    if not rows:
+        raise InputError("empty CSV (no header)", file=str(path))
     header, body = rows[0], rows[1:]
     out = []
     for line, r in enumerate(body, start=2):
+        if len(r) != len(header):
+            raise InputError(f"expected {len(header)} cells as in the header, got {len(r)}", file=str(path), line=line)
         cells: dict[str, list[float]] = {"Model": r[0]}  # type: ignore[dict-item]
         for name, cell in zip(header[1:], r[1:], strict=True):
             try:  # the lists are JSON (Python literals in general)

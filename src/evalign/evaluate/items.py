@@ -16,6 +16,7 @@ from evalign.evaluate import guards as G
 from evalign.evaluate.annotators import AnnotatorLabels, item_labels
 from evalign.evaluate.calibrated import item_calibrations
 from evalign.evaluate.result import TrustTable
+from evalign.evaluate.selective import SelectiveReport, item_confidence, selective_report
 from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import (
     Ceiling,
@@ -213,6 +214,23 @@ class ItemEvaluation(Evaluation):
         if hum is None:
             return []
         return item_calibrations(self.table, [c.name for c in self.cols if c.kind == "judge"], hum)
+
+    def selective(self) -> SelectiveReport:
+        """Each graded judge's confidence (``J.confidence``, else ``J.p``) calibrated on the rows with a
+        human rating (see :mod:`evalign.evaluate.selective`); a judge without one is refused."""
+        req = self.spec.selective
+        hum = self.spec.human.column
+        assert req is not None
+        if hum is None:
+            raise InputError("--selective needs item ratings (a rating column) or pair labels", field="selective")
+        judges = [c.name for c in self.cols if c.kind == "judge"]
+        missing = [j for j in req.cascade if j not in judges]
+        if missing:
+            raise InputError(f"not a judge column of this evaluation: {', '.join(missing)} (judges: "
+                             f"{', '.join(judges) or 'none'})", field="cascade")
+        confs = {j: item_confidence(self.table, j, source=self.source) for j in judges}
+        ratings = pd.to_numeric(self.table[hum], errors="coerce").to_numpy(dtype=float)
+        return selective_report(confs, ratings, np.isfinite(ratings), req, graded=True)
 
     def annotator_labels(self) -> tuple[AnnotatorLabels | None, str | None]:
         """Each single-annotator rating column and each judge's scores (raw, on the annotators'

@@ -16,6 +16,7 @@ from evalign.evaluate.annotators import AnnotatorLabels, pair_labels
 from evalign.evaluate.calibrated import WEIGHTED, pair_calibrations, pair_probabilities, weighted_accuracy
 from evalign.evaluate.columns import n_unparseable, verdict_array, verdict_codes, verdict_statistics
 from evalign.evaluate.result import TrustTable
+from evalign.evaluate.selective import SelectiveReport, pair_confidence, selective_report
 from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import Ceiling, Evaluation, Undefined, require, signature
 from evalign.meta.agreement import majority_vote
@@ -210,6 +211,22 @@ class PairEvaluation(Evaluation):
         """Each verdict judge with ``J.p_a``: its calibration on the compared pairs."""
         p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
         return pair_calibrations(p, self.labels, self.common)
+
+    def selective(self) -> SelectiveReport:
+        """Each verdict judge's confidence (``J.confidence``, else ``J.p_a``) calibrated on the compared
+        pairs (see :mod:`evalign.evaluate.selective`); a judge without one is refused, with the reason."""
+        req = self.spec.selective
+        assert req is not None
+        judges = [c.name for c in self.cols if c.verdict]
+        confs = {}
+        for j in judges:
+            codes, _ = verdict_codes(self.table, j)
+            confs[j] = pair_confidence(self.table, j, codes, source=self.source)
+        missing = [j for j in req.cascade if j not in confs]
+        if missing:
+            raise InputError(f"not a judge verdict column of this evaluation: {', '.join(missing)} (judges: "
+                             f"{', '.join(judges) or 'none'})", field="cascade")
+        return selective_report(confs, self.labels, self.common, req)
 
     def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
         """The probability-weighted verdict's accuracy (:data:`~evalign.evaluate.calibrated.WEIGHTED`) of

@@ -41,7 +41,12 @@ def join_human(battles: pd.DataFrame, source: str | Path | pd.DataFrame, column:
     name, lines = str(human.attrs.get("source")), human.attrs.get("lines") or list(range(1, len(human) + 1))
     if "id" not in human.columns:
         raise InputError("no 'id' column (human verdicts are joined by battle id and systems)", file=name, field="id")
-    codes = read_verdicts(human[column].to_numpy(), column)
+    try:
+        codes = read_verdicts(human[column].to_numpy(), column)
+    except InputError as e:  # name the human file and its line, not the row of a column
+        row = e.line
+        raise InputError(e.reason, file=name, line=lines[row - 1] if row else None, field=column,
+                         line_word=human.attrs.get("line_word", "line")) from None
     where: dict[tuple[str, str, str], int] = {}
     for i, (bid, a, b) in enumerate(zip(battles["id"].astype(str), battles["system_a"].astype(str),
                                         battles["system_b"].astype(str), strict=True)):
@@ -94,6 +99,14 @@ def style_board_of(battles: pd.DataFrame, *, bt: BTSettings = BTSettings(), alph
             raise InputError("--style-control needs the responses' texts (response_a, response_b)",
                              file=source, field=col)
     ba = battle_arrays(battles)
+    used = ba.resolved()
+    for col in ("response_a", "response_b"):  # a missing text is not an empty one: it would count as 0 words
+        texts = battles[col].tolist()
+        missing = [i for i, (t, keep) in enumerate(zip(texts, used, strict=True)) if keep and not isinstance(t, str)]
+        if missing:
+            raise InputError(f"{len(missing)} decided battle(s) have no response text (null); --style-control needs "
+                             "both texts of every decided battle: fill them in or leave those battles out",
+                             file=source, line=missing[0] + 1, line_word="row", field=col)
     settings = BTSettings(scale=bt.scale, base=bt.base, init_rating=bt.init_rating, anchor=bt.anchor,
                           anchor_rating=bt.anchor_rating, n_bootstrap=0)
     return style_control(ba, battles["response_a"].tolist(), battles["response_b"].tolist(), settings=settings,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.evaluate.selective import SelectiveReport
 from evalign.evaluate.spec import rater_of
 from evalign.meta.alt_test import AltTestReport
 from evalign.meta.calibration import Calibration
@@ -104,6 +105,8 @@ class EvalResult:
     alt_test: AltTestReport | None = None
     ceiling: CeilingReport | None = None
     calibration: tuple[Calibration, ...] = ()
+    #: ``--selective``: each judge's (or a cascade's) thresholds with a guarantee (None: not asked)
+    selective: SelectiveReport | None = None
 
     def to_pandas(self) -> pd.DataFrame:
         """The ranking: the rows of the first trust table (a copy; every group, baselines beside the
@@ -147,6 +150,8 @@ class EvalResult:
             out["ceiling"] = self.ceiling.to_json()
         if self.calibration:
             out["calibration"] = [c.to_json() for c in self.calibration]
+        if self.selective is not None:
+            out["selective"] = self.selective.to_json()
         if self.breakdown is not None:
             out["breakdown"] = {"by": self.breakdown_by, "statistic": self.breakdown_statistic,
                                 "rows": self.breakdown.to_dict("records")}

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.evaluate.selective import SelectiveRequest
 from evalign.meta.alt_test import AltTestSettings
 from evalign.meta.resampling import Resampling
 from evalign.meta.system_level import SYSTEM_LEVELS, declares_corpus, system_label
@@ -149,7 +150,9 @@ class EvalSpec:
     ``description`` and ``compute(pairs, column) -> float``, see
     :class:`evalign.datasets.DatasetStatistic`), a column each of a pair table's trust table. ``prices``: the
     judges' prices (:class:`~evalign.judges.usage.PriceBook`; a judge column's cost per 1,000 items is
-    computed from its per-row usage columns, see :mod:`evalign.judges.usage`).
+    computed from its per-row usage columns, see :mod:`evalign.judges.usage`). ``selective``: the
+    thresholds with a guarantee of each judge with a confidence, or of a cascade (see
+    :mod:`evalign.evaluate.selective`; None: not computed).
     """
 
     human: Human
@@ -172,6 +175,7 @@ class EvalSpec:
     curves: bool = False
     statistics: tuple[Any, ...] = ()
     prices: Any = None
+    selective: SelectiveRequest | None = None
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:

@@ -28,11 +28,12 @@ import numpy as np
 import pandas as pd
 
 import evalign
-from evalign.errors import InputError
+from evalign.errors import InputError, unknown_name
 from evalign.evaluate import baselines as B
 from evalign.evaluate import guards as G
 from evalign.evaluate.annotators import AnnotatorLabels, add_judge_columns, run_alt_test, run_ceiling
 from evalign.evaluate.result import EPSILON_RULE, EvalResult, TrustTable
+from evalign.evaluate.selective import SelectiveReport
 from evalign.evaluate.spec import Column, EvalSpec, TrustRequest
 from evalign.judges.usage import JudgeUsage, has_usage, table_models, table_usage
 from evalign.meta.alt_test import AltTestReport
@@ -259,6 +260,8 @@ class Evaluation:
         self.ceil: CeilingReport | None = None
         #: the calibration of each judge that states a probability (J.p_a / J.p)
         self.calib: list[Calibration] = []
+        #: ``spec.selective``: the thresholds with a guarantee
+        self.sel: SelectiveReport | None = None
 
     def run(self) -> EvalResult:
         """The pipeline: align, compute, group, rank, breakdown, curves, sign."""
@@ -271,6 +274,8 @@ class Evaluation:
         groups = self.group()
         self.judges_vs_annotators()
         self.calib = self.calibrations()
+        if self.spec.selective is not None:
+            self.sel = self.selective()
         tables = [self.rank(req, groups) for req in self.spec.trust_requests()]
         bd = self.breakdown()
         curves = self.curves()
@@ -380,6 +385,11 @@ class Evaluation:
         """The calibration of each judge with a stated probability (``J.p_a`` / ``J.p``)."""
         return []
 
+    def selective(self) -> SelectiveReport:
+        """Stage ``selective``: each judge's threshold with a guarantee, or a cascade's (``spec.selective``)."""
+        raise InputError("--selective needs labels per item or pair (not system-level values) and judges with a "
+                         "confidence", field="selective")
+
     # -- rank ----------------------------------------------------------------------------------
 
     def rank(self, req: TrustRequest, groups: Mapping[str, np.ndarray]) -> TrustTable:
@@ -439,6 +449,11 @@ class Evaluation:
         its price in ``spec.prices``; judges without usage columns are left out."""
         out: dict[str, JudgeUsage] = {}
         tables = [t for t in (self.table, self.spec.items) if t is not None]
+        book = self.spec.prices
+        judges = [c.name for c in self.cols if c.kind == "judge"]
+        for name in book.columns if book is not None else ():
+            if name not in judges:  # a price for a judge this table does not hold is a typo, not a no-op
+                raise unknown_name("judge column", name, judges, where="--price")
         for c in self.cols:
             if c.kind != "judge":
                 continue
@@ -483,7 +498,7 @@ class Evaluation:
             columns=columns_json(self.cols), overview=overview, trust=tuple(tables), missing=self.missing,
             breakdown=bd, breakdown_by=spec.by, curves=dict(curves), notes=tuple(dict.fromkeys(self.notes)),
             warnings=tuple(dict.fromkeys(self.warnings)), refused=nothing_ranked(tables),
-            alt_test=self.alt, ceiling=self.ceil, calibration=tuple(self.calib),
+            alt_test=self.alt, ceiling=self.ceil, calibration=tuple(self.calib), selective=self.sel,
             **fields,
         )
 

@@ -1,10 +1,11 @@
 """Reading per-annotator labels in the Alt-Test's own format (Calderon et al. 2025's repository):
 ``{annotator: {item: label}}`` for the humans and ``{judge: {item: label}}`` (or one judge's
-``{item: label}``) for the judges. A label is a string, a number or null (no label); anything
+``{item: label}``) for the judges. A label is a string, a finite number or null (no label; NaN likewise); anything
 else is an error naming the file and the field."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,9 @@ def _labels(obj: Any, file: str, where: str) -> dict[str, Any]:
     for item, v in obj.items():
         if v is not None and (isinstance(v, bool) or not isinstance(v, str | int | float)):
             raise InputError(f"a label must be a string, a number or null, got {type(v).__name__}", file=file,
+                             field=f"{where}.{item}" if where else str(item))
+        if isinstance(v, float) and math.isinf(v):  # JSON's Infinity: not a rating (NaN reads as no label)
+            raise InputError(f"a numeric label must be finite, got {v!r} (null: no label)", file=file,
                              field=f"{where}.{item}" if where else str(item))
     return obj
 

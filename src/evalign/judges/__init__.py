@@ -2,7 +2,7 @@
 
 Judges are registered classes (:func:`get_judge`, :func:`list_judges`); prompts and rubrics are data
 files (:func:`load_template`, :func:`load_rubric`); :func:`parse_grade` reads a grade or says why it
-cannot; :func:`run_judge` grades a table against a backend (``evalign.judges.backends``) with a cache,
+cannot; :func:`run_judge` grades a table against a backend (``evalign.backends``) with a cache,
 resume, and a bias audit. Importing this package does not import httpx, torch or transformers.
 """
 

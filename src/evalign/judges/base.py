@@ -36,8 +36,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from evalign.backends.types import Constraint
 from evalign.errors import EvalignError, UsageError
-from evalign.judges.backends.types import Constraint
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import (
     SAMPLING_RULES,
@@ -392,7 +392,7 @@ class Judge(ABC):
 
     # -- requests -------------------------------------------------------------------------------
     def request_settings(self, sample: int) -> dict[str, Any]:
-        """Keyword arguments of :class:`~evalign.judges.backends.GenerationRequest` for one sample."""
+        """Keyword arguments of :class:`~evalign.backends.GenerationRequest` for one sample."""
         s = dict(self.sampling)
         if s.get("seed") is not None:
             s["seed"] = int(s["seed"]) + sample

@@ -114,6 +114,8 @@ def _read(path: Path) -> Mapping[str, Any]:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start}); save the probe file as UTF-8", file=str(path)) from None
     except (OSError, yaml.YAMLError) as e:
         raise InputError(f"cannot read a probe file ({type(e).__name__}: {e})", file=str(path)) from None
     if not isinstance(data, Mapping):
@@ -143,7 +145,15 @@ def _fields(data: Mapping[str, Any], texts: Sequence[str], edit: str, path: Path
     out = tuple((str(k), tuple(str(x) for x in v)) for k, v in fields.items())
     known = {k for k, _ in out} | ({"target"} if edit == "note" else set())
     for t in texts:
-        used = {f for _, f, _, _ in string.Formatter().parse(t) if f}
+        try:
+            used = {f for _, f, _, _ in string.Formatter().parse(t) if f is not None}
+        except ValueError as e:  # an unclosed or stray brace
+            raise InputError(f"{e} in {t!r} (write a literal brace as {{{{ or }}}})", file=str(path),
+                             field="texts") from None
+        if any(not f.isidentifier() for f in used):
+            bad = next(f for f in used if not f.isidentifier())
+            raise InputError(f"text uses {{{bad}}}: a placeholder names one of fields (write a literal brace as "
+                             "{{ or }})", file=str(path), field="texts")
         if used - known:
             raise InputError(f"text uses {{{sorted(used - known)[0]}}}, which is not in fields", file=str(path),
                              field="texts")
@@ -166,6 +176,8 @@ def _parse(data: Mapping[str, Any], path: Path) -> Probe:
     texts = _strings(data, "texts", path)
     if edit in (*RESPONSE_EDITS, "note") and not texts:
         raise InputError(f"a '{edit}' probe needs texts", file=str(path), field="texts")
+    if isinstance(data["version"], bool) or not isinstance(data["version"], int) or data["version"] < 1:
+        raise InputError(f"must be an integer >= 1, got {data['version']!r}", file=str(path), field="version")
     ratio = data.get("ratio", 0.0)
     if edit == "pad" and (not isinstance(ratio, int | float) or ratio <= 0):
         raise InputError(f"a 'pad' probe needs ratio > 0 (0.5 = +50% length), got {ratio!r}", file=str(path),

@@ -80,7 +80,7 @@ _BRACED_WORD_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 #: the sampling settings a judge (and a template's ``sampling``) may set: what each must be, and its test
 SAMPLING_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "temperature": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
+    "temperature": ("a number in [0, 2]", lambda v: _is_number(v) and 0 <= v <= 2),
     "top_p": ("a number in (0, 1]", lambda v: _is_number(v) and 0 < v <= 1),
     "max_tokens": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "repetition_penalty": ("a number >= 0 (0: not sent)", lambda v: _is_number(v) and v >= 0),

@@ -42,29 +42,32 @@ import contextlib
 import copy
 import fnmatch
 import json
-import math
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 import pandas as pd
 
+from evalign.backends import ConstraintRefused, Generation, GenerationRequest
 from evalign.cache import LEASE_SECONDS, Cache, make_key
 from evalign.errors import EvalignError, InputError, did_you_mean
 from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read_pairs re-exported)
 from evalign.io.conversations import expand_turns
-from evalign.judges.backends import ConstraintRefused, Generation, GenerationRequest
-from evalign.judges.backends.types import answered_by
 from evalign.judges.base import Judge, first_reference, prompt_text
-from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 from evalign.judges.parsing import ParseResult, unscored
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
-from evalign.judges.usage import JudgeUsage, Price, drift_message, model_versions
+from evalign.judges.summary import (  # noqa: F401  (CallCounts, failed_too_often re-exported)
+    CallCounts,
+    CallUsage,
+    JudgeSummary,
+    failed_too_often,
+    summarize,
+)
+from evalign.judges.usage import Price
 
 NAMESPACE = "judge"
 #: how conversations are graded (see :func:`run_judge`)
@@ -89,106 +92,6 @@ class Call:
     messages: list[Message]
     settings: dict[str, Any]
     key: str = ""
-
-
-@dataclass(frozen=True)
-class CallUsage:
-    """What one answered call cost and who answered it: the server's token counts, the latency in
-    seconds (None when not measured) and the returned ``model`` / ``system_fingerprint``."""
-
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float | None
-    model: str | None
-    fingerprint: str | None
-
-    @classmethod
-    def of(cls, gen: Mapping[str, Any]) -> CallUsage:
-        """From a cached generation (:meth:`evalign.judges.backends.Generation.to_json`)."""
-        u = gen.get("usage") or {}
-        model, fp = gen.get("model"), gen.get("system_fingerprint")
-        if "model" not in gen:  # stored before evalign kept them: the server's response says
-            model, fp = answered_by(gen.get("raw"))
-        secs = gen.get("seconds")
-        return cls(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
-                   float(secs) if isinstance(secs, int | float) else None, model, fp)
-
-
-@dataclass(frozen=True)
-class CallCounts:
-    """Calls of a run: distinct calls, from the cache, made anew, re-asks, failed after retries,
-    HTTP retries (of successful and failed calls), and unscored calls by reason."""
-
-    total: int
-    cached: int
-    new: int
-    reasked: int
-    failed: int
-    http_retries: int
-    unscored_by_reason: Mapping[str, int]
-    #: calls whose output was cut off at max_tokens after a complete verdict (read, and counted here)
-    read_before_cut: int = 0
-
-
-@dataclass(frozen=True)
-class JudgeSummary:
-    """The summary of a judge run (written as ``OUT.summary.json``).
-
-    ``kind``: ``"score"`` (item judges: ``column`` holds a number, direction ``higher_is_better``)
-    or ``"verdict"`` (pair judges: ``column`` holds A / B / tie / unparseable). ``methods``: G-Eval
-    rows by method (``logprobs`` / ``samples``). ``rounds``: ranking protocol pairs by rounds used.
-    ``errors``: backend error messages (redacted) by count; ``last_error`` the last one;
-    ``failed_fraction``: calls that failed after retries / calls sent. ``usage``: what the judged items
-    cost (:meth:`evalign.judges.usage.JudgeUsage.as_dict` over the run's distinct answered calls, cached
-    ones included, plus ``new_calls`` / ``new_prompt_tokens`` / ``new_completion_tokens``: this run's
-    own). ``models``: the model versions that answered (``model``, ``system_fingerprint``, ``calls``);
-    ``drift``: one line when there was more than one, else None. Reading it like a mapping
-    (``summary["calls"]["new"]``) reads :meth:`as_dict`.
-    """
-
-    judge: str
-    mode: str
-    column: str
-    kind: str
-    higher_is_better: bool
-    signature: str
-    backend: Mapping[str, Any]
-    reference: bool
-    items: int
-    scored: int
-    unscored: int
-    skipped: int
-    unscored_by_reason: Mapping[str, int]
-    calls: CallCounts
-    distribution: Mapping[str, int]
-    mean: float
-    std: float | None
-    bias: Mapping[str, Any]
-    methods: Mapping[str, int]
-    rounds: Mapping[str, int]
-    errors: Mapping[str, int]
-    last_error: str | None
-    failed_fraction: float
-    seconds: float
-    #: the output constraint: ``mode`` (auto / on / off), ``sent`` (whether calls carried one),
-    #: ``note`` (why not, or the refusal; None), ``outside_shape`` (answers outside its regex)
-    constraint: Mapping[str, Any] = field(default_factory=dict)
-    #: per criterion of a criteria judge: items read (``scored``), not read, and the mean rating
-    criteria: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    usage: Mapping[str, Any] = field(default_factory=dict)
-    models: Sequence[Mapping[str, Any]] = ()
-    drift: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict."""
-        return asdict(self)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.as_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Like ``dict.get`` on :meth:`as_dict`."""
-        return self.as_dict().get(key, default)
 
 
 @dataclass
@@ -422,7 +325,7 @@ async def execute(
         for c in pending:
             by_key.setdefault(c.key, []).append(c)
         stored = cache.get_many(NAMESPACE, list(by_key))
-        parsed = _parse_stored(judge, stored, by_key, progress, st.answers)
+        parsed = _parse_stored(judge, stored, by_key, progress, st.answers, cache.path)
         from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
         while todo:
@@ -433,7 +336,7 @@ async def execute(
                 await _leased(cache, backend.generate_many(reqs, wave.on_done))
             rest = [k for k in todo if k not in parsed]
             got = await _wait_for_other_run(cache, rest) if rest else {}
-            parsed.update(_parse_stored(judge, got, by_key, progress, st.answers))
+            parsed.update(_parse_stored(judge, got, by_key, progress, st.answers, cache.path))
             from_cache.update(got)
             todo = [k for k in rest if k not in got]
         pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
@@ -473,13 +376,26 @@ async def _wait_for_other_run(cache: Cache, keys: Sequence[str], poll: float = 0
         poll = min(2.0, poll * 1.5)
 
 
+def _stored_generation(raw: bytes, cache_path: Any) -> dict[str, Any]:
+    """A cached answer's generation; an entry that is not one (a damaged cache) names the cache."""
+    try:
+        gen = json.loads(raw.decode("utf-8"))["generation"]
+        if not isinstance(gen, dict) or not gen.get("choices"):
+            raise ValueError("no choices")
+        return gen
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise EvalignError(f"cache {cache_path}: a stored judge answer is not readable JSON ({type(e).__name__}); "
+                           "run with --no-cache to make the calls anew (their answers replace it)") from None
+
+
 def _parse_stored(judge: Judge, stored: Mapping[str, bytes], by_key: Mapping[str, list[Call]],
-                  progress: _Progress, answers: dict[str, CallUsage]) -> dict[str, tuple[ParseResult, str]]:
+                  progress: _Progress, answers: dict[str, CallUsage],
+                  cache_path: Any = None) -> dict[str, tuple[ParseResult, str]]:
     """The parsed result and text of each call found in the cache (its usage recorded in ``answers``)."""
     parsed: dict[str, tuple[ParseResult, str]] = {}
     bad = 0
     for k, raw in stored.items():
-        gen = json.loads(raw.decode("utf-8"))["generation"]
+        gen = _stored_generation(raw, cache_path)
         answers[k] = CallUsage.of(gen)
         c = by_key[k][0]
         res = safe_parse(judge, gen, prompt_text(c.messages), c.order)
@@ -710,7 +626,7 @@ async def arun_judge(
     if p.constrained:
         run_opts["constraint"] = judge.constraint_tag()
     signature = str(active.signature(identity, p.reference, run_opts))
-    summary = _summary(active, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
+    summary = summarize(active, out, identity, signature, p.reference, st, progress.counts, human, length_unit,
                        round(time.perf_counter() - t0, 3), price)
     constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
     counts = getattr(active, "criterion_counts", None)
@@ -800,144 +716,3 @@ def run_judge(
 def _log(fh: IO[str], obj: Mapping[str, Any]) -> None:
     fh.write(json.dumps(json_safe(dict(obj)), ensure_ascii=False) + "\n")
     fh.flush()
-
-
-# --- summary ------------------------------------------------------------------------------------
-
-
-def _summary(
-    judge: Judge,
-    out: pd.DataFrame,
-    identity: Mapping[str, Any],
-    signature: str,
-    reference: bool,
-    st: _State,
-    progress: Mapping[str, int],
-    human: str | None,
-    length_unit: str,
-    seconds: float,
-    price: Price | None = None,
-) -> JudgeSummary:
-    col = judge.column
-    status = out[f"{col}.status"]
-    unscored_rows = out[status == "unscored"]
-    calls = CallCounts(
-        total=len({c["key"] for c in st.call_log}),
-        cached=int(progress.get("cached", 0)),
-        new=int(progress.get("new", 0)),
-        reasked=len({c["key"] for c in st.call_log if c["attempt"] > 0}),
-        failed=int(progress.get("failed", 0)),
-        http_retries=st.http_retries,
-        unscored_by_reason=dict(st.call_reasons.most_common()),
-        read_before_cut=st.cut_calls,
-    )
-    if judge.pairwise:
-        distribution, mean, bias, rounds = _pair_statistics(judge, out, length_unit)
-        std: float | None = None
-    else:
-        distribution, mean, std, bias = _score_statistics(out, col, human, length_unit)
-        rounds = {}
-    usage, versions = _usage(st, int((status != "skipped").sum()), price)
-    methods: dict[str, int] = {}
-    if f"{col}.method" in out.columns:
-        methods = {str(k): int(v) for k, v in Counter(m for m in out[f"{col}.method"] if isinstance(m, str)).items()}
-    return JudgeSummary(
-        judge=judge.name,
-        mode=judge.mode,
-        column=col,
-        kind="verdict" if judge.pairwise else "score",
-        higher_is_better=judge.higher_is_better,
-        signature=signature,
-        backend=dict(identity),
-        reference=reference,
-        items=len(out),
-        scored=int((status == "scored").sum()),
-        unscored=int((status == "unscored").sum()),
-        skipped=int((status == "skipped").sum()),
-        unscored_by_reason=dict(Counter(unscored_rows[f"{col}.reason"].fillna("?").tolist()).most_common()),
-        calls=calls,
-        distribution=distribution,
-        mean=mean,
-        std=std,
-        bias=bias,
-        methods=methods,
-        rounds=rounds,
-        errors=dict(st.error_messages.most_common()),
-        last_error=st.last_error,
-        failed_fraction=(calls.failed / st.sent) if st.sent else 0.0,
-        seconds=seconds,
-        usage=usage,
-        models=versions,
-        drift=drift_message(versions),
-    )
-
-
-def _usage(st: _State, items: int, price: Price | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run's usage over its distinct answered calls (cached ones included) and the model versions
-    that answered them."""
-    first: dict[str, dict[str, Any]] = {}
-    for c in st.call_log:
-        if c.get("answered"):
-            first.setdefault(c["key"], c)
-    answers = {k: st.answers[k] for k in first}
-    u = JudgeUsage(items=items, calls=len(answers), unparsed=sum(1 for c in first.values() if c["reason"] is not None),
-                   prompt_tokens=sum(a.prompt_tokens for a in answers.values()),
-                   completion_tokens=sum(a.completion_tokens for a in answers.values()),
-                   seconds=sum(a.seconds or 0.0 for a in answers.values()), price=price)
-    new = [answers[k] for k, c in first.items() if not c["cached"]]
-    out = u.as_dict()
-    out.update(new_calls=len(new), new_prompt_tokens=sum(a.prompt_tokens for a in new),
-               new_completion_tokens=sum(a.completion_tokens for a in new))
-    return out, model_versions((a.model, a.fingerprint) for a in answers.values())
-
-
-def _verdicts(column: pd.Series, keep: np.ndarray) -> list[str | None]:
-    """The single-order verdicts of the kept rows (``"A"`` / ``"B"`` / ``"tie"``; None = none)."""
-    return [v if isinstance(v, str) and v in ("A", "B", "tie") else None for v in column[keep].tolist()]
-
-
-def _pair_statistics(
-    judge: Judge, out: pd.DataFrame, length_unit: str
-) -> tuple[dict[str, int], float, dict[str, Any], dict[str, int]]:
-    """Pair judges: verdict counts, mean code, length (and order-swap) bias, pairs by rounds used."""
-    col = judge.column
-    status = out[f"{col}.status"]
-    codes = out[f"{col}.code"].to_numpy(dtype=float)
-    verdicts = [v for v in out[col].tolist() if isinstance(v, str)]
-    distribution = {k: int(v) for k, v in sorted(Counter(verdicts).items())}
-    finite = codes[np.isfinite(codes)]
-    mean = float(finite.mean()) if finite.size else float("nan")
-    both = bool(getattr(judge, "both_orders", False))
-    judged = (status != "skipped").to_numpy()
-    orders = [_verdicts(out[f"{col}.{o}"], judged) for o in ("ab", "ba")] if both else []
-    bias: dict[str, Any] = {
-        "length": pairwise_length_bias(codes[judged], out["response_a"][judged].tolist(),
-                                       out["response_b"][judged].tolist(), unit=length_unit, orders=orders)
-    }
-    if both:
-        bias["order_swap"] = order_swap_agreement(*orders)
-    rounds: dict[str, int] = {}
-    if f"{col}.rounds" in out.columns:
-        used = [int(r) for r, s in zip(out[f"{col}.rounds"], status, strict=True) if s != "skipped"]
-        rounds = {str(k): int(v) for k, v in sorted(Counter(used).items())}
-    return distribution, mean, bias, rounds
-
-
-def _score_statistics(
-    out: pd.DataFrame, col: str, human: str | None, length_unit: str
-) -> tuple[dict[str, int], float, float, dict[str, Any]]:
-    """Item judges: counts of the (rounded) scores, their mean and std, the length bias."""
-    scores = out[col].to_numpy(dtype=float)
-    finite = scores[np.isfinite(scores)]
-    rounded = Counter(float(v) if float(v).is_integer() else round(float(v)) for v in finite)
-    distribution = {f"{k:g}": int(v) for k, v in sorted(rounded.items())}
-    mean = float(finite.mean()) if finite.size else float("nan")
-    std = float(finite.std()) if finite.size else float("nan")
-    hum = out[human].to_numpy(dtype=float) if human else None
-    bias = {"length": length_bias(scores, out["response"].tolist(), unit=length_unit, human=hum)}
-    return distribution, mean, std, bias
-
-
-def failed_too_often(summary: JudgeSummary, max_failed: float) -> bool:
-    """True when more than ``max_failed`` (a fraction 0..1) of the calls sent failed after retries."""
-    return summary.calls.failed > 0 and summary.failed_fraction > max_failed and not math.isnan(summary.failed_fraction)

@@ -1,5 +1,5 @@
 """Answer shapes: what a judge's answer looks like, declared once per template (``answer:`` in its
-YAML file), sent to every backend as a :class:`~evalign.judges.backends.types.Constraint`.
+YAML file), sent to every backend as a :class:`~evalign.backends.types.Constraint`.
 
 A shape is either a verdict regex, optionally after free text, or a JSON object::
 
@@ -22,7 +22,7 @@ A shape is either a verdict regex, optionally after free text, or a JSON object:
           naturalness: {type: integer, minimum: 1, maximum: 3}
         required: [reasoning, naturalness]
 
-The regex is in the dialect of :mod:`evalign.judges.backends.regex_gbnf` (ASCII; the verdict of
+The regex is in the dialect of :mod:`evalign.backends.regex_gbnf` (ASCII; the verdict of
 bounded length). The JSON object is written compactly (``{"k": v, "k2": v2}``, Python's
 ``json.dumps`` layout), which the canonical regex fixes.
 
@@ -41,8 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalign.errors import EvalignError, InputError
-from evalign.judges.backends.regex_gbnf import (
+from evalign.backends.regex_gbnf import (
     ASCII,
     Alt,
     Lit,
@@ -55,7 +54,8 @@ from evalign.judges.backends.regex_gbnf import (
     to_regex,
     width,
 )
-from evalign.judges.backends.types import Constraint
+from evalign.backends.types import Constraint
+from evalign.errors import EvalignError, InputError
 from evalign.signature import stable_hash
 
 #: the characters of free text: printable ASCII and newline (each at least one token)
@@ -93,7 +93,7 @@ class AnswerShape:
 
     @property
     def tree(self) -> Node:
-        """The shape's tree (its free text as :class:`~evalign.judges.backends.regex_gbnf.Text`)."""
+        """The shape's tree (its free text as :class:`~evalign.backends.regex_gbnf.Text`)."""
         return self._tree
 
     @property

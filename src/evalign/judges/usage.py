@@ -68,7 +68,10 @@ def parse_price(text: str, *, option: str = "--price") -> Price:
     if not m:
         raise UsageError(f"{option} must be IN/OUT, the price per million input and output tokens (e.g. 2.5/10), "
                          f"got {text!r}")
-    return Price(float(m.group(1)), float(m.group(2)))
+    price = Price(float(m.group(1)), float(m.group(2)))
+    if not (math.isfinite(price.input) and math.isfinite(price.output)):
+        raise UsageError(f"{option} must be finite prices per million tokens, got {text!r}")
+    return price
 
 
 @dataclass(frozen=True)
@@ -108,14 +111,17 @@ class PriceBook:
         return not (self.models or self.columns or self.default)
 
 
-def read_prices(path: str | Path) -> PriceBook:
+def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
     """A price file (YAML or JSON: model name or glob -> ``{input, output}`` per million tokens, or
-    ``"IN/OUT"``); errors name the file and the model."""
+    ``"IN/OUT"``); errors name the file and the model (and ``source``, where the path came from, e.g.
+    ``$EVALIGN_PRICES``, when the file is missing)."""
     p = Path(path)
     if not p.is_file():
-        raise InputError("no such price file", file=str(p))
+        raise InputError("no such price file" + (f" (from {source})" if source else ""), file=str(p))
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start}); save the price file as UTF-8", file=str(p)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(f"malformed YAML ({getattr(e, 'problem', e)})", file=str(p),
@@ -143,7 +149,7 @@ def price_book(prices: str | Path | None = None, price: Sequence[str] | str | No
     """The prices of a command: the price file ``prices`` (else ``$EVALIGN_PRICES``, if set) and the
     ``--price`` values (``IN/OUT`` for every judge, ``COLUMN=IN/OUT`` for one judge column)."""
     path = prices if prices is not None else (os.environ.get(PRICES_ENV) or None)
-    book = read_prices(path) if path else PriceBook()
+    book = read_prices(path, source=None if prices is not None else f"${PRICES_ENV}") if path else PriceBook()
     columns: dict[str, Price] = {}
     default: Price | None = None
     for item in [price] if isinstance(price, str) else list(price or []):

@@ -18,6 +18,7 @@ from evalign.meta.agreement import (
     mean_pairwise_kendall,
 )
 from evalign.meta.breakdown import breakdown, item_arrays, pair_arrays, pair_scores
+from evalign.meta.clusters import MetricComparison, compare_metrics, significance_clusters
 from evalign.meta.correlation import CorrelationResult, correlation, grouped_correlations, system_means
 from evalign.meta.pairwise import (
     EpsilonCalibration,
@@ -33,14 +34,11 @@ from evalign.meta.pairwise import (
 from evalign.meta.resampling import Resampling
 from evalign.meta.significance import (
     BootstrapResult,
-    MetricComparison,
     PermutationResult,
     Statistic,
     bootstrap_ci,
-    compare_metrics,
     make_statistic,
     paired_permutation_test,
-    significance_clusters,
 )
 from evalign.meta.soft_pairwise import SoftPairwiseAccuracyResult, pairwise_p_values, soft_pairwise_accuracy
 from evalign.meta.trust import TrustReport, trust_table_items, trust_table_pairs

@@ -72,9 +72,7 @@ Conventions (all functions are pure and seeded: the same inputs and ``seed`` giv
 
 from __future__ import annotations
 
-import itertools
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -82,7 +80,6 @@ from typing import Any
 import numpy as np
 
 from evalign.errors import InputError
-from evalign.meta.correlation import correlation, system_means
 from evalign.meta.draws import (
     block_rows,
     bootstrap_count_blocks,
@@ -92,13 +89,30 @@ from evalign.meta.draws import (
     permutation_swaps,
     swap_mask_blocks,
 )
-from evalign.meta.pairwise import (
-    calibrate_epsilon,
-    pairwise_accuracy,
-    pairwise_preference_accuracy,
-    preference_units,
-)
 from evalign.meta.resampling import Resampling, with_settings
+from evalign.meta.statistics import (  # noqa: F401  (re-exported: the statistics by name)
+    ALTERNATIVES,
+    CORRELATIONS,
+    KENDALL_NAMES,
+    KINDS,
+    SCHEMES,
+    STATISTIC_FACTORIES,
+    STATISTICS,
+    StatFn,
+    Statistic,
+    UnitFn,
+    as_arrays,
+    as_statistic,
+    exact_small_integers,
+    human_resampled,
+    make_statistic,
+    n_items_of,
+    observed_value,
+    per_system,
+    safe_value,
+    take_items,
+    units_ratio,
+)
 from evalign.meta.sufficient import (
     MAX_CATEGORIES,
     Credits,
@@ -112,65 +126,6 @@ from evalign.meta.sufficient import (
     ratio,
 )
 from evalign.meta.workers import parallel_map, worker_count
-
-StatFn = Callable[[np.ndarray, np.ndarray], float]
-UnitFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-CORRELATIONS = ("kendall", "pearson", "spearman")
-KINDS = ("generic", "system", "units")
-#: permutation schemes: swap whole items (columns) or every (system, item) cell independently
-SCHEMES = ("item", "cell")
-#: permutation p-value alternatives (as scipy.stats.permutation_test)
-ALTERNATIVES = ("two-sided", "greater", "less")
-
-
-@dataclass(frozen=True)
-class Statistic:
-    """One agreement statistic of ``(human, metric)`` arrays (items on the last axis).
-
-    ``kind`` says how resampling and swapping can be done fast and exactly:
-
-    * ``"generic"``: ``fn(human, metric)`` on the (resampled) arrays; one call per resample.
-    * ``"system"``: ``fn(human_sys, metric_sys)`` on 1-D per-system vectors (the per-system means
-      over the items present, :func:`evalign.meta.correlation.system_means`, of each resample).
-    * ``"units"``: the statistic is ``sum(num) / sum(den)`` over items, with
-      ``units(human, metric) -> (num, den)`` (1-D, one entry per item); resamples and swaps are
-      weighted sums. ``discrete``: the credit pairs ``(num, den)`` take a handful of values by
-      construction (accuracies: 0/1 per pair, a per-item accuracy over a few pairs), so resampling
-      may draw the counts of each value (sufficient statistics, ``Resampling.method="auto"``);
-      a mean of continuous values (per-item correlations) keeps the item indices.
-
-    ``prepare(human, metric)`` fixes per-metric parameters on the full data (the calibrated epsilon)
-    and returns the statistic to use for that metric. ``standardize`` z-scores metric values before a
-    permutation swap (``generic``/``system`` kinds).
-    """
-
-    name: str
-    kind: str = "generic"
-    fn: StatFn | None = None
-    units: UnitFn | None = None
-    prepare: Callable[[np.ndarray, np.ndarray], Statistic] | None = None
-    standardize: bool = True
-    params: Mapping[str, Any] = field(default_factory=dict)
-    discrete: bool = False
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown statistic kind '{self.kind}' (use one of {', '.join(KINDS)})")
-        if self.kind == "units" and self.units is None:
-            raise ValueError("a 'units' statistic needs units=")
-        if self.kind != "units" and self.fn is None:
-            raise ValueError(f"a '{self.kind}' statistic needs fn=")
-
-    def bind(self, human: np.ndarray, metric: np.ndarray) -> Statistic:
-        """The statistic with its per-metric parameters fixed on the full data."""
-        return self.prepare(human, metric) if self.prepare is not None else self
-
-    def __call__(self, human: np.ndarray, metric: np.ndarray) -> float:
-        """The statistic on the full data."""
-        human, metric = _as_arrays(human, metric)
-        bound = self.bind(human, metric)
-        return _observed(bound, human, metric)
 
 
 @dataclass(frozen=True)
@@ -214,245 +169,6 @@ class PermutationResult:
     resampling: str = "items"
 
 
-@dataclass(frozen=True)
-class MetricComparison:
-    """All metrics' statistics and the two-sided p-values of every pair (``p_values[i, j]``)."""
-
-    statistic: str
-    names: tuple[str, ...]
-    values: tuple[float, ...]
-    p_values: np.ndarray = field(repr=False, compare=False)
-    n_permutations: int = 0
-    seed: int = 0
-
-    def p(self, a: str, b: str) -> float:
-        """Two-sided p-value of the difference between metrics ``a`` and ``b``."""
-        return float(self.p_values[self.names.index(a), self.names.index(b)])
-
-
-# --------------------------------------------------------------------------------------------
-# statistics registry
-
-
-def _corr_value(human: np.ndarray, metric: np.ndarray, **kw: Any) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(correlation(human, metric, **kw).value)
-
-
-def _correlation_statistic(
-    method: str, level: str, grouping: str, variant: str | None, epsilon: float | None = None,
-    average: str = "macro",
-) -> Statistic:
-    opts: dict[str, Any] = {"method": method}
-    if variant is not None:
-        opts["variant"] = variant
-    if epsilon is not None and epsilon > 0:
-        opts["epsilon"] = float(epsilon)
-    if average != "macro":
-        opts["average"] = average
-    # a metric tie threshold is in metric units: swapped values must not be rescaled
-    standardize = "epsilon" not in opts
-    if level == "system":
-
-        def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
-            return _corr_value(h, m, level="system", **opts)
-
-        return Statistic(method, "system", fn=fn_sys, standardize=standardize, params={"level": "system", **opts})
-    if grouping == "item":
-        micro = average == "micro"
-        group_opts = {k: v for k, v in opts.items() if k != "average"}
-
-        def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # per item, the correlation across systems; undefined items are left out of the mean;
-            # micro averaging weights each item by its number of (human, metric) points
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                vals = np.asarray(correlation(h, m, level="item", grouping="item", **group_opts).group_values,
-                                  dtype=float)
-            ok = np.isfinite(vals)
-            w = np.sum(~(np.isnan(h) | np.isnan(m)), axis=0).astype(float) if micro else np.ones(vals.size)
-            return np.where(ok, w * np.where(ok, vals, 0.0), 0.0), np.where(ok, w, 0.0)
-
-        return Statistic(method, "units", units=units, standardize=standardize,
-                         params={"level": "item", "grouping": "item", **opts})
-
-    def fn_item(h: np.ndarray, m: np.ndarray) -> float:
-        return _corr_value(h, m, level="item", grouping=grouping, **opts)
-
-    return Statistic(method, "generic", fn=fn_item, standardize=standardize,
-                     params={"level": "item", "grouping": grouping, **opts})
-
-
-def _pairwise_statistic(level: str, grouping: str, epsilon: float | None) -> Statistic:
-    def bound(eps: float) -> Statistic:
-        params = {"level": level, "grouping": grouping, "epsilon": eps}
-        if level == "system":
-
-            def fn_sys(h: np.ndarray, m: np.ndarray) -> float:
-                return float(pairwise_accuracy(h, m, grouping="none", epsilon=eps).accuracy)
-
-            return Statistic("pairwise_accuracy", "system", fn=fn_sys, params=params)
-        if grouping == "item":
-
-            def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                # the accuracy is the unweighted mean over items with a pair of the per-item accuracies
-                acc = np.asarray(pairwise_accuracy(h, m, grouping="item", epsilon=eps).group_accuracies, dtype=float)
-                ok = np.isfinite(acc)
-                return np.where(ok, acc, 0.0), ok.astype(float)
-
-            return Statistic("pairwise_accuracy", "units", units=units, params=params, discrete=True)
-
-        def fn(h: np.ndarray, m: np.ndarray) -> float:
-            return float(pairwise_accuracy(h, m, grouping=grouping, epsilon=eps).accuracy)  # type: ignore[arg-type]
-
-        return Statistic("pairwise_accuracy", "generic", fn=fn, params=params)
-
-    def prepare(h: np.ndarray, m: np.ndarray) -> Statistic:
-        if epsilon is not None:
-            return bound(float(epsilon))
-        if level == "system":
-            return bound(0.0)
-        return bound(float(calibrate_epsilon(h, m, grouping=grouping).epsilon))  # type: ignore[arg-type]
-
-    return Statistic("pairwise_accuracy", "generic", fn=lambda h, m: float("nan"), prepare=prepare,
-                     params={"level": level, "grouping": grouping, "epsilon": epsilon})
-
-
-def _preference_statistic(with_ties: bool, epsilon: float | None) -> Statistic:
-    name = "preference_accuracy" if with_ties else "preference_accuracy_no_ties"
-
-    def bound(eps: float) -> Statistic:
-        def units(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # per pair: 1/0 = the metric's call is right/wrong, den 0 = the pair does not count
-            # (vectorised; equal to pairwise_preference_accuracy on each pair alone)
-            return preference_units(h, m, eps, with_ties)
-
-        return Statistic(name, "units", units=units, params={"epsilon": eps, "ties": with_ties}, discrete=True)
-
-    def prepare(h: np.ndarray, m: np.ndarray) -> Statistic:
-        if epsilon is not None:
-            return bound(float(epsilon))
-        if not with_ties:
-            return bound(0.0)  # without ties the metric must pick a side: only equal scores tie
-        r = pairwise_preference_accuracy(h.T, m[0], m[1], epsilon=None)
-        return bound(float(r.epsilon))
-
-    return Statistic(name, "generic", fn=lambda h, m: float("nan"), prepare=prepare,
-                     params={"epsilon": epsilon, "ties": with_ties})
-
-
-def make_statistic(
-    name: str,
-    *,
-    level: str = "item",
-    grouping: str = "item",
-    variant: str | None = None,
-    epsilon: float | None = None,
-    average: str = "macro",
-) -> Statistic:
-    """A :class:`Statistic` by name.
-
-    ``name``: ``kendall`` / ``pearson`` / ``spearman`` (``level`` ``system`` = over per-system mean
-    scores; ``item`` = over items with ``grouping`` ``none`` (all cells), ``item`` (across systems
-    within each item, then averaged) or ``system``; ``variant`` is passed to the correlation, e.g. a
-    Kendall variant; for ``kendall`` a positive ``epsilon`` is a fixed metric tie threshold in metric
-    units (then permutation swaps exchange raw values: both metrics must share a scale);
-    ``average`` ``macro`` / ``micro`` = unweighted / size-weighted mean over groups), ``tau_b`` /
-    ``tau_c`` / ``tau_23`` / ``acc_23`` (Kendall with that variant, mt-metrics-eval's names),
-    ``pairwise_accuracy`` (Deutsch et al. 2023 accuracy with tie calibration;
-    ``epsilon=None`` calibrates each metric's epsilon once on its full data), ``preference_accuracy``
-    / ``preference_accuracy_no_ties`` (pair tables: human ``annotators x pairs`` codes +1/-1/0,
-    metric ``2 x pairs``; with ties ``epsilon=None`` calibrates, without ties it means 0: human ties
-    are left out and the metric must pick a side).
-    """
-    if level not in ("system", "item"):
-        raise InputError(f"unknown level '{level}' (use system or item)", field="level")
-    if grouping not in ("none", "item", "system"):
-        raise InputError(f"unknown grouping '{grouping}' (use none, item or system)", field="grouping")
-    if name in CORRELATIONS:
-        if epsilon is not None and name != "kendall" and epsilon > 0:
-            raise InputError(f"a tie threshold epsilon applies to Kendall only, not {name}", field="epsilon")
-        return _correlation_statistic(name, level, grouping, variant, epsilon, average)
-    if name in KENDALL_NAMES:
-        if variant is not None and variant != KENDALL_NAMES[name]:
-            raise InputError(f"statistic '{name}' is Kendall variant {KENDALL_NAMES[name]!r}, not {variant!r}",
-                             field="variant")
-        return replace(_correlation_statistic("kendall", level, grouping, KENDALL_NAMES[name], epsilon, average),
-                       name=name)
-    if name == "pairwise_accuracy":
-        return _pairwise_statistic(level, grouping, epsilon)
-    if name in ("preference_accuracy", "preference_accuracy_no_ties"):
-        return _preference_statistic(name == "preference_accuracy", epsilon)
-    raise InputError(
-        f"unknown statistic '{name}' (use one of {', '.join(STATISTICS)})",
-        field="statistic",
-    )
-
-
-#: Kendall variants by mt-metrics-eval's ``KendallVariants`` names (see :func:`evalign.meta.correlation.correlation`)
-KENDALL_NAMES = {"tau_b": "b", "tau_c": "c", "tau_23": "23", "acc_23": "acc23"}
-STATISTICS = (*CORRELATIONS, *KENDALL_NAMES, "pairwise_accuracy", "preference_accuracy",
-              "preference_accuracy_no_ties")
-
-
-def _as_statistic(stat_fn: str | Statistic | StatFn, **options: Any) -> Statistic:
-    if isinstance(stat_fn, Statistic):
-        return stat_fn
-    if isinstance(stat_fn, str):
-        return make_statistic(stat_fn, **options)
-    if callable(stat_fn):
-        return Statistic(getattr(stat_fn, "__name__", "statistic"), "generic", fn=stat_fn)
-    raise TypeError(f"stat_fn must be a name, a Statistic or a callable, got {type(stat_fn).__name__}")
-
-
-# --------------------------------------------------------------------------------------------
-# array helpers
-
-
-def _as_arrays(human: Any, metric: Any) -> tuple[np.ndarray, np.ndarray]:
-    h = np.asarray(human, dtype=float)
-    m = np.asarray(metric, dtype=float)
-    if m.ndim not in (1, 2) or h.ndim not in (1, 2):
-        raise InputError(f"human and metric must be 1-D or 2-D arrays, got {h.ndim}-D and {m.ndim}-D")
-    if h.ndim == 2 and h.shape[-1] != m.shape[-1]:
-        raise InputError(f"human has {h.shape[-1]} items but metric has {m.shape[-1]} (items on the last axis)")
-    if h.ndim == 1 and m.ndim == 2 and h.shape[0] != m.shape[0]:
-        raise InputError(f"system-level human has {h.shape[0]} systems but metric has {m.shape[0]} rows")
-    if h.ndim == 1 and m.ndim == 1 and h.shape[0] != m.shape[0]:
-        raise InputError(f"human has {h.shape[0]} items but metric has {m.shape[0]}")
-    return h, m
-
-
-def _n_items(metric: np.ndarray) -> int:
-    return int(metric.shape[-1])
-
-
-def _human_resampled(human: np.ndarray, metric: np.ndarray) -> bool:
-    """Whether ``human`` has the item axis (else it is a fixed system-level vector)."""
-    return not (human.ndim == 1 and metric.ndim == 2)
-
-
-def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return a[..., idx]
-
-
-def _sys(x: np.ndarray) -> np.ndarray:
-    """Per-system means over the items present (the stats module's rule; a 1-D input is a
-    per-system vector already)."""
-    return system_means(x)
-
-
-def _observed(stat: Statistic, human: np.ndarray, metric: np.ndarray) -> float:
-    if stat.kind == "units":
-        assert stat.units is not None
-        return _ratio(*stat.units(human, metric))
-    assert stat.fn is not None
-    if stat.kind == "system":
-        return _safe(stat.fn, _sys(human), _sys(metric))
-    return _safe(stat.fn, human, metric)
-
-
 # --------------------------------------------------------------------------------------------
 # resampling of decomposable ("units") statistics
 #
@@ -470,18 +186,6 @@ def _observed(stat: Statistic, human: np.ndarray, metric: np.ndarray) -> float:
 PARALLEL_MIN_WORK = 2_000_000
 
 
-def _exact_small_integers(*vectors: np.ndarray) -> bool:
-    """Whether the weighted sums of these vectors and of their differences are exact in float32 for
-    any 0/1 or count weights that sum to at most the vectors' length (all partial sums are integers
-    below 2**24)."""
-    for v in vectors:
-        if v.size and not (np.all(np.isfinite(v)) and np.all(v == np.round(v))):
-            return False
-        if 2 * v.size * (float(np.max(np.abs(v))) if v.size else 0.0) >= 2**24:
-            return False
-    return True
-
-
 def _units_credits(stat: Statistic, num: np.ndarray, den: np.ndarray, method: str) -> Credits | None:
     """The credits of a ``discrete`` units statistic grouped by value when ``method`` allows it (None:
     item indices)."""
@@ -494,7 +198,7 @@ def _items_bootstrap_many(parts: Sequence[tuple[np.ndarray, np.ndarray]], n_resa
     matrix W, over one pass of its blocks of resamples: integer credits as float32 products (exact),
     others in float64."""
     n = parts[0][0].size
-    exact = all(_exact_small_integers(num, den) for num, den in parts)
+    exact = all(exact_small_integers(num, den) for num, den in parts)
     dtype = np.float32 if exact else np.float64
     cols = np.stack([v for pair in parts for v in pair], axis=1).astype(dtype)
     sums = [(w @ cols).astype(np.float64) for w in bootstrap_count_blocks(n, n_resamples, seed, dtype)]
@@ -517,7 +221,7 @@ def _items_permutation_many(
     cols = np.stack([v for nd in vectors for v in nd], axis=1)
     totals = [(float(num.sum()), float(den.sum())) for num, den in vectors]
     parts: list[list[np.ndarray]] = [[] for _ in pairs]
-    if all(_exact_small_integers(num, den) for num, den in vectors):
+    if all(exact_small_integers(num, den) for num, den in vectors):
         c32 = cols.astype(np.float32)
         for mk in blocks:
             sw = (mk.astype(np.float32) @ c32).astype(np.float64)
@@ -533,26 +237,6 @@ def _items_permutation_many(
                 parts[k].append(ratio(kept[:, a_num] + swapped[:, b_num], kept[:, a_den] + swapped[:, b_den])
                                 - ratio(kept[:, b_num] + swapped[:, a_num], kept[:, b_den] + swapped[:, a_den]))
     return [np.concatenate(p) for p in parts], exact
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> float:
-    """A units statistic on the full data (all weights 1), computed as the reference path does
-    (integer units: any order of summation is exact)."""
-    if _exact_small_integers(num, den):
-        return float(num.sum()) / float(den.sum()) if den.sum() else float("nan")
-    ones = np.ones((1, num.size))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(((ones @ num) / (ones @ den))[0])
-
-
-def _safe(fn: StatFn, h: np.ndarray, m: np.ndarray) -> float:
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            v = float(fn(h, m))
-        except (ValueError, ZeroDivisionError, FloatingPointError):
-            return float("nan")
-    return v
 
 
 def _workers_for(work: int, workers: int | None) -> int | None:
@@ -592,12 +276,12 @@ def units_of(stat: Statistic, human: Any, metric: Any, resampling: Resampling | 
     :data:`~evalign.meta.sufficient.MAX_CATEGORIES` values; else the per-item vectors."""
     if stat.kind != "units" or stat.units is None:
         raise ValueError(f"statistic '{stat.name}' is not a ratio of per-item credits")
-    h, m = _as_arrays(human, metric)
+    h, m = as_arrays(human, metric)
     num, den = stat.units(h, m)
     cr = _units_credits(stat, num, den, with_settings(resampling).method)
     if cr is not None:
-        return Units(_ratio(num, den), credits=cr, params=dict(stat.params))
-    return Units(_ratio(num, den), num, den, params=dict(stat.params))
+        return Units(units_ratio(num, den), credits=cr, params=dict(stat.params))
+    return Units(units_ratio(num, den), num, den, params=dict(stat.params))
 
 
 def bootstrap_units(units: Sequence[Units], *, resampling: Resampling | None = None,
@@ -707,14 +391,14 @@ def bootstrap_ci(
         raise InputError(f"n_resamples must be at least 1, got {n_resamples}", field="n_resamples")
     if method not in ("percentile", "basic"):
         raise InputError(f"unknown bootstrap method '{method}' (use percentile or basic)", field="method")
-    h, m = _as_arrays(human, metric)
-    stat = _as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon).bind(h, m)
-    n = _n_items(m)
+    h, m = as_arrays(human, metric)
+    stat = as_statistic(stat_fn, level=level, grouping=grouping, variant=variant, epsilon=epsilon).bind(h, m)
+    n = n_items_of(m)
     if stat.kind == "system" and m.ndim != 2:
         raise InputError("a system-level statistic needs a systems x items metric array")
     if stat.kind == "units":
         return bootstrap_units([units_of(stat, h, m, r)], resampling=r, method=method)[0]
-    value, dist = _observed(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed, r.workers)
+    value, dist = observed_value(stat, h, m), _bootstrap_direct(stat, h, m, n, n_resamples, seed, r.workers)
     return _interval(value, dist, confidence, method, n_resamples, seed, dict(stat.params))
 
 
@@ -727,15 +411,15 @@ def _bootstrap_direct(
     fn = stat.fn
     if stat.kind == "system":
         # resampled items are averaged per system before the statistic (BOOT-INPUTS)
-        h_fixed = None if _human_resampled(h, m) else h
+        h_fixed = None if human_resampled(h, m) else h
 
         def block(idx: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fn, _sys(h[:, i]) if h_fixed is None else h_fixed, _sys(m[:, i])) for i in idx])
+            return np.array([safe_value(fn, per_system(h[:, i]) if h_fixed is None else h_fixed, per_system(m[:, i])) for i in idx])
     else:
-        resample_h = _human_resampled(h, m)
+        resample_h = human_resampled(h, m)
 
         def block(idx: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fn, _take(h, i) if resample_h else h, _take(m, i)) for i in idx])
+            return np.array([safe_value(fn, take_items(h, i) if resample_h else h, take_items(m, i)) for i in idx])
 
     w = _workers_for(n_resamples * n, workers)
     rows = block_rows(n, n_resamples, 4 * worker_count(w))
@@ -847,13 +531,13 @@ def paired_permutation_test(
     if alternative not in ALTERNATIVES:
         raise InputError(f"unknown alternative '{alternative}' (use {', '.join(ALTERNATIVES)})",
                          field="alternative")
-    h, a = _as_arrays(human, metric_a)
-    _, b = _as_arrays(human, metric_b)
+    h, a = as_arrays(human, metric_a)
+    _, b = as_arrays(human, metric_b)
     if a.shape != b.shape:
         raise InputError(f"metric_a has shape {a.shape} but metric_b has {b.shape}")
     options = {"level": level, "grouping": grouping, "variant": variant, "epsilon": epsilon}
-    stat = _as_statistic(stat_fn, **options)
-    other = stat if stat_b is None else _as_statistic(stat_b, **options)
+    stat = as_statistic(stat_fn, **options)
+    other = stat if stat_b is None else as_statistic(stat_b, **options)
     sa, sb = stat.bind(h, a), other.bind(h, b)
     if scheme == "cell" and a.ndim == 2:
         va, vb, deltas, exact = _cell_permutation(stat, sa, sb, h, a, b, r)
@@ -879,7 +563,7 @@ def _permute_direct(
     """Item swaps recomputing a ``system`` or ``generic`` statistic per permutation on the
     (z-scored) values: (value a, value b, permutation deltas, exact). Blocks of swap masks are
     shared out to ``r.workers`` processes (the same masks, in order)."""
-    va, vb = _observed(sa, h, a), _observed(sb, h, b)
+    va, vb = observed_value(sa, h, a), observed_value(sb, h, b)
     if sa.kind != sb.kind or sa.fn is None or sb.fn is None:
         raise InputError(f"statistic '{stat.name}' cannot be permutation-tested with these settings")
     if sa.params.get("epsilon") != sb.params.get("epsilon"):
@@ -890,18 +574,18 @@ def _permute_direct(
     if sa.kind == "system":
         if a.ndim != 2:
             raise InputError("a system-level statistic needs systems x items metric arrays")
-        hs = _sys(h)
+        hs = per_system(h)
 
         def block(masks: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fa_, hs, _sys(np.where(mk, zb, za))) - _safe(fb_, hs, _sys(np.where(mk, za, zb)))
+            return np.array([safe_value(fa_, hs, per_system(np.where(mk, zb, za))) - safe_value(fb_, hs, per_system(np.where(mk, za, zb)))
                              for mk in masks])
     else:
 
         def block(masks: np.ndarray) -> np.ndarray:
-            return np.array([_safe(fa_, h, np.where(mk, zb, za)) - _safe(fb_, h, np.where(mk, za, zb))
+            return np.array([safe_value(fa_, h, np.where(mk, zb, za)) - safe_value(fb_, h, np.where(mk, za, zb))
                              for mk in masks])
 
-    deltas, exact = _map_masks(block, _n_items(a), r)
+    deltas, exact = _map_masks(block, n_items_of(a), r)
     return va, vb, deltas, exact
 
 
@@ -929,11 +613,11 @@ def _cell_permutation(
     shape = a.shape
 
     def block(flat: np.ndarray) -> np.ndarray:
-        return np.array([_observed(sa, h, np.where(mk, zb, za)) - _observed(sb, h, np.where(mk, za, zb))
+        return np.array([observed_value(sa, h, np.where(mk, zb, za)) - observed_value(sb, h, np.where(mk, za, zb))
                          for mk in flat.reshape((flat.shape[0], *shape))])
 
     deltas, exact = _map_masks(block, a.size, r)
-    return _observed(sa, h, a), _observed(sb, h, b), deltas, exact
+    return observed_value(sa, h, a), observed_value(sb, h, b), deltas, exact
 
 
 def _p_value(delta: float, deltas: np.ndarray, exact: bool, alternative: str = "two-sided") -> float:
@@ -952,94 +636,12 @@ def _p_value(delta: float, deltas: np.ndarray, exact: bool, alternative: str = "
     return (1 + hits) / (len(deltas) + 1)
 
 
-def compare_metrics(
-    stat_fn: str | Statistic | StatFn,
-    human: Any,
-    metrics: Mapping[str, Any],
-    n_permutations: int | None = None,
-    seed: Any = None,
-    *,
-    resampling: Resampling | None = None,
-    **options: Any,
-) -> MetricComparison:
-    """The statistic of every metric and the paired permutation p-value of every pair of metrics
-    (each pair tested with the same ``seed``). ``resampling``: its ``n_permutations`` and ``seed``
-    (default 1000 and 0), replaced by those given one by one. ``options`` as for :func:`make_statistic`."""
-    r = with_settings(resampling, n_permutations=n_permutations, seed=seed)
-    names = tuple(metrics)
-    scheme = options.pop("scheme", "item")
-    stat = _as_statistic(stat_fn, **options)
-    h = np.asarray(human, dtype=float)
-    values = []
-    for name in names:
-        hh, mm = _as_arrays(h, metrics[name])
-        values.append(_observed(stat.bind(hh, mm), hh, mm))
-    k = len(names)
-    pv = np.ones((k, k))
-    for i, j in itertools.combinations(range(k), 2):
-        test = paired_permutation_test(stat, h, metrics[names[i]], metrics[names[j]], resampling=r, scheme=scheme)
-        pv[i, j] = pv[j, i] = test.p_value
-    return MetricComparison(stat.name, names, tuple(values), pv, r.n_permutations, r.seed)
-
-
-def significance_clusters(
-    results: MetricComparison
-    | tuple[Mapping[str, float], Mapping[tuple[str, str], float] | Callable[[str, str], float]],
-    alpha: float = 0.05,
-) -> dict[str, int]:
-    """Rank metrics and group them into clusters that are not significantly different.
-
-    ``results``: a :class:`MetricComparison`, or ``(values, p_values)`` with ``values[name]`` (higher =
-    better) and ``p_values[(a, b)]`` two-sided (a mapping, or a function ``(a, b) -> p`` called only for the
-    pairs the rule needs). Rule (mt-metrics-eval ``AssignRanks``, WMT metrics
-    task): sort by decreasing value (ties by name); the first metric gets cluster 1;
-    metric *i* opens a new cluster (rank + 1) when any metric from the first of the current cluster
-    to *i-1* has a higher value and ``p <= alpha`` against it. Metrics whose value is NaN get one
-    last cluster of their own. Returns name -> cluster (1 = best).
-    """
-    if isinstance(results, MetricComparison):
-        values = dict(zip(results.names, results.values, strict=True))
-
-        def pval(x: str, y: str) -> float:
-            return results.p(x, y)
-    else:
-        values = dict(results[0])
-        pmap = results[1]
-
-        def pval(x: str, y: str) -> float:
-            if callable(pmap):
-                return float(pmap(x, y))
-            if (x, y) in pmap:
-                return float(pmap[(x, y)])
-            if (y, x) in pmap:
-                return float(pmap[(y, x)])
-            raise InputError(f"no p-value for metrics '{x}' and '{y}'")
-
-    def key(name: str) -> tuple[int, float, str]:
-        v = values[name]
-        return (0, -v, name) if math.isfinite(v) else (1, 0.0, name)
-
-    order = sorted(values, key=key)
-    defined = [n for n in order if math.isfinite(values[n])]
-    clusters: dict[str, int] = {}
-    current, start = 1, 0
-    for i, name in enumerate(defined):
-        if any(values[defined[j]] > values[name] and pval(defined[j], name) <= alpha for j in range(start, i)):
-            current += 1
-            start = i
-        clusters[name] = current
-    for name in order:  # undefined statistics come last, in a cluster of their own
-        clusters.setdefault(name, current + 1 if defined else 1)
-    return clusters
-
-
 __all__ = [
     "ALTERNATIVES",
     "KENDALL_NAMES",
     "SCHEMES",
     "STATISTICS",
     "BootstrapResult",
-    "MetricComparison",
     "PermutationResult",
     "Resampling",
     "Statistic",
@@ -1047,13 +649,10 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_counts",
     "bootstrap_units",
-    "compare_metrics",
     "make_statistic",
     "paired_bootstrap_distributions",
     "paired_permutation_test",
     "permutation_swaps",
     "permutation_test_units",
-    "significance_clusters",
     "units_of",
 ]
-

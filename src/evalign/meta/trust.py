@@ -3,7 +3,7 @@
 For each group (the whole set, and each value of ``by`` when given) the metrics are ranked by
 their agreement with humans; each value comes with a bootstrap confidence interval over items
 (:func:`evalign.meta.significance.bootstrap_ci`), metrics are grouped into significance clusters
-(paired permutation tests, :func:`evalign.meta.significance.significance_clusters`; cluster 1 holds
+(paired permutation tests, :func:`evalign.meta.clusters.significance_clusters`; cluster 1 holds
 the metrics not significantly worse than the best), and the cost of each metric is shown as seconds
 per 1,000 items as measured in the scoring run (:attr:`evalign.scoring.MetricRun.seconds_per_1000`).
 
@@ -46,6 +46,7 @@ from evalign.meta.breakdown import (
     item_arrays,
     pair_arrays,
 )
+from evalign.meta.clusters import significance_clusters
 from evalign.meta.resampling import DEFAULT, Resampling, with_settings
 from evalign.meta.significance import (
     CORRELATIONS,
@@ -59,7 +60,6 @@ from evalign.meta.significance import (
     paired_bootstrap_distributions,
     paired_permutation_test,
     permutation_test_units,
-    significance_clusters,
     units_of,
 )
 from evalign.meta.system_level import (

@@ -39,9 +39,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError, ModelLoadError
-from evalign.metrics import models as M
 from evalign.metrics._pair_cache import cached_pair_values
 from evalign.metrics.base import Metric, MetricResult, flatten_references, max_by_owner, register_metric
 from evalign.metrics.options import OptionSpec

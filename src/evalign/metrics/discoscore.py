@@ -68,9 +68,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError
-from evalign.metrics import models as M
 from evalign.metrics._pair_cache import cached_pair_values
 from evalign.metrics.base import Metric, MetricResult, flatten_references, register_metric
 from evalign.metrics.options import OptionSpec

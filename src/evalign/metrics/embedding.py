@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError
-from evalign.metrics import models as M
+from evalign.metrics import encoders as E
 from evalign.metrics.base import (
     Metric,
     MetricResult,
@@ -100,7 +101,7 @@ class _VectorSimilarity(_LabelledColumn):
         self.max_seq_length = None if max_seq_length is None else int(max_seq_length)
         self.use_cache = bool(use_cache)
         self._cache = cache
-        self._encoder: M.TextEncoder | None = None
+        self._encoder: E.TextEncoder | None = None
 
     def _settings(self) -> dict[str, Any]:
         return {}
@@ -114,10 +115,10 @@ class _VectorSimilarity(_LabelledColumn):
             "dtype": self.dtype,
         }
 
-    def _make_encoder(self) -> M.TextEncoder:
+    def _make_encoder(self) -> E.TextEncoder:
         raise NotImplementedError
 
-    def encoder(self) -> M.TextEncoder:
+    def encoder(self) -> E.TextEncoder:
         """The loaded encoder (loaded on first use)."""
         if self._encoder is None:
             self._encoder = self._make_encoder()
@@ -141,11 +142,11 @@ class _VectorSimilarity(_LabelledColumn):
             return Cache.disabled()
         return self._cache if self._cache is not None else Cache()
 
-    def embed(self, texts: Sequence[str]) -> M.Embeddings:
+    def embed(self, texts: Sequence[str]) -> E.Embeddings:
         """Vectors of the distinct ``texts`` (through the cache)."""
         cache = self._open_cache()
         try:
-            return M.embed_texts(texts, self.encoder, self._key_prefix(), cache, batch_size=self.batch_size,
+            return E.embed_texts(texts, self.encoder, self._key_prefix(), cache, batch_size=self.batch_size,
                                  token_budget=self.token_budget, progress=self.progress)
         finally:
             if cache is not self._cache:
@@ -158,7 +159,7 @@ class _VectorSimilarity(_LabelledColumn):
         if not hyp:
             return MetricResult(np.full(n, np.nan), info={"pairs": 0})
         emb = self.embed(hyp + ref)
-        cos = M.cosine_rows(emb.of(hyp), emb.of(ref))
+        cos = E.cosine_rows(emb.of(hyp), emb.of(ref))
         info = {
             "texts": len(emb.index),
             "encoded": emb.encoded,
@@ -192,8 +193,8 @@ class SemScore(_VectorSimilarity):
     def __init__(self, model: str = "sentence-transformers/all-mpnet-base-v2", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
 
-    def _make_encoder(self) -> M.TextEncoder:
-        return M.SentenceTransformerEncoder(self.model, device=self.device, dtype=self.dtype,
+    def _make_encoder(self) -> E.TextEncoder:
+        return E.SentenceTransformerEncoder(self.model, device=self.device, dtype=self.dtype,
                                             max_seq_length=self.max_seq_length)
 
 
@@ -227,8 +228,8 @@ class PooledSimilarity(_VectorSimilarity):
     def _settings(self) -> dict[str, Any]:
         return {"pooling": self.pooling}
 
-    def _make_encoder(self) -> M.TextEncoder:
-        return M.PooledEncoder(self.model, pooling=self.pooling, device=self.device, dtype=self.dtype,
+    def _make_encoder(self) -> E.TextEncoder:
+        return E.PooledEncoder(self.model, pooling=self.pooling, device=self.device, dtype=self.dtype,
                                max_seq_length=self.max_seq_length)
 
 

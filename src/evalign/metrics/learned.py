@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evalign.backends import models as M
 from evalign.errors import EvalignError
-from evalign.metrics import models as M
 from evalign.metrics.base import Metric, MetricResult, flatten_references, max_by_owner, register_metric
 from evalign.metrics.options import OptionSpec
 

@@ -15,7 +15,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from evalign.errors import InputError
-from evalign.meta.significance import significance_clusters
+from evalign.meta.clusters import significance_clusters
 from evalign.rank.battles import A_WINS, B_WINS, SWAP_CODE, TIE, BattleArrays, as_battle_arrays
 from evalign.rank.win_rates import score_matrix
 
@@ -215,7 +215,7 @@ def bradley_terry(
 
     * ``"paired"`` (default): for two systems, the two-sided paired bootstrap p-value of their rating
       difference, ``p = min(1, 2 * min(P*(d <= 0), P*(d >= 0)))`` over the resamples; clusters by
-      :func:`evalign.meta.significance.significance_clusters` (mt-metrics-eval AssignRanks, as in the
+      :func:`evalign.meta.clusters.significance_clusters` (mt-metrics-eval AssignRanks, as in the
       trust table): walking down the ratings, a system opens a new cluster when a better system of the
       current cluster is significantly better (``p <= alpha``).
     * ``"overlap"``: walking down the ratings, a system opens a new cluster when its upper bound is

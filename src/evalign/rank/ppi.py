@@ -46,8 +46,9 @@ def labels_to_halve(rectifier_var: float, imputed_var: float, n: int, N: int) ->
     """Human labels needed for an interval half as wide, at the same variances and the same ``N`` judge-only
     items: the ``n'`` with ``rectifier_var / n' + imputed_var / N = V / 4`` (``V`` the variance now);
     ``inf`` when the judge-only part alone is above ``V / 4`` (more judge verdicts are needed too)."""
-    v = rectifier_var / n + imputed_var / N
-    room = v / 4.0 - imputed_var / N
+    judge_only = imputed_var / N if N else 0.0  # no judge-only item: the humans' part is all there is
+    v = rectifier_var / n + judge_only
+    room = v / 4.0 - judge_only
     if not np.isfinite(v) or room <= 0:
         return float("inf")
     return float(np.ceil(rectifier_var / room))
@@ -129,18 +130,19 @@ def _rectified_fit(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarra
     """The minimiser of the rectified logistic loss (module doc) by damped Newton steps."""
     n, N, d = X.shape[0], Xu.shape[0], X.shape[1]
     th = np.zeros(d) if theta is None else theta.copy()
+    wu = lam / N if N else 0.0  # the weight of the unlabelled items' loss (none: the humans-only fit)
 
     def loss(t: np.ndarray) -> float:
         zl, zu = X @ t, Xu @ t
-        return float(lam / N * np.sum(np.logaddexp(0.0, zu) - yhu * zu)
+        return float(wu * np.sum(np.logaddexp(0.0, zu) - yhu * zu)
                      - lam / n * np.sum(np.logaddexp(0.0, zl) - yhat * zl)
                      + 1.0 / n * np.sum(np.logaddexp(0.0, zl) - y * zl))
 
     f = loss(th)
     for _ in range(max_iter):
         mu, mu_u = _expit(X @ th), _expit(Xu @ th)
-        grad = lam / N * Xu.T @ (mu_u - yhu) - lam / n * X.T @ (mu - yhat) + 1.0 / n * X.T @ (mu - y)
-        hess = lam / N * (Xu.T * (mu_u * (1 - mu_u))) @ Xu + (1 - lam) / n * (X.T * (mu * (1 - mu))) @ X
+        grad = wu * Xu.T @ (mu_u - yhu) - lam / n * X.T @ (mu - yhat) + 1.0 / n * X.T @ (mu - y)
+        hess = wu * (Xu.T * (mu_u * (1 - mu_u))) @ Xu + (1 - lam) / n * (X.T * (mu * (1 - mu))) @ X
         try:
             step = np.linalg.solve(hess, grad)
         except np.linalg.LinAlgError:
@@ -236,6 +238,15 @@ def ppi_logistic(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, X_unlabeled: np
     n, N, d = X.shape[0], Xu.shape[0], X.shape[1]
     if not (y.size == yhat.size == n and yhu.size == N and Xu.shape[1] == d):
         raise ValueError("X, y, yhat (labelled) and X_unlabeled, yhat_unlabeled must agree in shape")
+    if N == 0:  # every item labelled: nothing to predict, the humans-only fit (lam = 0) and its interval
+        coef = _rectified_fit(X, y, yhat, Xu, yhu, 0.0)
+        g, _, _, inv_h = _stats(coef, X, y, yhat, Xu, yhu, False)
+        rectifier = inv_h @ np.cov(g.T).reshape(d, d) @ inv_h
+        cov = rectifier / n
+        se = np.sqrt(np.diag(cov))
+        z = z_value(alpha)
+        return PPILogistic(coef, coef, coef - z * se, coef + z * se, 0.0, 0.0, cov, rectifier, np.zeros((d, d)), n, N,
+                           alpha, "every item has a human label: the humans-only fit (lam = 0)")
     fallback = ""
     # the point estimate: tune lam at the lam = 1 fit, refit (ppi_logistic_pointestimate)
     try:

@@ -48,13 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalign.backends import BACKENDS, backend_class, list_backends
 from evalign.datasets.base import bundled_path
 from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.leaderboard import leaderboard_spec
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
-from evalign.judges.backends import BACKENDS, backend_class, list_backends
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from evalign.backends import BackendOptions, backend_class, create_backend, public_url, returns_scores
 from evalign.cache import Cache
 from evalign.datasets.catalogue import require_texts
 from evalign.errors import EvalignError, UsageError
@@ -44,7 +45,6 @@ from evalign.io import (
     write_table,
     write_text_atomic,
 )
-from evalign.judges.backends import BackendOptions, backend_class, create_backend, public_url, returns_scores
 from evalign.judges.base import judge_for_backend
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge

@@ -40,9 +40,9 @@ from typing import Any
 
 import pandas as pd
 
+from evalign.backends import Generation, GenerationRequest
 from evalign.cache import Cache, make_key
 from evalign.errors import BackendError, EvalignError
-from evalign.judges.backends import Generation, GenerationRequest
 from evalign.judges.parsing import parse_grade
 from evalign.judges.prompts import Rubric, list_rubrics, load_rubric, load_template
 from evalign.synth import parsing as P

@@ -4,7 +4,7 @@ Data: preference rows (``evalign judge-data preference`` writes them): ``prompt`
 or a JSON list of ``{role, content}`` turns before the graded one), ``chosen`` and ``rejected`` (the
 better and the worse response), optional ``margin`` (a number: TRL's margin in the Bradley-Terry
 loss, ``-log sigmoid(r_chosen - r_rejected - margin)``); other columns (``source``, ``question``) are
-provenance. Each side is encoded by :class:`~evalign.judges.backends.reward_inputs.RewardEncoder`
+provenance. Each side is encoded by :class:`~evalign.backends.reward_inputs.RewardEncoder`
 (the reward backend's own rendering and truncation rule, so the judge is scored as it was trained)
 and handed to the trainer tokenized (``chosen_ids`` / ``rejected_ids``): TRL would otherwise drop,
 not truncate, an example longer than ``max_length``.
@@ -19,7 +19,7 @@ adapters) or full fine-tuning, the :class:`~evalign.train.settings.TrainSettings
 what the base reads (MiniLM: 512).
 
 Layout of ``OUT`` as for ``train-judge`` (the merged model and tokenizer, ``evalign_train.json``,
-``checkpoints/``), plus :data:`~evalign.judges.backends.reward.REWARD_RECORD` (``max_length``, the
+``checkpoints/``), plus :data:`~evalign.backends.reward.REWARD_RECORD` (``max_length``, the
 truncation rule, the rendering): ``evalign judge --backend reward --model OUT`` loads it.
 """
 
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalign.backends.reward import REWARD_RECORD, resolve_reward_model
+from evalign.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
 from evalign.errors import EvalignError, InputError, ModelLoadError
 from evalign.io import detect_format, iter_records
-from evalign.judges.backends.reward import REWARD_RECORD, resolve_reward_model
-from evalign.judges.backends.reward_inputs import TRUNCATION_RULE, RewardEncoder
 from evalign.signature import file_sha256, package_version
 from evalign.train.settings import TrainSettings
 from evalign.train.sft import (
@@ -147,7 +147,7 @@ def load_reward_model(base: str | Path, *, seed: int = 0, dtype: Any = None) -> 
 
 def capped_length(tok: Any, model: Any, max_length: int) -> int:
     """``max_length`` capped at what the model reads (its position limit and the tokenizer's limit)."""
-    from evalign.metrics.models import tokenizer_limit
+    from evalign.backends.models import tokenizer_limit
 
     return min(int(max_length), tokenizer_limit(tok, model.config))
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalign.backends.model_source import ResolvedModel, locate_base_model, resolve_base_model
 from evalign.errors import EvalignError, ModelLoadError, check_all
-from evalign.judges.backends.model_source import ResolvedModel, locate_base_model, resolve_base_model
 from evalign.signature import file_sha256, package_version
 from evalign.train.data import conversations, ensure_chat_template, read_examples
 from evalign.train.settings import TrainSettings
@@ -185,7 +185,7 @@ def train_judge(
     """Fine-tune ``base_model`` on ``data`` and write the merged judge to ``out``.
 
     ``base_model``: a model folder, a GGUF file or a package alias (``smollm2-135m-instruct``),
-    resolved by :func:`evalign.judges.backends.model_source.resolve_base_model` (a GGUF is dequantized
+    resolved by :func:`evalign.backends.model_source.resolve_base_model` (a GGUF is dequantized
     once into the model cache; ``on_message`` gets its one-line report; the signature records it).
     ``resume``: continue from the latest checkpoint in ``out/checkpoints`` (an error when there is none);
     a checkpoint already at ``settings.max_steps`` trains nothing (``on_message`` says so) and only

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalign.backends import HFLocalBackend, RewardModelBackend
+from evalign.backends.reward import is_reward_model
 from evalign.datasets import load_dataset
 from evalign.errors import EvalignError, InputError
 from evalign.judges import get_judge, run_judge
-from evalign.judges.backends import HFLocalBackend, RewardModelBackend
-from evalign.judges.backends.reward import is_reward_model
 from evalign.train.before_after import BeforeAfter, table_before_after
 
 #: columns of :attr:`VerifyReport.table`
@@ -288,7 +288,7 @@ def grade_dataset(
     table: pd.DataFrame, kind: str, models: Mapping[str, str | Path], options: VerifyOptions, *, cache: Any = None
 ) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
     """Grade ``table`` with each local model (``{judge name: model folder}``) through the HF judge backend
-    (a reward model, :func:`~evalign.judges.backends.reward.is_reward_model`: the reward backend and judge);
+    (a reward model, :func:`~evalign.backends.reward.is_reward_model`: the reward backend and judge);
     returns the table with one column per judge, ``{judge: column}`` and ``{judge: unscored reasons}``."""
     table = table.head(options.limit).reset_index(drop=True) if options.limit else table.reset_index(drop=True)
     if kind == "absolute":

@@ -26,7 +26,7 @@ upstream did (stripped; also when cut off at ``max_tokens``).
 Logit bias (``logit_bias=True``, ``--logit-bias``; off by default): upstream decoded with
 ``tokens_to_avoid`` (bias -100: "Both", "Neither", "It", ...) and, for the answer-only prompts,
 ``tokens_to_favor`` (+7: "Output (a)", "Output (b)"); the stages without any. Sent as token texts
-(see :class:`evalign.judges.backends.GenerationRequest`): llama-cpp-python's server takes them;
+(see :class:`evalign.backends.GenerationRequest`): llama-cpp-python's server takes them;
 upstream applied -100 only to texts that are one token of GPT's tokenizer, where the server biases
 every token of each text.
 
@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from evalign.backends.types import Constraint
 from evalign.errors import EvalignError
-from evalign.judges.backends.types import Constraint
 from evalign.judges.base import (
     SAMPLING_KEYS,
     SWAP_VERDICT,

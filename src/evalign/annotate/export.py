@@ -1,0 +1,223 @@
+"""What a label store holds, as evalign's tables: the wide table (every column of ITEMS, one column per
+annotator, the majority ``verdict``), the long one (one row per label) and the Alt-Test's
+``{annotator: {item: label}}``; and the agreement so far (the project's :mod:`evalign.meta.agreement`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from evalign.annotate.assign import short_items
+from evalign.annotate.store import Label, Store
+from evalign.errors import UsageError
+from evalign.io.writers import check_output, write_json_atomic, write_table
+from evalign.meta.agreement import cohen_kappa, krippendorff_alpha, majority_vote
+
+#: the export formats
+FORMATS = ("wide", "long", "alttest")
+#: a pairwise code as the Alt-Test file and the ``verdict`` column write it
+VERDICT_WORD = {1.0: "A", -1.0: "B", 0.0: "tie"}
+
+
+def column_prefix(task: str) -> str:
+    """The prefix of an annotator's column: ``pref_`` (pairwise), ``rating_`` (graded), ``label_``."""
+    return {"pairwise": "pref_", "graded": "rating_"}.get(task, "label_")
+
+
+def _by_annotator(labels: list[Label]) -> dict[str, dict[int, Label]]:
+    out: dict[str, dict[int, Label]] = {}
+    for lab in labels:
+        out.setdefault(lab.annotator, {})[lab.idx] = lab
+    return {a: out[a] for a in sorted(out)}
+
+
+def majority(task: str, values: list[Any]) -> Any:
+    """The majority ``verdict`` of one item's labels: pairwise ``A`` / ``B`` / ``tie`` (``tie`` without a
+    plurality), graded the plurality grade (the median without one), label the plurality label (None
+    without one); None without labels."""
+    if not values:
+        return None
+    if task == "label":
+        counts: dict[Any, int] = {}
+        for v in values:
+            counts[v] = counts.get(v, 0) + 1
+        top = max(counts.values())
+        winners = [v for v, c in counts.items() if c == top]
+        return winners[0] if len(winners) == 1 else None
+    arr = np.asarray([values], dtype=float)
+    if task == "pairwise":
+        return VERDICT_WORD[float(majority_vote(arr, fallback=0.0)[0])]
+    won = float(majority_vote(arr, fallback=math.nan)[0])
+    return won if not math.isnan(won) else float(np.median(arr))
+
+
+def wide_rows(store: Store) -> list[dict[str, Any]]:
+    """The wide export: each item's record, then ``pref_NAME`` / ``rating_NAME`` / ``label_NAME`` for
+    every annotator (None where that annotator gave none), then the majority ``verdict``."""
+    task = store.settings.task
+    by = _by_annotator(store.labels())
+    prefix = column_prefix(task)
+    rows = []
+    for idx, (_, rec) in enumerate(store.records()):
+        row = dict(rec)
+        given = []
+        for name, labs in by.items():
+            lab = labs.get(idx)
+            row[f"{prefix}{name}"] = None if lab is None else lab.value
+            if lab is not None:
+                given.append(lab.value)
+        row["verdict"] = majority(task, given)
+        rows.append(row)
+    return rows
+
+
+def long_rows(store: Store) -> list[dict[str, Any]]:
+    """The long export: one row per label, in the order given: the item's record, then ``annotator``,
+    ``label``, ``shown`` (the left/right order of a pair: ``ab`` = response_a on the left), ``seconds``,
+    ``comment`` and ``labelled_at`` (UTC, ISO 8601)."""
+    records = store.records()
+    out = []
+    for lab in store.labels():
+        row = dict(records[lab.idx][1])
+        row.update({"annotator": lab.annotator, "label": lab.value, "shown": lab.shown, "seconds": lab.seconds,
+                    "comment": lab.comment,
+                    "labelled_at": _dt.datetime.fromtimestamp(lab.created, _dt.timezone.utc).isoformat()})
+        out.append(row)
+    return out
+
+
+def alttest_labels(store: Store) -> dict[str, dict[str, Any]]:
+    """The Alt-Test's annotators file: ``{annotator: {item key: label}}`` (pairs as ``A`` / ``B`` / ``tie``)."""
+    task = store.settings.task
+    out: dict[str, dict[str, Any]] = {}
+    for name, labs in _by_annotator(store.labels()).items():
+        out[name] = {lab.key: VERDICT_WORD[float(lab.value)] if task == "pairwise" else lab.value
+                     for lab in sorted(labs.values(), key=lambda x: x.idx)}
+    return out
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Cohen's kappa of two annotators on the items both labelled (weighted, quadratic, for grades)."""
+
+    a: str
+    b: str
+    n_items: int
+    kappa: float
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The agreement so far.
+
+    Attributes:
+        n_items: items in the store.
+        per_item: labels each item needs (K).
+        labels_per_annotator: labels each annotator gave.
+        pairs: Cohen's kappa of each annotator pair.
+        alpha: Krippendorff's alpha of every annotator (nominal for pairs and labels, ordinal for grades).
+        short: keys of the items still short of K labels.
+    """
+
+    n_items: int
+    per_item: int
+    labels_per_annotator: Mapping[str, int]
+    pairs: tuple[PairAgreement, ...]
+    alpha: float
+    short: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The agreement as JSON-ready values (NaN as None)."""
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else round(x, 4)
+
+        return {"n_items": self.n_items, "per_item": self.per_item,
+                "labels_per_annotator": dict(self.labels_per_annotator),
+                "pairs": [{"a": p.a, "b": p.b, "n_items": p.n_items, "kappa": num(p.kappa)} for p in self.pairs],
+                "krippendorff_alpha": num(self.alpha), "short_of_k": list(self.short)}
+
+
+def agreement(store: Store) -> Agreement:
+    """Per annotator pair Cohen's kappa (quadratic weights for grades), Krippendorff's alpha of all,
+    labels per annotator and the items still short of K (the project's :mod:`evalign.meta.agreement`)."""
+    settings = store.settings
+    n = store.n_items()
+    by = _by_annotator(store.labels())
+    codes: dict[Any, float] = {lab: float(i) for i, lab in enumerate(settings.labels)}
+    matrix = np.full((len(by), n), np.nan)
+    for r, labs in enumerate(by.values()):
+        for idx, lab in labs.items():
+            matrix[r, idx] = codes[lab.value] if settings.task == "label" else float(lab.value)
+    weights: Literal["quadratic"] | None = "quadratic" if settings.task == "graded" else None
+    cats = [1.0, 2.0, 3.0, 4.0, 5.0] if settings.task == "graded" else None
+    pairs = []
+    names = list(by)
+    for i, j in combinations(range(len(names)), 2):
+        both = int((~np.isnan(matrix[i]) & ~np.isnan(matrix[j])).sum())
+        kappa = cohen_kappa(matrix[i], matrix[j], weights=weights, labels=cats) if both else math.nan
+        pairs.append(PairAgreement(names[i], names[j], both, float(kappa)))
+    level: Literal["ordinal", "nominal"] = "ordinal" if settings.task == "graded" else "nominal"
+    alpha = krippendorff_alpha(matrix, level=level) if len(names) >= 2 else math.nan
+    counts = store.counts()
+    keys = [k for k, _ in store.records()]
+    return Agreement(n_items=n, per_item=settings.per_item,
+                     labels_per_annotator={a: len(labs) for a, labs in by.items()}, pairs=tuple(pairs),
+                     alpha=float(alpha), short=tuple(keys[i] for i in short_items(counts, settings.per_item)))
+
+
+def agreement_text(ag: Agreement) -> str:
+    """The agreement as ``annotate status`` prints it."""
+    def num(x: float) -> str:
+        return "-" if math.isnan(x) else f"{x:.3f}"
+
+    lines = [f"{ag.n_items} items, {ag.per_item} labels each wanted; {len(ag.short)} still short of {ag.per_item}"]
+    lines.append("labels per annotator: " + (", ".join(f"{a} {c}" for a, c in ag.labels_per_annotator.items())
+                                             or "none yet"))
+    for p in ag.pairs:
+        lines.append(f"  kappa {p.a} ~ {p.b}: {num(p.kappa)} on {p.n_items} items")
+    lines.append(f"Krippendorff's alpha: {num(ag.alpha)}")
+    if ag.short:
+        shown = ", ".join(ag.short[:10]) + (f", ... ({len(ag.short) - 10} more)" if len(ag.short) > 10 else "")
+        lines.append(f"short of {ag.per_item}: {shown}")
+    return "\n".join(lines)
+
+
+def write_export(store_path: str | Path, out: str, format: str = "wide") -> int:
+    """Write the labels of the store at ``store_path`` to ``out`` in ``format`` (:data:`FORMATS`); the
+    number of rows (wide) or labels (long, alttest) written. The store keeps the items: no ITEMS needed."""
+    if format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format == "alttest" and not str(out).endswith(".json"):
+        raise UsageError(f"{out}: --format alttest writes JSON ({{annotator: {{item: label}}}}); name a .json file")
+    if format != "alttest":
+        check_output(out)
+    store = Store(store_path, must_exist=True)
+    try:
+        store.settings  # noqa: B018  (a store without a task is refused here)
+        if format == "alttest":
+            labels = alttest_labels(store)
+            write_json_atomic(out, labels)
+            return sum(len(v) for v in labels.values())
+        import pandas as pd  # pandas is imported where a table is written
+
+        rows = wide_rows(store) if format == "wide" else long_rows(store)
+        write_table(pd.DataFrame(rows), out)
+        return len(rows)
+    finally:
+        store.close()
+
+
+def store_agreement(store_path: str | Path) -> Agreement:
+    """The agreement so far of the store at ``store_path`` (``evalign annotate status``)."""
+    store = Store(store_path, must_exist=True)
+    try:
+        return agreement(store)
+    finally:
+        store.close()

@@ -1,0 +1,242 @@
+"""The label store: one SQLite file (WAL journal) holding a copy of the items, the task, every label
+and every skip. Each label is committed (``synchronous=FULL``) before the page moves on, so killing the
+server loses at most the label being sent; one label per annotator and item (a UNIQUE constraint: a
+second tab's duplicate is refused, not doubled)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalign.annotate.items import Item, items_hash
+from evalign.errors import InputError, UsageError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (idx INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL, record TEXT NOT NULL,
+                                  view TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS labels (id INTEGER PRIMARY KEY AUTOINCREMENT, annotator TEXT NOT NULL,
+                                   idx INTEGER NOT NULL REFERENCES items(idx), label TEXT NOT NULL,
+                                   shown TEXT, seconds REAL, comment TEXT, created REAL NOT NULL,
+                                   UNIQUE (annotator, idx));
+CREATE TABLE IF NOT EXISTS skips (annotator TEXT NOT NULL, idx INTEGER NOT NULL, seq INTEGER NOT NULL,
+                                  PRIMARY KEY (annotator, idx));
+"""
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """What a store labels.
+
+    Attributes:
+        task: ``pairwise``, ``graded`` or ``label``.
+        labels: the label set of the ``label`` task, in key order (empty otherwise).
+        per_item: labels each item needs (K).
+        rubric: the rubric shown with graded items (``criteria`` and five ``descriptions``), or None.
+        source: the ITEMS file the store was made from (shown only).
+    """
+
+    task: str
+    labels: tuple[str, ...] = ()
+    per_item: int = 3
+    rubric: dict[str, Any] | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Label:
+    """One stored label (``value`` in the items' own frame: +1 / -1 / 0 for a pair)."""
+
+    annotator: str
+    idx: int
+    key: str
+    value: float | str
+    shown: str | None
+    seconds: float | None
+    comment: str | None
+    created: float
+
+
+class Store:
+    """An open label store (thread-safe: one connection behind a lock)."""
+
+    def __init__(self, path: str | Path, *, must_exist: bool = False) -> None:
+        self.path = Path(path)
+        if must_exist and not self.path.is_file():
+            raise InputError("no such label store", file=str(self.path))
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.OperationalError as e:
+            raise InputError(f"cannot open the label store ({e})", file=str(self.path)) from None
+        except sqlite3.DatabaseError as e:
+            raise InputError(f"not an evalign label store ({e})", file=str(self.path)) from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed)."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _meta(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    # -- setting up ------------------------------------------------------------------------------
+    def initialise(self, items: Sequence[Item], settings: StoreSettings) -> None:
+        """Fill a new store with ``items`` and ``settings``, or check that an existing one holds the same
+        items and task (a restart with another ITEMS file, task or label set is refused); ``per_item``
+        may change between runs."""
+        digest = items_hash(list(items))
+        meta = self._meta()
+        if meta:
+            if meta.get("items_hash") != digest:
+                raise UsageError(f"{self.path} holds the labels of other items (made from {meta.get('source')}); "
+                                 "give the same ITEMS file or another --db")
+            old = (meta.get("task"), json.loads(meta.get("labels", "[]")))
+            if old != (settings.task, list(settings.labels)):
+                raise UsageError(f"{self.path} was made for --task {old[0]}" +
+                                 (f" --labels {','.join(old[1])}" if old[1] else "") + "; give the same task or another --db")
+            with self._write() as db:
+                db.execute("UPDATE meta SET value = ? WHERE key = 'per_item'", (str(settings.per_item),))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('rubric', ?)", (json.dumps(settings.rubric),))
+            return
+        with self._write() as db:
+            db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("task", settings.task), ("labels", json.dumps(list(settings.labels))),
+                ("per_item", str(settings.per_item)), ("rubric", json.dumps(settings.rubric)),
+                ("source", settings.source), ("items_hash", digest), ("seed", secrets.token_hex(8)),
+                ("secret", secrets.token_hex(32)), ("created", str(time.time())),
+            ])
+            db.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", [
+                (i, it.key, json.dumps(it.record, ensure_ascii=False), json.dumps(it.view, ensure_ascii=False))
+                for i, it in enumerate(items)])
+
+    # -- reading -----------------------------------------------------------------------------------
+    @property
+    def settings(self) -> StoreSettings:
+        """The store's task, label set, K, rubric and source."""
+        meta = self._meta()
+        if "task" not in meta:
+            raise InputError("not an evalign label store (no task recorded)", file=str(self.path))
+        return StoreSettings(task=meta["task"], labels=tuple(json.loads(meta["labels"])),
+                             per_item=int(meta["per_item"]), rubric=json.loads(meta.get("rubric", "null")),
+                             source=meta.get("source", ""))
+
+    @property
+    def seed(self) -> str:
+        """The seed of the left/right orders."""
+        return self._meta()["seed"]
+
+    @property
+    def secret(self) -> str:
+        """The secret the CSRF tokens are made from (kept in the store: a restart keeps open pages working)."""
+        return self._meta()["secret"]
+
+    def n_items(self) -> int:
+        """How many items the store holds."""
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM items").fetchone()[0])
+
+    def item(self, idx: int) -> tuple[str, dict[str, Any]]:
+        """The key and the page's view of item ``idx``."""
+        with self._lock:
+            key, view = self._db.execute("SELECT key, view FROM items WHERE idx = ?", (idx,)).fetchone()
+        return key, json.loads(view)
+
+    def index_of(self, key: str) -> int | None:
+        """The index of the item with ``key``, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT idx FROM items WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def records(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every item's key and record, in file order."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, record FROM items ORDER BY idx").fetchall()
+        return [(k, json.loads(r)) for k, r in rows]
+
+    def counts(self) -> list[int]:
+        """Labels per item (every annotator), by index."""
+        out = [0] * self.n_items()
+        with self._lock:
+            for idx, c in self._db.execute("SELECT idx, COUNT(*) FROM labels GROUP BY idx"):
+                out[idx] = int(c)
+        return out
+
+    def done(self, annotator: str) -> set[int]:
+        """The items ``annotator`` labelled."""
+        with self._lock:
+            return {int(r[0]) for r in self._db.execute("SELECT idx FROM labels WHERE annotator = ?", (annotator,))}
+
+    def skipped(self, annotator: str) -> list[int]:
+        """The items ``annotator`` skipped, oldest skip first."""
+        with self._lock:
+            return [int(r[0]) for r in self._db.execute(
+                "SELECT idx FROM skips WHERE annotator = ? ORDER BY seq", (annotator,))]
+
+    def labels(self) -> list[Label]:
+        """Every label, in the order given."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT l.annotator, l.idx, i.key, l.label, l.shown, l.seconds, l.comment, l.created "
+                "FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id").fetchall()
+        return [Label(a, int(i), k, json.loads(v), s, sec, c, t) for a, i, k, v, s, sec, c, t in rows]
+
+    def annotators(self) -> list[str]:
+        """Every annotator with a label, by name."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT annotator FROM labels ORDER BY annotator")]
+
+    # -- writing -----------------------------------------------------------------------------------
+    def add_label(self, annotator: str, idx: int, value: float | str, *, shown: str | None,
+                  seconds: float | None, comment: str | None) -> bool:
+        """Store a label (committed when this returns); False when ``annotator`` labelled ``idx`` already
+        (the duplicate is not stored)."""
+        try:
+            with self._write() as db:
+                db.execute("INSERT INTO labels (annotator, idx, label, shown, seconds, comment, created) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (annotator, idx, json.dumps(value), shown, seconds, comment or None, time.time()))
+                db.execute("DELETE FROM skips WHERE annotator = ? AND idx = ?", (annotator, idx))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def undo(self, annotator: str) -> int | None:
+        """Remove ``annotator``'s last label; the index of its item, or None without a label."""
+        with self._write() as db:
+            row = db.execute("SELECT id, idx FROM labels WHERE annotator = ? ORDER BY id DESC LIMIT 1",
+                             (annotator,)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM labels WHERE id = ?", (row[0],))
+        return int(row[1])
+
+    def skip(self, annotator: str, idx: int) -> None:
+        """Put item ``idx`` at the end of ``annotator``'s queue."""
+        with self._write() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM skips WHERE annotator = ?",
+                             (annotator,)).fetchone()[0]
+            db.execute("INSERT OR REPLACE INTO skips VALUES (?, ?, ?)", (annotator, idx, seq))

@@ -1,0 +1,45 @@
+"""The rules of a judge backend's option values, shared by every command that takes them: ``judge`` and
+``probe`` (``--concurrency``, ``--timeout``, ...) and a ``bench`` judge spec (``concurrency=...``), so
+that a value one refuses the other refuses with the same words (the sampling settings' rules are
+:data:`evalign.judges.prompts.SAMPLING_RULES`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+#: option -> (what it must be, the check of a value)
+BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "concurrency": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "batch_size": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "max_retries": ("an integer >= 0", lambda v: _int(v) and v >= 0),
+    "timeout": ("> 0 seconds", _seconds),
+    "connect_timeout": ("> 0 seconds", _seconds),
+    "idle_timeout": ("> 0 seconds", _seconds),
+    "n_ctx": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "threads": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "system_prompt": ("'role' or 'fold'", lambda v: v in ("role", "fold")),
+    "constraint_format": ("'auto', 'llama.cpp', 'vllm' or 'openai'", lambda v: v in ("auto", "llama.cpp", "vllm", "openai")),
+}
+
+
+def backend_option_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the backend option ``key`` = ``value`` (None: nothing, or an option without a
+    rule; None values are "not set")."""
+    rule = BACKEND_RULES.get(key)
+    if rule is None or value is None or rule[1](value):
+        return None
+    return f"must be {rule[0]}, got {value!r}"
+
+
+__all__ = ["BACKEND_RULES", "backend_option_problem"]
