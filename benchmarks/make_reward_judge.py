@@ -1,9 +1,13 @@
-"""Make a reward-model judge on a CPU and test it on sets it never saw (issue 30).
+"""Make a reward-model judge on a CPU and test it on sets it never saw (issue 30; contrastive data: issue 40).
 
-1. data: ``evalign judge-data preference`` of ``--train-sets`` (human majority labels; ties left out),
-   every instruction that duplicates one of a ``--held-out`` set removed (exact after normalising, or a
-   rapidfuzz ratio >= 90 over the first 300 characters; the overlap removed per set is reported), 10% of
-   the questions kept aside as an in-distribution check (``--val``);
+1. data (``--data``): ``human`` = ``evalign judge-data preference`` of ``--train-sets`` (human majority
+   labels; ties left out); ``contrastive`` = ``evalign judge-data contrastive`` of the same sets (the
+   preferred response against a neighbouring instruction's, a truncated, an off-topic one and the response
+   with its constraint broken; ``--neighbor-band``, ``--length-band``); ``mixed`` = contrastive rows plus
+   human rows at ``--mix`` per contrastive row. Every instruction that duplicates one of a ``--held-out``
+   set is removed (exact after normalising, or a rapidfuzz ratio >= 90 over the first 300 characters;
+   contrastive data also by MiniLM cosine >= 0.9; the overlap removed per set is reported), 10% of the
+   questions kept aside as an in-distribution check (``--val``);
 2. an untrained reward model: the base (``--base``: ``minilm`` = all-MiniLM-L6-v2 as a cross-encoder, or
    ``smollm2-135m-instruct``) with a new score head initialised from ``--seed`` (the "before");
 3. train: ``train_reward_model`` (TRL ``RewardTrainer``, Bradley-Terry loss; full fine-tuning, or LoRA with
@@ -14,7 +18,10 @@
    bootstrap interval, the paired permutation p of the trained model against every row): untrained,
    trained, the baselines (random, always A / B, longer is better) and the set's published judges
    (LLMBar's evaluators in both orders, JudgeBench's reward models and o1-mini where the adapter ships
-   them), then the goal lines: beats random and longer on >= 2 sets (p < 0.05), beats ChatGPT.
+   them), then the goal lines: beats random and longer on >= 2 sets (p < 0.05), beats ChatGPT, and a
+   summary per set: the trained model's accuracy, the share of its decided verdicts that prefer the longer
+   response, and (``--compare DIR``: another run's work folder, e.g. the human-only run) that run's accuracy.
+   LLMBar's Adversarial set is judged per subset (Neighbor, GPTInst, GPTOut, Manual).
 
 Dataset names that are not registered yet (``autoj``, ``alttest-mtbench``, ``judgebench``: the data
 helper's adapters) are skipped with a note, so the same command picks them up once they are merged.
@@ -43,6 +50,7 @@ from evalign.errors import EvalignError
 from evalign.judges import get_judge, run_judge
 from evalign.meta.order_diagnostics import text_lengths
 from evalign.train.before_after import HeldOut, held_out_table
+from evalign.train.contrastive_data import ContrastiveSettings, build_contrastive, contrastive_summary
 from evalign.train.preference_data import (
     PreferenceSettings,
     build_preferences,
@@ -53,7 +61,8 @@ from evalign.train.reward import init_reward_model, train_reward_model
 from evalign.train.settings import TrainSettings
 
 TRAIN_SETS = ("pandalm", "tulu1", "llmbar:llmeval2", "autoj")
-HELD_OUT = ("llmbar:natural", "llmbar:adversarial", "hhh", "llmbar:mt-bench", "alttest-mtbench", "judgebench:gpt-4o")
+HELD_OUT = ("llmbar:natural", "llmbar:neighbor", "llmbar:gptinst", "llmbar:gptout", "llmbar:manual", "hhh",
+            "llmbar:mt-bench", "alttest-mtbench", "judgebench:gpt-4o")
 #: published judges shown on a set (globs); a set with at most 12 judge columns shows them all
 PUBLISHED = ("judge:*/vanilla",)
 CHATGPT = "judge:chatgpt/vanilla"
@@ -79,14 +88,24 @@ def make_data(args: argparse.Namespace, held: list[str], notes: list[str]) -> tu
     """The training rows (``OUT/data/train.jsonl``) and their manifest; reused when present."""
     folder = args.out / "data"
     if not (folder / "manifest.json").exists():
-        train_specs = list(loadable(args.train_sets, notes))
-        data = build_preferences(PreferenceSettings(sets=tuple(train_specs), exclude=tuple(held),
-                                                    held_out=args.val, seed=args.seed,
-                                                    balance_length=args.balance_length))
+        train_specs = tuple(loadable(args.train_sets, notes))
+        if args.data == "human":
+            data = build_preferences(PreferenceSettings(sets=train_specs, exclude=tuple(held), held_out=args.val,
+                                                        seed=args.seed, balance_length=args.balance_length))
+        else:
+            data = build_contrastive(ContrastiveSettings(
+                sets=train_specs, exclude=tuple(held), held_out=args.val, seed=args.seed,
+                balance_length=args.balance_length, neighbor_band=args.neighbor_band, length_band=args.length_band,
+                mix=args.mix if args.data == "mixed" else 0.0))
         write_preferences(data, folder)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    print(summary_line(manifest), flush=True)
+    print(data_line(manifest), flush=True)
     return folder / "train.jsonl", manifest
+
+
+def data_line(manifest: dict[str, Any]) -> str:
+    """The data's summary line (with the rows per construction for contrastive data)."""
+    return contrastive_summary(manifest) if manifest.get("recipe") == "contrastive" else summary_line(manifest)
 
 
 def train(args: argparse.Namespace, data: Path) -> dict[str, Any]:
@@ -159,9 +178,44 @@ def evaluate_set(args: argparse.Namespace, spec: str, ds: Any, models: dict[str,
     gold = pairs[ds.pref_columns].to_numpy(dtype=float)
     gold = gold[:, 0] if gold.shape[1] == 1 else np.sign(np.nansum(gold, axis=1))
     gold = np.where(gold == 0, np.nan, gold)  # a human tie has no better response: left out
-    return held_out_table(verdicts, gold, target="trained", published=published,
-                          length_a=text_lengths(pairs["response_a"].tolist()),
-                          length_b=text_lengths(pairs["response_b"].tolist()), seed=args.seed)
+    la, lb = text_lengths(pairs["response_a"].tolist()), text_lengths(pairs["response_b"].tolist())
+    LONGER_SHARE[spec] = longer_share(verdicts["trained"][0], la, lb)
+    return held_out_table(verdicts, gold, target="trained", published=published, length_a=la, length_b=lb,
+                          seed=args.seed)
+
+
+#: per set, the share of the trained model's decided verdicts that prefer the longer response
+LONGER_SHARE: dict[str, float] = {}
+
+
+def longer_share(verdicts: list[str | None], length_a: Any, length_b: Any) -> float:
+    """Of the A / B verdicts on pairs of unequal length, the share that picks the longer response."""
+    la, lb = np.asarray(length_a, dtype=float), np.asarray(length_b, dtype=float)
+    picks = [(v == "A") == (a > b) for v, a, b in zip(verdicts, la, lb, strict=True) if v in ("A", "B") and a != b]
+    return float(np.mean(picks)) if picks else float("nan")
+
+
+def summary_table(results: dict[str, HeldOut], compare: dict[str, Any] | None) -> str:
+    """Per set: n, the trained model's accuracy, the share of its decided verdicts that prefer the longer
+    response, longer-is-better, ChatGPT (Vanilla) where the set has it, and the compared run's trained model."""
+    cols = ["set", "n", "trained", "prefers longer", "longer", CHATGPT]
+    if compare is not None:
+        cols.append("compared run's trained")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+    def f(v: Any) -> str:
+        return "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.3f}"
+
+    for spec, r in results.items():
+        t = r.table.set_index("judge")
+        row = [spec, str(int(t.at["trained", "n"])), f(t.at["trained", "accuracy"]), f(LONGER_SHARE.get(spec)),
+               f(t.at["longer", "accuracy"]) if "longer" in t.index else "-",
+               f(t.at[CHATGPT, "accuracy"]) if CHATGPT in t.index else "-"]
+        if compare is not None:
+            other = {x["judge"]: x for x in compare.get(spec, {}).get("table", [])}
+            row.append(f(other["trained"]["accuracy"]) if "trained" in other else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def markdown(result: HeldOut) -> str:
@@ -205,6 +259,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--train-sets", nargs="+", default=list(TRAIN_SETS))
     ap.add_argument("--held-out", nargs="+", default=list(HELD_OUT))
     ap.add_argument("--published", nargs="+", default=list(PUBLISHED), help="published judge globs shown")
+    ap.add_argument("--data", choices=("human", "contrastive", "mixed"), default="human",
+                    help="training rows: human labels, contrastive construction, or both (--mix)")
+    ap.add_argument("--mix", type=float, default=1.0, help="mixed: human rows per contrastive row")
+    ap.add_argument("--neighbor-band", type=_pair, default=(0.45, 0.85), help="contrastive: LO,HI cosine band")
+    ap.add_argument("--length-band", type=_pair, default=None, help="contrastive: LO,HI chosen/rejected length ratio")
+    ap.add_argument("--compare", type=Path, help="another run's work folder: its trained accuracy per set beside")
     ap.add_argument("--balance-length", action="store_true",
                     help="training rows subsampled so the chosen response is the longer one in half of them")
     ap.add_argument("--val", type=float, default=0.1, help="share of training questions kept aside")
@@ -227,6 +287,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-train", action="store_true", help="judge with the model already in OUT/trained")
     return ap.parse_args(argv)
+
+
+def _pair(text: str) -> tuple[float, float]:
+    lo, hi = (float(x) for x in text.split(","))
+    return lo, hi
 
 
 def main() -> None:
@@ -253,13 +318,17 @@ def run(args: argparse.Namespace, command: str) -> str:
         rows = pd.read_json(val, lines=True)
         held_sets = {"val (training sets' held-out questions)": _val_set(rows), **held_sets}
     results = {spec: evaluate_set(args, spec, ds, models, cache) for spec, ds in held_sets.items()}
-    parts = [f"# A reward-model judge made on a CPU ({args.base}, {args.threads} thread(s))", "",
+    compare = None
+    if args.compare is not None and (args.compare / "held_out.json").exists():
+        compare = json.loads((args.compare / "held_out.json").read_text(encoding="utf-8"))
+    parts = [f"# A reward-model judge made on a CPU ({args.base}, {args.data} data, {args.threads} thread(s))", "",
              "```", command, "```", "",
-             f"data: {summary_line(manifest)}",
+             f"data: {data_line(manifest)}",
              f"training: {result.get('global_step')} steps, {result.get('examples')} preference rows, "
              f"{result.get('tokens_seen')} tokens this run, {result.get('seconds_all_runs')} s of training over all "
              f"runs ({result.get('tokens_per_second', 0):.0f} tokens/s in the last run)", "",
-             "## Goal", "", *goal_lines({k: v for k, v in results.items() if not k.startswith("val")}), ""]
+             "## Goal", "", *goal_lines({k: v for k, v in results.items() if not k.startswith("val")}), "",
+             "## Per set", "", summary_table(results, compare), ""]
     for spec, r in results.items():
         parts += [f"## {spec}", "", markdown(r), ""]
     parts += [f"- {n}" for n in [*next(iter(results.values())).notes, *notes]] if results else notes

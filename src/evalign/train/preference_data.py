@@ -127,6 +127,20 @@ def overlapping(prompts: Sequence[str], held: Sequence[str], near_duplicate: flo
     return hit
 
 
+def deduplicated(prompts: Sequence[str], held: Mapping[str, Sequence[str]], near_duplicate: float,
+                 keep: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, int]]:
+    """Which ``prompts`` to keep (``keep``, default all, and none that duplicates a prompt of a held-out
+    set, :func:`overlapping`) and, per held-out set of ``held`` (spec -> prompts), how many prompts still
+    kept before it were removed as its duplicates (a prompt is counted once, at the first set it duplicates)."""
+    keep = np.ones(len(prompts), dtype=bool) if keep is None else np.asarray(keep, dtype=bool).copy()
+    overlap: dict[str, int] = {}
+    for spec, texts in held.items():
+        hit = overlapping(prompts, texts, near_duplicate)
+        overlap[spec] = int((hit & keep).sum())
+        keep &= ~hit
+    return keep, overlap
+
+
 @dataclass(frozen=True)
 class PreferenceSettings:
     """What ``judge-data preference`` builds: ``sets`` (dataset specs), ``files`` (pair table files),
@@ -194,14 +208,15 @@ def source_rows(settings: PreferenceSettings, dropped: Counter[str]) -> list[dic
     return rows
 
 
-def length_balanced(rows: Sequence[dict[str, Any]], seed: int) -> np.ndarray:
-    """Which ``rows`` to keep so that, within each ``source``, the chosen response is longer (in
-    characters) than the rejected one in as many rows as it is shorter: the smaller side kept whole, as
-    many rows of the larger side drawn without replacement (seeded), rows of equal length kept."""
+def length_balanced(rows: Sequence[dict[str, Any]], seed: int, key: str = "source") -> np.ndarray:
+    """Which ``rows`` to keep so that, within each group of rows with the same ``row[key]`` (by default
+    the ``source``), the chosen response is longer (in characters) than the rejected one in as many rows
+    as it is shorter: the smaller side kept whole, as many rows of the larger side drawn without
+    replacement (seeded), rows of equal length kept."""
     keep = np.ones(len(rows), dtype=bool)
     rng = np.random.default_rng(seed)
     diff = np.array([len(r["chosen"]) - len(r["rejected"]) for r in rows])
-    sources = np.array([r["source"] for r in rows], dtype=object)
+    sources = np.array([r[key] for r in rows], dtype=object)
     for s in dict.fromkeys(sources.tolist()):
         longer = np.flatnonzero((sources == s) & (diff > 0))
         shorter = np.flatnonzero((sources == s) & (diff < 0))
@@ -216,12 +231,8 @@ def build_preferences(settings: PreferenceSettings) -> PreferenceData:
     against the ``exclude`` sets, split by question."""
     dropped: Counter[str] = Counter({"tie": 0, "no_majority": 0})
     rows = source_rows(settings, dropped)
-    overlap: dict[str, int] = {}
-    keep = np.ones(len(rows), dtype=bool)
-    for spec, held in held_out_prompts(settings.exclude, settings.data_dir).items():
-        hit = overlapping([r["prompt"] for r in rows], held, settings.near_duplicate)
-        overlap[spec] = int((hit & keep).sum())
-        keep &= ~hit
+    keep, overlap = deduplicated([r["prompt"] for r in rows], held_out_prompts(settings.exclude, settings.data_dir),
+                                 settings.near_duplicate)
     rows = [r for r, k in zip(rows, keep, strict=True) if k]
     if settings.balance_length and rows:
         balanced = length_balanced(rows, settings.seed)
@@ -254,6 +265,6 @@ def summary_line(manifest: Mapping[str, Any]) -> str:
     rows, q = manifest["rows"], manifest["questions"]
     src = ", ".join(f"{k} {v}" for k, v in manifest["sources"].items())
     ov = ", ".join(f"{k} {v}" for k, v in manifest["overlap_removed"].items()) or "no held-out sets given"
-    return (f"preference: {rows['train']} training rows ({len(q['train'])} questions), {rows['held_out']} held-out "
+    return (f"{manifest.get('recipe', 'preference')}: {rows['train']} training rows ({len(q['train'])} questions), {rows['held_out']} held-out "
             f"rows ({len(q['held_out'])} questions); by source: {src}; dropped {manifest['dropped']}; "
             f"removed as duplicates of held-out sets: {ov}")
