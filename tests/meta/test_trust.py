@@ -6,14 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalign.meta.clusters import significance_clusters
 from evalign.meta.correlation import correlation, system_means
 from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy, pairwise_preference_accuracy
-from evalign.meta.significance import (
-    bootstrap_ci,
-    make_statistic,
-    paired_permutation_test,
-    significance_clusters,
-)
+from evalign.meta.significance import bootstrap_ci, make_statistic, paired_permutation_test
 from evalign.meta.trust import trust_table_items, trust_table_pairs
 from evalign.scoring import MetricRun
 
