@@ -150,7 +150,8 @@ def _last_at_exit() -> None:
         pass
     with suppress(ValueError, TypeError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    status = EXIT_CODE if _said[0] else _status[0]
+    # a printed line ends with 130 (Ctrl-C), unless it was SIGTERM's, whose status (143) is the command's
+    status = EXIT_CODE if _said[0] and _status[0] != TERM_EXIT_CODE else _status[0]
     os._exit(status)
 
 

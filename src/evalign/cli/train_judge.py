@@ -69,7 +69,7 @@ def _check_base_model(kind: str, base_model: str) -> object:
     """``--base-model`` checked without loading anything: a folder, a GGUF file or an alias; a reward
     model also takes the embedding alias ``minilm`` (the bundled all-MiniLM-L6-v2)."""
     if kind == "reward" and base_model.strip().lower() == "minilm":
-        from evalign.metrics.models import resolve_model  # numpy: not at `train-judge --help`
+        from evalign.backends.models import resolve_model  # numpy: not at `train-judge --help`
 
         return resolve_model(base_model)
     return locate_base_model(base_model)
