@@ -138,7 +138,7 @@ def _last_at_exit() -> None:
     with suppress(ValueError, TypeError, OSError):
         if signal.getsignal(signal.SIGINT) is not exit_interrupted:
             return
-    if _status[0] is None:  # not the entry point (no status to end with): ignore a late Ctrl-C
+    if _status[0] is None or not _is_the_command():  # not the entry point: ignore a late Ctrl-C, keep the status
         with suppress(ValueError, TypeError, OSError):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         return
@@ -153,6 +153,16 @@ def _last_at_exit() -> None:
     # a printed line ends with 130 (Ctrl-C), unless it was SIGTERM's, whose status (143) is the command's
     status = EXIT_CODE if _said[0] and _status[0] != TERM_EXIT_CODE else _status[0]
     os._exit(status)
+
+
+def _is_the_command() -> bool:
+    """Whether this process is the ``evalign`` command (its script, ``python -m evalign``, or a program
+    that made itself ``evalign`` in ``sys.argv``), not a program that called its ``main`` (a test runner:
+    its own exit status must stand)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and str(spec.name).startswith("evalign"):
+        return True
+    return bool(sys.argv) and os.path.basename(sys.argv[0]) == "evalign"
 
 
 #: the command's exit status once it is known (:func:`exiting`)

@@ -153,7 +153,7 @@ def mtbench_dir(tmp_path: Path) -> Path:
     """A writable copy of the Alt-Test MT-Bench folder and FastChat's questions."""
     data = Path(os.environ["EVALIGN_DATA_DIR"])
     if not (data / "alttest" / "mtbench" / "prompts.json").is_file():
-        pytest.skip("the Alt-Test data is not in EVALIGN_DATA_DIR")
+        pytest.fail(f"the Alt-Test data is missing: expected {data}/alttest/mtbench/prompts.json")
     root = tmp_path / "data"
     shutil.copytree(data / "alttest" / "mtbench", root / "alttest" / "mtbench")
     shutil.copytree(data / "fastchat_mt_bench" / "mt_bench", root / "fastchat_mt_bench" / "mt_bench")

@@ -301,3 +301,23 @@ def test_root_help_is_a_plain_listing_without_the_rich_formatter(args: list[str]
               not ln.startswith("   ")]
     assert listed == list(VERBS)
     assert "how a small local judge compares with the published ones on LLMBar)." in " ".join(text.split())
+
+
+def test_a_program_that_calls_main_keeps_its_own_exit_status() -> None:
+    """The last exit hook ends the process with the command's status only in the ``evalign`` command itself:
+    a test runner that called ``main()`` in-process exits with its own status (it ended pytest with 1)."""
+    code = ("import sys\n"
+            "from evalign.cli import main\n"
+            "sys.argv = ['evalign', 'meta', '/nonexistent/items.jsonl', '--human', 'h', '-m', 'x']\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit as e:\n"
+            "    assert e.code == 1, e.code\n"
+            "sys.argv = ['a-test-runner']\n")
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # the command itself (argv[0] still evalign at exit) ends with the command's status
+    r = subprocess.run([sys.executable, "-c", code.replace("sys.argv = ['a-test-runner']\n", "")],
+                       env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
