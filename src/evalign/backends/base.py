@@ -219,6 +219,18 @@ def returns_scores(backend: Backend | type[Backend]) -> bool:
     return getattr(backend, "output", "text") == "score"
 
 
+class BatchedBackend(Backend):
+    """A backend that answers whole batches in a worker thread (:meth:`generate_many`): one request is
+    a batch of one."""
+
+    async def generate(self, req: GenerationRequest) -> Generation:
+        """Answer one request (a batch of one, in a worker thread)."""
+        res = await self.generate_many([req], raise_errors=True)
+        out = res[0]
+        assert isinstance(out, Generation)
+        return out
+
+
 class BackendRequestError(BackendError):
     """A request that failed for good: ``status`` (HTTP status or None), ``fatal`` (True when going on
     is useless: wrong key, unknown model or URL, server unreachable) and ``attempts`` made."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError, BatchedBackend, OnDone
 from evalign.backends.hf_constraint import ConstraintProcessor, ll_tokenizer
 from evalign.backends.model_source import resolve_base_model
 from evalign.backends.models import model_identity
@@ -46,7 +46,7 @@ def fallback_format(messages: Sequence[Message]) -> str:
     return "".join(parts) + FALLBACK_GENERATION_PROMPT
 
 
-class HFLocalBackend(Backend):
+class HFLocalBackend(BatchedBackend):
     """A local Hugging Face causal LM (``transformers``), batched with left padding.
 
     * ``model_path``: a local directory, a GGUF file or a package alias such as
@@ -192,13 +192,6 @@ class HFLocalBackend(Backend):
             raise BackendRequestError(f"the chat template of {self.model_path!r} rejected the messages: {exc}") from exc
 
     # -- generation ------------------------------------------------------------------------
-    async def generate(self, req: GenerationRequest) -> Generation:
-        """Run one request (in a worker thread)."""
-        res = await self.generate_many([req], raise_errors=True)
-        out = res[0]
-        assert isinstance(out, Generation)
-        return out
-
     async def generate_many(
         self,
         reqs: Sequence[GenerationRequest],

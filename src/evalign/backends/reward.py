@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from evalign.backends.base import Backend, BackendOptions, BackendRequestError, OnDone
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError, BatchedBackend, OnDone
 from evalign.backends.model_source import resolve_base_model
 from evalign.backends.models import length_batches, model_identity, resolve_model, tokenizer_limit
 from evalign.backends.registry import register_backend
@@ -96,7 +96,7 @@ def check_reward_config(config: Any, where: str) -> None:
             "evalign.train.reward.init_reward_model")
 
 
-class RewardModelBackend(Backend):
+class RewardModelBackend(BatchedBackend):
     """A local reward model (``AutoModelForSequenceClassification``, one output) that scores conversations.
 
     * ``model_path``: a model folder (e.g. one written by ``evalign train-judge --kind reward``), a
@@ -214,13 +214,6 @@ class RewardModelBackend(Backend):
         for batch in length_batches([len(x) for x in ids], self.batch_size, self.token_budget):
             for i, s in zip(batch, self.score_ids([ids[i] for i in batch]), strict=True):
                 out[i] = s
-        return out
-
-    async def generate(self, req: GenerationRequest) -> Generation:
-        """Score one request (in a worker thread)."""
-        res = await self.generate_many([req], raise_errors=True)
-        out = res[0]
-        assert isinstance(out, Generation)
         return out
 
     async def generate_many(
