@@ -136,7 +136,7 @@ def _last_at_exit() -> None:
     process ends now with it (130 when :data:`LINE` was printed): every output is complete, every other
     exit callback has run, and nothing is left for a late Ctrl-C to land in."""
     with suppress(ValueError, TypeError, OSError):
-        if signal.getsignal(signal.SIGINT) is not exit_interrupted:
+        if signal.getsignal(signal.SIGINT) not in (exit_interrupted, said_at_exit):
             return
     if _status[0] is None or not _is_the_command():  # not the entry point: ignore a late Ctrl-C, keep the status
         with suppress(ValueError, TypeError, OSError):
@@ -170,8 +170,22 @@ _status: list[int | None] = [None]
 
 
 def exiting(code: object) -> None:
-    """Record the command's exit status (a ``SystemExit`` code: None, an int or a message)."""
+    """Record the command's exit status (a ``SystemExit`` code: None, an int or a message). From here
+    on, in the ``evalign`` command, a Ctrl-C only prints :data:`LINE` (:func:`said_at_exit`): raising
+    there would land in Python's own teardown (the thread pools' exit hooks) and print a traceback;
+    :func:`_last_at_exit` then ends the process with 130."""
     _status[0] = 0 if code is None else code if isinstance(code, int) else 1
+    with suppress(ValueError, TypeError):  # not the main thread / no signals here
+        if _is_the_command() and signal.getsignal(signal.SIGINT) is exit_interrupted:
+            signal.signal(signal.SIGINT, said_at_exit)
+
+
+def said_at_exit(signum: int, frame: FrameType | None) -> None:
+    """SIGINT's handler once the command's status is known: print :data:`LINE` once, raise nothing."""
+    if not said():
+        with suppress(Exception):
+            sys.stderr.write(LINE + "\n")
+            sys.stderr.flush()
 
 
 @contextmanager

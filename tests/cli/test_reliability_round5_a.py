@@ -359,3 +359,26 @@ def test_ctrl_c_while_the_leaderboard_writes_or_exits(tmp_path: Path) -> None:
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(("board", ".board"))] == ["board.csv"]
         seen.add(proc.returncode)
     assert 130 in seen
+
+
+def test_ctrl_c_in_the_thread_pools_exit_hook_prints_one_line(tmp_path: Path) -> None:
+    """The moment CI's run hit by chance: the command has its status and Python's teardown runs the
+    thread pools' exit hook (threading's own atexit) when the Ctrl-C lands. One line and 130, no
+    traceback of an exception raised inside that hook."""
+    import os
+    import subprocess
+    import sys
+
+    from evalign.interrupt import LINE
+
+    script = tmp_path / "evalign"  # the console script's name: this process is the command
+    script.write_text(
+        "import os, signal, sys, threading\n"
+        "from evalign import interrupt\n"
+        "interrupt.guard()\n"
+        "threading._register_atexit(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+        "interrupt.exiting(0)\n"
+        "sys.exit(0)\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    res = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert (res.returncode, res.stderr.splitlines()) == (130, [LINE])
