@@ -121,7 +121,7 @@ def train(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                              learning_rate=args.learning_rate, lr_scheduler=args.scheduler, warmup_steps=args.warmup,
                              weight_decay=0.0, batch_size=args.batch_size, gradient_accumulation_steps=args.grad_accum,
                              max_steps=args.max_steps, max_length=args.max_length, save_steps=args.save_steps,
-                             save_total_limit=2, logging_steps=args.logging_steps, seed=args.seed, device=args.device)
+                             save_total_limit=None if args.keep_checkpoints else 2, logging_steps=args.logging_steps, seed=args.seed, device=args.device)
     resume = any((trained / "checkpoints").glob("checkpoint-*"))
 
     def on_log(logs: dict[str, Any]) -> None:
@@ -282,6 +282,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--save-steps", type=int, default=25)
     ap.add_argument("--logging-steps", type=int, default=5)
+    ap.add_argument("--keep-checkpoints", action="store_true",
+                    help="keep every checkpoint (for the per-checkpoint curve; default: the last two)")
     ap.add_argument("--eval-batch-size", type=int, default=32)
     ap.add_argument("--first", type=int, default=None, help="only the first N pairs of each held-out set")
     ap.add_argument("--seed", type=int, default=0)
