@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalign.io.text import text_lengths
 from evalign.meta.order_diagnostics import (
     OrderDiagnostics,
     accuracy,
@@ -19,7 +20,6 @@ from evalign.meta.order_diagnostics import (
     prefers_first,
     prefers_longer,
     table_order_diagnostics,
-    text_lengths,
 )
 
 FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",
