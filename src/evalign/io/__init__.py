@@ -61,7 +61,6 @@ from evalign.io.readers import (
     max_line_bytes,
     unbox,
 )
-from evalign.io.text import LENGTH_UNITS, text_lengths
 from evalign.io.validation import (
     BATTLE_REQUIRED,
     PAIR_REQUIRED,
@@ -93,7 +92,6 @@ __all__ = [
     "CORE_FIELDS",
     "DEFAULT_MAX_LINE_BYTES",
     "FORMATS",
-    "LENGTH_UNITS",
     "PAIR_REQUIRED",
     "PAIR_TEXT_FIELDS",
     "STDIO",
@@ -126,7 +124,6 @@ __all__ = [
     "records_to_table",
     "references_of",
     "responses_of",
-    "text_lengths",
     "unbox",
     "write_files_atomic",
     "write_json_atomic",
