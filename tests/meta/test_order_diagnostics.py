@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalign.io.text import text_lengths
 from evalign.meta.order_diagnostics import (
     OrderDiagnostics,
     accuracy,
@@ -20,6 +19,7 @@ from evalign.meta.order_diagnostics import (
     prefers_first,
     prefers_longer,
     table_order_diagnostics,
+    text_lengths,
 )
 
 FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_both", "position_agreement",

@@ -66,8 +66,8 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
-from evalign.io.text import LENGTH_UNITS
 from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
+from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.parsing import REASONS
 from evalign.judges.prompts import sampling_problem

@@ -19,7 +19,6 @@ from evalign.evaluate.result import TrustTable
 from evalign.evaluate.selective import SelectiveReport, pair_confidence, selective_report
 from evalign.evaluate.spec import Column, TrustRequest
 from evalign.evaluate.stages import Ceiling, Evaluation, Undefined, require, signature
-from evalign.io.text import text_lengths
 from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import PairArrays, breakdown, group_index, pair_arrays, pair_scores
 from evalign.meta.order_diagnostics import (
@@ -28,6 +27,7 @@ from evalign.meta.order_diagnostics import (
     as_codes,
     both_order_judges,
     order_diagnostics,
+    text_lengths,
 )
 from evalign.meta.pairwise import pairwise_preference_accuracy
 from evalign.meta.significance import Statistic

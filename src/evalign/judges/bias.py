@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from evalign.io.text import LENGTH_UNITS as LENGTH_UNITS  # the units of `evalign judge --length-unit`
 from evalign.io.text import text_lengths
 
 

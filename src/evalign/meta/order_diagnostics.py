@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from evalign.io.text import text_lengths
+from evalign.io.text import text_lengths as text_lengths  # the lengths order_diagnostics takes
 
 #: verdict texts meaning "no verdict"
 _NO_VERDICT = {"", "unparseable", "none", "nan"}

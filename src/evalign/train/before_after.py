@@ -30,8 +30,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import EvalignError
-from evalign.io.text import text_lengths
-from evalign.meta.order_diagnostics import as_codes, both_order_judges, order_diagnostics
+from evalign.meta.order_diagnostics import as_codes, both_order_judges, order_diagnostics, text_lengths
 from evalign.meta.significance import Statistic, paired_permutation_test
 
 #: columns of :attr:`BeforeAfter.table`
