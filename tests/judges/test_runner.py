@@ -18,8 +18,9 @@ from scipy import stats
 from evalign.backends import Backend, Choice, Generation, Usage, make_backend
 from evalign.cache import Cache
 from evalign.errors import BackendError, InputError
+from evalign.io.text import text_lengths as response_length
 from evalign.judges import get_judge, parse_grade, read_pairs, run_judge
-from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias, response_length
+from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
 
 ABS_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,40} " [RESULT] " [1-5]'
 PAIR_GRAMMAR = 'root ::= "Feedback: " [a-z ]{5,30} " [RESULT] " ("A" | "B")'

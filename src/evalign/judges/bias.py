@@ -21,7 +21,6 @@ is NaN.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -29,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-LENGTH_UNITS = ("chars", "words")
+from evalign.io.text import LENGTH_UNITS as LENGTH_UNITS  # the units of `evalign judge --length-unit`
+from evalign.io.text import text_lengths
 
 
 @dataclass(frozen=True)
@@ -45,19 +45,6 @@ class RankCorrelation:
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
         return asdict(self)
-
-
-def response_length(texts: Sequence[Any], unit: str = "chars") -> np.ndarray:
-    """Length of each text in characters or whitespace-separated words (None/NaN -> NaN)."""
-    if unit not in LENGTH_UNITS:
-        raise ValueError(f"unit must be one of {LENGTH_UNITS}, got {unit!r}")
-    out = np.full(len(texts), np.nan)
-    for i, t in enumerate(texts):
-        if t is None or (isinstance(t, float) and math.isnan(t)):
-            continue
-        s = str(t)
-        out[i] = len(s) if unit == "chars" else len(s.split())
-    return out
 
 
 def rank_correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> RankCorrelation:
@@ -91,7 +78,7 @@ def length_bias(
 
     Returns ``{"unit", "overall": RankCorrelation dict, "by_human": {grade: dict}}``.
     """
-    lengths = response_length(responses, unit)
+    lengths = text_lengths(responses, unit)
     s = np.asarray(scores, dtype=float)
     out: dict[str, Any] = {"unit": unit, "overall": rank_correlation(s, lengths).as_dict()}
     if human is not None:
@@ -126,7 +113,7 @@ def pairwise_length_bias(
     run in both orders: ``prefers_longer`` then pools them (each single-order verdict counts once).
     """
     c = np.asarray(codes, dtype=float)
-    diff = response_length(responses_a, unit) - response_length(responses_b, unit)
+    diff = text_lengths(responses_a, unit) - text_lengths(responses_b, unit)
     picks = [np.array([{"A": 1.0, "B": -1.0}.get(str(v), np.nan) for v in o]) for o in orders] or [c]
     longer = n = 0
     for p in picks:

@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from evalign.io.text import text_lengths as text_lengths  # the lengths order_diagnostics takes
+
 #: verdict texts meaning "no verdict"
 _NO_VERDICT = {"", "unparseable", "none", "nan"}
 _WORDS = {"a": 1.0, "b": -1.0, "tie": 0.0}
-LENGTH_UNITS = ("chars", "words")
 
 
 @dataclass(frozen=True)
@@ -87,19 +88,6 @@ def as_codes(verdicts: Sequence[Any]) -> np.ndarray:
             raise ValueError(f"verdict must be A, B, tie or a code +1/-1/0, got {v!r:.40}")
         else:
             out[i] = float(np.sign(float(v)))
-    return out
-
-
-def text_lengths(texts: Sequence[Any], unit: str = "chars") -> np.ndarray:
-    """Length of each text in characters or whitespace-separated words (None / NaN -> NaN)."""
-    if unit not in LENGTH_UNITS:
-        raise ValueError(f"unit must be one of {LENGTH_UNITS}, got {unit!r}")
-    out = np.full(len(texts), np.nan)
-    for i, t in enumerate(texts):
-        if t is None or (isinstance(t, float) and math.isnan(t)):
-            continue
-        s = str(t)
-        out[i] = len(s) if unit == "chars" else len(s.split())
     return out
 
 
@@ -172,7 +160,7 @@ def order_diagnostics(
 
     ``ab`` / ``ba``: the verdicts in the A-first and B-first orders, both in the original
     orientation; ``gold``: +1 / -1 / 0 / NaN per pair; ``length_a`` / ``length_b``: response lengths
-    (e.g. :func:`text_lengths`), without them ``prefers_longer`` is NaN.
+    (e.g. :func:`~evalign.io.text.text_lengths`), without them ``prefers_longer`` is NaN.
     """
     a, b = _codes(ab), _codes(ba)
     g = np.asarray(gold, dtype=float)

@@ -42,8 +42,8 @@ import numpy as np
 from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError, ModelLoadError
-from evalign.metrics._pair_cache import cached_pair_values
-from evalign.metrics.base import Metric, MetricResult, flatten_references, max_by_owner, register_metric
+from evalign.metrics._pair_cache import PairScoringMetric
+from evalign.metrics.base import MetricResult, flatten_references, max_by_owner, register_metric
 from evalign.metrics.options import OptionSpec
 from evalign.signature import stable_hash
 
@@ -294,7 +294,7 @@ def checkpoint_folder(model: str) -> Path:
 
 
 @register_metric
-class Bleurt(Metric):
+class Bleurt(PairScoringMetric):
     """BLEURT score of each response against its reference (see the module docstring).
 
     Options:
@@ -321,19 +321,12 @@ class Bleurt(Metric):
     higher_is_better = True
     description = "BLEURT regression score of (reference, response) (PyTorch conversions of BLEURT-20)"
     dists = ("transformers", "torch", "sentencepiece")
-    uses_cache: ClassVar[bool] = True
     column_options = ("model",)
     defaults: ClassVar[dict[str, Any]] = {"model": DEFAULT_CHECKPOINT}
     option_types: ClassVar[dict[str, OptionSpec]] = {
         "model": OptionSpec(str, help="checkpoint folder, hub id or alias (BLEURT-20, D12, D6, D3)"),
         "max_length": OptionSpec(int, min=4, help="tokens of [CLS] ref [SEP] cand [SEP]"),
-        "batch_size": OptionSpec(int, min=1),
-        "token_budget": OptionSpec(int, min=1),
-        "device": OptionSpec(str, none_ok=True),
-        "dtype": OptionSpec(str, choices=("fp32", "fp16", "bf16")),
-        "use_cache": OptionSpec(bool),
-        "cache": OptionSpec(object, none_ok=True, cli=False),
-        "progress": OptionSpec(object, none_ok=True, cli=False),
+        **PairScoringMetric.RUN_OPTIONS,
     }
 
     def __init__(
@@ -355,13 +348,8 @@ class Bleurt(Metric):
         self.max_length = int(max_length)
         if int(batch_size) < 1:
             raise EvalignError(f"bleurt: batch_size must be >= 1, not {batch_size}")
-        self.batch_size = int(batch_size)
-        self.token_budget = int(token_budget)
-        self.device = device
-        self.dtype = M.check_dtype(dtype)
-        self.use_cache = bool(use_cache)
-        self._cache = cache
-        self.progress = progress
+        self._set_run_options(batch_size=batch_size, token_budget=token_budget, device=device, dtype=dtype,
+                              use_cache=use_cache, cache=cache, progress=progress)
         self._loaded: BleurtCheckpoint | None = None
 
     def options(self) -> dict[str, Any]:
@@ -409,14 +397,8 @@ class Bleurt(Metric):
                 if self.progress is not None:
                     self.progress(done, len(todo))
 
-        cache = Cache.disabled() if not self.use_cache else (self._cache if self._cache is not None else Cache())
-        try:
-            vals = cached_pair_values(pairs, compute, self._key_prefix(), cache, width=1)
-        finally:
-            if cache is not self._cache:
-                cache.close()
-        info = {"pairs": len(vals.index), "computed": vals.computed, "cached": vals.cached, "truncated": truncated}
-        return vals.of(pairs)[:, 0], info
+        values, info = self.cached_scores(pairs, compute, self._key_prefix())
+        return values, {**info, "truncated": truncated}
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
         """BLEURT per item (best over references; NaN without reference)."""

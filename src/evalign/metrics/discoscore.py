@@ -71,8 +71,8 @@ import numpy as np
 from evalign.backends import models as M
 from evalign.cache import Cache
 from evalign.errors import EvalignError
-from evalign.metrics._pair_cache import cached_pair_values
-from evalign.metrics.base import Metric, MetricResult, flatten_references, register_metric
+from evalign.metrics._pair_cache import PairScoringMetric
+from evalign.metrics.base import MetricResult, flatten_references, register_metric
 from evalign.metrics.options import OptionSpec
 from evalign.metrics.pos_tagger import NounTagger, get_tagger
 from evalign.signature import stable_hash
@@ -142,7 +142,7 @@ def _cos(a: np.ndarray, b: np.ndarray, eps: float = 1e-8) -> float:
 
 
 @register_metric
-class DiscoScore(Metric):
+class DiscoScore(PairScoringMetric):
     """DiscoScore with noun focus (see the module docstring for the definitions).
 
     Options:
@@ -170,7 +170,6 @@ class DiscoScore(Metric):
     higher_is_better: ClassVar[bool] = False  # the default variant, DS-Focus, is a distance
     description = "DiscoScore DS-Focus (NN) distance, lower is better (variant=sent: DS-Sent (NN) similarity)"
     dists = ("transformers", "torch")
-    uses_cache: ClassVar[bool] = True
     column_options = ("variant", "model")
     defaults: ClassVar[dict[str, Any]] = {"variant": "focus", "model": DEFAULT_MODEL}
     option_types: ClassVar[dict[str, OptionSpec]] = {
@@ -180,13 +179,7 @@ class DiscoScore(Metric):
         "num_layers": OptionSpec(int, min=1),
         "lowercase": OptionSpec(bool),
         "max_length": OptionSpec(int, min=4, none_ok=True),
-        "batch_size": OptionSpec(int, min=1),
-        "token_budget": OptionSpec(int, min=1),
-        "device": OptionSpec(str, none_ok=True),
-        "dtype": OptionSpec(str, choices=("fp32", "fp16", "bf16")),
-        "use_cache": OptionSpec(bool),
-        "cache": OptionSpec(object, none_ok=True, cli=False),
-        "progress": OptionSpec(object, none_ok=True, cli=False),
+        **PairScoringMetric.RUN_OPTIONS,
     }
 
     def __init__(
@@ -220,13 +213,8 @@ class DiscoScore(Metric):
         self.num_layers = int(num_layers)
         self.lowercase = bool(lowercase)
         self.max_length = None if max_length is None else int(max_length)
-        self.batch_size = int(batch_size)
-        self.token_budget = int(token_budget)
-        self.device = device
-        self.dtype = M.check_dtype(dtype)
-        self.use_cache = bool(use_cache)
-        self._cache = cache
-        self.progress = progress
+        self._set_run_options(batch_size=batch_size, token_budget=token_budget, device=device, dtype=dtype,
+                              use_cache=use_cache, cache=cache, progress=progress)
         self._loaded: tuple[Any, Any, str] | None = None
 
     # -- parts ---------------------------------------------------------------------------------
@@ -390,14 +378,8 @@ class DiscoScore(Metric):
                 vals = [sentence_similarity(reps[h], reps[r]) for h, r in todo]
             store(list(range(len(todo))), np.asarray(vals, dtype=float)[:, None])
 
-        cache = Cache.disabled() if not self.use_cache else (self._cache if self._cache is not None else Cache())
-        try:
-            vals = cached_pair_values(pairs, compute, self._key_prefix(), cache, width=1)
-        finally:
-            if cache is not self._cache:
-                cache.close()
-        info = {"pairs": len(vals.index), "computed": vals.computed, "cached": vals.cached, **facts}
-        return vals.of(pairs)[:, 0], info
+        values, info = self.cached_scores(pairs, compute, self._key_prefix())
+        return values, {**info, **facts}
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
         """DiscoScore per item: the mean over its references (NaN without reference)."""

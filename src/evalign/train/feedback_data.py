@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -437,10 +437,24 @@ def write_rows(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     return Path(path)
 
 
-def write_recipe(data: AbsoluteData | PairwiseData, out_dir: str | Path) -> dict[str, Path]:
+class RecipeData(Protocol):
+    """Training data split by question, as every recipe builds it (:class:`AbsoluteData`,
+    :class:`PairwiseData`, the preference data of :mod:`evalign.train.preference_data`)."""
+
+    @property
+    def train(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def held_out(self) -> Sequence[Mapping[str, Any]]: ...
+
+    def manifest(self) -> dict[str, Any]: ...
+
+
+def write_recipe(data: RecipeData, out_dir: str | Path) -> dict[str, Path]:
     """Write a recipe's data into ``out_dir``: ``train.jsonl``, ``held_out.jsonl`` (when anything was held
-    out) and ``manifest.json`` (:meth:`AbsoluteData.manifest` / :meth:`PairwiseData.manifest`: settings,
-    counts, drops and the question keys of each side). Returns ``{name: path}``."""
+    out) and ``manifest.json`` (the data's ``manifest()``, e.g. :meth:`AbsoluteData.manifest` /
+    :meth:`PairwiseData.manifest`: settings, counts, drops and the question keys of each side). Returns
+    ``{name: path}``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"train": write_rows(data.train, out / "train.jsonl")}

@@ -31,7 +31,6 @@ for the majority).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from evalign.errors import EvalignError, InputError
 from evalign.io import read_pairs
 from evalign.judges.base import is_missing, join_instruction
 from evalign.meta.agreement import majority_vote
-from evalign.train.feedback_data import split_by_question, write_rows
+from evalign.train.feedback_data import split_by_question, write_recipe
 
 #: the columns of a preference row (``train-judge --kind reward`` reads the first three)
 COLUMNS = ("prompt", "chosen", "rejected", "source", "question", "pair_id", "agreement")
@@ -248,16 +247,9 @@ def build_preferences(settings: PreferenceSettings) -> PreferenceData:
 
 
 def write_preferences(data: PreferenceData, out_dir: str | Path) -> dict[str, Path]:
-    """``train.jsonl``, ``held_out.jsonl`` (when anything was held out) and ``manifest.json`` in ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"train": write_rows(data.train, out / "train.jsonl")}
-    if data.held_out:
-        paths["held_out"] = write_rows(data.held_out, out / "held_out.jsonl")
-    manifest = out / "manifest.json"
-    manifest.write_text(json.dumps(data.manifest(), indent=2) + "\n", encoding="utf-8")
-    paths["manifest"] = manifest
-    return paths
+    """``train.jsonl``, ``held_out.jsonl`` (when anything was held out) and ``manifest.json`` in ``out_dir``
+    (:func:`~evalign.train.feedback_data.write_recipe`)."""
+    return write_recipe(data, out_dir)
 
 
 def summary_line(manifest: Mapping[str, Any]) -> str:

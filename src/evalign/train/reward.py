@@ -40,13 +40,13 @@ from evalign.io import detect_format, iter_records
 from evalign.signature import file_sha256, package_version
 from evalign.train.settings import TrainSettings
 from evalign.train.sft import (
-    CHECKPOINTS,
     SIGNATURE_FILE,
     TrainResult,
+    lora_config,
     model_identity,
-    progress_callback,
     resume_checkpoint,
-    run_or_restore,
+    train_logged,
+    training_arguments,
 )
 
 #: the fields of a preference row
@@ -188,20 +188,11 @@ def preference_dataset(prefs: list[Preference], tok: Any, max_length: int) -> tu
     return Dataset.from_list(rows), enc.truncated
 
 
-def _lora_config(settings: TrainSettings) -> Any:
-    from peft import LoraConfig
-
-    target: Any = list(settings.lora_target_modules) if settings.lora_target_modules else "all-linear"
-    return LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                      target_modules=target, task_type="SEQ_CLS")
-
-
 def build_reward_trainer(data: str | Path, base_model: str | Path, out: str | Path, settings: TrainSettings) -> Any:
     """The configured ``trl.RewardTrainer`` (data read and tokenized; nothing trained yet). Its
     ``evalign_examples`` holds the preference rows, ``evalign_truncated`` how many conversations were
     cut, ``evalign_max_length`` the length used."""
     try:
-        import torch
         from trl import RewardConfig, RewardTrainer
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise EvalignError("train-judge --kind reward needs torch, transformers, trl, peft and datasets: "
@@ -210,21 +201,9 @@ def build_reward_trainer(data: str | Path, base_model: str | Path, out: str | Pa
     model, tok = load_reward_model(base_model, seed=settings.seed)
     max_length = capped_length(tok, model, settings.max_length)
     dataset, truncated = preference_dataset(prefs, tok, max_length)
-    cpu = settings.device == "cpu" or not torch.cuda.is_available()
-    bf16 = settings.bf16 if settings.bf16 is not None else (not cpu and torch.cuda.is_bf16_supported())
-    args = RewardConfig(
-        output_dir=str(Path(out) / CHECKPOINTS), learning_rate=settings.learning_rate, optim=settings.optimizer,
-        lr_scheduler_type=settings.lr_scheduler, warmup_steps=settings.warmup_steps,
-        weight_decay=settings.weight_decay, per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.gradient_accumulation_steps, num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps if settings.max_steps is not None else -1, max_length=max_length,
-        save_strategy="steps", save_steps=settings.save_steps, save_total_limit=settings.save_total_limit,
-        logging_steps=settings.logging_steps, logging_first_step=True, seed=settings.seed, data_seed=settings.seed,
-        bf16=bf16, use_cpu=cpu, report_to="none", disable_tqdm=True, include_num_input_tokens_seen="non_padding",
-        gradient_checkpointing=bool(settings.gradient_checkpointing), dataset_num_proc=None,
-    )  # fmt: skip
+    args = RewardConfig(**training_arguments(settings, out, max_length))
     trainer = RewardTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
-                            peft_config=_lora_config(settings) if settings.lora else None)
+                            peft_config=lora_config(settings, "SEQ_CLS") if settings.lora else None)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # logs go to on_log, never to stdout (keeps --json clean)
@@ -256,14 +235,10 @@ def train_reward_model(
     if trainer.evalign_truncated and on_message is not None:
         on_message(f"{trainer.evalign_truncated} of {2 * n_rows} conversations are longer than "
                    f"{trainer.evalign_max_length} tokens: truncated ({TRUNCATION_RULE})")
-    losses: list[tuple[int, float]] = []
-    log = progress_callback(losses, on_log)
-    trainer.add_callback(log)
-    seconds, done = run_or_restore(trainer, resume_from, settings.max_steps)
-    if done and on_message is not None:
+    run = train_logged(trainer, resume_from, settings.max_steps, on_log)
+    if run.done and on_message is not None:
         on_message(f"{Path(str(resume_from)).name} is already at --max-steps {settings.max_steps}: nothing to train")
-    state = trainer.state
-    tokens = 0 if done else int(getattr(state, "num_input_tokens_seen", 0) or 0) - log.start[2]
+    state, losses = trainer.state, list(run.losses)
     trainer.save_model()
     model = trainer.model.merge_and_unload() if settings.lora else trainer.model
     record = {"max_length": trainer.evalign_max_length, "base": str(base_model), "seed": settings.seed,
@@ -280,7 +255,8 @@ def train_reward_model(
         "global_step": int(state.global_step), "resumed_from": resume_from, "losses": losses,
     }  # fmt: skip
     (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
-    return TrainResult(out, int(state.global_step), resume_from, tuple(losses), n_rows, tokens, seconds, signature)
+    return TrainResult(out, int(state.global_step), resume_from, run.losses, n_rows, run.tokens, run.seconds,
+                       signature)
 
 
 def _base_identity(base: str | Path) -> dict[str, Any]:

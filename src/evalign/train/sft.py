@@ -77,6 +77,41 @@ def latest_checkpoint(out: str | Path) -> Path | None:
     return max(cks, key=lambda c: int(c.name.split("-")[-1])) if cks else None
 
 
+def training_arguments(settings: TrainSettings, out: str | Path, max_length: int | None) -> dict[str, Any]:
+    """The ``transformers.TrainingArguments`` that every evalign trainer (``trl.SFTConfig``,
+    ``trl.RewardConfig``) sets alike from ``settings``: checkpoints under ``out/checkpoints``, the
+    optimizer and schedule, the steps, ``max_length``, the seeds, the device (the CPU when
+    ``settings.device`` is ``"cpu"`` or there is no GPU) and bf16 (``settings.bf16``, else on a GPU
+    that has it), no report and no progress bar."""
+    import torch
+
+    cpu = settings.device == "cpu" or not torch.cuda.is_available()
+    bf16 = settings.bf16 if settings.bf16 is not None else (not cpu and torch.cuda.is_bf16_supported())
+    return {
+        "output_dir": str(Path(out) / CHECKPOINTS), "learning_rate": settings.learning_rate,
+        "optim": settings.optimizer, "lr_scheduler_type": settings.lr_scheduler,
+        "warmup_steps": settings.warmup_steps, "weight_decay": settings.weight_decay,
+        "per_device_train_batch_size": settings.batch_size,
+        "gradient_accumulation_steps": settings.gradient_accumulation_steps, "num_train_epochs": settings.epochs,
+        "max_steps": settings.max_steps if settings.max_steps is not None else -1, "max_length": max_length,
+        "save_strategy": "steps", "save_steps": settings.save_steps, "save_total_limit": settings.save_total_limit,
+        "logging_steps": settings.logging_steps, "logging_first_step": True, "seed": settings.seed,
+        "data_seed": settings.seed, "bf16": bf16, "use_cpu": cpu, "report_to": "none", "disable_tqdm": True,
+        "include_num_input_tokens_seen": "non_padding",
+        "gradient_checkpointing": bool(settings.gradient_checkpointing), "dataset_num_proc": None,
+    }  # fmt: skip
+
+
+def lora_config(settings: TrainSettings, task_type: str) -> Any:
+    """``peft.LoraConfig`` of ``settings`` (rank, alpha, dropout, target modules: all linear layers unless
+    named) for ``task_type`` (``"CAUSAL_LM"``, ``"SEQ_CLS"``)."""
+    from peft import LoraConfig
+
+    target: Any = list(settings.lora_target_modules) if settings.lora_target_modules else "all-linear"
+    return LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
+                      target_modules=target, task_type=task_type)
+
+
 def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, settings: TrainSettings) -> Any:
     """The configured ``trl.SFTTrainer`` (data read, tokenized, labels built; nothing trained yet)."""
     try:
@@ -98,43 +133,9 @@ def build_trainer(data: str | Path, base_model: str | Path, out: str | Path, set
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     records = conversations(examples, tok)
-    cpu = settings.device == "cpu" or not torch.cuda.is_available()
-    bf16 = settings.bf16 if settings.bf16 is not None else (not cpu and torch.cuda.is_bf16_supported())
-    args = SFTConfig(
-        output_dir=str(Path(out) / CHECKPOINTS),
-        learning_rate=settings.learning_rate,
-        optim=settings.optimizer,
-        lr_scheduler_type=settings.lr_scheduler,
-        warmup_steps=settings.warmup_steps,
-        weight_decay=settings.weight_decay,
-        per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps if settings.max_steps is not None else -1,
-        max_length=settings.max_length,
-        completion_only_loss=settings.mask_prompt,
-        save_strategy="steps",
-        save_steps=settings.save_steps,
-        save_total_limit=settings.save_total_limit,
-        logging_steps=settings.logging_steps,
-        logging_first_step=True,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        bf16=bf16,
-        use_cpu=cpu,
-        report_to="none",
-        disable_tqdm=True,
-        include_num_input_tokens_seen="non_padding",
-        dataset_num_proc=None,
-        **sft_config_overrides(settings),
-    )
-    peft_config = None
-    if settings.lora:
-        from peft import LoraConfig
-
-        target: Any = list(settings.lora_target_modules) if settings.lora_target_modules else "all-linear"
-        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                                 target_modules=target, task_type="CAUSAL_LM")
+    args = SFTConfig(**(training_arguments(settings, out, settings.max_length) | sft_config_overrides(settings)),
+                     completion_only_loss=settings.mask_prompt)
+    peft_config = lora_config(settings, "CAUSAL_LM") if settings.lora else None
     trainer_class = plain_loss_trainer_class() if wants_plain_loss(settings.device, settings.fused_lm_head) else SFTTrainer
     trainer = trainer_class(model=model, args=args, train_dataset=Dataset.from_list(records), processing_class=tok,
                          peft_config=peft_config)
@@ -172,6 +173,30 @@ def run_or_restore(trainer: Any, resume_from: str | None, max_steps: int | None)
         gc.unfreeze()
 
 
+@dataclass(frozen=True)
+class TrainingRun:
+    """What :func:`train_logged` did: the logged ``(step, loss)`` pairs, the ``seconds`` trained, whether
+    the checkpoint was already ``done`` (nothing trained) and this run's input ``tokens``."""
+
+    losses: tuple[tuple[int, float], ...]
+    seconds: float
+    done: bool
+    tokens: int
+
+
+def train_logged(trainer: Any, resume_from: str | None, max_steps: int | None,
+                 on_log: Callable[[dict[str, Any]], None] | None) -> TrainingRun:
+    """Train ``trainer`` (:func:`run_or_restore`) with a :func:`progress_callback` that collects the
+    losses and passes each log to ``on_log``."""
+    losses: list[tuple[int, float]] = []
+    log = progress_callback(losses, on_log)
+    trainer.add_callback(log)
+    seconds, done = run_or_restore(trainer, resume_from, max_steps)
+    # this run's tokens (a resumed run's state counts the earlier runs' too), as ``seconds`` is this run's
+    tokens = 0 if done else int(getattr(trainer.state, "num_input_tokens_seen", 0) or 0) - log.start[2]
+    return TrainingRun(tuple(losses), seconds, done, tokens)
+
+
 def train_judge(
     data: str | Path,
     base_model: str | Path,
@@ -198,21 +223,16 @@ def train_judge(
     resume_from = resume_checkpoint(out) if resume else None
     resolved = resolve_base_model(base_model, on_message=on_message)
     trainer = build_trainer(data, resolved.path, out, settings)
-    losses: list[tuple[int, float]] = []
-    log = progress_callback(losses, on_log)
-    trainer.add_callback(log)
-    seconds, done = run_or_restore(trainer, resume_from, settings.max_steps)
-    if done and on_message is not None:
+    run = train_logged(trainer, resume_from, settings.max_steps, on_log)
+    if run.done and on_message is not None:
         on_message(f"{Path(str(resume_from)).name} is already at --max-steps {settings.max_steps}: nothing to "
                    "train (raise --max-steps to continue); writing its merged model")
-    state = trainer.state
-    # this run's tokens (a resumed run's state counts the earlier runs' too), as ``seconds`` is this run's
-    tokens = 0 if done else int(getattr(state, "num_input_tokens_seen", 0) or 0) - log.start[2]
     _save_merged(trainer, out, settings)
+    losses = list(run.losses)
     signature = _signature(data, resolved, settings, trainer, resume_from, losses)
     (out / SIGNATURE_FILE).write_text(json.dumps(signature, indent=2) + "\n", encoding="utf-8")
-    return TrainResult(out, int(state.global_step), resume_from, tuple(losses), len(trainer.evalign_examples),
-                       tokens, seconds, signature)
+    return TrainResult(out, int(trainer.state.global_step), resume_from, run.losses, len(trainer.evalign_examples),
+                       run.tokens, run.seconds, signature)
 
 
 def resume_checkpoint(out: str | Path) -> str:

@@ -1,0 +1,25 @@
+"""Measures of the item table's text columns, shared by the judges' bias audits and the order diagnostics."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: the units a response length is counted in
+LENGTH_UNITS = ("chars", "words")
+
+
+def text_lengths(texts: Sequence[Any], unit: str = "chars") -> np.ndarray:
+    """Length of each text in characters or whitespace-separated words (None / NaN -> NaN)."""
+    if unit not in LENGTH_UNITS:
+        raise ValueError(f"unit must be one of {LENGTH_UNITS}, got {unit!r}")
+    out = np.full(len(texts), np.nan)
+    for i, t in enumerate(texts):
+        if t is None or (isinstance(t, float) and math.isnan(t)):
+            continue
+        s = str(t)
+        out[i] = len(s) if unit == "chars" else len(s.split())
+    return out
