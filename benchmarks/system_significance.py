@@ -23,7 +23,7 @@ def main() -> None:
     from sacrebleu.significance import PairedTest
 
     from evalign.datasets import load_dataset
-    from evalign.meta.system_significance import compare_systems, table_statistics
+    from evalign.rank.system_significance import compare_systems, table_statistics
     from evalign.metrics import get_metric
 
     items = load_dataset("self_instruct").items

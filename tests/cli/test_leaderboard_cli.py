@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalign.cli import app
-from evalign.evaluate.leaderboard import LeaderboardSpec, run_leaderboard
+from evalign.rank.leaderboard_run import LeaderboardSpec, run_leaderboard
 from evalign.io import read_pairs
 from evalign.rank import LeaderboardSettings
 

@@ -36,7 +36,7 @@ from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
 from evalign.evaluate.alt_test import dataset_settings
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
-from evalign.evaluate.leaderboard import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
+from evalign.rank.leaderboard_run import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.evaluate.prepare import resolve_columns
 from evalign.io import (
     atomic_path,
@@ -96,7 +96,7 @@ class RunOutcome:
     warnings: list[str]
     resolved: dict[str, Any]
     out: Path
-    #: the leaderboards from pairwise verdicts (evalign.evaluate.leaderboard.LeaderboardOutcome), by name
+    #: the leaderboards from pairwise verdicts (evalign.rank.leaderboard_run.LeaderboardOutcome), by name
     leaderboards: dict[str, Any] = field(default_factory=dict)
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from evalign.cli import app
 from evalign.datasets import load_dataset
 from evalign.io import write_table
-from evalign.meta.system_significance import (
+from evalign.rank.system_significance import (
     MetricStatistics,
     SignificanceSettings,
     compare_systems,
