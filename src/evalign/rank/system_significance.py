@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from evalign.io import references_of
+from evalign.rank.bootstrap import bootstrap
 
 #: summed statistics (``k x d``) -> one corpus score per row (``k``)
 ScoreFn = Callable[[np.ndarray], np.ndarray]
@@ -128,9 +129,9 @@ def p_value(sample_stats: np.ndarray, observed: float) -> float:
 
 
 def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.ndarray:
-    """The resampled item indices (``n_resamples x n_items``), drawn as sacrebleu draws them."""
-    rng = np.random.default_rng(seed)
-    return rng.choice(n_items, size=(n_resamples, n_items), replace=True)
+    """The resampled item indices (``n_resamples x n_items``), drawn as sacrebleu draws them (the
+    draws :func:`compare_systems` hands its fitting function: :func:`evalign.rank.bootstrap.bootstrap`)."""
+    return np.asarray(bootstrap(n_items, lambda idx: idx, n_resamples, seed, draw="indices"))
 
 
 def ar_swaps(n_items: int, n_trials: int, seed: int | None) -> np.ndarray:
@@ -198,9 +199,14 @@ def compare_systems(
         if base not in ms.stats:
             raise ValueError(f"{ms.metric}: unknown baseline system '{base}' (systems: {', '.join(systems)})")
         pairs = [(base, s) for s in systems if s != base]
-    idx = bootstrap_indices(n_items, settings.n_bootstrap, settings.seed)
+
+    def fit(idx: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Every system's corpus scores on the same resamples (each array in its own dtype)."""
+        return tuple(bootstrap_scores(ms.stats[s], idx, ms.score_fn, float32=ms.float32) for s in systems)
+
+    boot = dict(zip(systems, bootstrap(n_items, fit, settings.n_bootstrap, settings.seed, draw="indices"),
+                    strict=True))
     swaps = ar_swaps(n_items, settings.n_ar, settings.seed)
-    boot = {s: bootstrap_scores(ms.stats[s], idx, ms.score_fn, float32=ms.float32) for s in systems}
     score = {s: corpus_score(ms.stats[s], ms.score_fn) for s in systems}
     ci = {s: estimate_ci(boot[s]) for s in systems}
     out = []
