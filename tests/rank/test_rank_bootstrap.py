@@ -13,7 +13,12 @@ import pytest
 
 from evalign.rank import BTSettings, bradley_terry
 from evalign.rank.bootstrap import bootstrap
-from evalign.rank.system_significance import MetricStatistics, SignificanceSettings, compare_systems, mean_score_fn
+from evalign.rank.system_significance import (
+    MetricStatistics,
+    SignificanceSettings,
+    compare_systems,
+    mean_score_fn,
+)
 
 
 def test_counts_are_numpys_multinomial_draws_whatever_the_batch() -> None:

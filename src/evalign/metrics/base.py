@@ -79,7 +79,7 @@ class Metric(ABC):
         values = self.score(responses, references).values
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
-    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[float] | None]:
+    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> Sequence[Sequence[float] | None]:
         """Each item's sufficient statistics for the system score (sacrebleu's hook of the same name),
         None for an item without a value. Default (a ``mean`` metric): ``[value, 1]``, so that
         :meth:`score_from_stats` of their sum is the mean item score."""

@@ -119,8 +119,11 @@ class _SacrebleuCorpus(Metric):
     statistics into the corpus score; :meth:`system_score` is the two together."""
 
     system_level: ClassVar[str] = "corpus"
-    #: the n-gram statistics of one hypothesis against its references (:mod:`evalign.metrics._ngram_stats`)
-    _stats_fn: ClassVar[Callable[[Any, str, Sequence[str]], list[int]]]
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        """The n-gram statistics of one hypothesis against its references (:mod:`evalign.metrics._ngram_stats`)."""
+        raise NotImplementedError
 
     @property
     def corpus_scorer(self) -> Any:
@@ -139,7 +142,7 @@ class _SacrebleuCorpus(Metric):
 
     def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
         """Each item's corpus sufficient statistics (None for an item without a reference)."""
-        return _item_stats(self, self.corpus_scorer, type(self)._stats_fn, responses, references)
+        return _item_stats(self, self.corpus_scorer, self._stats_fn, responses, references)
 
     def score_from_stats(self, stats: Any) -> Any:
         """The corpus score of summed per-item statistics (:meth:`item_stats` added up), computed by
@@ -175,7 +178,11 @@ class Bleu(_SacrebleuCorpus):
         "smooth_value": OptionSpec(float, min=0, none_ok=True),
         "lowercase": OptionSpec(bool),
     }
-    _stats_fn = staticmethod(bleu_stats)
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        return bleu_stats(scorer, hypothesis, references)
+
     corpus_scorer = property(lambda self: self._corpus, doc="the sacrebleu BLEU object of the corpus score")
 
     def __init__(
@@ -231,7 +238,11 @@ class Chrf(_SacrebleuCorpus):
         "lowercase": OptionSpec(bool),
         "whitespace": OptionSpec(bool),
     }
-    _stats_fn = staticmethod(chrf_stats)
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        return chrf_stats(scorer, hypothesis, references)
+
     corpus_scorer = property(lambda self: self._chrf, doc="the sacrebleu CHRF object of the corpus score")
 
     def __init__(

@@ -78,7 +78,7 @@ def bootstrap(
         return parts[0]
     if isinstance(parts[0], tuple):
         return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
-    return np.concatenate(parts)  # type: ignore[arg-type]
+    return np.concatenate(parts)
 
 
 __all__ = ["Draw", "Fitted", "bootstrap"]

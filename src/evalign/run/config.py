@@ -53,12 +53,12 @@ from evalign.datasets.base import bundled_path
 from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
-from evalign.rank.leaderboard_run import leaderboard_spec
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
+from evalign.rank.leaderboard_run import leaderboard_spec
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 #: the config format's version
