@@ -23,8 +23,8 @@ def main() -> None:
     from sacrebleu.significance import PairedTest
 
     from evalign.datasets import load_dataset
-    from evalign.meta.system_significance import compare_systems, table_statistics
     from evalign.metrics import get_metric
+    from evalign.rank.system_significance import compare_systems, table_statistics
 
     items = load_dataset("self_instruct").items
     systems = sorted(items["system"].unique())[: args.systems]

@@ -56,8 +56,8 @@ _LAZY = {
     "win_rates": "evalign.rank",
     "lc_win_rates": "evalign.rank",
     "judge_panel": "evalign.rank",
-    "run_leaderboard": "evalign.evaluate.leaderboard",
-    "LeaderboardSpec": "evalign.evaluate.leaderboard",
+    "run_leaderboard": "evalign.rank.leaderboard_run",
+    "LeaderboardSpec": "evalign.rank.leaderboard_run",
 }
 
 

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from evalign.cli import app
-from evalign.evaluate.leaderboard import LeaderboardSpec, run_leaderboard
 from evalign.io import read_pairs
 from evalign.rank import LeaderboardSettings
+from evalign.rank.leaderboard_run import LeaderboardSpec, run_leaderboard
 
 runner = CliRunner()
 

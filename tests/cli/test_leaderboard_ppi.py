@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from evalign.cli import app
 from evalign.datasets import load_dataset
 from evalign.errors import InputError
-from evalign.evaluate.leaderboard import run_leaderboard
+from evalign.rank.leaderboard_run import run_leaderboard
 from evalign.rank.ppi import ppi_mean
 
 runner = CliRunner()

@@ -529,8 +529,8 @@ def _verdicts(path: Path) -> Path:
 
 
 def test_leaderboard_step_with_the_judges_trust_and_report_section(tmp_path: Path) -> None:
-    from evalign.evaluate.leaderboard import LeaderboardSpec, judge_trust, run_leaderboard
     from evalign.rank import BTSettings, LeaderboardSettings
+    from evalign.rank.leaderboard_run import LeaderboardSpec, judge_trust, run_leaderboard
 
     _verdicts(tmp_path / "verdicts.jsonl")
     cfg = {"version": 1, "name": "lb", "evaluations": [{

@@ -2,8 +2,8 @@
 rates, Bradley-Terry scores with bootstrap intervals and significance clusters, judge panels).
 
 The command only parses its options into a
-:class:`~evalign.evaluate.leaderboard.LeaderboardSpec` and renders the outcome of
-:func:`~evalign.evaluate.leaderboard.run_leaderboard`."""
+:class:`~evalign.rank.leaderboard_run.LeaderboardSpec` and renders the outcome of
+:func:`~evalign.rank.leaderboard_run.run_leaderboard`."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def leaderboard_cmd(
     human_verdict: str = HUMAN_VERDICT, style_control: bool = STYLE_CONTROL, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Rank systems from pairwise verdicts: Bradley-Terry scores with intervals, win rates, LC win rates."""
-    from evalign.evaluate.leaderboard import (  # scipy: not at every command's start
+    from evalign.rank.leaderboard_run import (  # scipy: not at every command's start
         leaderboard_spec,
         outcome_dict,
         read_judge_trust,
@@ -91,10 +91,7 @@ def leaderboard_cmd(
 
 def render(o: Any) -> None:
     """The system table, folded to the terminal width, with notes and warnings directly under it."""
-    from evalign.evaluate.leaderboard import (  # scipy: not at every command's start
-        outcome_lines,
-        outcome_title,
-    )
+    from evalign.report.boards import outcome_lines, outcome_title  # scipy: not at every command's start
 
     console.print(escape(o.judge_line()), highlight=False)
     print_table(pairwise_board_display(o.board.table), title=outcome_title(o), digits=1)
@@ -106,7 +103,7 @@ def render(o: Any) -> None:
 
 def render_extras(o: Any) -> None:
     """The prediction-powered leaderboard and the style-controlled ratings, when asked for."""
-    from evalign.evaluate.prediction_powered import ppi_display, style_display
+    from evalign.report.boards import ppi_display, style_display
 
     if o.ppi is not None:
         p = o.ppi

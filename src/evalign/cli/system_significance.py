@@ -42,7 +42,7 @@ def run_significance(
 ) -> dict[str, Any]:
     """Paired bootstrap and approximate randomization of every system against ``baseline`` (default:
     the first system in sorted order), or between every pair, for each metric. JSON-ready."""
-    from evalign.meta.system_significance import (  # imports scipy: keeps `evalign --help` fast
+    from evalign.rank.system_significance import (  # imports scipy: keeps `evalign --help` fast
         SignificanceSettings,
         compare_systems,
         results_table,

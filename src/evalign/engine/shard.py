@@ -186,8 +186,7 @@ def score_table(table: pd.DataFrame, metrics: Sequence[Metric]) -> tuple[pd.Data
         if getattr(m, "system_level", "mean") == "corpus":
             per: dict[str, Any] = {}
             for system, group in scored.groupby("system", sort=True):
-                stats = [s for s in m.item_stats(group["response"].tolist(), references_of(group))  # type: ignore[attr-defined]
-                         if s is not None]
+                stats = [s for s in m.item_stats(group["response"].tolist(), references_of(group)) if s is not None]
                 per[str(system)] = [int(x) for x in np.sum(np.asarray(stats, dtype=np.int64), axis=0)] if stats else None
             record["corpus"][r.column] = per
     return scored, record
@@ -298,9 +297,8 @@ def _corpus_score(m: Metric, records: Sequence[dict[str, Any]], system: str) -> 
     """A corpus metric's score of ``system`` from its sufficient statistics summed over shards."""
     parts = [r["corpus"][m.column].get(system) for r in records if r["rows"]]
     parts = [p for p in parts if p is not None]
-    return (float(m.corpus_scorer._compute_score_from_stats(  # type: ignore[attr-defined]
-        [int(x) for x in np.sum(np.asarray(parts, dtype=np.int64), axis=0)]).score)
-        if parts else float("nan"))
+    return (float(m.score_from_stats([int(x) for x in np.sum(np.asarray(parts, dtype=np.int64), axis=0)]))
+            if parts else float("nan"))
 
 
 def _system_table(out: Path, shards: Sequence[ShardSpec], records: Sequence[dict[str, Any]],

@@ -5,12 +5,17 @@
 bootstrap add up); every other metric scores a system by the mean of its item scores. The
 bootstrap of a system-level statistic resamples items and recomputes the declared system score of
 each resample (:func:`corpus_statistic`).
+
+This module imports nothing of :mod:`evalign.metrics`: a metric is found by name through the
+registry of its kind (``evalign.registry.registry("metric")``), and its statistics come from the
+metric object's own hooks, ``item_stats`` (per-item statistics) and ``score_from_stats`` (summed
+statistics -> system score), as sacrebleu's metrics offer them.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +26,7 @@ from evalign.errors import EvalignError
 from evalign.io import references_of
 from evalign.meta.correlation import correlation, system_means
 from evalign.meta.significance import Statistic
-from evalign.metrics.base import get_metric, metric_class
+from evalign.registry import registry
 
 #: the two system levels a metric declares (``Metric.system_level``)
 SYSTEM_LEVELS = ("corpus", "mean")
@@ -30,7 +35,7 @@ SYSTEM_LEVELS = ("corpus", "mean")
 def registered_metric(name: str) -> Any | None:
     """The registered metric class named ``name``, or None (not a metric, or its dependency missing)."""
     try:
-        return metric_class(name)
+        return registry("metric").get(name)
     except (EvalignError, ImportError):
         return None
 
@@ -50,7 +55,7 @@ def corpus_metric(name: str, table: pd.DataFrame | None) -> Any | None:
         return None
     if not declares_corpus(name):
         return None
-    m = get_metric(name)
+    m = registry("metric").create(name)  # the default options, as ``get_metric(name)``
     return m if m.column == name else None
 
 
@@ -66,18 +71,19 @@ def system_label(name: str, level: str, *, declared_corpus: bool) -> str:
 @dataclass(frozen=True)
 class CorpusStats:
     """Per-item sufficient statistics of a corpus metric: ``stats`` is ``systems x items x k``
-    (NaN where the cell is missing or has no reference); ``scorer`` the sacrebleu metric object."""
+    (NaN where the cell is missing or has no reference); ``score_fn`` turns summed statistics (a
+    list of ints) into the corpus score (the metric's ``score_from_stats``)."""
 
     systems: tuple[str, ...]
     items: tuple[str, ...]
     stats: np.ndarray
-    scorer: Any
+    score_fn: Callable[[list[int]], Any]
 
     def score(self, summed: np.ndarray) -> float:
         """The corpus score of summed statistics (NaN when nothing was summed)."""
         if not np.isfinite(summed).all() or summed.size == 0:
             return float("nan")
-        return float(self.scorer._compute_score_from_stats([round(float(x)) for x in summed]).score)
+        return float(self.score_fn([round(float(x)) for x in summed]))
 
     def system_scores(self, index: np.ndarray | None = None) -> np.ndarray:
         """The corpus score of each system over ``index`` (``systems x n`` item positions, NaN =
@@ -97,9 +103,9 @@ class CorpusStats:
 
 
 def corpus_stats(table: pd.DataFrame, metric: Any, systems: Sequence[str], items: Sequence[str]) -> CorpusStats:
-    """Per-item sacrebleu statistics of ``metric`` (a metric with ``system_level == "corpus"``)
-    for every (system, item) cell of an item table with ``response`` and ``reference``."""
-    scorer = metric.corpus_scorer
+    """Per-item statistics of ``metric`` (a metric with ``system_level == "corpus"``: its
+    ``item_stats`` and ``score_from_stats`` hooks) for every (system, item) cell of an item table
+    with ``response`` and ``reference``."""
     responses = [str(r) for r in table["response"].tolist()]
     refs = references_of(table)
     per_item = metric.item_stats(responses, refs)
@@ -115,7 +121,7 @@ def corpus_stats(table: pd.DataFrame, metric: Any, systems: Sequence[str], items
         si, ii = s_index.get(sys_col[j]), i_index.get(id_col[j])
         if si is not None and ii is not None:
             out[si, ii] = seg[row]
-    return CorpusStats(tuple(systems), tuple(items), out, scorer)
+    return CorpusStats(tuple(systems), tuple(items), out, metric.score_from_stats)
 
 
 def index_array(n_systems: int, n_items: int, present: np.ndarray | None = None) -> np.ndarray:

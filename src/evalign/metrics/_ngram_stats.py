@@ -8,7 +8,7 @@ a reference n-gram). Hypothesis totals follow from its length. Tokenisation, low
 punctuation handling, reference merging and the closest reference length are sacrebleu's own
 methods; the returned lists are value for value those of sacrebleu's
 ``_extract_corpus_statistics([hyp], [[r] for r in refs])[0]`` (pinned by a test on random input),
-so sacrebleu's ``_compute_score_from_stats`` turns them into its scores.
+so sacrebleu turns them into its scores (:func:`evalign.metrics.lexical.sacrebleu_score`).
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ class Metric(ABC):
     #: checked by :func:`get_metric` and parsed by ``--option``; empty = unchecked
     option_types: ClassVar[dict[str, OptionSpec]] = {}
     #: the system-level score: ``"mean"`` (mean of item scores) or ``"corpus"`` (the metric's corpus
-    #: score from summed per-item sufficient statistics; such a metric has a ``corpus_scorer``, a
-    #: sacrebleu metric object, see :mod:`evalign.meta.system_level`)
+    #: score from summed per-item sufficient statistics: :meth:`item_stats` and :meth:`score_from_stats`,
+    #: which the statistics of :mod:`evalign.meta` and :mod:`evalign.rank` are handed)
     system_level: ClassVar[str] = "mean"
 
     @abstractmethod
@@ -78,6 +78,20 @@ class Metric(ABC):
 
         values = self.score(responses, references).values
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> Sequence[Sequence[float] | None]:
+        """Each item's sufficient statistics for the system score (sacrebleu's hook of the same name),
+        None for an item without a value. Default (a ``mean`` metric): ``[value, 1]``, so that
+        :meth:`score_from_stats` of their sum is the mean item score."""
+        import numpy as np
+
+        values = self.score(responses, references).values
+        return [[float(v), 1.0] if np.isfinite(v) else None for v in values]
+
+    def score_from_stats(self, stats: Any) -> Any:
+        """The system score of summed per-item statistics (:meth:`item_stats` added up). Default:
+        ``stats[0] / stats[1]``, the mean item score."""
+        return stats[0] / stats[1]
 
     @property
     def column(self) -> str:

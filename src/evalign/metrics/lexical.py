@@ -58,15 +58,24 @@ def _sacrebleu_info(metric: Any) -> dict[str, Any]:
 _MEMO_LIMIT = 200_000
 
 
-def _score_from_stats(
+def sacrebleu_score(scorer: Any, stats: Any) -> Any:
+    """sacrebleu's score of sufficient statistics for a sacrebleu metric object (``BLEU``, ``CHRF``):
+    its ``_compute_score_from_stats(stats).score``, in the statistics' own number type (float32 sums
+    give sacrebleu's float32 chrF, as in its own paired bootstrap). sacrebleu has no public function
+    for this (chrF has none at all), so this is the one place evalign calls that private method;
+    ``tests/metrics/test_lexical_stats_parity.py`` pins it to sacrebleu's ``corpus_score``."""
+    return scorer._compute_score_from_stats(stats).score
+
+
+def _sentence_scores(
     metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
     responses: Sequence[str], references: Sequence[Sequence[str]],
 ) -> np.ndarray:
     """Sentence scores (best single reference) from sacrebleu sufficient statistics computed in
     bounded memory (:mod:`evalign.metrics._ngram_stats`); each distinct (response, reference) pair
     is counted once and its statistics are kept on ``metric`` (up to :data:`_MEMO_LIMIT` pairs,
-    across calls) for :func:`_corpus_from_stats` and :func:`_item_stats`, so a text is scored once
-    per run, not again for the system score."""
+    across calls) for :func:`_item_stats`, so a text is scored once per run, not again for the
+    system score."""
     memo: dict[tuple[str, str], list[int]] | None = getattr(metric, "_pair_stats", None)
     if memo is None or len(memo) > _MEMO_LIMIT:  # kept across calls (e.g. two datasets), bounded
         memo = {}
@@ -78,26 +87,10 @@ def _score_from_stats(
             st = memo.get((h, r))
             if st is None:
                 st = memo[(h, r)] = stats_fn(scorer, h, [r])
-            out[i] = float(scorer._compute_score_from_stats(st).score)
+            out[i] = float(sacrebleu_score(scorer, st))
         return out
 
     return best_over_references(pair_fn, responses, references)
-
-
-def _corpus_from_stats(
-    metric: Metric, scorer: Any, stats_fn: Callable[[Any, str, Sequence[str]], list[int]],
-    responses: Sequence[str], references: Sequence[Sequence[str]],
-) -> float:
-    """sacrebleu's corpus score (all references of an item jointly; items without one left out)
-    from per-item statistics, reusing those of the last :func:`_score_from_stats` run."""
-    from sacrebleu.utils import sum_of_lists
-
-    if len(responses) != len(references):
-        raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
-    stats = [st for st in _item_stats(metric, scorer, stats_fn, responses, references) if st is not None]
-    if not stats:
-        return float("nan")
-    return float(scorer._compute_score_from_stats(sum_of_lists(stats)).score)
 
 
 def _item_stats(
@@ -105,7 +98,7 @@ def _item_stats(
     responses: Sequence[str], references: Sequence[Sequence[str]],
 ) -> list[list[int] | None]:
     """Each item's corpus sufficient statistics against all its references (None without a
-    reference), reusing those of the last :func:`_score_from_stats` run."""
+    reference), reusing those of the last :func:`_sentence_scores` run."""
     if len(responses) != len(references):
         raise ValueError(f"{len(responses)} responses but {len(references)} reference lists")
     memo: dict[tuple[str, str], list[int]] = getattr(metric, "_pair_stats", {})
@@ -119,12 +112,50 @@ def _item_stats(
     return out
 
 
+class _SacrebleuCorpus(Metric):
+    """A sacrebleu metric scored at system level by its corpus score (``system_level = "corpus"``),
+    with sacrebleu's sufficient-statistics hooks (as sacrebleu's ``metrics/base.py``):
+    :meth:`item_stats` gives each item's statistics, :meth:`score_from_stats` turns summed
+    statistics into the corpus score; :meth:`system_score` is the two together."""
+
+    system_level: ClassVar[str] = "corpus"
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        """The n-gram statistics of one hypothesis against its references (:mod:`evalign.metrics._ngram_stats`)."""
+        raise NotImplementedError
+
+    @property
+    def corpus_scorer(self) -> Any:
+        """The sacrebleu metric object of the corpus score."""
+        raise NotImplementedError
+
+    def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+        """sacrebleu's corpus score (all references of an item jointly; items without one left out)
+        from the per-item statistics, reusing those of the last :meth:`score` run; NaN without items."""
+        stats = [st for st in self.item_stats(responses, references) if st is not None]
+        if not stats:
+            return float("nan")
+        from sacrebleu.utils import sum_of_lists
+
+        return float(self.score_from_stats(sum_of_lists(stats)))
+
+    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
+        """Each item's corpus sufficient statistics (None for an item without a reference)."""
+        return _item_stats(self, self.corpus_scorer, self._stats_fn, responses, references)
+
+    def score_from_stats(self, stats: Any) -> Any:
+        """The corpus score of summed per-item statistics (:meth:`item_stats` added up), computed by
+        sacrebleu in the statistics' own number type (:func:`sacrebleu_score`)."""
+        return sacrebleu_score(self.corpus_scorer, stats)
+
+
 #: BLEU's effective-order setting at each level: item (sentence) scores use it, the corpus score does not
 EFFECTIVE_ORDER = "items-yes,corpus-no"
 
 
 @register_metric
-class Bleu(Metric):
+class Bleu(_SacrebleuCorpus):
     """sacrebleu BLEU.
 
     Item value: sentence BLEU with effective n-gram order (``BLEU(effective_order=True)
@@ -147,7 +178,11 @@ class Bleu(Metric):
         "smooth_value": OptionSpec(float, min=0, none_ok=True),
         "lowercase": OptionSpec(bool),
     }
-    system_level: ClassVar[str] = "corpus"
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        return bleu_stats(scorer, hypothesis, references)
+
     corpus_scorer = property(lambda self: self._corpus, doc="the sacrebleu BLEU object of the corpus score")
 
     def __init__(
@@ -179,18 +214,11 @@ class Bleu(Metric):
         return dict(self._options)
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
-        return MetricResult(values=_score_from_stats(self, self._sentence, bleu_stats, responses, references))
-
-    def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        return _corpus_from_stats(self, self._corpus, bleu_stats, responses, references)
-
-    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
-        """Each item's corpus BLEU sufficient statistics (None for an item without a reference)."""
-        return _item_stats(self, self._corpus, bleu_stats, responses, references)
+        return MetricResult(values=_sentence_scores(self, self._sentence, bleu_stats, responses, references))
 
 
 @register_metric
-class Chrf(Metric):
+class Chrf(_SacrebleuCorpus):
     """sacrebleu chrF (chrF++ with ``word_order=2``), 0-100.
 
     Item value: ``CHRF.sentence_score``; several references: the best single-reference score.
@@ -210,7 +238,11 @@ class Chrf(Metric):
         "lowercase": OptionSpec(bool),
         "whitespace": OptionSpec(bool),
     }
-    system_level: ClassVar[str] = "corpus"
+
+    @staticmethod
+    def _stats_fn(scorer: Any, hypothesis: str, references: Sequence[str]) -> list[int]:
+        return chrf_stats(scorer, hypothesis, references)
+
     corpus_scorer = property(lambda self: self._chrf, doc="the sacrebleu CHRF object of the corpus score")
 
     def __init__(
@@ -240,14 +272,7 @@ class Chrf(Metric):
         return dict(self._options)
 
     def score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> MetricResult:
-        return MetricResult(values=_score_from_stats(self, self._chrf, chrf_stats, responses, references))
-
-    def system_score(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-        return _corpus_from_stats(self, self._chrf, chrf_stats, responses, references)
-
-    def item_stats(self, responses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int] | None]:
-        """Each item's corpus chrF sufficient statistics (None for an item without a reference)."""
-        return _item_stats(self, self._chrf, chrf_stats, responses, references)
+        return MetricResult(values=_sentence_scores(self, self._chrf, chrf_stats, responses, references))
 
 
 # --- ROUGE-L ----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from scipy.sparse.csgraph import connected_components
 from evalign.errors import InputError
 from evalign.meta.clusters import significance_clusters
 from evalign.rank.battles import A_WINS, B_WINS, SWAP_CODE, TIE, BattleArrays, as_battle_arrays
+from evalign.rank.bootstrap import bootstrap
 from evalign.rank.win_rates import score_matrix
 
 
@@ -322,7 +323,6 @@ def _bt_bootstrap(
     rows = np.concatenate([ca * k + cb, cb * k + ca])
     cols = np.concatenate([np.arange(cells.size)] * 2)
     S = sparse.csr_matrix((np.concatenate([win_a, win_b]), (rows, cols)), shape=(k * k, cells.size))
-    rng = np.random.default_rng(s.seed)
     if s.cluster:
         if ba.ids is None:
             raise InputError("the clustered bootstrap needs an 'id' column", field="id")
@@ -335,21 +335,25 @@ def _bt_bootstrap(
         M = None
         n_units = int(a.size)
         p_units = np.bincount(inv, minlength=cells.size) / a.size
-    out = np.empty((s.n_bootstrap, k))
     n_bad = 0
     W0 = np.asarray(S @ np.bincount(inv, minlength=cells.size).astype(np.float64)).reshape(k, k)
     d0 = theta0[:, None] - theta0[None, :]
     p0 = 0.5 * (1.0 + np.tanh(0.5 * d0))
     h0 = (W0 + W0.T) * p0 * (1.0 - p0)
     precond = np.linalg.inv(np.diag(h0.sum(axis=1)) - h0 + np.full((k, k), 1.0 / k) + 1e-12 * np.eye(k))
-    for start in range(0, s.n_bootstrap, _CHUNK):
-        R = min(_CHUNK, s.n_bootstrap - start)
-        counts = rng.multinomial(n_units, p_units, size=R).astype(np.float64)  # (R, units)
+
+    def fit(draws: np.ndarray) -> np.ndarray:
+        """The anchored ratings of a batch of resamples (multinomial counts of the units)."""
+        nonlocal n_bad
+        R = draws.shape[0]
+        counts = draws.astype(np.float64)  # (R, units)
         if M is not None:
             counts = np.asarray((M.T @ counts.T).T)
         Wb = np.asarray((S @ counts.T).T).reshape(R, k, k)
         th, conv = _bt_newton(Wb, np.repeat(theta0[None], R, axis=0), s.tol, s.max_iter, precond)
         n_bad += int((~conv).sum())
         present = (Wb + Wb.transpose(0, 2, 1)).sum(axis=2) > 0
-        out[start : start + R] = _ratings(np.where(present, th, np.nan), fitted, anchor, s)
+        return _ratings(np.where(present, th, np.nan), fitted, anchor, s)
+
+    out = bootstrap(n_units, fit, s.n_bootstrap, s.seed, p=p_units, draw="counts", chunk=_CHUNK)
     return out, n_bad

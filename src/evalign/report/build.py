@@ -12,10 +12,10 @@ from typing import Any
 import pandas as pd
 
 from evalign import __version__
-from evalign.evaluate.leaderboard import outcome_lines, outcome_title
 from evalign.evaluate.stages import COST_COLUMNS
 from evalign.io import write_files_atomic
 from evalign.report import figures as F
+from evalign.report.boards import outcome_lines, outcome_title
 from evalign.report.data import ReportData, by_task_matrix
 from evalign.report.html import Figure, Section, render_html
 from evalign.report.probes import probe_section

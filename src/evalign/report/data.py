@@ -88,7 +88,7 @@ class ReportData:
     by_task_left_out: Mapping[str, int] = field(default_factory=dict)
     #: smallest group reported per task
     min_group_size: int | None = None
-    #: leaderboards ranked from pairwise verdicts (:class:`evalign.evaluate.leaderboard.LeaderboardOutcome`):
+    #: leaderboards ranked from pairwise verdicts (:class:`evalign.rank.leaderboard_run.LeaderboardOutcome`):
     #: a section each, beside the trust sections (system table, Bradley-Terry forest plot, win-rate heatmap)
     pairwise_boards: list[Any] = field(default_factory=list)
     #: bias probes' report cards (the JSON form of :class:`evalign.evaluate.probe.ProbeCard`, one per

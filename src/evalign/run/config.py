@@ -53,12 +53,12 @@ from evalign.datasets.base import bundled_path
 from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
-from evalign.evaluate.leaderboard import leaderboard_spec
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
+from evalign.rank.leaderboard_run import leaderboard_spec
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 #: the config format's version
@@ -74,7 +74,7 @@ COLUMN_KEYS = ("name", "kind", "higher_is_better")
 JUDGE_KEYS = ("mode", "name", "backend", "model", "base_url", "api_key_env", "template", "rubric",
               "rubric_column", "options", "backend_options")
 REPORT_KEYS = ("out", "formats", "title", "subtitle", "notes", "by_task_label")
-#: keys of a ``leaderboards`` entry: the options of :func:`evalign.evaluate.leaderboard.leaderboard_spec`,
+#: keys of a ``leaderboards`` entry: the options of :func:`evalign.rank.leaderboard_run.leaderboard_spec`,
 #: its ``name``, the ``verdicts`` file and ``trust`` (the judge's trust from an evaluation of the run)
 LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "baseline", "anchor", "bootstrap", "resample",
                        "seed", "alpha", "orders", "lc", "difficulty", "judge_models", "skip_self")
@@ -164,14 +164,14 @@ class EvaluationConfig:
 @dataclass(frozen=True)
 class LeaderboardConfig:
     """A leaderboard from pairwise verdicts: its ``name`` (its output files), the ``verdicts`` file, the
-    ``spec`` (:class:`~evalign.evaluate.leaderboard.LeaderboardSpec`, built from the options of
+    ``spec`` (:class:`~evalign.rank.leaderboard_run.LeaderboardSpec`, built from the options of
     ``evalign leaderboard``) and where the judge's agreement with humans comes from: the evaluation
     ``trust_evaluation`` of this run (None: any evaluation that ranked the column) and its column
     ``trust_column`` (None: the ranked column's name)."""
 
     name: str
     verdicts: Path
-    spec: Any  # evalign.evaluate.leaderboard.LeaderboardSpec
+    spec: Any  # evalign.rank.leaderboard_run.LeaderboardSpec
     options: Mapping[str, Any] = field(default_factory=dict)
     trust_evaluation: str | None = None
     trust_column: str | None = None

@@ -36,7 +36,6 @@ from evalign.errors import EvalignError, UsageError
 from evalign.evaluate import Column, EvalSpec, Resampling, TrustRequest, evaluate
 from evalign.evaluate.alt_test import dataset_settings
 from evalign.evaluate.inputs import InputsError, InputSettings, load_inputs
-from evalign.evaluate.leaderboard import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.evaluate.prepare import resolve_columns
 from evalign.io import (
     atomic_path,
@@ -49,6 +48,7 @@ from evalign.judges.base import judge_for_backend
 from evalign.judges.grading import get_judge, judge_class
 from evalign.judges.runner import run_judge
 from evalign.metrics.base import get_metric, metric_class
+from evalign.rank.leaderboard_run import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.redaction import redact_options, redact_url
 from evalign.report import write_report
 from evalign.report.assemble import from_results
@@ -96,7 +96,7 @@ class RunOutcome:
     warnings: list[str]
     resolved: dict[str, Any]
     out: Path
-    #: the leaderboards from pairwise verdicts (evalign.evaluate.leaderboard.LeaderboardOutcome), by name
+    #: the leaderboards from pairwise verdicts (evalign.rank.leaderboard_run.LeaderboardOutcome), by name
     leaderboards: dict[str, Any] = field(default_factory=dict)
 
 

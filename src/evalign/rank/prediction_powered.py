@@ -1,8 +1,8 @@
 """What ``evalign leaderboard --human`` and ``--style-control`` add to a leaderboard: human verdicts on a
 subset of the battles joined to the judge's (by ``id`` and the two systems, either order), the
 prediction-powered leaderboard (:func:`evalign.rank.ppi_board.ppi_leaderboard`) and the
-style-controlled Bradley-Terry ratings (:func:`evalign.rank.style.style_control`), with their JSON and
-terminal forms. Errors name the file, line and field."""
+style-controlled Bradley-Terry ratings (:func:`evalign.rank.style.style_control`), with their JSON
+forms (the terminal forms: :mod:`evalign.report.boards`). Errors name the file, line and field."""
 
 from __future__ import annotations
 
@@ -140,65 +140,4 @@ def style_dict(s: StyleControl) -> dict[str, Any]:
             "constant_features": list(s.constant), "systems": _records(s.table), "coefficients": _records(s.coefficients)}
 
 
-def _pct(x: Any) -> str:
-    return "-" if x is None or not math.isfinite(float(x)) else f"{100 * float(x):.1f}"
-
-
-def _pct_interval(x: Any, low: Any, high: Any, note: Any) -> str:
-    """``"50.0 [40.1, 59.9]"``; where the data cannot support an interval, its reason instead
-    (``"100.0 [no interval: n < 2 (1 human labels)]"``); ``"-"`` without an estimate."""
-    if x is None or not math.isfinite(float(x)):
-        return "-"
-    if isinstance(note, str):
-        return f"{_pct(x)} [no interval: {note}]"
-    return f"{_pct(x)} [{_pct(low)}, {_pct(high)}]"
-
-
-def _num(x: Any, digits: int = 0) -> str:
-    return "-" if x is None or not math.isfinite(float(x)) else f"{float(x):.{digits}f}"
-
-
-def ppi_display(board: PPIBoard) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The win-rate and Bradley-Terry tables of the PPI leaderboard, formatted for the terminal."""
-    w = board.win_rates
-    wr = pd.DataFrame({
-        "system": w["system"],
-        "judge %": [_pct_interval(a, b, c, n) for a, b, c, n in
-                    zip(w["judge"], w["judge_low"], w["judge_high"], w["judge_note"], strict=True)],
-        "PPI %": [_pct_interval(a, b, c, n) for a, b, c, n in
-                  zip(w["ppi"], w["ppi_low"], w["ppi_high"], w["ppi_note"], strict=True)],
-        "humans only %": [_pct_interval(a, b, c, n) for a, b, c, n in
-                          zip(w["humans"], w["humans_low"], w["humans_high"], w["humans_note"], strict=True)],
-        "n": w["n_battles"], "n human": w["n_human"], "lambda": [_num(x, 2) for x in w["lam"]],
-        "labels to halve": [_num(x) if math.isfinite(float(x)) else "more judge verdicts" if not math.isnan(float(x))
-                            else "-" for x in w["n_to_halve"]],
-    })  # fmt: skip
-    if board.bt is None:
-        return wr, None
-    b = board.bt
-    bt = pd.DataFrame({
-        "system": b["system"], "judge BT": [_num(x) for x in b["judge_bt"]],
-        "PPI BT": [f"{_num(a)} [no interval: {n}]" if isinstance(n, str) else f"{_num(a)} [{_num(lo)}, {_num(hi)}]"
-                   for a, lo, hi, n in zip(b["ppi_bt"], b["ppi_low"], b["ppi_high"], b["ppi_note"], strict=True)],
-        "humans only BT": [_num(x) for x in b["humans_bt"]],
-        "labels to halve": [_num(x) if math.isfinite(float(x)) else ("-" if math.isnan(float(x)) else "more judge verdicts")
-                            for x in b["n_to_halve"]],
-    })  # fmt: skip
-    return wr, bt
-
-
-def style_display(s: StyleControl) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The style-controlled ratings and the style coefficients, formatted for the terminal."""
-    t = s.table
-    systems = pd.DataFrame({"system": t["system"], "BT": [_num(x) for x in t["bt"]], "rank": t["rank"],
-                            "BT style-controlled": [f"{_num(a)} [{_num(lo)}, {_num(hi)}]" for a, lo, hi in
-                                                    zip(t["bt_style"], t["bt_style_low"], t["bt_style_high"], strict=True)],
-                            "rank (style)": t["rank_style"], "style effect": [_num(x) for x in t["style_effect"]]})
-    c = s.coefficients
-    coefs = pd.DataFrame({"feature": c["feature"], "coefficient": [_num(x, 3) for x in c["coef"]],
-                          "interval": [f"[{_num(lo, 3)}, {_num(hi, 3)}]" for lo, hi in zip(c["low"], c["high"], strict=True)]})
-    return systems, coefs
-
-
-__all__ = ["join_human", "ppi_battles", "ppi_board_of", "ppi_dict", "ppi_display", "style_board_of", "style_dict",
-           "style_display"]
+__all__ = ["join_human", "ppi_battles", "ppi_board_of", "ppi_dict", "style_board_of", "style_dict"]

@@ -4,8 +4,8 @@ sacrebleu does them (``sacrebleu.significance``; Koehn 2004; Riezler & Maxwell 2
 Each system is compared with a baseline system on the same items. A metric is described by its
 per-item *sufficient statistics* (an ``items x d`` array) and a function that turns summed
 statistics into the corpus score: corpus BLEU / chrF are recomputed from their n-gram statistics
-for every resample (exactly sacrebleu's ``_compute_score_from_stats``); any other metric has one
-statistic per item (its value) and its corpus score is the mean.
+for every resample (the metric's ``score_from_stats`` hook: sacrebleu's corpus score); any other
+metric has one statistic per item (its value) and its corpus score is the mean.
 
 The procedures follow sacrebleu 2.x exactly:
 
@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from evalign.io import references_of
+from evalign.rank.bootstrap import bootstrap
 
 #: summed statistics (``k x d``) -> one corpus score per row (``k``)
 ScoreFn = Callable[[np.ndarray], np.ndarray]
@@ -128,9 +129,9 @@ def p_value(sample_stats: np.ndarray, observed: float) -> float:
 
 
 def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.ndarray:
-    """The resampled item indices (``n_resamples x n_items``), drawn as sacrebleu draws them."""
-    rng = np.random.default_rng(seed)
-    return rng.choice(n_items, size=(n_resamples, n_items), replace=True)
+    """The resampled item indices (``n_resamples x n_items``), drawn as sacrebleu draws them (the
+    draws :func:`compare_systems` hands its fitting function: :func:`evalign.rank.bootstrap.bootstrap`)."""
+    return np.asarray(bootstrap(n_items, lambda idx: idx, n_resamples, seed, draw="indices"))
 
 
 def ar_swaps(n_items: int, n_trials: int, seed: int | None) -> np.ndarray:
@@ -198,9 +199,14 @@ def compare_systems(
         if base not in ms.stats:
             raise ValueError(f"{ms.metric}: unknown baseline system '{base}' (systems: {', '.join(systems)})")
         pairs = [(base, s) for s in systems if s != base]
-    idx = bootstrap_indices(n_items, settings.n_bootstrap, settings.seed)
+
+    def fit(idx: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Every system's corpus scores on the same resamples (each array in its own dtype)."""
+        return tuple(bootstrap_scores(ms.stats[s], idx, ms.score_fn, float32=ms.float32) for s in systems)
+
+    boot = dict(zip(systems, bootstrap(n_items, fit, settings.n_bootstrap, settings.seed, draw="indices"),
+                    strict=True))
     swaps = ar_swaps(n_items, settings.n_ar, settings.seed)
-    boot = {s: bootstrap_scores(ms.stats[s], idx, ms.score_fn, float32=ms.float32) for s in systems}
     score = {s: corpus_score(ms.stats[s], ms.score_fn) for s in systems}
     ci = {s: estimate_ci(boot[s]) for s in systems}
     out = []
@@ -238,28 +244,22 @@ def mean_score_fn(sums: np.ndarray) -> np.ndarray:
     return s[:, 0] / s[:, 1]
 
 
-def sacrebleu_score_fn(scorer: Any) -> ScoreFn:
-    """Score function of a sacrebleu metric object (BLEU, CHRF): its own
-    ``_compute_score_from_stats`` applied to each row of summed statistics."""
+def stats_score_fn(score_from_stats: Callable[[Any], Any]) -> ScoreFn:
+    """Score function of a corpus metric: its ``score_from_stats`` hook (e.g. sacrebleu's corpus
+    BLEU / chrF of summed statistics) applied to each row of summed statistics."""
 
     def fn(sums: np.ndarray) -> np.ndarray:
         rows = np.atleast_2d(sums)
         # a plain np.array of the scores, as sacrebleu builds it (float32 scores stay float32)
-        return np.array([scorer._compute_score_from_stats(r).score for r in rows])
+        return np.array([score_from_stats(r) for r in rows])
 
     return fn
 
 
-def corpus_scorer(metric: Any) -> Any | None:
-    """The sacrebleu corpus scorer behind an evalign ``bleu`` or ``chrf`` metric (None for other
-    metrics, whose system score is the mean of item values)."""
-    from evalign.metrics.lexical import Bleu, Chrf  # imports sacrebleu: not at `import evalign.meta`
-
-    if isinstance(metric, Bleu):
-        return metric._corpus
-    if isinstance(metric, Chrf):
-        return metric._chrf
-    return None
+def is_corpus(metric: Any) -> bool:
+    """Whether ``metric`` declares a corpus system score (``system_level == "corpus"``: BLEU, chrF),
+    recomputed here from its ``item_stats`` with its ``score_from_stats``."""
+    return getattr(metric, "system_level", "mean") == "corpus"
 
 
 def metric_statistics(
@@ -271,22 +271,20 @@ def metric_statistics(
     """Sufficient statistics of every system for ``metric`` (an evalign :class:`Metric`).
 
     ``responses[system]`` are the system's responses on the same items in the same order;
-    ``references[i]`` the references of item ``i`` (shared by all systems). For ``bleu`` / ``chrf``
-    the statistics are sacrebleu's n-gram statistics (references padded with None as in evalign's
-    corpus scores; items must all have a reference). For other metrics ``values[system]`` (the
-    item scores, no NaN) are used, with the mean as corpus score.
+    ``references[i]`` the references of item ``i`` (shared by all systems). For a corpus metric
+    (``bleu`` / ``chrf``) the statistics are the metric's ``item_stats`` (sacrebleu's n-gram
+    statistics against all the item's references; items must all have a reference) and its corpus
+    score is its ``score_from_stats``. For other metrics ``values[system]`` (the item scores, no
+    NaN) are used, with the mean as corpus score.
     """
-    scorer = corpus_scorer(metric)
-    if scorer is not None:
+    if is_corpus(metric):
         if any(len(r) == 0 for r in references):
             raise ValueError(f"{metric.column}: every compared item needs a reference")
-        n_streams = max(len(r) for r in references)
-        streams = [[r[k] if k < len(r) else None for r in references] for k in range(n_streams)]
-        stats = {
-            s: np.asarray(scorer._extract_corpus_statistics([str(h) for h in hyps], streams), dtype=np.float64)
-            for s, hyps in responses.items()
-        }
-        return MetricStatistics(metric.column, stats, sacrebleu_score_fn(scorer), scale="corpus", float32=True)
+        refs = [list(r) for r in references]
+        stats = {s: np.asarray(metric.item_stats([str(h) for h in hyps], refs), dtype=np.float64)
+                 for s, hyps in responses.items()}
+        return MetricStatistics(metric.column, stats, stats_score_fn(metric.score_from_stats), scale="corpus",
+                                float32=True)
     if values is None:
         raise ValueError(f"{metric.column}: item values are needed for a mean metric")
     stats = {}
@@ -348,8 +346,8 @@ def table_statistics(table: Any, metric: Any, systems: Sequence[str] | None = No
               for s in names}
     all_ids = set().union(*(set(g.index) for g in by_sys.values()))
     common = [i for i in by_sys[names[0]].index if all(i in by_sys[s].index for s in names)]
-    scorer = corpus_scorer(metric)
-    if scorer is not None:
+    corpus = is_corpus(metric)
+    if corpus:
         refs_all = dict(zip(by_sys[names[0]].index, references_of(by_sys[names[0]].reset_index()), strict=True))
         keep = [i for i in common if refs_all[i]]
     else:
@@ -360,7 +358,7 @@ def table_statistics(table: Any, metric: Any, systems: Sequence[str] | None = No
     if not keep:
         raise ValueError(f"{metric.column}: no item that every compared system has (with a reference and a value)")
     responses = {s: [str(x) for x in by_sys[s].loc[keep, "response"]] for s in names}
-    if scorer is not None:
+    if corpus:
         ms = metric_statistics(metric, responses, [refs_all[i] for i in keep])
     else:
         values = {s: by_sys[s].loc[keep, metric.column].to_numpy(dtype=float) for s in names}

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from evalign.cli import app
 from evalign.datasets import load_dataset
 from evalign.io import write_table
-from evalign.meta.system_significance import (
+from evalign.metrics.base import get_metric
+from evalign.rank.system_significance import (
     MetricStatistics,
     SignificanceSettings,
     compare_systems,
@@ -24,7 +25,6 @@ from evalign.meta.system_significance import (
     mean_score_fn,
     table_statistics,
 )
-from evalign.metrics.base import get_metric
 
 SYSTEMS = ["text-davinci-002", "text-davinci-001", "text-davinci-003", "davinci-self-instruct"]
 N_ITEMS = 40  # few items, so that the p-values are neither all minimal nor all 1

@@ -2,12 +2,12 @@
 (:class:`LeaderboardOutcome`). Reads the battle table (:func:`evalign.io.read_battles`: errors name
 file, line and field), picks the ranked column (a verdict column, the output of ``evalign judge`` in
 relative mode, or a panel of several columns) and runs :func:`evalign.rank.leaderboard`.
-The command line, ``evalign run`` and the Python API all come through :func:`run_leaderboard`."""
+The command line, ``evalign run`` and the Python API all come through :func:`run_leaderboard`; the
+terminal and the report show the outcome with :mod:`evalign.report.boards`."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -249,9 +249,9 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
     """Read a verdict table and rank its systems (module doc); errors name the file, line and field.
     ``trust``: the ranked judge's agreement with humans, when known (:func:`judge_trust`).
     ``human``: human verdicts (column ``human_verdict``) on a subset of the same battles: adds the
-    prediction-powered leaderboard (:func:`evalign.evaluate.prediction_powered.ppi_board_of`).
+    prediction-powered leaderboard (:func:`evalign.rank.prediction_powered.ppi_board_of`).
     ``style_control``: adds Bradley-Terry ratings with length and markdown as covariates
-    (``length_unit`` words or chars; :func:`evalign.evaluate.prediction_powered.style_board_of`)."""
+    (``length_unit`` words or chars; :func:`evalign.rank.prediction_powered.style_board_of`)."""
     table = read_battles(source, columns=_used_columns(spec, ()))
     battles, panel = battles_of(table, spec)
     _check_systems(spec, battles, str(table.attrs["source"]))
@@ -268,7 +268,7 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
         raise InputError(e.reason, file=str(table.attrs["source"]), field=e.field) from None
     ppi = style = None
     if human is not None or style_control:
-        from evalign.evaluate.prediction_powered import ppi_board_of, style_board_of
+        from evalign.rank.prediction_powered import ppi_board_of, style_board_of
 
         alpha = 1 - spec.board.bt.confidence
         if human is not None:
@@ -336,44 +336,6 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
                            panel_rule=_choice("--panel-rule", panel_rule, ("majority", "mean")))  # type: ignore[arg-type]
 
 
-def _pct(x: float) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
-
-
-def outcome_title(o: LeaderboardOutcome) -> str:
-    """One line naming the ranked column, the file and how the scores were computed."""
-    b = o.board
-    bt = b.bt.settings
-    anchor = f"anchor {bt.anchor} = {bt.anchor_rating:g}" if bt.anchor else f"mean {bt.init_rating:g}"
-    boot = (f"{bt.confidence:.0%} bootstrap over {'items' if bt.cluster else 'battles'}, {bt.n_bootstrap} resamples, "
-            f"seed {bt.seed}" if bt.n_bootstrap else "no bootstrap")
-    vs = f"; win % vs {b.settings.baseline}" if b.settings.baseline else ""
-    return f"Leaderboard: {o.spec.column} on {o.source} ({o.n_rows} rows; Bradley-Terry, {anchor}; {boot}{vs})"
-
-
-def outcome_lines(o: LeaderboardOutcome) -> list[str]:
-    """What is printed under the table: clusters, position agreement, the panel's agreement, notes."""
-    b = o.board
-    lines = []
-    if b.bt.settings.n_bootstrap:
-        lines.append(f"cluster 1 = not significantly below the best (alpha {b.bt.settings.alpha:g}); "
-                     f"bt_low..bt_high = the interval")
-    if b.positions is not None:
-        p = b.positions
-        lines.append(f"position agreement {_pct(p.agreement)} over {p.n_pairs} order-swapped pairs; "
-                     f"first position chosen {_pct(p.first_position_rate)} of decisive verdicts")
-    if o.panel is not None:
-        pa = o.panel
-        lines.append(f"panel of {', '.join(pa.members)} ({pa.how}): Fleiss' kappa {pa.fleiss_kappa:.3f}, "
-                     f"Krippendorff's alpha {pa.krippendorff_alpha:.3f}, mean Cohen's kappa {pa.mean_cohen_kappa:.3f} "
-                     f"({pa.n_complete} rows all judged)")
-        if pa.n_complete == 0:
-            lines.append("note: no row was judged by every member of the panel, so their agreement is undefined; "
-                         "each row's panel verdict comes from the members that judged it")
-    lines.extend(f"note: {n}" for n in (*o.notes, *b.notes))
-    return lines
-
-
 def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -427,11 +389,11 @@ def _extras_dict(out: LeaderboardOutcome) -> dict[str, Any]:
     """The PPI leaderboard and the style-controlled ratings, when asked for."""
     if out.ppi is None and out.style is None:
         return {}
-    from evalign.evaluate.prediction_powered import ppi_dict, style_dict
+    from evalign.rank.prediction_powered import ppi_dict, style_dict
 
     return {"ppi": ppi_dict(out.ppi) if out.ppi is not None else None,
             "style_control": style_dict(out.style) if out.style is not None else None}
 
 
 __all__ = ["ITEM_ID", "PANEL_COLUMN", "JudgeTrust", "LeaderboardOutcome", "LeaderboardSpec", "battles_of", "judge_trust",
-           "leaderboard_spec", "outcome_dict", "outcome_lines", "outcome_title", "panel_summary", "read_judge_trust", "run_leaderboard"]
+           "leaderboard_spec", "outcome_dict", "panel_summary", "read_judge_trust", "run_leaderboard"]
