@@ -12,7 +12,6 @@ from __future__ import annotations
 from evalign.judges.base import (
     MODE_ALIASES,
     Judge,
-    get_judge,
     judge_class,
     list_judges,
     register_judge,
@@ -23,7 +22,7 @@ from evalign.judges.modes.geval import logprob_weighted_score
 from evalign.judges.parsing import REASONS, ParseResult, parse_grade
 from evalign.judges.prompts import Rubric, Template, list_rubrics, list_templates, load_rubric, load_template
 from evalign.judges.runner import JudgeRun, read_pairs, run_judge
-from evalign.judges.spec import JudgeSpec, make_judge
+from evalign.judges.spec import JudgeSpec, get_judge, make_judge
 
 __all__ = [
     "MODE_ALIASES",

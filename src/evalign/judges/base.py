@@ -588,15 +588,6 @@ def judge_for_backend(mode: str, scores: bool) -> str:
     return mode
 
 
-def get_judge(name: str, **options: Any) -> Judge:
-    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``;
-    ``get_judge("pairwise", template="llmbar_cot")`` is the judge of that template
-    (:func:`judge_for_template`). Built by :func:`evalign.judges.spec.make_judge`, as every judge is."""
-    from evalign.judges.spec import JudgeSpec, make_judge  # spec.py builds on this module
-
-    return make_judge(JudgeSpec.from_options(name, options))
-
-
 def list_judges() -> list[type[Judge]]:
     """All registered judge classes (built-in and plugins), sorted by name."""
     return [cls for _, cls in JUDGES.items()]

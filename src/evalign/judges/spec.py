@@ -217,4 +217,12 @@ def make_judge(spec: JudgeSpec) -> Judge:
         raise EvalignError(f"judge '{spec.mode}': bad option ({e})") from e
 
 
-__all__ = ["CONSTRAIN_MODES", "JudgeSpec", "check_constrain", "make_judge"]
+def get_judge(name: str, **options: Any) -> Judge:
+    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``;
+    ``get_judge("pairwise", template="llmbar_cot")`` is the judge of that template
+    (:func:`~evalign.judges.base.judge_for_template`): :func:`make_judge` of
+    :meth:`JudgeSpec.from_options`."""
+    return make_judge(JudgeSpec.from_options(name, options))
+
+
+__all__ = ["CONSTRAIN_MODES", "JudgeSpec", "check_constrain", "get_judge", "make_judge"]
