@@ -135,7 +135,8 @@ def _stand_in_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, fails: 
 
 
 def test_the_bench_removes_the_server_log_after_a_clean_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from evalign.bench.judges import JudgeSpec, open_backend
+    from evalign.bench.judges import BenchJudge as JudgeSpec
+    from evalign.bench.judges import open_backend
 
     _stand_in_server(monkeypatch, tmp_path, fails=False)
     with open_backend(JudgeSpec(name="smol", backend="llama", model="smollm2-135m-instruct")) as backend:
@@ -146,7 +147,8 @@ def test_the_bench_removes_the_server_log_after_a_clean_run(monkeypatch: pytest.
 
 def test_the_bench_keeps_the_log_of_a_server_that_failed_and_says_where(monkeypatch: pytest.MonkeyPatch,
                                                                          tmp_path: Path) -> None:
-    from evalign.bench.judges import JudgeSpec, open_backend
+    from evalign.bench.judges import BenchJudge as JudgeSpec
+    from evalign.bench.judges import open_backend
     from evalign.errors import BackendError
 
     _stand_in_server(monkeypatch, tmp_path, fails=True)

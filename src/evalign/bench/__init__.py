@@ -8,11 +8,11 @@ baselines (:mod:`evalign.bench.profile`). It orchestrates judges and evaluate an
 its own. :func:`run_bench` returns a :class:`BenchProfile`; ``evalign bench`` renders it.
 """
 
-from evalign.bench.judges import JudgeSpec, judge_spec, parse_judge
+from evalign.bench.judges import BenchJudge, judge_spec, parse_judge
 from evalign.bench.result import BenchProfile
 from evalign.bench.runner import bench_suite, run_bench, suite_listing
 from evalign.bench.settings import BenchSettings
 from evalign.bench.suite import Suite, SuiteSet, load_suite
 
-__all__ = ["BenchProfile", "BenchSettings", "JudgeSpec", "Suite", "SuiteSet", "bench_suite", "judge_spec",
+__all__ = ["BenchJudge", "BenchProfile", "BenchSettings", "Suite", "SuiteSet", "bench_suite", "judge_spec",
            "load_suite", "parse_judge", "run_bench", "suite_listing"]

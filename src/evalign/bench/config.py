@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalign.bench.judges import JudgeSpec, judge_spec
+from evalign.bench.judges import BenchJudge, judge_spec
 from evalign.bench.settings import BenchSettings
 from evalign.errors import EvalignError, InputError, unknown_name
 from evalign.judges.prompts import sampling_problem
@@ -47,7 +47,7 @@ JUDGE_KEYS = ("name", "backend", "model", "base_url", "options", "backend_option
 class BenchConfig:
     """A bench config as read: the judges, the settings and the output folder (None: not given)."""
 
-    judges: tuple[JudgeSpec, ...]
+    judges: tuple[BenchJudge, ...]
     settings: BenchSettings
     out: Path | None = None
     #: the settings the file gave (so a command line can tell them from defaults)
@@ -58,7 +58,7 @@ def _where(m: MarkedMap, key: str) -> int | None:
     return m.lines.get(key) if isinstance(m, MarkedMap) else None
 
 
-def _judges(raw: Any, file: str, line: int | None) -> tuple[JudgeSpec, ...]:
+def _judges(raw: Any, file: str, line: int | None) -> tuple[BenchJudge, ...]:
     if not isinstance(raw, MarkedList):
         raise InputError("judges must be a list of {name, backend, model, ...}", file=file, line=line, field="judges")
     out = []

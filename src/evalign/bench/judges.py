@@ -39,9 +39,10 @@ from evalign.backends.spec import (
 from evalign.backends.spec import open_backend as open_spec
 from evalign.bench.suite import Recipe
 from evalign.errors import UsageError, unknown_name
-from evalign.judges.base import SAMPLING_KEYS, Judge, get_judge, judge_for_backend, judge_for_template
-from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.base import SAMPLING_KEYS, judge_for_backend
+from evalign.judges.option_rules import backend_option_problem, check_constrain
 from evalign.judges.prompts import sampling_problem
+from evalign.judges.spec import JudgeSpec
 from evalign.redaction import redact_text
 
 #: judge options a spec may set besides the sampling keys
@@ -52,10 +53,12 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 @dataclass(frozen=True)
-class JudgeSpec:
-    """A judge of the bench: its ``name`` (its column in every set's table), ``backend`` and
-    ``model``, ``base_url`` (servers), and its ``options`` (decoding, ``reask``, ``constrain``) and
-    ``backend_options`` (see the module doc)."""
+class BenchJudge:
+    """A judge of the bench by its name: its ``name`` (its column in every set's table), ``backend``
+    and ``model``, ``base_url`` (servers), and its ``options`` (decoding, ``reask``, ``constrain``) and
+    ``backend_options`` (see the module doc). It runs a set as :meth:`for_set`'s
+    :class:`~evalign.judges.spec.JudgeSpec` (built by :func:`~evalign.judges.spec.make_judge`) on
+    :attr:`backend_spec` (opened by :func:`open_backend`)."""
 
     name: str
     backend: str
@@ -80,6 +83,8 @@ class JudgeSpec:
             problem = sampling_problem(key, value) if key in SAMPLING_KEYS else None
             if problem:
                 raise UsageError(f"judge {self.name}: {key} {problem}")
+        if "constrain" in self.options:
+            check_constrain(self.options["constrain"])
         for key, value in self.backend_options.items():
             problem = backend_option_problem(key, value)
             if problem:
@@ -110,53 +115,54 @@ class JudgeSpec:
         base = dict(BENCH_DECODING if defaults is None else defaults)
         return {**base, **{k: v for k, v in self.options.items() if k in SAMPLING_KEYS}}
 
+    def for_set(self, recipe: Recipe, *, kind: str = "pairwise", decoding: Mapping[str, Any] | None = None,
+                scores: bool = False, constrain: str = "auto") -> JudgeSpec:
+        """The :class:`~evalign.judges.spec.JudgeSpec` this judge runs a set with (built by
+        :func:`~evalign.judges.spec.make_judge`): the set's ``recipe`` (mode, template, rubric: left
+        out when the template's judge takes none), the judge's decoding (over the bench's
+        ``decoding``), column :attr:`name`; pairwise judges in both orders. On a backend that returns
+        scores (``scores``: a reward model) the set's ``kind`` picks the reward judge (``pairwise``: A vs
+        B from the two scores, ``graded``: each response's score) and the recipe and decoding do not
+        apply. ``constrain``: the bench's output constraint mode, unless the judge's options set one."""
+        if scores:
+            mode = judge_for_backend("pairwise" if kind == "pairwise" else "absolute", True)
+            margin = {"tie_margin": self.options["tie_margin"]} if kind == "pairwise" and "tie_margin" in self.options else {}
+            return JudgeSpec(mode=mode, column=self.name, options=margin, backend=self.backend_spec)
+        spec = JudgeSpec(mode=recipe.mode, template=recipe.template, rubric=recipe.rubric,
+                         rubric_column=recipe.rubric_column, rubric_map=recipe.rubric_map, decoding=self.decoding(decoding),
+                         column=self.name, constrain=self.options.get("constrain", constrain),
+                         reask=self.options.get("reask", 0), backend=self.backend_spec)
+        if not spec.judge_class.uses_rubric:  # a template overridden by one whose judge takes no rubric
+            spec = spec.evolve(rubric=None, rubric_column=None, rubric_map=None)
+        return spec
 
-def parse_judge(text: str) -> JudgeSpec:
-    """``NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...]`` as a :class:`JudgeSpec` (see the module doc);
+
+def parse_judge(text: str) -> BenchJudge:
+    """``NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...]`` as a :class:`BenchJudge` (see the module doc);
     a malformed spec is a usage error saying what is expected."""
     name, eq, spec = text.partition("=")
     if not eq or not name.strip() or not spec.strip():
         raise UsageError(f"--judge must be NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], got {redact_text(text)!r}")
     backend, options = split_spec(spec, what=f"--judge {name}")
-    return JudgeSpec(name=name.strip(), backend=backend.kind, model=backend.model, base_url=backend.url,
+    return BenchJudge(name=name.strip(), backend=backend.kind, model=backend.model, base_url=backend.url,
                      options=options, backend_options=backend.options)
 
 
-def judge_spec(data: Mapping[str, Any]) -> JudgeSpec:
-    """A :class:`JudgeSpec` from a mapping (a run config's entry): ``name``, ``backend``, ``model``,
+def judge_spec(data: Mapping[str, Any]) -> BenchJudge:
+    """A :class:`BenchJudge` from a mapping (a run config's entry): ``name``, ``backend``, ``model``,
     ``base_url`` (a text or a list) and ``options`` / ``backend_options`` mappings."""
     url = data.get("base_url") or ()
-    return JudgeSpec(name=str(data["name"]), backend=str(data.get("backend", "openai")), model=str(data["model"]),
+    return BenchJudge(name=str(data["name"]), backend=str(data.get("backend", "openai")), model=str(data["model"]),
                      base_url=(url,) if isinstance(url, str) else tuple(url), options=dict(data.get("options") or {}),
                      backend_options=dict(data.get("backend_options") or {}))
 
 
-def open_backend(spec: JudgeSpec) -> AbstractContextManager[Backend]:
-    """The backend of ``spec``, open for the bench and closed after it (:func:`evalign.backends.open_backend`:
-    for ``llama``, llama.cpp's server started on the GGUF, its log ``evalign-bench-NAME-PID.log``)."""
+def open_backend(spec: BenchJudge) -> AbstractContextManager[Backend]:
+    """The backend of ``spec``: :func:`evalign.backends.spec.open_backend` on its
+    :attr:`~BenchJudge.backend_spec`, named after the judge (for ``llama``, llama.cpp's server's log
+    ``evalign-bench-NAME-PID.log``)."""
     return open_spec(spec.backend_spec, name=f"judge {spec.name}", log_name=f"bench-{spec.name}")
 
 
-def make_judge(spec: JudgeSpec, recipe: Recipe, *, kind: str = "pairwise", decoding: Mapping[str, Any] | None = None,
-               scores: bool = False, constrain: str = "auto") -> Judge:
-    """The judge ``spec`` runs on a set: the set's ``recipe`` (mode, template, rubric: left out when
-    the template's judge takes none), the spec's decoding (over the bench's ``decoding``), column
-    ``spec.name``; pairwise judges in both orders. On a backend that returns scores (``scores``: a
-    reward model) the set's ``kind`` picks the reward judge (``pairwise``: A vs B from the two scores,
-    ``graded``: each response's score) and the recipe and decoding do not apply. ``constrain``: the
-    bench's output constraint (``auto`` / ``on`` / ``off``), unless the spec sets its own."""
-    if scores:
-        opts = {"column": spec.name, **{k: v for k, v in spec.options.items() if k == "tie_margin"}}
-        if kind != "pairwise" and "tie_margin" in opts:
-            opts.pop("tie_margin")
-        return get_judge(judge_for_backend("pairwise" if kind == "pairwise" else "absolute", True), **opts)
-    opts = {**recipe.options(), **spec.decoding(decoding), "column": spec.name, "constrain": constrain}
-    if not judge_for_template(recipe.mode, recipe.template).uses_rubric:  # a template overridden by one without
-        for k in ("rubric", "rubric_column", "rubric_map"):
-            opts.pop(k, None)
-    opts.update({k: v for k, v in spec.options.items() if k in JUDGE_OPTIONS and k != "tie_margin"})
-    return get_judge(recipe.mode, **opts)
-
-
-__all__ = ["BACKEND_OPTIONS", "BENCH_DECODING", "JUDGE_OPTIONS", "LLAMA", "LLAMA_TIMEOUT", "JudgeSpec", "gguf_of", "judge_spec",
-           "make_judge", "open_backend", "parse_judge"]
+__all__ = ["BACKEND_OPTIONS", "BENCH_DECODING", "JUDGE_OPTIONS", "LLAMA", "LLAMA_TIMEOUT", "BenchJudge", "gguf_of",
+           "judge_spec", "open_backend", "parse_judge"]

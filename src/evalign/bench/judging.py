@@ -13,11 +13,12 @@ from typing import Any
 import pandas as pd
 
 from evalign.backends import returns_scores
-from evalign.bench.judges import JudgeSpec, make_judge, open_backend
+from evalign.bench.judges import BenchJudge, open_backend
 from evalign.bench.load import LoadedSet
 from evalign.cache import Cache
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
+from evalign.judges.spec import make_judge
 from evalign.rank.panel import judge_panel
 
 #: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
@@ -43,14 +44,14 @@ def judge_columns(table: pd.DataFrame, name: str) -> list[str]:
     return [c for c in table.columns if c == name or c.startswith(f"{name}.")]
 
 
-async def _judge_all(spec: JudgeSpec, backend: Any, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
+async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
                      constrain: str, cache: Cache, partial_dir: Path | None,
                      progress: BenchProgress | None) -> list[SetRun]:
     out: list[SetRun] = []
     try:
         for s in sets:
-            judge = make_judge(spec, s.spec.recipe, kind=s.kind, decoding=decoding, scores=returns_scores(backend),
-                               constrain=constrain)
+            judge = make_judge(spec.for_set(s.spec.recipe, kind=s.kind, decoding=decoding,
+                                            scores=returns_scores(backend), constrain=constrain))
             partial = partial_dir / f"{s.key}.{spec.name}.partial.jsonl" if partial_dir else None
 
             def on_progress(c: dict[str, int], key: str = s.key) -> None:
@@ -65,12 +66,12 @@ async def _judge_all(spec: JudgeSpec, backend: Any, sets: Sequence[LoadedSet], *
     return out
 
 
-def run_judges(specs: Sequence[JudgeSpec], sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
+def run_judges(specs: Sequence[BenchJudge], sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
                constrain: str = "auto", cache: Cache | None = None, partial_dir: Path | None = None,
                progress: BenchProgress | None = None) -> list[SetRun]:
     """Every judge of ``specs`` on every set (in that order), its columns added to each set's table
     (in place). ``decoding``: the bench's decoding under each spec's own; ``constrain``: the bench's
-    output constraint (see :func:`~evalign.bench.judges.make_judge`); ``cache``: where calls are
+    output constraint mode (see :meth:`~evalign.bench.judges.BenchJudge.for_set`); ``cache``: where calls are
     stored and looked up (default: the project cache); ``partial_dir``: where each run logs its
     finished calls as it goes."""
     cache = cache if cache is not None else Cache()

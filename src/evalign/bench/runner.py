@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 import evalign
-from evalign.bench.judges import JudgeSpec
+from evalign.bench.judges import BenchJudge
 from evalign.bench.judging import BenchProgress, SetRun, add_panels, run_judges
 from evalign.bench.load import Loaded, LoadedSet, load_suite_sets
 from evalign.bench.profile import PAIRWISE, ROW_COLUMNS, evaluate_categories, evaluate_sets
@@ -67,7 +67,7 @@ def _set_row(s: LoadedSet, result: EvalResult | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[JudgeSpec],
+def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[BenchJudge],
                     settings: BenchSettings) -> dict[str, Any]:
     """What makes a profile reproducible: the suite (file hash), the sets with their datasets and sample
     sizes, the sample seed, each set's template and its hash (and rubric), each judge's backend, model
@@ -133,7 +133,7 @@ def _higher(runs: Sequence[SetRun]) -> dict[str, bool]:
     return {r.judge: r.higher_is_better for r in runs}
 
 
-def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[JudgeSpec], runs: Sequence[SetRun],
+def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[BenchJudge], runs: Sequence[SetRun],
                settings: BenchSettings, *, seconds: float = float("nan")) -> BenchProfile:
     """The profile of judged sets (see :mod:`evalign.bench.profile`)."""
     names = [*(j.name for j in specs), *settings.panels]
@@ -158,7 +158,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[JudgeSpec], runs: S
     )  # fmt: skip
 
 
-def run_bench(judges: Sequence[JudgeSpec], settings: BenchSettings | None = None, *, cache: Cache | None = None,
+def run_bench(judges: Sequence[BenchJudge], settings: BenchSettings | None = None, *, cache: Cache | None = None,
               out: Path | None = None, progress: BenchProgress | None = None,
               stage: StageFn | None = None) -> BenchProfile:
     """Run the bench (see the package doc): ``judges`` on the suite's sets, sampled as ``settings``

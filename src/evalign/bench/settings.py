@@ -9,13 +9,14 @@ from typing import Any
 
 from evalign.bench.judges import BENCH_DECODING
 from evalign.errors import UsageError
+from evalign.judges.option_rules import CONSTRAIN_MODES, check_constrain
 from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
 
 #: which published judges stand beside yours: the suite's choice per set, every one the set ships, none
 PUBLISHED = ("suite", "all", "none")
 #: whether each judge's answers are constrained to its template's shape (``Judge.constrain``)
-CONSTRAIN = ("auto", "on", "off")
+CONSTRAIN = CONSTRAIN_MODES
 #: the smallest set or category a bench ranks (its samples are small by design: 20 units a set)
 MIN_GROUP = 5
 
@@ -54,8 +55,7 @@ class BenchSettings:
             raise UsageError(f"--per-set must be >= 1, got {self.per_set!r}")
         if self.published not in PUBLISHED:
             raise UsageError(f"--published must be one of {', '.join(PUBLISHED)}, got {self.published!r}")
-        if self.constrain not in CONSTRAIN:
-            raise UsageError(f"--constrain must be one of {', '.join(CONSTRAIN)}, got {self.constrain!r}")
+        check_constrain(self.constrain)
         if self.min_group_size < 1:
             raise UsageError(f"the smallest group ranked must be >= 1, got {self.min_group_size}")
         for key, value in self.decoding.items():  # the rules of `evalign judge`'s --temperature, --max-tokens, ...

@@ -145,14 +145,14 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
 
 def _judges(o: dict[str, Any], cfg: Any) -> list[Any]:
     """The judges of the config, of ``--judge`` and of ``--model`` (in that order)."""
-    from evalign.bench.judges import JudgeSpec, parse_judge
+    from evalign.bench.judges import BenchJudge, parse_judge
 
     out = list(cfg.judges) if cfg is not None else []
     out += [parse_judge(j) for j in o["judge"]]
     if o["model"] is not None:
         be = o["backend"] or "openai"
         name = o["name"] or Path(str(o["model"])).stem.replace(":", "-")
-        out.append(JudgeSpec(name=name, backend=be, model=o["model"], base_url=(o["base_url"],) if o["base_url"] else ()))
+        out.append(BenchJudge(name=name, backend=be, model=o["model"], base_url=(o["base_url"],) if o["base_url"] else ()))
     elif o["backend"] or o["base_url"] or o["name"]:
         raise CliError("--backend, --base-url and --name describe one judge: give its --model too (or use --judge)")
     return out

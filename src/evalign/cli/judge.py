@@ -66,13 +66,14 @@ from evalign.cli.common import (
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
-from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
+from evalign.judges.base import Judge, judge_class, judge_for_backend
 from evalign.judges.bias import LENGTH_UNITS
-from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.option_rules import backend_option_problem, check_constrain
 from evalign.judges.parsing import REASONS
 from evalign.judges.prompts import sampling_problem
 from evalign.judges.runner import TURNS as TURN_MODES
 from evalign.judges.runner import JudgeRun, failed_too_often, read_pairs, run_judge
+from evalign.judges.spec import JudgeSpec, make_judge
 from evalign.judges.usage import Price, parse_price, price_book
 
 # --- the options, declared once ------------------------------------------------------------------
@@ -270,10 +271,9 @@ def judge_cmd(
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
     _validate(o)
-    mode = _judge_mode(o)
-    cls = judge_for_template(mode, o.template)
-    table = _load_table(o, cls.pairwise)
-    judge = get_judge(mode, **_judge_options(o, cls, mode))
+    base = JudgeSpec(mode=_judge_mode(o), template=o.template, constrain=o.constrain)
+    table = _load_table(o, base.judge_class.pairwise)
+    judge = make_judge(judge_spec(o, base))
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be)
@@ -307,47 +307,48 @@ def _judge_mode(o: JudgeCommand) -> str:
     return "ranking"
 
 
-def _judge_options(o: JudgeCommand, cls: type[Judge], mode: str) -> dict[str, Any]:
-    """The judge's constructor options from the command line (each mode's own options checked)."""
-    opts: dict[str, Any] = {
-        "samples": o.samples, "reask": o.reask, "column": o.name, "temperature": o.temperature, "top_p": o.top_p,
-        "max_tokens": o.max_tokens, "repetition_penalty": o.repetition_penalty, "seed": o.seed,
-        "constrain": o.constrain,
-    }  # fmt: skip
-    if o.template:
-        opts["template"] = o.template
+def judge_spec(o: JudgeCommand, base: JudgeSpec) -> JudgeSpec:
+    """The judge's spec from the command line: ``base`` (its mode and template, the template read
+    once) with the options of the command line, each mode's own checked against the judge's class."""
+    cls, mode = base.judge_class, base.mode
+    decoding = {"temperature": o.temperature, "top_p": o.top_p, "max_tokens": o.max_tokens,
+                "repetition_penalty": o.repetition_penalty, "seed": o.seed}
+    spec: dict[str, Any] = {"samples": o.samples, "reask": o.reask, "column": o.name, "decoding": decoding,
+                            "constrain": o.constrain}
+    own: dict[str, Any] = {}
     if o.no_reference:
-        opts["reference"] = False
+        spec["reference"] = False
     if o.grammar is not None:
-        opts["grammar"] = o.grammar.read_text(encoding="utf-8")
+        spec["grammar"] = o.grammar.read_text(encoding="utf-8")
     if cls.uses_rubric:
-        opts.update(rubric=o.rubric, rubric_column=o.rubric_column, rubric_map=list(o.rubric_map) if o.rubric_map else None)
+        spec.update(rubric=o.rubric, rubric_column=o.rubric_column, rubric_map=list(o.rubric_map) if o.rubric_map else None)
     elif o.rubric or o.rubric_column or o.rubric_map:
         raise CliError(f"--mode {mode} does not use a rubric")
     if cls.name in ("prometheus_relative", "llmbar"):
-        opts.update(tie=o.tie, both_orders=not o.single_order)
+        own["tie"] = o.tie
+        spec["both_orders"] = not o.single_order
     elif cls.pairwise and cls.name in ("mtbench_pair", "arena_hard"):
-        opts["both_orders"] = not o.single_order  # their prompts always offer a tie
+        spec["both_orders"] = not o.single_order  # their prompts always offer a tie
     elif o.tie or o.single_order:
         raise CliError("--tie and --single-order apply to --mode pairwise")
     if cls.name == "reward_pairwise":
-        opts["tie_margin"] = o.tie_margin
+        own["tie_margin"] = o.tie_margin
     elif o.tie_margin:
         raise CliError("--tie-margin applies to --backend reward with --mode pairwise")
     if cls.name == "llmbar":
-        opts["logit_bias"] = o.logit_bias
+        own["logit_bias"] = o.logit_bias
     elif o.logit_bias:
         raise CliError("--logit-bias applies to the LLMBar templates (--mode pairwise --template llmbar_*)")
     if cls.name == "prometheus_ranking":
-        opts["max_rounds"] = o.max_rounds
-        opts["max_unparseable"] = o.max_unparseable_rounds
+        own.update(max_rounds=o.max_rounds, max_unparseable=o.max_unparseable_rounds)
     if cls.name == "geval":
-        opts.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
+        own.update(fallback=o.geval_fallback, min_mass=o.geval_min_mass)
     if o.score_criterion is not None or o.criteria:
         if cls.name != "criteria":
             raise CliError("--score-criterion and --criteria apply to --mode criteria")
-        opts.update(score_criterion=o.score_criterion, criteria=list(o.criteria or []) or None)
-    return opts
+        spec["criteria"] = tuple(o.criteria or ())
+        own["score_criterion"] = o.score_criterion
+    return base.evolve(**spec, options=own)
 
 
 def _judge_price(o: JudgeCommand, be: Backend) -> Price | None:
@@ -472,9 +473,7 @@ def _validate(o: JudgeCommand) -> None:
     check(o.tie_margin >= 0, "--tie-margin", ">= 0")
     check(0 <= o.geval_min_mass <= 1, "--geval-min-mass", "in [0, 1]")
     check(o.geval_fallback in ("samples", "error"), "--geval-fallback", "'samples' or 'error'")
-    check(o.constrain in ("auto", "on", "off"), "--constrain", "'auto', 'on' or 'off'")
-    if o.grammar is not None and o.constrain == "off":
-        raise UsageError("--grammar constrains the output: it does not go with --constrain off")
+    check_constrain(o.constrain, user_constraint=o.grammar is not None)
     check(o.turns in TURN_MODES, "--turns", " or ".join(f"'{t}'" for t in TURN_MODES))
     if o.price is not None:
         parse_price(o.price)
@@ -612,6 +611,5 @@ def _bias_table(bias: dict[str, Any]) -> Table:
 
 
 # public names for the verbs that run a judge too (``evalign probe``)
-judge_options = _judge_options
 validate_options = _validate
 load_table = _load_table

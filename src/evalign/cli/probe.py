@@ -50,7 +50,7 @@ from evalign.cli.judge import (
     TIMEOUT,
     JudgeCommand,
     checked_backend,
-    judge_options,
+    judge_spec,
     load_table,
     validate_options,
 )
@@ -132,13 +132,13 @@ def _run(o: Any, settings: Any, out: Path | None) -> Any:
     """Build the judge and its backend and run the probes with a progress bar."""
     from evalign.cache import Cache
     from evalign.evaluate.probe import run_probes
-    from evalign.judges.base import get_judge, judge_for_template
+    from evalign.judges.spec import JudgeSpec, make_judge
 
-    cls = judge_for_template(o.mode, o.template)
-    if not cls.pairwise:
+    base = JudgeSpec(mode=o.mode, template=o.template, constrain=o.constrain)
+    if not base.judge_class.pairwise:
         raise CliError(f"--mode {o.mode} is not a pairwise judge: bias probes compare two responses")
     table = load_table(o, True)
-    judge = get_judge(o.mode, **judge_options(o, cls, o.mode))
+    judge = make_judge(judge_spec(o, base))
     be = checked_backend(o.backend, o.backend_options())
     partial = Path(f"{out}.partial.jsonl") if out else None
     with progress(transient=True, disable=o.as_json) as bar:

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, TypeVar
 
 from evalign.backends.types import Constraint
 from evalign.errors import EvalignError, UsageError
+from evalign.judges.option_rules import check_constrain
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import (
     SAMPLING_RULES,
@@ -63,9 +64,6 @@ PROMETHEUS_SAMPLING: dict[str, Any] = {
     "max_tokens": 1024,
     "repetition_penalty": 1.03,
 }
-
-#: the values of a judge's ``constrain`` option (``--constrain``)
-CONSTRAIN_MODES = ("auto", "on", "off")
 
 #: the sampling settings a judge accepts (all go into the signature and the cache key)
 SAMPLING_KEYS = tuple(SAMPLING_RULES)
@@ -226,10 +224,7 @@ def check_judge_options(name: str, sampling: Mapping[str, Any], *, samples: int,
         raise EvalignError(f"samples must be >= 1, got {samples}")
     if reask < 0:
         raise EvalignError(f"reask must be >= 0, got {reask}")
-    if constrain not in CONSTRAIN_MODES:
-        raise EvalignError(f"constrain must be one of {', '.join(CONSTRAIN_MODES)}, got {constrain!r}")
-    if constrain == "off" and (grammar is not None or json_schema is not None):
-        raise EvalignError("a grammar or JSON schema constrains the output: it needs constrain 'auto' or 'on'")
+    check_constrain(constrain, user_constraint=grammar is not None or json_schema is not None)
     if grammar is not None and json_schema is not None:
         raise EvalignError("give a grammar or a JSON schema, not both")
 
@@ -591,17 +586,6 @@ def judge_for_backend(mode: str, scores: bool) -> str:
     if reward:
         raise UsageError(f"judge '{mode}' reads a reward model's scores: use it with --backend reward")
     return mode
-
-
-def get_judge(name: str, **options: Any) -> Judge:
-    """A judge instance by name or mode, e.g. ``get_judge("absolute", rubric="helpfulness")``;
-    ``get_judge("pairwise", template="llmbar_cot")`` is the judge of that template
-    (:func:`judge_for_template`)."""
-    cls = judge_for_template(name, options.get("template"))
-    try:
-        return cls(**options)
-    except TypeError as e:
-        raise EvalignError(f"judge '{name}': bad option ({e})") from e
 
 
 def list_judges() -> list[type[Judge]]:

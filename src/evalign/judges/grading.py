@@ -50,7 +50,6 @@ from evalign.judges.base import (
     SingleJudge,
     all_references,
     first_reference,
-    get_judge,
     is_missing,
     join_instruction,
     judge_class,
@@ -75,6 +74,7 @@ from evalign.judges.modes.geval import (
 )
 from evalign.judges.modes.ranking import RANKING_MAX_ROUNDS, PrometheusRanking
 from evalign.judges.modes.relative import PrometheusRelative
+from evalign.judges.spec import get_judge
 
 __all__ = [
     "CRITERIA_NEUTRAL",

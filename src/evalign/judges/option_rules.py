@@ -1,13 +1,20 @@
 """The rules of a judge backend's option values, shared by every command that takes them: ``judge`` and
 ``probe`` (``--concurrency``, ``--timeout``, ...) and a ``bench`` judge spec (``concurrency=...``), so
 that a value one refuses the other refuses with the same words (the sampling settings' rules are
-:data:`evalign.judges.prompts.SAMPLING_RULES`)."""
+:data:`evalign.judges.prompts.SAMPLING_RULES`); and the rule of the output constraint mode
+(:func:`check_constrain`), which every command and every judge applies."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from typing import Any
+
+from evalign.errors import UsageError
+
+#: the values of a judge's output constraint mode (``constrain``; ``--constrain``): ``auto`` (where the
+#: backend can, else one line and unconstrained), ``on`` (or stop), ``off``
+CONSTRAIN_MODES = ("auto", "on", "off")
 
 
 def _int(v: Any) -> bool:
@@ -42,4 +49,15 @@ def backend_option_problem(key: str, value: Any) -> str | None:
     return f"must be {rule[0]}, got {value!r}"
 
 
-__all__ = ["BACKEND_RULES", "backend_option_problem"]
+def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
+    """The one rule of the output constraint mode, whatever command or API call sets it: one of
+    :data:`CONSTRAIN_MODES`, and not ``off`` with a user's grammar or JSON schema
+    (``user_constraint``); a wrong one is a :class:`~evalign.errors.UsageError`."""
+    if value not in CONSTRAIN_MODES:
+        raise UsageError(f"--constrain (constrain) must be one of {', '.join(CONSTRAIN_MODES)}, got {value!r}")
+    if value == "off" and user_constraint:
+        raise UsageError("a grammar (--grammar) or JSON schema constrains the output: it does not go with "
+                         "--constrain off")
+
+
+__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "backend_option_problem", "check_constrain"]

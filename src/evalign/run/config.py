@@ -55,6 +55,7 @@ from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
+from evalign.judges.option_rules import check_constrain
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
@@ -388,6 +389,11 @@ def _judge(v: Any, where: _Where, parent: Any, key: Any) -> JudgeConfig:
                      extra=_sampling_keys())
     _check_call_keys(_backend_cls(backend), backend_options, ("base_url", "model", "model_path", "api_key_env"),
                      where.child("backend_options"), m.get("backend_options"))
+    if "constrain" in options:  # the rule every command applies to --constrain
+        try:
+            check_constrain(options["constrain"])
+        except UsageError as e:
+            raise where.child("options").error(m.get("options"), "constrain", str(e)) from None
     return JudgeConfig(mode=mode, backend=backend, api_key_env=env, options=options, backend_options=backend_options,
                        **strs)
 

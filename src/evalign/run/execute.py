@@ -45,8 +45,9 @@ from evalign.io import (
     write_text_atomic,
 )
 from evalign.judges.base import judge_for_backend
-from evalign.judges.grading import get_judge, judge_class
+from evalign.judges.grading import judge_class
 from evalign.judges.runner import run_judge
+from evalign.judges.spec import JudgeSpec, make_judge
 from evalign.metrics.base import get_metric, metric_class
 from evalign.rank.leaderboard_run import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
 from evalign.redaction import redact_options, redact_url
@@ -348,7 +349,7 @@ class _Run:
         """The judges: one step each (calls are cached as they return; a partial log while running)."""
         for jc in self.ev.judges:
             jopts = _judge_options(jc)
-            judge = get_judge(_judge_mode(jc), **jopts)
+            judge = make_judge(JudgeSpec.from_options(_judge_mode(jc), jopts))
             on_pairs = judge.pairwise or judge.name == "prometheus_ranking"
             if on_pairs and self.pairs is None:
                 raise UsageError(f"evaluation '{self.ev.name}': judge '{jc.mode}' grades pairs, and this evaluation's "

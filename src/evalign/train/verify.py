@@ -29,7 +29,8 @@ from evalign.backends import HFLocalBackend, RewardModelBackend
 from evalign.backends.reward import is_reward_model
 from evalign.datasets import load_dataset
 from evalign.errors import EvalignError, InputError
-from evalign.judges import get_judge, run_judge
+from evalign.judges import run_judge
+from evalign.judges.spec import JudgeSpec, make_judge
 from evalign.train.before_after import BeforeAfter, table_before_after
 
 #: columns of :attr:`VerifyReport.table`
@@ -298,8 +299,8 @@ def grade_dataset(
     for name, path in models.items():
         col = f"judge:{name}"
         reward = is_reward_model(path)
-        judge = (get_judge("reward_pairwise" if kind == "pairwise" else "reward", column=col) if reward
-                 else verify_judge(kind, col, table, options))
+        judge = (make_judge(JudgeSpec(mode="reward_pairwise" if kind == "pairwise" else "reward", column=col))
+                 if reward else verify_judge(kind, col, table, options))
         backend: Any = (RewardModelBackend(str(path), device=options.device, batch_size=options.batch_size) if reward
                         else HFLocalBackend(str(path), device=options.device, batch_size=options.batch_size))
         run = run_judge(table, judge, backend, cache=cache)
@@ -322,15 +323,15 @@ def verify_judge(kind: str, column: str, table: pd.DataFrame, options: VerifyOpt
     sampling = {"temperature": options.sampling_temperature(), "max_tokens": options.max_tokens,
                 "seed": options.seed, "repetition_penalty": 0}
     if kind == "absolute":
-        return get_judge("absolute", rubric_column="rubric_json", column=column, template=options.template,
-                         **sampling)
+        return make_judge(JudgeSpec(mode="absolute", rubric_column="rubric_json", column=column,
+                                    template=options.template, decoding=sampling))
     if options.ranking:
         hhh = "task" in table.columns and set(table["task"]) <= {"harmless", "helpful", "honest", "other"}
-        rubric = {"rubric_column": "task", "rubric_map": "hhh"} if hhh else {}
-        return get_judge("ranking", column=column, template=options.template, max_rounds=options.max_rounds,
-                         **rubric, **sampling)
-    return get_judge("pairwise", both_orders=options.both_orders, column=column, template=options.template,
-                     **sampling)
+        return make_judge(JudgeSpec(mode="ranking", column=column, template=options.template,
+                                    rubric_column="task" if hhh else None, rubric_map="hhh" if hhh else None,
+                                    decoding=sampling, options={"max_rounds": options.max_rounds}))
+    return make_judge(JudgeSpec(mode="pairwise", both_orders=options.both_orders, column=column,
+                                template=options.template, decoding=sampling))
 
 
 def unscored_reason(by_reason: Mapping[str, int], max_tokens: int) -> str:
