@@ -21,7 +21,7 @@ from evalign.errors import EvalignError
 from evalign.io import references_of
 from evalign.meta.correlation import correlation, system_means
 from evalign.meta.significance import Statistic
-from evalign.metrics.base import get_metric, metric_class
+from evalign.metrics.base import METRICS, get_metric
 
 #: the two system levels a metric declares (``Metric.system_level``)
 SYSTEM_LEVELS = ("corpus", "mean")
@@ -30,7 +30,7 @@ SYSTEM_LEVELS = ("corpus", "mean")
 def registered_metric(name: str) -> Any | None:
     """The registered metric class named ``name``, or None (not a metric, or its dependency missing)."""
     try:
-        return metric_class(name)
+        return METRICS.find(name)  # find, not metric_class: no "did you mean" built for every column
     except (EvalignError, ImportError):
         return None
 
