@@ -234,13 +234,21 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The object registered as ``name`` (or an alias); unknown names get a "did you mean"."""
+        found = self.find(name)
+        if found is None:
+            known = set(self.names(load=False)) | set(self.aliases)
+            raise unknown_name(self.kind, name, known)
+        return found
+
+    def find(self, name: str) -> T | None:
+        """The object registered as ``name`` (or an alias), or None when no such name is registered
+        (no error is built: a cheap membership probe for callers that try many names)."""
         self._discover_once()
         key = self._resolve(name)
         if key not in self._entries:
             self.load_plugins()
         if key not in self._entries:
-            known = set(self.names(load=False)) | set(self.aliases)
-            raise unknown_name(self.kind, name, known)
+            return None
         self._materialise(key)
         return self._entries[key]  # type: ignore[no-any-return]
 
@@ -266,10 +274,9 @@ class Registry(Generic[T]):
         if not isinstance(name, str):
             return False
         try:
-            self.get(name)
+            return self.find(name) is not None
         except EvalignError:
             return False
-        return True
 
     def names(self, *, load: bool = True) -> list[str]:
         """Every registered name (built-in and plugin), sorted. ``load``: import the placeholders'

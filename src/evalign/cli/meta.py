@@ -145,9 +145,10 @@ def meta_cmd(
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
         if given:
             raise CliError(f"--published evaluates every dataset's own columns and labels: not with {', '.join(given)}")
+        check_resampling(resampling_method, workers)
         run_published(published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap,
                                           permutations=permutations, seed=seed, alpha=alpha, confidence=confidence,
-                                          epsilon=epsilon), as_json=as_json, top=top)
+                                          epsilon=epsilon, workers=workers), as_json=as_json, top=top)
         return
     if top is not None:
         raise CliError("--top goes with --published")

@@ -35,7 +35,7 @@ SYSTEM_LEVELS = ("corpus", "mean")
 def registered_metric(name: str) -> Any | None:
     """The registered metric class named ``name``, or None (not a metric, or its dependency missing)."""
     try:
-        return registry("metric").get(name)
+        return registry("metric").find(name)  # find, not get: no "did you mean" built for every column
     except (EvalignError, ImportError):
         return None
 

@@ -1,0 +1,40 @@
+"""``evalign meta --published --workers N`` reaches the cross-set table's resampling (it was silently dropped:
+every set forked a pool of every core whatever the option), is checked like ``meta``'s, and the table's
+values do not depend on it. ``Registry.find`` answers None for unknown names without an error."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from evalign.cli import app
+from evalign.cli.published import published_settings
+from evalign.metrics.base import METRICS
+
+runner = CliRunner()
+
+
+def test_workers_reach_the_settings() -> None:
+    s = published_settings(datasets="pandalm", data_dir=None, bootstrap=50, permutations=20, seed=0, alpha=0.05,
+                           confidence=0.95, epsilon=None, workers=1)
+    assert s.resampling.workers == 1 and s.resampling.n_resamples == 50 and s.datasets == ("pandalm",)
+
+
+def test_workers_checked_and_values_independent() -> None:
+    res = runner.invoke(app, ["meta", "--published", "--dataset", "pandalm", "--workers", "-1"])
+    assert res.exit_code == 1 and "--workers must be at least 0" in res.output
+    outs = []
+    for w in ("1", "2"):
+        res = runner.invoke(app, ["meta", "--published", "--dataset", "pandalm", "--bootstrap", "60", "--permutations",
+                                  "30", "--json", "--workers", w])
+        assert res.exit_code == 0, res.output
+        outs.append(json.loads(res.stdout)["rows"])
+    assert outs[0] == outs[1] and len(outs[0]) == 2
+
+
+def test_registry_find() -> None:
+    assert METRICS.find("bleu") is METRICS.get("bleu")
+    assert METRICS.find("chrF") is METRICS.get("chrf")  # case folding as get
+    assert METRICS.find("judge:gpt-4/coherence") is None
+    assert "bleu" in METRICS and "no_such_metric" not in METRICS
