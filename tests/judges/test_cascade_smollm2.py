@@ -138,3 +138,44 @@ def test_cascade_calls_the_next_judge_only_on_what_is_left(smollm2: ServerInfo, 
     if len(people):
         items = read_items_to_label(rest, "pairwise")  # what evalign annotate reads
         assert [i.key for i in items] == people["id"].tolist()
+
+
+def test_both_orders_mapped_back_before_calibration_and_escalation(smollm2: ServerInfo, tmp_path: Path) -> None:
+    """A pairwise judge in both orders: the swapped order's P(first shown) is P(B), mapped back to the
+    original order (p_a of the swapped call = 1 - p_first) and averaged; the confidence that is
+    calibrated and escalated is that of the mapped p_a."""
+    from evalign.backends.openai import OpenAICompatibleBackend
+    from evalign.cache import Cache
+    from evalign.evaluate.escalate import escalate
+    from evalign.judges import get_judge, run_judge
+
+    rows = [{"id": f"p{i}", "instruction": q, "response_a": a, "response_b": b} for i, (q, a, b) in enumerate(QUESTIONS)]
+    table = read_pairs(pd.DataFrame(rows))
+    swapped = read_pairs(pd.DataFrame([{**r, "response_a": r["response_b"], "response_b": r["response_a"]}
+                                       for r in rows]))
+    be = OpenAICompatibleBackend(smollm2.base_url, smollm2.model, api_key_env=None, concurrency=1, timeout=300)
+
+    def run(t: pd.DataFrame, both: bool) -> np.ndarray:
+        judge = get_judge("pairwise", template="llmbar_vanilla", column="j", temperature=0.0, max_tokens=8,
+                          logprobs=True, top_logprobs=5, both_orders=both)
+        return run_judge(t, judge, be, cache=Cache(tmp_path / f"c{both}.sqlite")).table
+
+    both = run(table, True)
+    p_ab = run(table, False)["j.p_a"].to_numpy(float)  # P(A) with A shown first
+    p_ba = run(swapped, False)["j.p_a"].to_numpy(float)  # P(B) with B shown first: the swapped order's p_first
+    p_a = both["j.p_a"].to_numpy(float)
+    ok = np.isfinite(p_ab) & np.isfinite(p_ba)  # an answer with no verdict letter has no P(first shown)
+    assert ok.sum() >= 4
+    assert p_a[ok] == pytest.approx((p_ab[ok] + (1 - p_ba[ok])) / 2, abs=1e-6)  # swapped mapped back, then the mean
+    assert not np.allclose(p_a[ok], (p_ab[ok] + p_ba[ok]) / 2)  # not the unmapped mean (SmolLM2 favours the first)
+    only_ab = np.isfinite(p_ab) & ~np.isfinite(p_ba)
+    assert p_a[only_ab] == pytest.approx(p_ab[only_ab], abs=1e-6)
+    only_ba = ~np.isfinite(p_ab) & np.isfinite(p_ba)
+    assert p_a[only_ba] == pytest.approx(1 - p_ba[only_ba], abs=1e-6)
+    cal = {"risk": 0.15, "delta": 0.1, "judges": [{"column": "j", "threshold": 0.5, "signature": {
+        "confidence_source": "max(J.p_a, 1 - J.p_a) (P(A better))"}}]}
+    decided, people, _ = escalate(cal, both)
+    has = np.isfinite(p_a)
+    assert decided["id"].tolist() == both["id"][has].tolist() and people["id"].tolist() == both["id"][~has].tolist()
+    assert decided["confidence"].to_numpy() == pytest.approx(np.maximum(p_a, 1 - p_a)[has])
+    assert decided["verdict"].tolist() == ["A" if p > 0.5 else "B" if p < 0.5 else "tie" for p in p_a[has]]
