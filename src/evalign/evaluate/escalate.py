@@ -5,8 +5,10 @@ The calibration file (``evalign meta --selective --save-calibration CAL.json``, 
 :func:`evalign.evaluate.selective.calibration_record`) names each judge's column, threshold and
 signature (the column and where its confidence came from). A verdict table must carry each
 judge's verdict column and its confidence (``J.confidence``, or ``J.p_a`` when the calibration
-used it); a table whose ``J.confidence_source`` differs from the calibrated one holds verdicts of
-another judge and is refused.
+used it; in an item table of graded judges ``J.confidence`` or ``J.p``, the grade as the verdict); a
+table whose ``J.confidence_source`` differs from the calibrated one holds verdicts of another judge
+and is refused. The people's file is a pair table (what ``read_pairs`` reads) or an item table (what
+``read_items`` reads), both what ``evalign annotate`` reads.
 
 The items left to people are the hard ones, not a random sample: an estimate from them alone (the
 Alt-Test, PPI) would be biased. ``audit`` adds a seeded random share of the *decided* items to the
