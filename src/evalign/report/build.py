@@ -4,7 +4,6 @@ tables as Markdown and LaTeX."""
 from __future__ import annotations
 
 import math
-
 import os
 import re
 from dataclasses import dataclass, fields

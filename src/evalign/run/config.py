@@ -58,9 +58,9 @@ from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
-from evalign.run.selective import parse_selective
 from evalign.metrics.options import check_options
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
+from evalign.run.selective import parse_selective
 
 #: the config format's version
 VERSION = 1
