@@ -122,6 +122,8 @@ def set_table(p: BenchProfile, key: str) -> pd.DataFrame:
         out["spearm."] = [num(v) for v in rows["spearman"]]
     if rows["dataset_statistic"].notna().any():  # the set's own published statistic (e.g. JudgeBench's accuracy)
         out["own"] = [num(v) for v in rows["dataset_statistic_value"]]
+    if "coverage_at_risk" in rows.columns:  # profiles written before the column: none
+        out["cov@0.15"] = [num(v) for v in rows["coverage_at_risk"]]
     out["rank"] = [rank_cell(r) for _, r in rows.iterrows()]
     return out
 

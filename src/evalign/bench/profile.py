@@ -36,7 +36,16 @@ WITH_TIES = "preference_accuracy"
 #: the columns of a profile row
 ROW_COLUMNS = ("scope", "key", "category", "kind", "judge", "role", "n", "statistic", "value", "ci_low", "ci_high",
                "with_ties", "accuracy_parsed", "pearson", "spearman", "kendall", "rank", "of", "cluster", "p_vs_best",
-               "beats_baselines", "n_unparseable", *FIELDS, "dataset_statistic", "dataset_statistic_value")
+               "beats_baselines", "n_unparseable", *FIELDS, "dataset_statistic", "dataset_statistic_value",
+               "coverage_at_risk")
+#: the risk of the ``coverage_at_risk`` column (the share of a set's units a judge with a confidence may
+#: decide at that risk, delta 0.1: :func:`evalign.meta.selective.calibrate`; NaN without a confidence)
+RISK = 0.15
+#: the note beside a profile where some judge has no ``coverage_at_risk``
+NO_CONFIDENCE = (f"cov@{RISK:g}: the share of a set's units a judge may decide with at most {RISK:g} disagreement "
+                 "with people (probability >= 0.9, evalign meta --selective); '-' where the judge states no "
+                 "confidence (J.confidence, J.p_a from logprobs or a reward model, J.p of a grade); 0 where no threshold "
+                 "holds the guarantee")
 #: roles of a row: your judges, your panels, the set's published judges and metrics, the baselines
 ROLES = ("yours", "panel", "published", "baseline", "ceiling")
 
@@ -159,8 +168,39 @@ def evaluate_sets(sets: Sequence[LoadedSet], names: Sequence[str], roles: Mappin
         r = evaluate(set_spec(s, [*mine, *s.published], settings, higher))
         results[s.key] = r
         own = s.statistics[0].name if s.statistics and s.kind == "pairwise" else None
-        rows += result_rows(r, scope="set", key=s.key, category=s.category, kind=s.kind, roles=roles, own=own)
+        set_rows = result_rows(r, scope="set", key=s.key, category=s.category, kind=s.kind, roles=roles, own=own)
+        cov = coverage_at_risk(s, [*mine, *s.published])
+        for row in set_rows:
+            row["coverage_at_risk"] = cov.get(row["judge"], float("nan"))
+        rows += set_rows
     return rows, results
+
+
+def coverage_at_risk(s: LoadedSet, names: Sequence[str], risk: float = RISK) -> dict[str, float]:
+    """Per judge of ``names`` with a confidence: the share of the set's labelled units it may decide at
+    ``risk`` (delta 0.1; 0 when it abstains); judges without a confidence are left out."""
+    from evalign.evaluate.columns import verdict_codes
+    from evalign.evaluate.selective import item_confidence, item_correct, pair_confidence, pair_correct
+    from evalign.meta.selective import SelectiveSettings, calibrate
+
+    settings = SelectiveSettings(alpha=risk, delta=0.1)
+    out: dict[str, float] = {}
+    for n in names:
+        if n not in s.table.columns:
+            continue
+        if s.kind == "pairwise":
+            c = pair_confidence(s.table, n, verdict_codes(s.table, n)[0])
+            labels = _majority(s)
+            y = None if isinstance(c, str) else pair_correct(c, labels)
+        else:
+            c = item_confidence(s.table, n)
+            ratings = s.table[str(s.human.column)].to_numpy(dtype=float)
+            y = None if isinstance(c, str) else item_correct(c, ratings)
+        if isinstance(c, str) or y is None:
+            continue
+        use = np.isfinite(c.confidence) & np.isfinite(y)
+        out[n] = calibrate(c.confidence[use], y[use].astype(bool), settings).coverage
+    return out
 
 
 def evaluate_categories(categories: Sequence[str], sets: Sequence[LoadedSet], names: Sequence[str],
@@ -183,5 +223,6 @@ def evaluate_categories(categories: Sequence[str], sets: Sequence[LoadedSet], na
     return rows, results
 
 
-__all__ = ["PAIRWISE", "ROLES", "ROW_COLUMNS", "WITH_TIES", "category_spec", "evaluate_categories",
+__all__ = ["NO_CONFIDENCE", "PAIRWISE", "RISK", "ROLES", "ROW_COLUMNS", "WITH_TIES", "category_spec",
+           "coverage_at_risk", "evaluate_categories",
            "evaluate_sets", "result_rows", "set_spec"]

@@ -15,7 +15,7 @@ import evalign
 from evalign.bench.judges import BenchJudge
 from evalign.bench.judging import BenchProgress, SetRun, add_panels, run_judges
 from evalign.bench.load import Loaded, LoadedSet, load_suite_sets
-from evalign.bench.profile import PAIRWISE, ROW_COLUMNS, evaluate_categories, evaluate_sets
+from evalign.bench.profile import NO_CONFIDENCE, PAIRWISE, ROW_COLUMNS, evaluate_categories, evaluate_sets
 from evalign.bench.result import BenchProfile
 from evalign.bench.settings import BenchSettings
 from evalign.bench.suite import Suite, default_suite_path, load_suite, set_kind
@@ -148,6 +148,8 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[BenchJudge], runs: 
                  if r.trust and r.trust[0].headline}
     notes = [f"{k}: {r.refused}" for k, r in {**set_results, **cat_results}.items() if r.refused]
     notes += _run_notes(loaded, runs, settings)
+    if rows.loc[(rows["scope"] == "set") & ~rows["role"].isin(("baseline", "ceiling")), "coverage_at_risk"].isna().any():
+        notes.append(NO_CONFIDENCE)
     return BenchProfile(
         rows=rows, runs=pd.DataFrame([_run_row(r) for r in runs]),
         sets=pd.DataFrame([_set_row(s, set_results.get(s.key)) for s in loaded.sets]),

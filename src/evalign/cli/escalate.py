@@ -1,7 +1,7 @@
 """``evalign escalate``: apply a selective calibration (``evalign meta --selective
 --save-calibration CAL.json``) to a table of verdicts: the verdicts the judges may give, with the
-judge that gave each, and the items left for people (a pair table ``read_pairs`` and ``evalign
-annotate`` read); ``--audit`` adds a seeded random share of the decided items to the people's file,
+judge that gave each, and the items left for people (a pair table ``read_pairs`` reads, or for
+graded judges an item table ``read_items`` reads; both what ``evalign annotate`` reads); ``--audit`` adds a seeded random share of the decided items to the people's file,
 marked. The work is :func:`evalign.evaluate.escalate.escalate`."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, check_outputs, console, emit_json, err_console
-from evalign.io import read_pairs, write_table
+from evalign.io import read_items, read_pairs, write_table
 
 CAL: Any = typer.Argument(..., help="Calibration file written by evalign meta --selective --save-calibration.")
-VERDICTS: Any = typer.Argument(..., help="Pair table with the calibrated judges' verdicts and confidences "
-                                         "(JSONL, JSON list, CSV, Parquet).")
+VERDICTS: Any = typer.Argument(..., help="Pair table (or item table, graded judges) with the calibrated judges' "
+                                         "verdicts and confidences (JSONL, JSON list, CSV, Parquet).")
 OUT: Any = typer.Option(..., "--out", "-o", help="Decided items: the table with decided_by, verdict, confidence.")
-REST: Any = typer.Option(..., "--rest", help="Items left for people: a pair table (with the audit share, marked).")
+REST: Any = typer.Option(..., "--rest", help="Items left for people: a pair or item table, as given (with the audit "
+                                             "share, marked).")
 AUDIT: Any = typer.Option(0.0, "--audit", help="Share of the decided items also sent to people, at random, marked "
                                                "audit (to check the verdicts given; the escalated items are the hard "
                                                "ones, not a sample).")
@@ -41,13 +42,22 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
     check_outputs(("-o", out, FORMATS), ("--rest", rest, FORMATS), stdout_used=as_json)
     from evalign.evaluate.escalate import escalate, read_calibration  # pandas, scipy: not at --help
     calibration = read_calibration(cal)
-    table = read_pairs(verdicts)
+    from evalign.annotate.items import is_pair_table
+
+    table = read_pairs(verdicts) if is_pair_table(verdicts) else read_items(verdicts, default_system="-")
     decided, people, summary = escalate(calibration, table, audit=audit, seed=seed, source=str(verdicts))
     write_table(decided, out)
     write_table(people, rest)
     if as_json:
         emit_json(summary)
         return
+    show_summary(summary, calibration)
+    err_console.print(f"[dim]written: {escape(str(out))} (decided), {escape(str(rest))} (to people)[/dim]",
+                      highlight=False)
+
+
+def show_summary(summary: dict[str, Any], calibration: dict[str, Any]) -> None:
+    """Who decided how many items, how many go to people, and the calibration's promise."""
     n = summary["n"]
     for judge, k in summary["decided"].items():
         console.print(f"{judge}: decided {k} of {n} ({k / n:.1%})" if n else f"{judge}: decided 0",
@@ -57,5 +67,3 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
     console.print(escape(f"the calibration's promise: with probability >= {1 - calibration['delta']:g} per stage, "
                          f"at least {1 - calibration['risk']:.0%} of the verdicts given agree with people "
                          "(for items drawn like the calibration items)"), highlight=False)
-    err_console.print(f"[dim]written: {escape(str(out))} (decided), {escape(str(rest))} (to people)[/dim]",
-                      highlight=False)

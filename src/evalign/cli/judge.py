@@ -161,6 +161,14 @@ MAX_RETRIES = typer.Option(6, "--max-retries", help="Retries per request on 429/
 OUT = typer.Option(None, "--out", "-o", help="Judged table (.jsonl/.csv/.parquet).")
 SYSTEM = typer.Option(None, "--system", help="System name for records without one.")
 AS_JSON = typer.Option(False, "--json", help="Print the run summary as JSON.")
+TOP_LOGPROBS = typer.Option(None, "--top-logprobs", help="Ask for the top K logprobs of each answer token: pair "
+                            "judges then give J.p_a (P(A better), both orders mapped back), graded ones J.p.")
+CASCADE_CAL = typer.Option(None, "--cascade", help="Run the cascade of CAL.json (evalign meta --selective "
+                           "--save-calibration): each judge called only on what the earlier ones left; -o gets the "
+                           "decided items, --rest those left for people.")
+REST = typer.Option(None, "--rest", help="With --cascade: the items left for people (a pair or item table).")
+AUDIT = typer.Option(0.0, "--audit", help="With --cascade: share of the decided items also sent to people, at "
+                     "random (seeded by --seed), marked audit.")
 
 
 @dataclass(frozen=True)
@@ -230,6 +238,10 @@ class JudgeCommand:
     turns: str = "last"
     price: str | None = None
     prices: Path | None = None
+    top_logprobs: int | None = None
+    cascade: Path | None = None
+    rest: Path | None = None
+    audit: float = 0.0
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -267,16 +279,26 @@ def judge_cmd(
     system_field: str = SYSTEM_FIELD, instruction_field: str = INSTRUCTION_FIELD, input_field: str = INPUT_FIELD,
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
+    top_logprobs: int = TOP_LOGPROBS, cascade: Path = CASCADE_CAL, rest: Path = REST, audit: float = AUDIT,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
     _validate(o)
+    from evalign.cli.judge_cascade import cascade_cmd, summary_spec
+
+    if o.cascade is not None:
+        cascade_cmd(o)
+        return
+    if o.rest is not None or o.audit:
+        raise CliError("--rest and --audit go with --cascade")
     base = JudgeSpec(mode=_judge_mode(o), template=o.template, constrain=o.constrain)
     table = _load_table(o, base.judge_class.pairwise)
-    judge = make_judge(judge_spec(o, base))
+    spec = judge_spec(o, base)
+    judge = make_judge(spec)
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
-    summary = _write(o, run, be)
+    options = {**({"template": o.template} if o.template else {}), **spec.judge_options()}
+    summary = _write(o, run, be, summary_spec(o, base.mode, options))
     if summary.get("drift"):
         err_console.print(f"warning: {escape(summary['drift'])}", highlight=False)
     if o.as_json:
@@ -316,6 +338,8 @@ def judge_spec(o: JudgeCommand, base: JudgeSpec) -> JudgeSpec:
     spec: dict[str, Any] = {"samples": o.samples, "reask": o.reask, "column": o.name, "decoding": decoding,
                             "constrain": o.constrain}
     own: dict[str, Any] = {}
+    if getattr(o, "top_logprobs", None) is not None:  # (judge only: a confidence from the verdict's logprobs)
+        own.update(logprobs=True, top_logprobs=o.top_logprobs)
     if o.no_reference:
         spec["reference"] = False
     if o.grammar is not None:
@@ -384,9 +408,12 @@ def _run(o: JudgeCommand, table: pd.DataFrame, judge: Judge, be: Backend, price:
                          price=price)  # fmt: skip
 
 
-def _write(o: JudgeCommand, run: JudgeRun, be: Backend) -> dict[str, Any]:
-    """The run summary (with the endpoints' calls); the judged table and the summary written to ``--out``."""
+def _write(o: JudgeCommand, run: JudgeRun, be: Backend, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run summary (with the endpoints' calls, and the judge's ``spec``: what rebuilds it, for
+    ``evalign judge --cascade``); the judged table and the summary written to ``--out``."""
     summary = run.summary.as_dict()
+    if spec is not None:
+        summary["spec"] = spec
     if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
         summary["endpoints"] = be.endpoint_stats()
     abandoned = be.stats().get("abandoned", 0)
@@ -461,6 +488,7 @@ def _validate(o: JudgeCommand) -> None:
             raise UsageError(f"--{key.replace('_', '-')} {problem}")
     check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
     check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
+    check(o.top_logprobs is None or 1 <= o.top_logprobs <= 20, "--top-logprobs", "an integer in [1, 20]")
     for key in ("temperature", "top_p", "max_tokens", "repetition_penalty"):  # the rules every judge's settings follow
         problem = sampling_problem(key, getattr(o, key))
         if problem:

@@ -28,6 +28,16 @@ from evalign.cli.meta import (
     with_judge_tests,
 )
 from evalign.cli.published import published_settings, run_published
+from evalign.cli.selective_options import (
+    CASCADE,
+    DELTA,
+    HOLDOUT,
+    RISK,
+    SELECTIVE,
+    selective_errors,
+    selective_request,
+    with_selective,
+)
 from evalign.datasets import default_metrics
 from evalign.errors import EvalignError
 from evalign.report.data import MERGED_TASK, merge_labels
@@ -69,6 +79,8 @@ def report_cmd(
     confidence: float = CONFIDENCE, seed: int = SEED, resampling_method: str = RESAMPLING, workers: int = WORKERS,
     title: str = TITLE, out: Path = OUT, as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES,
     alt_test: bool = ALT_TEST, epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED,
+    selective: bool = SELECTIVE, risk: float = RISK, delta: float = DELTA, cascade: str = CASCADE,
+    holdout: float = HOLDOUT,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -90,6 +102,8 @@ def report_cmd(
     if scored_file is None and not dataset:
         raise CliError("give a SCORED_FILE or --dataset NAME")
     check_resampling(resampling_method, workers)
+    sel = selective_request(selective, risk, delta, cascade, holdout, None, seed=seed, confidence=confidence,
+                            published=published)
     settings = InputSettings(file=scored_file, dataset=dataset, data_dir=data_dir, human=human,
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
@@ -101,7 +115,8 @@ def report_cmd(
                      prices=price_book(prices, list(price)))
     job = dataclasses.replace(job, spec=with_judge_tests(job.spec, dataset, alt_test=alt_test, epsilon=epsilon,
                                                          agreement=agreement))
-    with Stages(disable=as_json) as stages:
+    job = dataclasses.replace(job, spec=with_selective(job.spec, sel))
+    with Stages(disable=as_json) as stages, selective_errors(sel):
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples and permutations")
         result = evaluate(job.spec, progress=stages.resampling())
     if result.refused:

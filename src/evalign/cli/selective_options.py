@@ -77,10 +77,13 @@ def selective_errors(request: Any) -> Iterator[None]:
 
 def save_calibration(report: Any, path: Path | None, source: str) -> None:
     """Write ``report``'s calibration record (risk, delta, judges, thresholds, signatures) to ``path``
-    (nothing when either is None)."""
+    (nothing when either is None), with each judge's spec and signature where ``evalign judge`` wrote
+    them beside the verdict table ``source`` (what ``evalign judge --cascade`` runs)."""
     if report is None or path is None:
         return
-    write_json_atomic(path, {**report.record, "calibrated_on": source})
+    from evalign.evaluate.cascade import with_specs
+
+    write_json_atomic(path, {**with_specs(report.record, source), "calibrated_on": source})
     err_console.print(f"[dim]calibration written to {escape(str(path))}[/dim]", highlight=False)
 
 

@@ -207,7 +207,8 @@ def selective_report(confidences: Mapping[str, JudgeConfidence | str], labels: n
         cal = calibrate(c.confidence[use], y[use].astype(bool), s)
         alone[j] = cal
         curves[j] = {"candidates": cal.candidates, "coverages": cal.coverages, "bounds": cal.bounds,
-                     "threshold": None if cal.abstains else cal.threshold}
+                     "risks": cal.risks, "threshold": None if cal.abstains else cal.threshold,
+                     "coverage": cal.coverage, "risk": 1 - cal.selective_accuracy if cal.n_decided else None}
         if not request.cascade:
             row = _row(j, "alone", cal, cal.coverage, s, s.delta, request.confidence)
             row.update(_holdout([c], [y], [cal.threshold], test_mask))

@@ -90,7 +90,8 @@ class SelectiveCalibration:
     Clopper-Pearson upper bound of their disagreement rate at level ``1 - delta``; for an
     abstaining judge, the bound of the highest candidate, NaN without one), ``n_decided`` and
     ``n_correct``; ``candidates`` (the thresholds tested, highest first) with their ``coverages``
-    and ``bounds`` (the risk-coverage curve)."""
+    and ``bounds`` (the risk-coverage curve), and ``risks`` (the disagreement rate among each
+    candidate's items)."""
 
     threshold: float
     coverage: float
@@ -105,6 +106,7 @@ class SelectiveCalibration:
     coverages: np.ndarray = field(repr=False)
     bounds: np.ndarray = field(repr=False)
     reason: str | None = None
+    risks: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
     @property
     def abstains(self) -> bool:
@@ -216,23 +218,24 @@ def _calibrate(c: np.ndarray, y: np.ndarray, s: SelectiveSettings, *, stage: boo
     cand, m_c, k_c = grid[keep][::-1], m[keep][::-1], wrong_suffix[first[keep]][::-1]  # highest first
     bounds = risk_upper_bound(k_c, m_c, s.delta)
     coverages = m_c / n if n else m_c.astype(float)
+    risks = k_c / np.maximum(m_c, 1)
     if not len(cand):
         reason = (TOO_FEW_STAGE if stage else TOO_FEW).format(min_items=s.min_items, n=n)
-        return _abstain(n, s, cand, coverages, bounds, reason, bound=float("nan"))
+        return _abstain(n, s, cand, coverages, bounds, reason, bound=float("nan"), risks=risks)
     fails = np.flatnonzero(bounds > s.alpha)
     if len(fails) and fails[0] == 0:
         reason = TOP_FAILS.format(top=cand[0], k=int(k_c[0]), m=int(m_c[0]), bound=bounds[0], alpha=s.alpha)
-        return _abstain(n, s, cand, coverages, bounds, reason, bound=float(bounds[0]))
+        return _abstain(n, s, cand, coverages, bounds, reason, bound=float(bounds[0]), risks=risks)
     j = (fails[0] if len(fails) else len(cand)) - 1
     decided, errors = int(m_c[j]), int(k_c[j])
     return SelectiveCalibration(float(cand[j]), decided / n, (decided - errors) / decided, float(bounds[j]), n,
-                                decided, decided - errors, s.alpha, s.delta, cand, coverages, bounds)
+                                decided, decided - errors, s.alpha, s.delta, cand, coverages, bounds, risks=risks)
 
 
 def _abstain(n: int, s: SelectiveSettings, cand: np.ndarray, coverages: np.ndarray, bounds: np.ndarray,
-             reason: str, *, bound: float) -> SelectiveCalibration:
+             reason: str, *, bound: float, risks: np.ndarray) -> SelectiveCalibration:
     return SelectiveCalibration(math.inf, 0.0, float("nan"), bound, n, 0, 0, s.alpha, s.delta, cand, coverages,
-                                bounds, reason)
+                                bounds, reason, risks)
 
 
 def calibrate_cascade(judges: Mapping[str, tuple[Any, Any]], order: Sequence[str],

@@ -73,6 +73,7 @@ def from_results(
         coverage=coverage(results, runs),
         annotator_results=[r for r in ok if r.alt_test is not None or r.ceiling is not None],
         calibration=[c for r in ok for c in r.calibration],
+        selective=[r.selective for r in ok if r.selective is not None],
         explorer=_explorer(results, item_table, human_col, pairs, human_higher_is_better),
         title=title,
         subtitle=subtitle,

@@ -3,6 +3,7 @@ tables as Markdown and LaTeX."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, fields
@@ -245,6 +246,33 @@ def _calibration_section(data: ReportData) -> Section | None:
     return s
 
 
+def _selective_section(data: ReportData) -> Section | None:
+    """``--selective``: each judge's (or cascade stage's) threshold, coverage and guarantee, and the
+    risk-coverage curves with the chosen thresholds marked."""
+    if not data.selective:
+        return None
+    s = Section("selective", "Where can each judge be trusted?")
+    first = data.selective[0]
+    st = first.settings
+    s.text = (f"A confidence threshold per judge by fixed-sequence testing (risk {st.alpha:g}, delta {st.delta:g}, "
+              "Clopper-Pearson bound of the disagreement): the verdicts at or above it are taken, the rest go to "
+              "people (or the next judge of a cascade). Coverage and accuracy on the calibration items.")
+    for k, rep in enumerate(data.selective):
+        cols = ["judge", "stage", "n", "threshold", "coverage", "selective_accuracy", "ci_low", "ci_high",
+                "risk_bound", "decided", "to_people", "guarantee"]
+        t = rep.rows[cols].copy()
+        t["threshold"] = ["abstain" if isinstance(v, float) and math.isinf(v) else v for v in t["threshold"]]
+        s.tables[f"Selective judging {k + 1}" if len(data.selective) > 1 else "Selective judging"] = \
+            format_results(t, data.digits)
+        if rep.curves:
+            s.figures.append(Figure(f"risk_coverage{'' if k == 0 else f'_{k + 1}'}",
+                                    "Risk-coverage curve per judge: coverage against the disagreement of the verdicts "
+                                    "taken (solid) and its upper bound (dashed); the dot is the chosen threshold",
+                                    F.risk_coverage(rep.curves, rep.settings.alpha)))
+    s.after += list(dict.fromkeys(n for rep in data.selective for n in rep.notes))
+    return s
+
+
 def _published_section(data: ReportData) -> Section | None:
     """The cross-set table: which judge for my task."""
     t = data.published
@@ -375,6 +403,7 @@ def build_report(data: ReportData) -> Report:
         _cost_section(data),
         *_annotator_sections(data),
         _calibration_section(data),
+        _selective_section(data),
         _by_task_section(data),
         _distributions_section(data),
         _tie_section(data),

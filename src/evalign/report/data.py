@@ -106,6 +106,9 @@ class ReportData:
     #: the cross-set table (:class:`evalign.evaluate.published.PublishedTable`): every shipped judge and
     #: metric on every set, a page of its own
     published: Any = None
+    #: ``--selective``: the :class:`~evalign.evaluate.selective.SelectiveReport` of each result that has
+    #: one: a section "Where can each judge be trusted?" with its table and risk-coverage curves
+    selective: list[Any] = field(default_factory=list)
 
 
 def interval_columns(df: pd.DataFrame) -> tuple[str | None, str | None]:

@@ -411,3 +411,49 @@ def agreement_vs_cost(table: pd.DataFrame, cost: str, xlabel: str, ylabel: str, 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
     return _png(fig)
+
+
+def risk_coverage_lines(curves: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What :func:`risk_coverage` draws, per judge: per candidate threshold its ``coverage`` (x), the
+    disagreement among the verdicts taken (``risk``, solid) and its upper bound (``bound``, dashed),
+    and the chosen threshold's point (``chosen``: (coverage, risk), None when the judge abstains)."""
+    out: dict[str, dict[str, Any]] = {}
+    for judge, c in curves.items():
+        chosen = None
+        if c.get("threshold") is not None and c.get("risk") is not None:
+            chosen = (float(c["coverage"]), float(c["risk"]))
+        out[judge] = {"threshold": c.get("threshold"), "coverage": np.asarray(c["coverages"], dtype=float),
+                      "risk": np.asarray(c["risks"], dtype=float), "bound": np.asarray(c["bounds"], dtype=float),
+                      "chosen": chosen}
+    return out
+
+
+def risk_coverage(curves: Mapping[str, Mapping[str, Any]], alpha: float) -> bytes:
+    """The risk-coverage curve of each judge (:func:`risk_coverage_lines`), one panel each: coverage
+    against the disagreement of the verdicts taken (solid) and its upper bound (dashed), the risk
+    ``alpha`` asked for (dotted), and the chosen threshold marked (a dot; an abstaining judge says so)."""
+    lines = risk_coverage_lines(curves)
+    nrows, ncols = _grid(len(lines))
+    fig = _figure(3.6 * ncols, 3.2 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for k, (judge, d) in enumerate(lines.items()):
+        ax = axes[k // ncols][k % ncols]
+        ax.plot(d["coverage"], d["risk"], lw=1.2, color=BLUE, label="disagreement")
+        ax.plot(d["coverage"], d["bound"], lw=1, ls="--", color=ORANGE, label="upper bound")
+        ax.axhline(alpha, lw=1, ls=":", color=GREY, label=f"risk {alpha:g}")
+        if d["chosen"] is not None:
+            ax.scatter([d["chosen"][0]], [d["chosen"][1]], s=40, color=VERMILLION, zorder=3,
+                       label=f"threshold {d['threshold']:.4f}")
+            what = f"threshold {d['threshold']:.4f}, coverage {d['chosen'][0]:.3f}"
+        else:
+            what = "abstains: no threshold holds the guarantee"
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, max(0.5, float(np.nanmax(d["bound"])) if len(d["bound"]) else 0.5))
+        ax.set_xlabel("coverage (share of verdicts taken)")
+        ax.set_ylabel("disagreement with people")
+        ax.set_title(f"{judge}\n{what}", fontsize=8)
+        ax.legend(fontsize=6, loc="upper left")
+        ax.grid(alpha=0.3)
+    for k in range(len(lines), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    return _png(fig)

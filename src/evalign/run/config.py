@@ -61,6 +61,7 @@ from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
 from evalign.rank.leaderboard_run import leaderboard_spec
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
+from evalign.run.selective import parse_selective
 
 #: the config format's version
 VERSION = 1
@@ -82,7 +83,7 @@ LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "baseline", "a
 LEADERBOARD_KEYS = ("name", "verdicts", "trust", *LEADERBOARD_OPTIONS)
 TRUST_KEYS = ("evaluation", "column")
 #: EvalSpec fields the run makes itself (not set in ``meta``)
-META_COMPUTED = ("human", "columns", "items", "pairs", "costs", "resampling", "trust", "alt_test")
+META_COMPUTED = ("human", "columns", "items", "pairs", "costs", "resampling", "trust", "alt_test", "selective")
 FIELD_NAMES = ("id", "system", "instruction", "input", "reference", "response", "task", "language")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -469,7 +470,7 @@ def _data(v: Any, where: _Where, parent: Any, key: Any, base: Path) -> DataConfi
                       file=_path(file, base), fields=dict(fields), labels=labels)
 
 
-def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
+def _meta(v: Any, where: _Where, parent: Any, key: Any, base: Path | None = None) -> dict[str, Any]:
     """The ``meta`` section checked against the fields of EvalSpec (and Human, Resampling,
     TrustRequest); values are type-checked here and validated by the dataclasses when the spec
     is built."""
@@ -493,6 +494,8 @@ def _meta(v: Any, where: _Where, parent: Any, key: Any) -> dict[str, Any]:
         out["trust"] = _meta_trust(m, where)
     if m.get("alt_test") not in (None, False):
         out["alt_test"] = _meta_alt_test(m, where)
+    if m.get("selective") not in (None, False):  # the keys of `evalign meta --selective`
+        out["selective"] = parse_selective(m["selective"], where.child("selective"), m, base)
     _validate_meta(out, m, where)
     return out
 
@@ -731,7 +734,7 @@ def _evaluation(e: Any, i: int, ew: _Where, parent: Any, before: Sequence[Evalua
     if not metrics and not columns and not judges:
         raise w.error(em, None, "nothing to evaluate: give metrics, columns or judges")
     return EvaluationConfig(ename, _data(em["data"], w.child("data"), em, "data", base), metrics, columns,
-                            judges, _meta(em.get("meta"), w.child("meta"), em, "meta"),
+                            judges, _meta(em.get("meta"), w.child("meta"), em, "meta", base),
                             line=getattr(em, "line", 0))
 
 

@@ -61,6 +61,9 @@ from evalign.run.config import (
     human_of,
     init_defaults,
 )
+from evalign.run.selective import as_dict as selective_dict
+from evalign.run.selective import request as selective_request
+from evalign.run.selective import save as save_selective
 from evalign.scoring import score
 from evalign.signature import package_version, stable_hash
 
@@ -407,7 +410,7 @@ class _Run:
         result, the resolved meta section)."""
         costs = {c: r["seconds_per_1000"] for c, r in self.metric_runs.items()}
         spec = build_spec(self.ev, d, self.cols, items=self.items, pairs=self.pairs, costs=costs)
-        meta_resolved = _meta_dict(spec)
+        meta_resolved = _meta_dict(spec, self.ev.meta.get("selective"))
         col_dicts = [{"name": c.name, "kind": c.kind, "higher_is_better": c.higher_is_better, "verdict": c.verdict,
                       "system_level": c.system_level} for c in self.cols]
         # the number of worker processes changes no result: it is no part of the step's key
@@ -423,6 +426,9 @@ class _Run:
                       f"permutations, seed {rs.seed})")
             result = evaluate(spec)
             self.steps.put(key, result)
+        written = save_selective(result, self.ev.meta.get("selective"), self.ev.data.file)
+        if written is not None:
+            self.step(f"{self.ev.name}: calibration written to {written}")
         return result, meta_resolved
 
 
@@ -431,7 +437,7 @@ def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.Data
     """The :class:`~evalign.evaluate.EvalSpec` of an evaluation's ``meta`` section, with the
     defaults made explicit (the trust tables, the minimum group size, the level)."""
     meta = dict(ev.meta)
-    spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust", "alt_test")}
+    spec_kw = {k: v for k, v in meta.items() if k not in ("human", "resampling", "trust", "alt_test", "selective")}
     spec_kw.setdefault("source", d["label"])
     spec_kw.setdefault("dataset", d["dataset"])
     try:
@@ -442,7 +448,7 @@ def build_spec(ev: Any, d: Mapping[str, Any], cols: list[Any], *, items: pd.Data
         spec = EvalSpec(human=d["human"], columns=tuple(cols), items=items, pairs=pairs,
                         resampling=Resampling(**meta.get("resampling", {})),
                         trust=tuple(TrustRequest(**t) for t in meta.get("trust", [])), costs=dict(costs or {}),
-                        **spec_kw)
+                        selective=selective_request(meta.get("selective")), **spec_kw)
         reqs = spec.trust_requests()
         return dataclasses.replace(spec, trust=reqs, min_group_size=spec.group_floor(),
                                    level=spec.level or (None if spec.mode == "pairs" else reqs[0].level))
@@ -458,7 +464,7 @@ def dry_meta(cfg: RunConfig) -> dict[str, dict[str, Any]]:
         d = load_data(ev)
         cols = [Column(f"{m.name}#{i}") for i, m in enumerate(ev.metrics)]
         cols += [Column(c.name) for c in ev.columns] + [Column(f"judge#{i}", "judge") for i in range(len(ev.judges))]
-        out[ev.name] = _meta_dict(build_spec(ev, d, cols, items=d["items"], pairs=d["pairs"]))
+        out[ev.name] = _meta_dict(build_spec(ev, d, cols, items=d["items"], pairs=d["pairs"]), ev.meta.get("selective"))
     return out
 
 
@@ -478,8 +484,9 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
-def _meta_dict(spec: Any) -> dict[str, Any]:
-    """The EvalSpec as the config's ``meta`` section (every field, defaults filled in)."""
+def _meta_dict(spec: Any, conf: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The EvalSpec as the config's ``meta`` section (every field, defaults filled in; ``conf``: the
+    config's ``meta.selective``, for where its calibration is saved)."""
     return {
         "human": _human_dict(spec.human),
         "level": spec.level,
@@ -496,6 +503,7 @@ def _meta_dict(spec: Any) -> dict[str, Any]:
         "alt_test": None if spec.alt_test is None else {k: v for k, v in dataclasses.asdict(spec.alt_test).items()
                                                         if k != "epsilon_source"},
         "agreement": spec.agreement,
+        **({} if spec.selective is None else {"selective": selective_dict(spec.selective, conf)}),
     }
 
 
