@@ -12,7 +12,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from evalign.cli import app
-from evalign.cli.judge_cascade import judge_spec
+from evalign.cli.judge_cascade import summary_spec as judge_spec
 from evalign.evaluate.cascade import signature_parts
 
 runner = CliRunner()

@@ -287,7 +287,7 @@ def judge_cmd(
     from evalign.cli.judge_cascade import cascade_cmd, summary_spec
 
     if o.cascade is not None:
-        cascade_cmd(o)
+        cascade_cmd(o, _load_table)
         return
     if o.rest is not None or o.audit:
         raise CliError("--rest and --audit go with --cascade")

@@ -34,8 +34,9 @@ def summary_spec(o: Any, mode: str, options: dict[str, Any]) -> dict[str, Any]:
     return {"judge": mode, "options": {k: v for k, v in options.items() if v is not None}, "backend": spec.to_dict()}
 
 
-def cascade_cmd(o: Any) -> None:
-    """``evalign judge FILE --cascade CAL.json -o decided.jsonl --rest to_people.jsonl [--audit F]``."""
+def cascade_cmd(o: Any, load_table: Any) -> None:
+    """``evalign judge FILE --cascade CAL.json -o decided.jsonl --rest to_people.jsonl [--audit F]``;
+    ``load_table``: the judge command's table reader (``(options, pairwise) -> table``)."""
     given = [f"--{k.replace('_', '-')}" for k in _JUDGE_OPTIONS if getattr(o, k, None)]
     if given:
         raise CliError(f"--cascade runs the judges its calibration file names: {', '.join(given)} do not apply")
@@ -47,7 +48,6 @@ def cascade_cmd(o: Any) -> None:
     from evalign.backends import BackendSpec, open_backend
     from evalign.cache import Cache
     from evalign.cli.escalate import show_summary
-    from evalign.cli.judge import load_table
     from evalign.evaluate.cascade import check_signature, run_cascade, stage_specs
     from evalign.evaluate.escalate import read_calibration
     from evalign.io import write_table

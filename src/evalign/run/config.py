@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +59,15 @@ from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
 from evalign.rank.leaderboard_run import leaderboard_spec
-from evalign.run.marks import MarkedList, MarkedMap, read_marked
+from evalign.run.config_checks import Where as _Where
+from evalign.run.config_checks import check_keys
+from evalign.run.config_checks import kind_of as _kind
+from evalign.run.config_checks import list_of as _list
+from evalign.run.config_checks import mapping_of as _mapping
+from evalign.run.config_checks import path_of as _path
+from evalign.run.config_checks import plain as _plain
+from evalign.run.config_checks import typed as _typed
+from evalign.run.marks import MarkedMap, read_marked
 from evalign.run.selective import parse_selective
 
 #: the config format's version
@@ -218,95 +225,6 @@ class RunConfig:
 
 # ------------------------------------------------------------------------------------------------
 # reading
-
-
-class _Where:
-    """Where a value is: the file, a section path and the marked container."""
-
-    def __init__(self, file: str, section: str) -> None:
-        self.file = file
-        self.section = section
-
-    def line_of(self, container: Any, key: Any) -> int | None:
-        lines = getattr(container, "lines", None)
-        if isinstance(container, MarkedMap) and lines is not None:
-            return lines.get(key)
-        if isinstance(container, MarkedList) and lines is not None and isinstance(key, int) and key < len(lines):
-            return lines[key]
-        return getattr(container, "line", None) or None
-
-    def prefix(self, container: Any, key: Any = None) -> str:
-        line = self.line_of(container, key)
-        return f"{self.file}" + (f", line {line}" if line else "")
-
-    def error(self, container: Any, key: Any, message: str) -> UsageError:
-        name = f"{self.section}.{key}" if isinstance(key, str) and self.section else (
-            key if isinstance(key, str) else f"{self.section}[{key + 1}]" if isinstance(key, int) else self.section)
-        return UsageError(f"{self.prefix(container, key)}, field '{name}': {message}")
-
-    def child(self, key: str | int) -> _Where:
-        part = f"[{key + 1}]" if isinstance(key, int) else (f".{key}" if self.section else key)
-        return _Where(self.file, f"{self.section}{part}")
-
-
-def check_keys(m: Any, known: Sequence[str], where: _Where) -> None:
-    """Every key of mapping ``m`` must be one of ``known``: else a UsageError naming the file,
-    line and key with a "did you mean"."""
-    for key in m:
-        if key not in known:
-            err = unknown_name("key", key, known, where=where.prefix(m, key) + (
-                f", in '{where.section}'" if where.section else ""))
-            raise err
-
-
-def _mapping(v: Any, where: _Where, parent: Any, key: Any) -> Mapping[str, Any]:
-    if not isinstance(v, Mapping):
-        raise where.error(parent, key, f"must be a mapping (key: value lines), got {_kind(v)}")
-    return v
-
-
-def _list(v: Any, where: _Where, parent: Any, key: Any) -> Sequence[Any]:
-    if not isinstance(v, list):
-        raise where.error(parent, key, f"must be a list, got {_kind(v)}")
-    return v
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "nothing"
-    return {dict: "a mapping", MarkedMap: "a mapping", list: "a list", MarkedList: "a list", bool: "true/false",
-            int: "a number", float: "a number", str: f"the text {v!r:.40}"}.get(type(v), type(v).__name__)
-
-
-def _typed(m: Mapping[str, Any], key: str, types: tuple[type, ...], where: _Where, default: Any = None,
-           *, none_ok: bool = True) -> Any:
-    if key not in m:
-        return default
-    v = m[key]
-    if v is None and none_ok:
-        return None
-    ok = False if isinstance(v, bool) and bool not in types else isinstance(v, types)
-    if not ok:
-        want = " or ".join({str: "a text", int: "an integer", float: "a number", bool: "true or false",
-                            dict: "a mapping", list: "a list"}.get(t, t.__name__) for t in types)
-        raise where.error(m, key, f"must be {want}, got {_kind(v)}")
-    return v
-
-
-def _plain(v: Any) -> Any:
-    """Marked containers as plain dicts and lists."""
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _path(v: str | None, base: Path) -> Path | None:
-    if v is None:
-        return None
-    p = Path(os.path.expanduser(v))
-    return (p if p.is_absolute() else base / p).resolve()
 
 
 def _metric(v: Any, where: _Where, parent: Any, key: Any) -> MetricConfig:

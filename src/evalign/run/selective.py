@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import EvalignError
+from evalign.run.config_checks import check_keys, list_of, mapping_of, path_of, typed
 
 #: the keys of ``meta.selective``
 SELECTIVE_KEYS = ("risk", "delta", "cascade", "holdout", "seed", "save_calibration")
@@ -30,22 +31,20 @@ DEFAULTS = {"risk": 0.15, "delta": 0.1, "cascade": [], "holdout": None, "seed": 
 def parse_selective(v: Any, where: Any, parent: Any, base: Path | None) -> dict[str, Any]:
     """``meta.selective`` checked (``true`` for the defaults, else a mapping of :data:`SELECTIVE_KEYS`):
     the dict the run builds its :class:`~evalign.evaluate.selective.SelectiveRequest` from."""
-    from evalign.run.config import _list, _mapping, _path, _typed, check_keys
-
     if v is True:
         return dict(DEFAULTS)
-    m = _mapping(v, where, parent, "selective")
+    m = mapping_of(v, where, parent, "selective")
     check_keys(m, SELECTIVE_KEYS, where)
     out = dict(DEFAULTS)
     for k in ("risk", "delta", "holdout"):
-        out[k] = _typed(m, k, (int, float), where, DEFAULTS[k])
-    out["seed"] = _typed(m, "seed", (int,), where, 0, none_ok=False)
-    cascade = _list(m.get("cascade") or [], where, m, "cascade")
+        out[k] = typed(m, k, (int, float), where, DEFAULTS[k])
+    out["seed"] = typed(m, "seed", (int,), where, 0, none_ok=False)
+    cascade = list_of(m.get("cascade") or [], where, m, "cascade")
     if not all(isinstance(c, str) for c in cascade):
         raise where.error(m, "cascade", "must be a list of judge columns, cheap first")
     out["cascade"] = list(cascade)
-    save = _typed(m, "save_calibration", (str,), where)
-    out["save_calibration"] = None if save is None else str(_path(save, base or Path.cwd()))
+    save = typed(m, "save_calibration", (str,), where)
+    out["save_calibration"] = None if save is None else str(path_of(save, base or Path.cwd()))
     try:
         request(out)
     except EvalignError as e:
