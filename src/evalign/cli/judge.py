@@ -64,6 +64,13 @@ from evalign.cli.common import (
     progress,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.simulated_options import (
+    FEWSHOT,
+    FEWSHOT_EXAMPLES,
+    FEWSHOT_PROMPT,
+    SIMULATED_ANNOTATORS,
+    simulated_judge,
+)
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
 from evalign.judges.base import Judge, get_judge, judge_class, judge_for_backend, judge_for_template
@@ -229,6 +236,10 @@ class JudgeCommand:
     turns: str = "last"
     price: str | None = None
     prices: Path | None = None
+    simulated_annotators: int | None = None
+    fewshot: Path | None = None
+    fewshot_examples: int = 3
+    fewshot_prompt: str = "auto"
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -266,6 +277,8 @@ def judge_cmd(
     system_field: str = SYSTEM_FIELD, instruction_field: str = INSTRUCTION_FIELD, input_field: str = INPUT_FIELD,
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
+    simulated_annotators: int = SIMULATED_ANNOTATORS, fewshot: Path = FEWSHOT, fewshot_examples: int = FEWSHOT_EXAMPLES,
+    fewshot_prompt: str = FEWSHOT_PROMPT,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -273,7 +286,7 @@ def judge_cmd(
     mode = _judge_mode(o)
     cls = judge_for_template(mode, o.template)
     table = _load_table(o, cls.pairwise)
-    judge = get_judge(mode, **_judge_options(o, cls, mode))
+    judge = simulated_judge(o, mode) or get_judge(mode, **_judge_options(o, cls, mode))
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be)
