@@ -177,31 +177,59 @@ def read_fewshot(path: str | Path, *, examples: int | None = None) -> FewshotSou
     file = str(path)
     if not path.is_file():
         raise InputError("no such file", file=file)
-    meta: dict[str, Any] = {}
-    records = list(iter_records(path, detect_format(path), meta))
-    at = _At(file, str(meta.get("line_word", "line")))
-    if not records:
-        raise InputError("no records (a few-shot file has one set of labelled examples per annotator)", file=file)
-    line0, first = records[0]
-    if "evaluated_samples" in first or ("annotator" in first and "label" not in first):
-        sets = tuple(_upstream_set(rec, at, line, examples) for line, rec in records)
+    upstream = _upstream_records(path) if detect_format(path) == "jsonl" else None
+    if upstream is not None:
+        at = _At(file)
+        sets = tuple(_upstream_set(rec, at, line, examples) for line, rec in upstream)
         fmt = "upstream"
-    elif "annotator" in first and "label" in first:
-        sets, fmt = tuple(_long(records, at, examples)), "long"
-    elif any(str(k).startswith("pref_") for k in first):
-        sets, fmt = tuple(_wide(records, at, examples)), "wide"
-    elif first and all(isinstance(v, Mapping) for v in first.values()):
-        raise InputError("an Alt-Test annotators file ({annotator: {item: label}}) holds no item texts: export the "
-                         "labels with --format wide or long", file=file)
     else:
-        raise at.error("neither upstream's few-shot format (annotator, evaluated_samples) nor an evalign annotate "
-                         "export (pref_<annotator> columns, or annotator and label)", line0,
-                       field="evaluated_samples")
+        meta: dict[str, Any] = {}
+        records = list(iter_records(path, detect_format(path), meta))
+        at = _At(file, str(meta.get("line_word", "line")))
+        if not records:
+            raise InputError("no records (a few-shot file has one set of labelled examples per annotator)", file=file)
+        line0, first = records[0]
+        if "annotator" in first and "label" in first:
+            sets, fmt = tuple(_long(records, at, examples)), "long"
+        elif any(str(k).startswith("pref_") for k in first):
+            sets, fmt = tuple(_wide(records, at, examples)), "wide"
+        elif first and all(isinstance(v, Mapping) for v in first.values()):
+            raise InputError("an Alt-Test annotators file ({annotator: {item: label}}) holds no item texts: export "
+                             "the labels with --format wide or long", file=file)
+        else:
+            raise at.error("neither upstream's few-shot format (annotator, evaluated_samples) nor an evalign annotate "
+                           "export (pref_<annotator> columns, or annotator and label)", line0,
+                           field="evaluated_samples")
     names = [a.annotator for a in sets]
     if len(set(names)) < len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"annotator {dup!r} is given twice", file=file, field="annotator")
     return FewshotSource(tuple(sets), file, fmt)
+
+
+def _upstream_records(path: Path) -> list[tuple[int, dict[str, Any]]] | None:
+    """The lines of upstream's JSON-lines format (one ``{annotator, evaluated_samples}`` object each),
+    or None when the file's first record is not one (an export: read as a table)."""
+    import json
+
+    out: list[tuple[int, dict[str, Any]]] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                if not out:
+                    return None  # not JSON lines: the table reader says what is wrong
+                raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=lineno) from None
+            if not out and not (isinstance(rec, dict) and "evaluated_samples" in rec):
+                return None
+            if not isinstance(rec, dict):
+                raise InputError(f"each line must be a JSON object, got {type(rec).__name__}", file=str(path),
+                                 line=lineno)
+            out.append((lineno, rec))
+    return out or None
 
 
 def _wide(records: Sequence[tuple[int, Mapping[str, Any]]], at: _At, examples: int | None) -> list[AnnotatorExamples]:
