@@ -257,3 +257,33 @@ def test_options_refused() -> None:
         judge(both_orders=False)
     with pytest.raises(EvalignError, match="prompt must be"):
         judge("other")
+
+
+def test_cli_options_and_a_bad_fewshot_file(tmp_path: Path) -> None:
+    """The command line refuses what does not go together, and a bad few-shot file is one line naming
+    the file, line and field (before any backend is reached: the URL here serves nothing)."""
+    from typer.testing import CliRunner
+
+    from evalign.cli import app
+
+    table = tmp_path / "pairs.jsonl"
+    pd.DataFrame([ROW]).to_json(table, orient="records", lines=True)
+    bad = tmp_path / "few.jsonl"
+    bad.write_text(upstream_line("a", [("q", "x", "y", 1)]) + json.dumps(
+        {"annotator": "b", "evaluated_samples": [{"instruction": "q", "outputs": ["x", "y"],
+                                                  "preferences": {"human": 0}}]}) + "\n", encoding="utf-8")
+    base = ["judge", str(table), "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    runner = CliRunner()
+    cases = [
+        (["--mode", "pairwise", "--simulated-annotators", "2"], "needs --fewshot"),
+        (["--mode", "pairwise", "--fewshot", str(bad)], "go with --simulated-annotators"),
+        (["--mode", "absolute", "--simulated-annotators", "2", "--fewshot", str(bad)], "--mode pairwise"),
+        (["--mode", "pairwise", "--simulated-annotators", "2", "--fewshot", str(bad), "--tie"], "--tie"),
+        (["--mode", "pairwise", "--simulated-annotators", "2", "--fewshot", str(bad)],
+         "line 2, field 'evaluated_samples[0].preferences.human'"),
+    ]
+    for args, message in cases:
+        res = runner.invoke(app, [*base, *args])
+        assert res.exit_code != 0, args
+        assert message in " ".join(res.output.split()), (args, res.output)
+        assert "Traceback" not in res.output

@@ -285,8 +285,9 @@ def judge_cmd(
     _validate(o)
     mode = _judge_mode(o)
     cls = judge_for_template(mode, o.template)
+    simulated = simulated_judge(o, mode)  # --simulated-annotators: its options checked, the few-shot file read
     table = _load_table(o, cls.pairwise)
-    judge = simulated_judge(o, mode) or get_judge(mode, **_judge_options(o, cls, mode))
+    judge = simulated or get_judge(mode, **_judge_options(o, cls, mode))
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be)
