@@ -172,7 +172,8 @@ def test_rubric_from_cell() -> None:
 def test_registry_and_defaults() -> None:
     names = {c.name for c in list_judges()}
     assert names == {"prometheus_absolute", "prometheus_relative", "prometheus_ranking", "geval", "criteria", "llmbar",
-                     "reward", "reward_pairwise", "mtbench_single", "mtbench_pair", "arena_hard"}
+                     "reward", "reward_pairwise", "mtbench_single", "mtbench_pair", "arena_hard",
+                     "simulated_annotators"}
     j = get_judge("absolute")
     assert j.sampling == {"temperature": 1.0, "top_p": 0.9, "max_tokens": 1024, "repetition_penalty": 1.03}
     assert j.column == "prometheus_absolute[helpfulness]"

@@ -109,7 +109,8 @@ ROW = {
     "response_a": "Water evaporates and falls again.", "response_b": "Rain comes from clouds made of vapour.",
 }  # fmt: skip
 MODE_JUDGE = {"absolute": "absolute", "relative": "pairwise", "geval": "geval", "criteria": "criteria", "llmbar": "pairwise",
-              "mtbench_single": "mtbench_single", "mtbench_pair": "mtbench_pair", "arena_hard": "arena_hard"}
+              "mtbench_single": "mtbench_single", "mtbench_pair": "mtbench_pair", "arena_hard": "arena_hard",
+              "simulated_annotators": "simulated_annotators"}
 #: the row of a multi-turn template (its second turn graded; one reference per turn)
 _TURNS = [{"role": "user", "content": "Describe the water cycle."}, {"role": "assistant", "content": "It cycles."},
           {"role": "user", "content": "Keep it short."}]
@@ -120,7 +121,7 @@ ROW_TURNS = {
     "messages_b": [*_TURNS, {"role": "assistant", "content": ROW["response_b"]}],
 }  # fmt: skip
 #: modes whose prompts spell out the answer (LLMBar's "Therefore, Output (a) is better.", MT-Bench's "[[A]]")
-SPELLED_OUT = ("llmbar", "mtbench_single", "mtbench_pair", "arena_hard")
+SPELLED_OUT = ("llmbar", "mtbench_single", "mtbench_pair", "arena_hard", "simulated_annotators")
 
 
 def _cases() -> list[tuple[str, bool, str | None]]:

@@ -64,6 +64,13 @@ from evalign.cli.common import (
     progress,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.simulated_options import (
+    FEWSHOT,
+    FEWSHOT_EXAMPLES,
+    FEWSHOT_PROMPT,
+    SIMULATED_ANNOTATORS,
+    simulated_judge,
+)
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
 from evalign.judges.base import Judge, judge_class, judge_for_backend
@@ -242,6 +249,10 @@ class JudgeCommand:
     cascade: Path | None = None
     rest: Path | None = None
     audit: float = 0.0
+    simulated_annotators: int | None = None
+    fewshot: Path | None = None
+    fewshot_examples: int = 3
+    fewshot_prompt: str = "auto"
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -280,6 +291,8 @@ def judge_cmd(
     reference_field: str = REFERENCE_FIELD, response_field: str = RESPONSE_FIELD, system: str = SYSTEM,
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
     top_logprobs: int = TOP_LOGPROBS, cascade: Path = CASCADE_CAL, rest: Path = REST, audit: float = AUDIT,
+    simulated_annotators: int = SIMULATED_ANNOTATORS, fewshot: Path = FEWSHOT, fewshot_examples: int = FEWSHOT_EXAMPLES,
+    fewshot_prompt: str = FEWSHOT_PROMPT,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -292,9 +305,10 @@ def judge_cmd(
     if o.rest is not None or o.audit:
         raise CliError("--rest and --audit go with --cascade")
     base = JudgeSpec(mode=_judge_mode(o), template=o.template, constrain=o.constrain)
+    simulated = simulated_judge(o, base.mode)  # --simulated-annotators: its options checked, the few-shot file read
     table = _load_table(o, base.judge_class.pairwise)
     spec = judge_spec(o, base)
-    judge = make_judge(spec)
+    judge = simulated or make_judge(spec)
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
     options = {**({"template": o.template} if o.template else {}), **spec.judge_options()}

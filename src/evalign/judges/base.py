@@ -532,6 +532,8 @@ REWARD_MODES = {"absolute": "reward", "reward": "reward", "pairwise": "reward_pa
 JUDGES.register("mtbench_single", lazy="evalign.judges.modes.mtbench:MTBenchSingle")
 JUDGES.register("mtbench_pair", lazy="evalign.judges.modes.mtbench:MTBenchPair")
 JUDGES.register("arena_hard", lazy="evalign.judges.modes.mtbench:ArenaHard", aliases=("arena-hard",))
+JUDGES.register("simulated_annotators", lazy="evalign.judges.modes.simulated:SimulatedAnnotators",
+                aliases=("simulated-annotators",))
 
 #: mode names (as used by the CLI's --mode) -> judge names (the registry's aliases)
 MODE_ALIASES: dict[str, str] = JUDGES.aliases
