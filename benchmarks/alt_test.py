@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
 
-    from evalign.datasets.external import default_data_dir
+    from evalign.io.data_dir import default_data_dir
     from evalign.meta.alt_test import AltTestSettings, alt_test_dicts
 
     root = Path(os.environ.get("EVALIGN_DATA_DIR") or default_data_dir()) / "alttest"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalign.datasets.external import ENV_VAR
+from evalign.io.data_dir import ENV_VAR
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 

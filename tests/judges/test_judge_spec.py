@@ -42,6 +42,7 @@ SPECS: dict[str, JudgeSpec] = {
     "mtbench_single": JudgeSpec(mode="mtbench_single", grammar='root ::= "[[" [1-9] "]]"'),
     "mtbench_pair": JudgeSpec(mode="mtbench_pair", both_orders=False),
     "arena_hard": JudgeSpec(mode="arena_hard", decoding={"max_tokens": 64}),
+    "simulated_annotators": JudgeSpec(mode="simulated_annotators", options={"prompt": "evalign"}, column="sim"),
     "reward": JudgeSpec(mode="reward", column="rm",
                         backend=BackendSpec(kind="reward", model="/models/rm", options={"device": "cpu"})),
     "reward_pairwise": JudgeSpec(mode="reward_pairwise", options={"tie_margin": 0.5},

@@ -19,7 +19,7 @@ import pytest
 from evalign.annotate.export import write_export
 from evalign.annotate.items import read_items_to_label
 from evalign.annotate.store import Store, StoreSettings
-from evalign.datasets.external import ENV_VAR
+from evalign.io.data_dir import ENV_VAR
 from evalign.errors import EvalignError, InputError
 from evalign.judges import get_judge, read_pairs
 from evalign.judges.base import prompt_text

@@ -22,7 +22,7 @@ from evalign.datasets.catalogue import (
     load_dataset_spec,
     table_of,
 )
-from evalign.datasets.external import default_data_dir
+from evalign.io.data_dir import default_data_dir
 from evalign.errors import UsageError
 from evalign.io import STDIO, write_json_atomic, write_table
 

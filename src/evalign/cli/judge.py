@@ -69,7 +69,7 @@ from evalign.cli.simulated_options import (
     FEWSHOT_EXAMPLES,
     FEWSHOT_PROMPT,
     SIMULATED_ANNOTATORS,
-    simulated_judge,
+    simulated_options,
 )
 from evalign.errors import UsageError
 from evalign.io import read_items, write_json_atomic, write_table
@@ -305,10 +305,14 @@ def judge_cmd(
     if o.rest is not None or o.audit:
         raise CliError("--rest and --audit go with --cascade")
     base = JudgeSpec(mode=_judge_mode(o), template=o.template, constrain=o.constrain)
-    simulated = simulated_judge(o, base.mode)  # --simulated-annotators: its options checked, the few-shot file read
+    simulated = simulated_options(o, base.mode)  # --simulated-annotators: its options checked, the few-shot file read
+    if simulated is not None:
+        base = JudgeSpec(mode="simulated_annotators", constrain=o.constrain)
     table = _load_table(o, base.judge_class.pairwise)
     spec = judge_spec(o, base)
-    judge = simulated or make_judge(spec)
+    if simulated is not None:
+        spec = spec.evolve(options={**spec.options, **simulated})
+    judge = make_judge(spec)
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
     options = {**({"template": o.template} if o.template else {}), **spec.judge_options()}

@@ -51,8 +51,8 @@ def cascade_cmd(o: Any, load_table: Any) -> None:
     from evalign.evaluate.cascade import check_signature, run_cascade, stage_specs
     from evalign.evaluate.escalate import read_calibration
     from evalign.io import write_table
-    from evalign.judges.spec import get_judge
     from evalign.judges.runner import decide_reference, run_judge
+    from evalign.judges.spec import get_judge
 
     cal = read_calibration(o.cascade)
     specs = stage_specs(cal, str(o.cascade))

@@ -22,9 +22,10 @@ FEWSHOT_PROMPT: Any = typer.Option("auto", "--fewshot-prompt", help="With --simu
                                    "(upstream's when the data folder has it).")
 
 
-def simulated_judge(o: Any, mode: str) -> Any:
-    """The simulated-annotators judge of the command ``o`` (a
-    :class:`~evalign.cli.judge.JudgeCommand`), or None without ``--simulated-annotators`` (its other
+def simulated_options(o: Any, mode: str) -> dict[str, Any] | None:
+    """The simulated-annotators judge's own options (``fewshot``: the first K annotators' examples,
+    ``prompt``, ``data_dir``) from the command ``o`` (a :class:`~evalign.cli.judge.JudgeCommand`), its
+    options checked and the few-shot file read; None without ``--simulated-annotators`` (its other
     options are then refused). ``mode``: the judge mode the command resolved."""
     from evalign.judges.base import judge_class
 
@@ -46,12 +47,7 @@ def simulated_judge(o: Any, mode: str) -> Any:
                        "without --template (--fewshot-prompt picks the prompt) and a generating backend")
     if o.tie or o.single_order:
         raise CliError("--simulated-annotators asks for A or B in both orders: not with --tie or --single-order")
-    from evalign.cli.judge import judge_options
-    from evalign.judges.base import get_judge
     from evalign.judges.fewshot import read_fewshot
-    from evalign.judges.modes.simulated import SimulatedAnnotators
 
     source = read_fewshot(Path(o.fewshot), examples=o.fewshot_examples)
-    opts = judge_options(o, SimulatedAnnotators, SimulatedAnnotators.name)
-    return get_judge(SimulatedAnnotators.name, **opts, fewshot=source.first(k), prompt=o.fewshot_prompt,
-                     data_dir=o.data_dir)
+    return {"fewshot": source.first(k), "prompt": o.fewshot_prompt, "data_dir": o.data_dir}

@@ -4,7 +4,7 @@
 gpt-4o, llama-31, gpt-4o-mini, mistral-v03).
 
 The repository has no licence file: the files are read from ``alttest/<set>/`` in the data folder
-(see :mod:`evalign.datasets.external`), never bundled. Three sets become catalogue datasets
+(see :mod:`evalign.io.data_dir`), never bundled. Three sets become catalogue datasets
 (``alttest-mtbench``, ``summeval``, ``10k-prompts``); :func:`read_alttest` reads any of the nine in
 the Alt-Test's own format.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 
 FOLDER = "alttest"

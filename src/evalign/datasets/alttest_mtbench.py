@@ -27,7 +27,7 @@ import pandas as pd
 from evalign.datasets.alttest import CITATION as ALTTEST_CITATION
 from evalign.datasets.alttest import LLMS, WHERE, read_alttest, set_dir
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 
 CITATION = (

@@ -4,7 +4,7 @@ tie).
 
 Not bundled (4 MB, no judge verdicts to rank offline): the adapter reads
 ``autoj_pairwise/autoj_pairwise.jsonl`` from the data folder (prometheus-eval's copy,
-``eval/benchmark/data/autoj_pairwise.json``, Apache-2.0; see :mod:`evalign.datasets.external`).
+``eval/benchmark/data/autoj_pairwise.json``, Apache-2.0; see :mod:`evalign.io.data_dir`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 
 CITATION = (

@@ -87,7 +87,7 @@ def load_dataset_spec(spec: str, data_dir: str | Path | None = None) -> HumanDat
     """The :class:`~evalign.datasets.HumanDataset` named by ``spec`` (``NAME`` or ``NAME:VARIANT``).
 
     ``data_dir`` is passed to adapters that read files that do not ship with evalign (None: the
-    default data folder, see :func:`evalign.datasets.external.default_data_dir`). A variant with
+    default data folder, see :func:`evalign.io.data_dir.default_data_dir`). A variant with
     ``tasks`` keeps only the rows of those ``task`` values; its name is ``NAME:VARIANT``.
     """
     name, variant = parse_spec(spec)

@@ -3,7 +3,7 @@
 the published verdicts of the judges run on them.
 
 Not bundled: the repository (``ScalerLab/JudgeBench``) has no licence file, so the adapter reads
-``judgebench/`` in the data folder (see :mod:`evalign.datasets.external`) and nothing of it is in
+``judgebench/`` in the data folder (see :mod:`evalign.io.data_dir`) and nothing of it is in
 the package: ``data/dataset=judgebench,response_model=<M>.jsonl`` (the pairs) and every
 ``outputs/dataset=judgebench,response_model=<M>,judge_name=<J>,judge_model=<JM>.jsonl`` there (the
 verdicts; the data folder holds o1-mini's and five reward models' on the GPT-4o pairs and
@@ -42,7 +42,7 @@ from evalign.datasets.base import (
     Variant,
     register_dataset,
 )
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.datasets.llmbar_verdicts import resolve
 from evalign.errors import InputError
 

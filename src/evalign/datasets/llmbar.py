@@ -24,7 +24,7 @@ from evalign.datasets.base import (
     bundled_path,
     register_dataset,
 )
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.datasets.llmbar_verdicts import with_verdicts
 from evalign.errors import InputError
 
@@ -137,7 +137,7 @@ def load_llmbar(
 
     ``subsets`` picks subsets (default: the five bundled ones). ``processed=True`` adds the
     Processed FairEval / LLMEval2 / MT-Bench sets from ``data_dir`` (see
-    :mod:`evalign.datasets.external`; folder ``llmbar/Processed/<name>/dataset.json``).
+    :mod:`evalign.io.data_dir`; folder ``llmbar/Processed/<name>/dataset.json``).
     """
     names = list(subsets) if subsets else list(SUBSETS) + (list(PROCESSED) if processed else [])
     unknown = [n for n in names if n not in SUBSETS and n not in PROCESSED]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
 

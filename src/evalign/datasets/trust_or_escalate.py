@@ -3,7 +3,7 @@ released, Mistral-7B-Instruct, GPT-3.5-Turbo and GPT-4-Turbo on the same 500 hum
 each verdict with upstream's confidence.
 
 Not bundled: the repository (``jaehunjung1/cascaded-selective-evaluation``) has no licence file, so
-the adapter reads ``selective/`` in the data folder (see :mod:`evalign.datasets.external`) and
+the adapter reads ``selective/`` in the data folder (see :mod:`evalign.io.data_dir`) and
 nothing of it is in the package: ``<judge>.calibration.jsonl`` for each judge, rows
 ``instruction``, ``outputs`` (``[A, B]``), ``preferences`` (``{"human": 1 | 2}``: 1 = A preferred;
 one label per pair, no ties) and ``probs`` (``[P(A), P(B)]`` by *simulated annotators*: the judge
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 
 CITATION = (

@@ -4,7 +4,7 @@ human *acceptability* per output (yes/no) and a human 5-point *preference* per p
 Not bundled (4 MB): the adapter reads ``tulu1_human_eval/`` (from GitHub ``allenai/open-instruct``,
 ``human_eval/data/``; the annotations as the JSONL export of the xlsx sheet) and, for the GPT-4
 references of Vicuna questions 61-70, ``fastchat_mt_bench/vicuna_bench/reference_answer/gpt-4.jsonl``
-(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.datasets.external`
+(GitHub ``lm-sys/FastChat``, ``fastchat/llm_judge/data/``). See :mod:`evalign.io.data_dir`
 for where the files are looked for.
 
 Quirk, handled explicitly: the annotation sheet went through Excel, which evaluated 6 responses that
@@ -32,7 +32,7 @@ from evalign.datasets.base import (
     bundled_path,
     register_dataset,
 )
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
 

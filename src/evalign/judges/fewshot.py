@@ -297,7 +297,7 @@ def read_upstream_prompts(path: str | Path) -> dict[str, str]:
 def find_upstream_prompts(data_dir: str | Path | None = None) -> Path | None:
     """``upstream_prompts.txt`` of the data folder (``selective/`` under ``data_dir``, else
     ``$EVALIGN_DATA_DIR``), or None when the folder does not ship it."""
-    from evalign.datasets.external import default_data_dir
+    from evalign.io.data_dir import default_data_dir
 
     root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     for c in (root / FOLDER / PROMPTS_FILE, root / PROMPTS_FILE):

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from evalign.datasets import load_dataset
-from evalign.datasets.external import find_set_dir
+from evalign.io.data_dir import find_set_dir
 from evalign.errors import EvalignError, InputError
 from evalign.io import write_table
 from evalign.judges.grading import join_instruction
