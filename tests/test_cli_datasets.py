@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from evalign.cli import app
 from evalign.cli.dataset_options import CATALOGUE, dataset_table, load_dataset_spec
 from evalign.datasets import list_datasets, load_dataset
-from evalign.io.data_dir import ENV_VAR, default_data_dir
 from evalign.io import read_items, read_pairs
+from evalign.io.data_dir import ENV_VAR, default_data_dir
 
 runner = CliRunner()
 FAST = ["--bootstrap", "20", "--permutations", "20"]

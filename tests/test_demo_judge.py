@@ -16,8 +16,8 @@ from evalign.backends import Backend, Generation, GenerationRequest
 from evalign.backends.types import Choice, Usage
 from evalign.cache import Cache
 from evalign.datasets.base import bundled_path
-from evalign.io.data_dir import default_data_dir
 from evalign.demo_judge import LIVE_COLUMN, VANILLA_PROMPT, run_live_judge, vanilla_template, write_live_judge
+from evalign.io.data_dir import default_data_dir
 
 
 class AlwaysFirst(Backend):

@@ -229,11 +229,12 @@ def test_a_pad_ratio_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
 def test_demo_live_judge_below_the_ranking_floor_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from typing import Any
 
+    from evalign.judges.backends.types import Choice, Usage
+
     from evalign.cache import Cache
     from evalign.cli.demo import _print_live
     from evalign.demo_judge import run_live_judge, write_live_judge
     from evalign.judges.backends import Backend, Generation, GenerationRequest
-    from evalign.judges.backends.types import Choice, Usage
 
     class AlwaysFirst(Backend):
         kind = "always-first"

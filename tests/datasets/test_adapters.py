@@ -12,8 +12,8 @@ import pytest
 
 from evalign.datasets import hhh, llmbar, prometheus, tulu
 from evalign.datasets.base import load_dataset
-from evalign.io.data_dir import ENV_VAR, find_set_dir
 from evalign.errors import EvalignError, InputError
+from evalign.io.data_dir import ENV_VAR, find_set_dir
 
 
 # --------------------------------------------------------------------------- Tulu-1

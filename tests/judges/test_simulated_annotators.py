@@ -1,5 +1,5 @@
 """Simulated annotators (:mod:`evalign.judges.modes.simulated`) and their few-shot files
-(:mod:`evalign.judges.fewshot`), without a model: both file formats (upstream's ``fewshot.jsonl``,
+(:mod:`evalign.io.fewshot`), without a model: both file formats (upstream's ``fewshot.jsonl``,
 ``evalign annotate`` exports written by the annotate store itself) and their errors (file, line,
 field); the prompts (each annotator's examples shown, upstream's text or evalign's template); the
 aggregation of the calls' verdict probabilities (mapped back from order ``ba``, averaged); the cache
@@ -19,11 +19,11 @@ import pytest
 from evalign.annotate.export import write_export
 from evalign.annotate.items import read_items_to_label
 from evalign.annotate.store import Store, StoreSettings
-from evalign.io.data_dir import ENV_VAR
 from evalign.errors import EvalignError, InputError
+from evalign.io.data_dir import ENV_VAR
+from evalign.io.fewshot import AnnotatorExamples, FewshotExample, read_fewshot, read_upstream_prompts
 from evalign.judges import get_judge, read_pairs
 from evalign.judges.base import prompt_text
-from evalign.judges.fewshot import AnnotatorExamples, FewshotExample, read_fewshot, read_upstream_prompts
 from evalign.judges.modes.simulated import SimulatedAnnotators
 from evalign.judges.prompts import load_template
 from evalign.judges.runner import Call, call_key

@@ -26,9 +26,9 @@ from evalign.backends import Generation, GenerationRequest, OpenAICompatibleBack
 from evalign.cache import Cache
 from evalign.cli import app
 from evalign.evaluate.inputs import InputSettings, load_inputs
+from evalign.io.fewshot import read_fewshot
 from evalign.judges import get_judge, read_pairs, run_judge
 from evalign.judges.base import prompt_text
-from evalign.judges.fewshot import read_fewshot
 from evalign.judges.modes.simulated import SimulatedAnnotators, split_order
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

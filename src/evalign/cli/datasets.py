@@ -22,9 +22,9 @@ from evalign.datasets.catalogue import (
     load_dataset_spec,
     table_of,
 )
-from evalign.io.data_dir import default_data_dir
 from evalign.errors import UsageError
 from evalign.io import STDIO, write_json_atomic, write_table
+from evalign.io.data_dir import default_data_dir
 
 
 def _data_root(data_dir: Path | None) -> Path:

@@ -47,7 +47,7 @@ def simulated_options(o: Any, mode: str) -> dict[str, Any] | None:
                        "without --template (--fewshot-prompt picks the prompt) and a generating backend")
     if o.tie or o.single_order:
         raise CliError("--simulated-annotators asks for A or B in both orders: not with --tie or --single-order")
-    from evalign.judges.fewshot import read_fewshot
+    from evalign.io.fewshot import read_fewshot
 
     source = read_fewshot(Path(o.fewshot), examples=o.fewshot_examples)
     return {"fewshot": source.first(k), "prompt": o.fewshot_prompt, "data_dir": o.data_dir}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 FOLDER = "alttest"
 WHERE = "https://github.com/nitaytech/AltTest (data/<set>/human_annotations.json, llm_annotations.json)"

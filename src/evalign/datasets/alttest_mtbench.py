@@ -27,8 +27,8 @@ import pandas as pd
 from evalign.datasets.alttest import CITATION as ALTTEST_CITATION
 from evalign.datasets.alttest import LLMS, WHERE, read_alttest, set_dir
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     f"{ALTTEST_CITATION}; MT-Bench human judgments: Zheng et al. 2023, Judging LLM-as-a-Judge with MT-Bench and "

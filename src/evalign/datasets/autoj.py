@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Li et al. 2024, Generative Judge for Evaluating Alignment (Auto-J), ICLR 2024, arXiv 2310.05470 (pairwise test "

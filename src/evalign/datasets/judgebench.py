@@ -42,9 +42,9 @@ from evalign.datasets.base import (
     Variant,
     register_dataset,
 )
-from evalign.io.data_dir import find_set_dir
 from evalign.datasets.llmbar_verdicts import resolve
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Tan et al. 2025, JudgeBench: A Benchmark for Evaluating LLM-based Judges, ICLR 2025, arXiv 2410.12784 "

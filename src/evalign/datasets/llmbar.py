@@ -24,9 +24,9 @@ from evalign.datasets.base import (
     bundled_path,
     register_dataset,
 )
-from evalign.io.data_dir import find_set_dir
 from evalign.datasets.llmbar_verdicts import with_verdicts
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Zeng et al. 2024, Evaluating Large Language Models at Evaluating Instruction Following, "

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Kim et al. 2023, Prometheus: Inducing Fine-grained Evaluation Capability in Language Models, "

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from evalign.datasets.base import DatasetEntry, HumanDataset, LabelSet, register_dataset
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Jung, Brahman and Choi 2025, Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement, "

@@ -32,9 +32,9 @@ from evalign.datasets.base import (
     bundled_path,
     register_dataset,
 )
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import InputError
 from evalign.io import read_items
+from evalign.io.data_dir import find_set_dir
 
 CITATION = (
     "Wang et al. 2023, How Far Can Camels Go? Exploring the State of Instruction Tuning on Open "

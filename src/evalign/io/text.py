@@ -23,3 +23,14 @@ def text_lengths(texts: Sequence[Any], unit: str = "chars") -> np.ndarray:
         s = str(t)
         out[i] = len(s) if unit == "chars" else len(s.split())
     return out
+
+
+def join_instruction(instruction: Any, input_: Any) -> str:
+    """The instruction text a judge sees: the instruction, then a blank line and the input when
+    there is one (Prometheus: "an instruction (might include an Input inside it)")."""
+    from evalign.io.readers import is_missing
+
+    ins = "" if is_missing(instruction) else str(instruction)
+    inp = "" if is_missing(input_) else str(input_)
+    return f"{ins}\n\n{inp}" if inp.strip() else ins
+

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, TypeVar
 
 from evalign.backends.types import Constraint
 from evalign.errors import EvalignError, UsageError
+from evalign.io.text import join_instruction
 from evalign.judges.option_rules import check_constrain
 from evalign.judges.parsing import ParseResult, parse_grade
 from evalign.judges.prompts import (
@@ -67,14 +68,6 @@ PROMETHEUS_SAMPLING: dict[str, Any] = {
 
 #: the sampling settings a judge accepts (all go into the signature and the cache key)
 SAMPLING_KEYS = tuple(SAMPLING_RULES)
-
-
-def join_instruction(instruction: Any, input_: Any) -> str:
-    """The instruction text a judge sees: the instruction, then a blank line and the input when
-    there is one (Prometheus: "an instruction (might include an Input inside it)")."""
-    ins = "" if is_missing(instruction) else str(instruction)
-    inp = "" if is_missing(input_) else str(input_)
-    return f"{ins}\n\n{inp}" if inp.strip() else ins
 
 
 def row_messages(row: Mapping[str, Any], key: str = "messages") -> list[Message] | None:

@@ -40,9 +40,9 @@ from typing import Any, Protocol
 import pandas as pd
 
 from evalign.datasets import load_dataset
-from evalign.io.data_dir import find_set_dir
 from evalign.errors import EvalignError, InputError
 from evalign.io import write_table
+from evalign.io.data_dir import find_set_dir
 from evalign.judges.grading import join_instruction
 from evalign.judges.parsing import parse_grade
 from evalign.judges.prompts import load_template

@@ -2,7 +2,7 @@
 annotators* (Trust or Escalate: Jung, Brahman and Choi, ICLR 2025, arXiv 2407.18370).
 
 The judge is prompted once per annotator, each time after that annotator's few-shot examples
-(:mod:`evalign.judges.fewshot`: upstream's ``fewshot.jsonl`` or an ``evalign annotate`` export), in
+(:mod:`evalign.io.fewshot`: upstream's ``fewshot.jsonl`` or an ``evalign annotate`` export), in
 both presentation orders, asking for the verdict that annotator would give (``[[A]]`` / ``[[B]]``).
 From the top logprobs of each answer (the judge asks for them: ``logprobs``, ``top_logprobs=10`` as
 upstream) the probability of the first-shown response is read at the verdict token (the token after
@@ -44,6 +44,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalign.errors import EvalignError, UsageError
+from evalign.io.fewshot import (
+    PROMPTS_FILE,
+    AnnotatorExamples,
+    FewshotExample,
+    fewshot_hash,
+    find_upstream_prompts,
+    read_upstream_prompts,
+)
 from evalign.judges.base import (
     SWAP_VERDICT,
     VERDICT_CODE,
@@ -53,14 +61,6 @@ from evalign.judges.base import (
     register_judge,
 )
 from evalign.judges.bracket_parsing import parse_bracketed
-from evalign.judges.fewshot import (
-    PROMPTS_FILE,
-    AnnotatorExamples,
-    FewshotExample,
-    fewshot_hash,
-    find_upstream_prompts,
-    read_upstream_prompts,
-)
 from evalign.judges.logprobs import first_shown_probability, with_probability
 from evalign.judges.modes.relative import PrometheusRelative
 from evalign.judges.parsing import ParseResult, unscored

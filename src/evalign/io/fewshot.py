@@ -142,7 +142,7 @@ def _upstream_set(rec: Mapping[str, Any], at: _At, line: int, examples: int | No
 
 def _pair_texts(rec: Mapping[str, Any], at: _At, line: int) -> tuple[str, str, str]:
     """The instruction (with its input, as a judge shows it) and the two responses of an export row."""
-    from evalign.judges.base import join_instruction
+    from evalign.io.text import join_instruction
 
     texts = {}
     for f in ("instruction", "response_a", "response_b"):
