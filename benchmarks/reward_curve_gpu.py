@@ -90,28 +90,47 @@ def curve_rows(args: argparse.Namespace, kind: str, work: Path) -> list[dict[str
     return rows
 
 
+def curve_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per data kind: ``steps`` (sorted), and for ``accuracy`` and ``prefers_longer`` the mean over the
+    unseen sets at each step (``unseen``; a missing share left out of the mean) and the kept-aside
+    questions' value (``val``; None where not judged)."""
+    import numpy as np
+
+    out: dict[str, dict[str, Any]] = {}
+    for kind in dict.fromkeys(r["data"] for r in rows):
+        mine = [r for r in rows if r["data"] == kind]
+        steps = sorted({r["step"] for r in mine})
+        entry: dict[str, Any] = {"steps": steps}
+        for key in ("accuracy", "prefers_longer"):
+            unseen = []
+            for s in steps:
+                vals = [r[key] for r in mine if r["step"] == s and r["set"] != "val" and r[key] is not None]
+                unseen.append(float(np.mean(vals)) if vals else None)
+            val = [next((r[key] for r in mine if r["step"] == s and r["set"] == "val"), None) for s in steps]
+            entry[key] = {"unseen": unseen, "val": val}
+        out[kind] = entry
+    return out
+
+
 def draw_curve(rows: list[dict[str, Any]], path: Path) -> Path:
-    """The curve: per data kind, the mean held-out accuracy over the unseen sets and the share of decided
-    verdicts preferring the longer response, against the training step (the kept-aside questions of the
-    training sets dashed)."""
+    """The curve (:func:`curve_summary`): per data kind, the mean held-out accuracy over the unseen
+    sets and the share of decided verdicts preferring the longer response, against the training step
+    (the kept-aside questions of the training sets dashed); written to ``path`` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-    for kind in dict.fromkeys(r["data"] for r in rows):
-        mine = [r for r in rows if r["data"] == kind]
-        steps = sorted({r["step"] for r in mine})
+    for kind, entry in curve_summary(rows).items():
         for ax, key in zip(axes, ("accuracy", "prefers_longer"), strict=True):
-            unseen = [np.nanmean([r[key] if r[key] is not None else np.nan for r in mine
-                                  if r["step"] == s and r["set"] != "val"]) for s in steps]
-            line = ax.plot(steps, unseen, marker="o", label=f"{kind} (unseen sets)")[0]
-            val = [next((r[key] for r in mine if r["step"] == s and r["set"] == "val"), None) for s in steps]
+            nan = float("nan")
+            unseen = [nan if v is None else v for v in entry[key]["unseen"]]
+            line = ax.plot(entry["steps"], unseen, marker="o", label=f"{kind} (unseen sets)")[0]
+            val = entry[key]["val"]
             if any(v is not None for v in val):
-                ax.plot(steps, [np.nan if v is None else v for v in val], linestyle="--", color=line.get_color(),
-                        label=f"{kind} (kept-aside questions)")
+                ax.plot(entry["steps"], [nan if v is None else v for v in val], linestyle="--",
+                        color=line.get_color(), label=f"{kind} (kept-aside questions)")
     for ax, title in zip(axes, ("held-out accuracy", "share of decided verdicts preferring the longer"), strict=True):
         ax.axhline(0.5, color="grey", linewidth=0.8)
         ax.set_title(title)
