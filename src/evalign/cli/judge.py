@@ -355,9 +355,9 @@ def judge_spec(o: JudgeCommand, base: JudgeSpec) -> JudgeSpec:
                 "repetition_penalty": o.repetition_penalty, "seed": o.seed}
     spec: dict[str, Any] = {"samples": o.samples, "reask": o.reask, "column": o.name, "decoding": decoding,
                             "constrain": o.constrain}
-    own: dict[str, Any] = {}
     if getattr(o, "top_logprobs", None) is not None:  # (judge only: a confidence from the verdict's logprobs)
-        own.update(logprobs=True, top_logprobs=o.top_logprobs)
+        decoding.update(logprobs=True, top_logprobs=o.top_logprobs)
+    own: dict[str, Any] = {}
     if o.no_reference:
         spec["reference"] = False
     if o.grammar is not None:
