@@ -160,7 +160,8 @@ def test_score_cli_never_crashes(tmp_path_factory: Any, records: list[dict[str, 
     res = runner.invoke(app, ["score", str(p), "-m", "exact_match", "-o", str(d / "o.jsonl")])
     assert "Traceback" not in res.output
     if res.exit_code == 0:
-        back = [json.loads(line) for line in (d / "o.jsonl").read_text(encoding="utf-8").splitlines()]
+        # JSON lines end at "\n" only (a response may hold U+2028 or U+0085, which splitlines() splits on)
+        back = [json.loads(line) for line in (d / "o.jsonl").read_text(encoding="utf-8").split("\n") if line]
         assert [b["response"] for b in back] == [r["response"] for r in records]
     else:
         assert res.exit_code == 1, res.output

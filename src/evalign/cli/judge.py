@@ -310,13 +310,14 @@ def judge_cmd(
         base = JudgeSpec(mode="simulated_annotators", constrain=o.constrain)
     table = _load_table(o, base.judge_class.pairwise)
     spec = judge_spec(o, base)
-    if simulated is not None:
+    recorded = {**({"template": o.template} if o.template else {}), **spec.judge_options()}
+    if simulated is not None:  # (the summary names the few-shot file, not the examples read from it)
+        recorded.update(fewshot=str(o.fewshot), annotators=o.simulated_annotators, prompt=o.fewshot_prompt)
         spec = spec.evolve(options={**spec.options, **simulated})
     judge = make_judge(spec)
     be = checked_backend(o.backend, o.backend_options())
     run = _run(o, table, judge, be, _judge_price(o, be))
-    options = {**({"template": o.template} if o.template else {}), **spec.judge_options()}
-    summary = _write(o, run, be, summary_spec(o, base.mode, options))
+    summary = _write(o, run, be, summary_spec(o, base.mode, recorded))
     if summary.get("drift"):
         err_console.print(f"warning: {escape(summary['drift'])}", highlight=False)
     if o.as_json:
