@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalign.errors import ModelLoadError
+from evalign.io.data_dir import cache_folder
 from evalign.signature import file_sha256, package_version
 
 #: environment variable that moves the model cache
@@ -107,12 +108,7 @@ class ResolvedModel:
 def default_models_dir() -> Path:
     """The model cache: ``$EVALIGN_MODELS_DIR`` (made absolute), else ``$XDG_CACHE_HOME/evalign/models``,
     else ``~/.cache/evalign/models``. It need not exist."""
-    env = os.environ.get(MODELS_ENV, "").strip()
-    if env:
-        return Path(env).expanduser().absolute()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "evalign" / "models").absolute()
+    return cache_folder(MODELS_ENV, "models")
 
 
 def packaged_gguf_path(alias: str) -> Path:

@@ -22,12 +22,18 @@ ENV_VAR = "EVALIGN_DATA_DIR"
 def default_data_dir() -> Path:
     """The default data folder: ``$EVALIGN_DATA_DIR`` (made absolute against the current folder),
     else ``$XDG_CACHE_HOME/evalign/data``, else ``~/.cache/evalign/data``. It need not exist."""
-    env = os.environ.get(ENV_VAR, "").strip()
+    return cache_folder(ENV_VAR, "data")
+
+
+def cache_folder(env_var: str, name: str) -> Path:
+    """An evalign folder: ``$<env_var>`` (made absolute) when set, else ``$XDG_CACHE_HOME/evalign/<name>``,
+    else ``~/.cache/evalign/<name>``. It need not exist."""
+    env = os.environ.get(env_var, "").strip()
     if env:
         return Path(env).expanduser().absolute()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "evalign" / "data").absolute()
+    return (base / "evalign" / name).absolute()
 
 
 def find_set_dir(folder: str, required: Sequence[str], data_dir: str | Path | None, *, where: str) -> Path:
