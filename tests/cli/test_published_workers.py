@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 from typer.testing import CliRunner
 
 from evalign.cli import app
@@ -38,3 +40,35 @@ def test_registry_find() -> None:
     assert METRICS.find("chrF") is METRICS.get("chrf")  # case folding as get
     assert METRICS.find("judge:gpt-4/coherence") is None
     assert "bleu" in METRICS and "no_such_metric" not in METRICS
+
+
+def test_label_sets_evaluated_side_by_side_give_the_same_table(tmp_path, monkeypatch) -> None:
+    """With two workers the label sets are evaluated in forked workers (each records its process id)
+    and the table (rows, sets but for the timings, notes) is the one of one worker."""
+    import os
+
+    import evalign.evaluate.published as published
+
+    evaluate = published.evaluate
+    pids = tmp_path / "pids"
+
+    def recording(spec):  # inherited by the forked workers
+        with pids.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return evaluate(spec)
+
+    monkeypatch.setattr(published, "evaluate", recording)
+    tables = {}
+    for w in (1, 2):
+        pids.write_text("")
+        s = published_settings(datasets="pandalm,topical-chat,qags", data_dir=None, bootstrap=40, permutations=20,
+                               seed=3, alpha=0.05, confidence=0.95, epsilon=None, workers=w)
+        tables[w] = published.published_table(s)
+        ran = set(pids.read_text().split())
+        assert len(pids.read_text().split()) == 8  # pandalm 1, topical-chat 6, qags 1
+        assert (ran == {str(os.getpid())}) if w == 1 else (str(os.getpid()) not in ran and 1 <= len(ran) <= 2)
+    one, two = tables[1], tables[2]
+    assert len(one.rows) == 9 and one.rows["value"].notna().all()  # pandalm ships 2 columns
+    pd.testing.assert_frame_equal(one.rows, two.rows, check_exact=True)
+    pd.testing.assert_frame_equal(one.sets.drop(columns="seconds"), two.sets.drop(columns="seconds"), check_exact=True)
+    assert one.notes == two.notes

@@ -13,6 +13,7 @@ without any change here.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from evalign.evaluate.result import EvalResult
 from evalign.evaluate.run import evaluate
 from evalign.evaluate.spec import EvalSpec, Human, TrustRequest
 from evalign.meta.resampling import Resampling
+from evalign.meta.workers import parallel_map
 
 #: the columns of :attr:`PublishedTable.rows`
 COLUMNS = ("set", "labels", "column", "kind", "n", "statistic", "value", "ci_low", "ci_high", "rank", "of",
@@ -161,38 +163,69 @@ def _rows(job: _Job, r: EvalResult) -> list[dict[str, Any]]:
     return out
 
 
+def _evaluate_job(task: tuple[_Job, Any, PublishedSettings, float]) -> tuple[list[dict[str, Any]], dict[str, Any],
+                                                                             list[str]]:
+    """One job of the table: its rows, its entry of :attr:`PublishedTable.sets` and its notes
+    (``load_seconds``: the dataset's loading time, counted in a set of one job)."""
+    job, ds, settings, load_seconds = task
+    t1 = time.perf_counter()
+    r = evaluate(_spec(job, ds, settings))
+    got = _rows(job, r)
+    annotators = len(job.human.pref_columns) or len(job.human.annotators)
+    entry = {"set": job.name, "labels": job.labels, "status": r.refused or f"{len(got)} column(s) ranked",
+             "n": got[0]["n"] if got else None, "columns": len(got), "annotators": annotators,
+             "epsilon": r.alt_test.settings.epsilon if r.alt_test is not None else None,
+             "seconds": time.perf_counter() - t1 + load_seconds}
+    notes = [f"{job.name} ({job.labels}): {n}" for n in (r.alt_test.dropped() if r.alt_test else [])]
+    return got, entry, notes
+
+
 def published_table(settings: PublishedSettings | None = None, *,
                     progress: Callable[[str], None] | None = None) -> PublishedTable:
-    """The cross-set table (see the module doc). ``progress(message)`` is called before each set."""
+    """The cross-set table (see the module doc). ``progress(message)`` is called as each set's
+    evaluation starts. With more than one worker (``settings.resampling.workers``) the label sets are
+    evaluated side by side, one per worker; the table is the same whatever the number of workers."""
     s = settings or PublishedSettings()
     names = list(s.datasets) or list(CATALOGUE)
+    # each set's entry in order: a dict (not loaded, no columns) or the index of its job's result
+    plan: list[dict[str, Any] | int] = []
+    counter = itertools.count()
+
+    def tasks() -> Iterator[tuple[_Job, Any, PublishedSettings, float]]:
+        # the sets are read as the workers ask for work: the reading overlaps the evaluations
+        for name in names:
+            t0 = time.perf_counter()
+            try:
+                ds = load_dataset_spec(name, s.data_dir)
+            except EvalignError as e:
+                plan.append({"set": name, "labels": None, "status": f"not loaded: {str(e).splitlines()[0]}"})
+                continue
+            jobs = list(_label_jobs(name, ds))
+            if not jobs:
+                plan.append({"set": name, "labels": None, "status": "ships no judge or metric columns"})
+                continue
+            load_seconds = time.perf_counter() - t0 if len(jobs) == 1 else 0.0
+            for job in jobs:
+                if progress is not None:
+                    progress(f"{name} ({job.labels}): {len(job.columns)} column(s)")
+                plan.append(next(counter))
+                yield job, ds, s, load_seconds
+
+    # a set of one label set alone keeps the workers for its own resampling
+    only = CATALOGUE.get(names[0]) if len(names) == 1 else None
+    alone = only is not None and len(only.label_sets) <= 1
+    done = parallel_map(_evaluate_job, tasks(), workers=1 if alone else s.resampling.workers)
     rows: list[dict[str, Any]] = []
     sets: list[dict[str, Any]] = []
     notes: list[str] = []
-    for name in names:
-        t0 = time.perf_counter()
-        try:
-            ds = load_dataset_spec(name, s.data_dir)
-        except EvalignError as e:
-            sets.append({"set": name, "labels": None, "status": f"not loaded: {str(e).splitlines()[0]}"})
+    for entry in plan:
+        if isinstance(entry, dict):
+            sets.append(entry)
             continue
-        jobs = list(_label_jobs(name, ds))
-        if not jobs:
-            sets.append({"set": name, "labels": None, "status": "ships no judge or metric columns"})
-            continue
-        for job in jobs:
-            if progress is not None:
-                progress(f"{name} ({job.labels}): {len(job.columns)} column(s)")
-            t1 = time.perf_counter()
-            r = evaluate(_spec(job, ds, s))
-            got = _rows(job, r)
-            rows += got
-            annotators = len(job.human.pref_columns) or len(job.human.annotators)
-            sets.append({"set": name, "labels": job.labels, "status": r.refused or f"{len(got)} column(s) ranked",
-                         "n": got[0]["n"] if got else None, "columns": len(got), "annotators": annotators,
-                         "epsilon": r.alt_test.settings.epsilon if r.alt_test is not None else None,
-                         "seconds": time.perf_counter() - (t1 if len(jobs) > 1 else t0)})
-            notes += [f"{name} ({job.labels}): {n}" for n in (r.alt_test.dropped() if r.alt_test else [])]
+        got, set_entry, job_notes = done[entry]
+        rows += got
+        sets.append(set_entry)
+        notes += job_notes
     return PublishedTable(pd.DataFrame(rows, columns=list(COLUMNS)),
                           pd.DataFrame(sets, columns=["set", "labels", "status", "n", "columns", "annotators", "epsilon",
                                                       "seconds"]), s, tuple(notes))
