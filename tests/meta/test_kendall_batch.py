@@ -80,3 +80,24 @@ def test_bootstrap_and_permutation_test_equal_the_one_by_one_path(systems: int) 
     slow_c = paired_permutation_test(plain, h, a, a, resampling=r, grouping="none", stat_b=const)
     assert fast_c.p_value == slow_c.p_value and fast_c.delta == slow_c.delta
     assert 0 < fast_p.p_value <= 1 and fast.low < fast.value < fast.high
+
+
+def test_32_and_64_bit_counts_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of at most ``_KENDALL_INT32_MAX_N`` pairs are counted in 32-bit integers: the values are
+    those of 64-bit counts (here on 2,000 items of 11 human levels and ~1,900 metric values)."""
+    import importlib
+
+    module = importlib.import_module("evalign.meta.correlation")
+    rng = np.random.default_rng(11)
+    n = 2000
+    x = rng.integers(0, 11, n).astype(float)
+    y = rng.normal(size=n).round(3)
+    idx = rng.integers(0, n, (40, n))
+    masks = rng.random((30, n)) < 0.5
+    y2 = rng.normal(size=n).round(2)
+    small = kendall_resampled(x, y, idx), kendall_swapped(x, y, y2, masks)
+    monkeypatch.setattr(module, "_KENDALL_INT32_MAX_N", 0)
+    wide = kendall_resampled(x, y, idx), kendall_swapped(x, y, y2, masks)
+    for a, b in zip(small, wide):
+        assert np.isfinite(a).all() and np.array_equal(a, b)
+    assert np.isclose(wide[0][0], stats.kendalltau(x[idx[0]], y[idx[0]]).statistic, rtol=0, atol=1e-12)

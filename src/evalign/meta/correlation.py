@@ -313,6 +313,8 @@ def _kendall_table(x: np.ndarray, y: np.ndarray, variant: str) -> float | None:
 
 #: elements of one block of resampled contingency tables in :func:`kendall_rows_batch`
 _KENDALL_BATCH_CELLS = 1_000_000
+#: rows of at most this many pairs are counted in 32-bit integers (n^2 < 2^31)
+_KENDALL_INT32_MAX_N = 46_000
 
 
 def kendall_rows_batch(x: np.ndarray, y: np.ndarray, variant: str = "b") -> np.ndarray:
@@ -388,17 +390,20 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
     if k1 == 0 or k2 == 0:
         return out
     n = valid.sum(axis=1)
+    small = int(n.max(initial=0)) <= _KENDALL_INT32_MAX_N
     step = max(1, _KENDALL_BATCH_CELLS // (k1 * k2))
     for s in range(0, rows, step):
         e = min(rows, s + step)
         v = valid[s:e]
         codes = ((np.arange(e - s)[:, None] * k1 + xi[s:e]) * k2 + yi[s:e])[v]
         c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
+        if small:  # every sum below is at most n^2 / 2 < 2^31: exact in 32 bits, half the memory traffic
+            c = c.astype(np.int32)
         # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; summed over the x-rows
         # above i and weighted by the cells: concordant minus discordant pairs (exact integers)
-        prefix = np.cumsum(c, axis=2)
+        prefix = np.cumsum(c, axis=2, dtype=c.dtype)
         g = prefix[:, :, -1:] - 2 * prefix + c
-        above = g.sum(axis=1, keepdims=True) - np.cumsum(g, axis=1)
+        above = g.sum(axis=1, keepdims=True, dtype=c.dtype) - np.cumsum(g, axis=1, dtype=c.dtype)
         con_minus_dis = np.einsum("bij,bij->b", c, above).astype(np.float64)
         margin_x, margin_y = prefix[:, :, -1].astype(np.float64), c.sum(axis=1).astype(np.float64)
         both = (np.einsum("bij,bij->b", c, c).astype(np.float64) - n[s:e]) / 2
