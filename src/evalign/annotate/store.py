@@ -204,6 +204,12 @@ class Store:
                 "FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id").fetchall()
         return [Label(a, int(i), k, json.loads(v), s, sec, c, t) for a, i, k, v, s, sec, c, t in rows]
 
+    def labels_per_annotator(self) -> dict[str, int]:
+        """The labels each annotator with a label gave."""
+        with self._lock:
+            return {str(a): int(c) for a, c in self._db.execute(
+                "SELECT annotator, COUNT(*) FROM labels GROUP BY annotator")}
+
     def annotators(self) -> list[str]:
         """Every annotator with a label, by name."""
         with self._lock:
