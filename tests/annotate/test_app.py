@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,21 @@ def test_store_errors_name_the_file(tmp_path: Path) -> None:
         Store(tmp_path / "missing" / "dir" / "l.sqlite")
     res = CliRunner().invoke(app, ["annotate", "status", str(bad)])
     assert res.exit_code == 1 and "not an evalign label store" in res.output
+    # another program's SQLite database (or an empty one) is refused and left exactly as it was
+    other, empty = tmp_path / "other.sqlite", tmp_path / "empty.sqlite"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE people (name TEXT)")
+    sqlite3.connect(empty).close()
+    for db in (other, empty):
+        before = db.read_bytes()
+        for args in (["status", str(db)], ["export", str(db), "-o", str(tmp_path / "out.jsonl")]):
+            res = CliRunner().invoke(app, ["annotate", *args])
+            assert res.exit_code == 1 and f"{db.name}: not an evalign label store" in res.output, res.output
+        if db == other:
+            with pytest.raises(InputError, match="not an evalign label store"):  # what serving opens
+                Store(db)
+        assert db.read_bytes() == before and sorted(p.name for p in tmp_path.glob(f"{db.name}*")) == [db.name]
+    assert not (tmp_path / "out.jsonl").exists()
     items = _item_table(tmp_path / "items.jsonl")
     with pytest.raises(UsageError, match="--task label needs --labels"):
         serve(items, tmp_path / "x.sqlite", page=PageSettings(task="label"), server=ServerSettings())

@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS skips (annotator TEXT NOT NULL, idx INTEGER NOT NULL,
                                   PRIMARY KEY (annotator, idx));
 """
 
+#: the tables of a label store
+TABLES = {"meta", "items", "labels", "skips"}
+
 
 @dataclass(frozen=True)
 class StoreSettings:
@@ -74,6 +77,11 @@ class Store:
             raise InputError("no such label store", file=str(self.path))
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if (tables or must_exist) and not TABLES <= tables:  # another program's database is left as it is
+                self._db.close()
+                raise InputError("not an evalign label store (" + ("no tables" if not tables else
+                                 f"it holds other tables: {', '.join(sorted(tables)[:5])}") + ")", file=str(self.path))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
