@@ -120,11 +120,16 @@ def _press(driver: webdriver.Chrome, key: str) -> None:
     ActionChains(driver).send_keys(key).perform()
 
 
-def _check_no_script_ran(driver: webdriver.Chrome) -> None:
-    """The XSS items' markup is shown as text and ran nothing."""
+def _check_nothing_ran(driver: webdriver.Chrome) -> None:
+    """No script of the XSS items ran and none of their markup became elements."""
     assert driver.execute_script("return window.__xss === undefined")
     assert driver.find_elements(By.ID, "xss") == []
     assert driver.find_elements(By.CSS_SELECTOR, "#task-area img, #task-area script, #task-area b") == []
+
+
+def _check_no_script_ran(driver: webdriver.Chrome) -> None:
+    """The XSS items' markup is shown as text and ran nothing."""
+    _check_nothing_ran(driver)
     shown = driver.find_element(By.ID, "task-area").text
     assert any(x in shown for x in XSS)  # the text is there, as text
 
@@ -150,6 +155,11 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
         _open(alice, f"{server.base}/annotate/alice")
         assert _progress(alice) == "0 of 6"
         assert alice.switch_to.active_element.tag_name != "textarea"  # the keys work at once
+        # a button for each answer and action, with its key shown
+        buttons = [(kbd.text, b.text.removeprefix(kbd.text).strip()) for b in alice.find_elements(
+            By.CSS_SELECTOR, "#choices button, .actions button") for kbd in b.find_elements(By.TAG_NAME, "kbd")]
+        assert buttons == [("a", "Left is better"), ("b", "Right is better"), ("t", "Tie"), ("u", "Undo last"),
+                           ("s", "Skip")], buttons
         _check_no_script_ran(alice)
         first = _key_shown(alice)
         left = alice.find_element(By.ID, "response-left").text
@@ -209,6 +219,7 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
         server.start()
         _press(alice, "a")  # the same key again, to the new server (the page's CSRF token still holds)
         _wait_progress(alice, "4 of 6")
+        _check_no_script_ran(alice)
         assert _labels(db)[-1][:2] == ("alice", stuck)
         bob.refresh()
         WebDriverWait(bob, 20).until(lambda d: " of " in _progress(d))
@@ -222,6 +233,8 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
             WebDriverWait(alice, 20).until(lambda d, n=len(keys_seen): _progress(d) == f"{4 + n} of 6")
             if _progress(alice) != "6 of 6":
                 _check_no_script_ran(alice)
+            else:  # the last label: no item shown any more, and nothing ran
+                _check_nothing_ran(alice)
         assert keys_seen[-1] == first
         assert "All done" in alice.find_element(By.ID, "done").text
         labels = _labels(db)
@@ -355,5 +368,32 @@ def test_token_cookie_and_graded_page_with_rubric(tmp_path: Path, browsers: list
         _no_overflow(d)
         with sqlite3.connect(f"file:{tmp_path / 'g.sqlite'}?mode=ro", uri=True) as con:
             assert [json.loads(v) for (v,) in con.execute("SELECT label FROM labels ORDER BY id")] == [4.0, 2.0]
+    finally:
+        server.stop()
+
+
+def test_label_task_keys_in_the_order_given(tmp_path: Path, browsers: list) -> None:
+    rows = [{"id": f"x{i}", "system": "m", "instruction": f"Is answer {i} fine?", "response": f"Answer {i}."}
+            for i in range(3)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = Server(tmp_path, ["items.jsonl", "--db", "l.sqlite", "--labels", "ok,wrong,unsafe", "--per-item", "1"])
+    server.start()
+    try:
+        d = _browser()
+        browsers.append(d)
+        _open(d, f"{server.base}/annotate/lea")
+        assert [(b.get_attribute("data-key"), kbd.text, b.text.removeprefix(kbd.text).strip())
+                for b in d.find_elements(By.CSS_SELECTOR, "#choices button")
+                for kbd in b.find_elements(By.TAG_NAME, "kbd")] == \
+            [("1", "1", "ok"), ("2", "2", "wrong"), ("3", "3", "unsafe")]
+        _press(d, "9")  # no ninth label: nothing happens
+        _press(d, "3")
+        _wait_progress(d, "1 of 3")
+        _press(d, "1")
+        _wait_progress(d, "2 of 3")
+        with sqlite3.connect(f"file:{tmp_path / 'l.sqlite'}?mode=ro", uri=True) as con:
+            got = [(k, json.loads(v)) for k, v in con.execute(
+                "SELECT i.key, l.label FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id")]
+        assert got == [("x0", "unsafe"), ("x1", "ok")]
     finally:
         server.stop()
