@@ -78,7 +78,7 @@ class Store:
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
             tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if (tables or must_exist) and not TABLES <= tables:  # another program's database is left as it is
+            if (tables or must_exist) and not tables >= TABLES:  # another program's database is left as it is
                 self._db.close()
                 raise InputError("not an evalign label store (" + ("no tables" if not tables else
                                  f"it holds other tables: {', '.join(sorted(tables)[:5])}") + ")", file=str(self.path))
