@@ -397,3 +397,31 @@ def test_label_task_keys_in_the_order_given(tmp_path: Path, browsers: list) -> N
         assert got == [("x0", "unsafe"), ("x1", "ok")]
     finally:
         server.stop()
+
+
+def test_pair_of_conversations_each_side_with_its_earlier_turns(tmp_path: Path, browsers: list) -> None:
+    def conversation(side: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "Hi, I need a recipe."},
+                {"role": "assistant", "content": f"Sure ({side}), which dish? {XSS[1]}"},
+                {"role": "user", "content": "Pancakes."}, {"role": "assistant", "content": f"{side}: flour, milk, eggs."}]
+
+    rows = [{"id": "c1", "system_a": "x", "system_b": "y", "messages_a": conversation("A"),
+             "messages_b": conversation("B")}]
+    (tmp_path / "conv.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = Server(tmp_path, ["conv.jsonl", "--db", "c.sqlite"])
+    server.start()
+    try:
+        d = _browser()
+        browsers.append(d)
+        _open(d, f"{server.base}/annotate/cleo")
+        assert "Hi, I need a recipe." in d.find_element(By.ID, "context").text
+        for side in ("left", "right"):
+            letter = d.find_element(By.ID, f"response-{side}").text[0]
+            assert f"Sure ({letter}), which dish?" in d.find_element(By.ID, f"context-{side}").text
+        _check_nothing_ran(d)
+        _viewport(d, 390, 844, True)
+        d.refresh()
+        WebDriverWait(d, 20).until(lambda x: " of " in _progress(x))
+        _no_overflow(d)
+    finally:
+        server.stop()

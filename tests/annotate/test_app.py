@@ -83,7 +83,9 @@ def test_pair_state_shows_sides_not_systems(tmp_path: Path) -> None:
     store, _, _ = pair_store(tmp_path, 3)
     client, _ = _client(store)
     item = client.get("/api/r1/state").json()["item"]
-    assert set(item) == {"key", "instruction", "input", "context", "reference", "left", "right"}
+    assert set(item) == {"key", "instruction", "input", "context", "reference", "left", "right", "context_left",
+                         "context_right"}
+    assert item["context"] == item["context_left"] == item["context_right"] == []
     assert {item["left"][:8], item["right"][:8]} == {"Answer A", "Answer B"}
     store.close()
 
@@ -123,3 +125,31 @@ def test_store_errors_name_the_file(tmp_path: Path) -> None:
         store.close()
         serve(pairs, tmp_path / "y.sqlite", page=PageSettings(task="graded"), server=ServerSettings())
     assert not (tmp_path / "x.sqlite").exists() and not (tmp_path / "y.sqlite").exists()  # refused before writing
+
+
+def test_pair_of_conversations_shows_each_sides_own_earlier_turns(tmp_path: Path) -> None:
+    def conversation(side: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "Hi, I need a recipe."},
+                {"role": "assistant", "content": f"Sure ({side}), which dish?"},
+                {"role": "user", "content": "Pancakes."}, {"role": "assistant", "content": f"{side}: flour, milk, eggs."}]
+
+    rows = [{"id": "c1", "system_a": "x", "system_b": "y", "messages_a": conversation("A"),
+             "messages_b": conversation("B")}]
+    items = tmp_path / "conv.jsonl"
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = Store(tmp_path / "c.sqlite")
+    store.initialise(read_items_to_label(items, "pairwise"), StoreSettings(task="pairwise"))
+    client, _ = _client(store)
+    orders = set()
+    for name in (f"r{i}" for i in range(40)):  # the store's seed is drawn: look until both orders came
+        if len(orders) == 2:
+            break
+        item = client.get(f"/api/{name}/state").json()["item"]
+        assert item["instruction"] == "Pancakes."
+        assert item["context"] == [{"role": "user", "content": "Hi, I need a recipe."}]  # what both share
+        for side in ("left", "right"):  # each response with its own system's earlier answer, never the other's
+            letter = item[side][0]
+            assert item[f"context_{side}"] == [{"role": "assistant", "content": f"Sure ({letter}), which dish?"}]
+        orders.add(item["left"][0])
+    assert orders == {"A", "B"}
+    store.close()

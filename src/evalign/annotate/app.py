@@ -172,6 +172,9 @@ def state(store: Store, annotator: str, *, show: int | None = None) -> dict[str,
             order = shown_order(store.seed, annotator, key)
             left, right = ("response_a", "response_b") if order == "ab" else ("response_b", "response_a")
             item["left"], item["right"] = view[left], view[right]
+            # each side's own earlier turns of a pair of conversations, with its response
+            item["context_left"] = view.get(left.replace("response", "context"), [])
+            item["context_right"] = view.get(right.replace("response", "context"), [])
         else:
             item["response"] = view["response"]
     return {"annotator": annotator, "task": settings.task, "labels": list(settings.labels),
