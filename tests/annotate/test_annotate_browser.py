@@ -386,9 +386,16 @@ def test_label_task_keys_in_the_order_given(tmp_path: Path, browsers: list) -> N
                 for b in d.find_elements(By.CSS_SELECTOR, "#choices button")
                 for kbd in b.find_elements(By.TAG_NAME, "kbd")] == \
             [("1", "1", "ok"), ("2", "2", "wrong"), ("3", "3", "unsafe")]
+        tab2 = _browser()  # the same annotator in a second tab, on the same item
+        browsers.append(tab2)
+        _open(tab2, f"{server.base}/annotate/lea")
+        assert _key_shown(tab2) == _key_shown(d) == "x0"
         _press(d, "9")  # no ninth label: nothing happens
         _press(d, "3")
         _wait_progress(d, "1 of 3")
+        _press(tab2, "2")  # the second tab's label of x0: refused, said so, not doubled
+        WebDriverWait(tab2, 20).until(lambda x: "already" in x.find_element(By.ID, "notice").text)
+        assert _progress(tab2) == "1 of 3" and _key_shown(tab2) == "x1"
         _press(d, "1")
         _wait_progress(d, "2 of 3")
         with sqlite3.connect(f"file:{tmp_path / 'l.sqlite'}?mode=ro", uri=True) as con:

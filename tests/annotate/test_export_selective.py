@@ -102,6 +102,7 @@ def test_the_loop_escalate_annotate_export_join_alt_test(tmp_path: Path) -> None
     labels = fill(store, ANNOTATORS, [truth[by_id[r["id"]]] for r in people])
     store.close()
     db, wide = str(tmp_path / "labels.sqlite"), tmp_path / "wide.jsonl"
+    rest.unlink()  # the store keeps a copy of the items: the export needs no ITEMS file
     res = runner.invoke(app, ["annotate", "export", db, "-o", str(wide)])  # without the judged table
     assert res.exit_code == 0, res.output
     args = ["--pref", "pref_ann1,pref_ann2,pref_ann3", "-m", "judge:demo", "--alt-test", "--bootstrap", "20",
