@@ -69,7 +69,11 @@ class Label:
 
 
 class Store:
-    """An open label store (thread-safe: one connection behind a lock)."""
+    """An open label store (thread-safe: one connection behind a lock).
+
+    A new file (or an empty database) becomes a store; ``must_exist``: the store must be there already
+    (``status``, ``export``). Another program's SQLite database is refused with
+    :class:`~evalign.errors.InputError` and left as it was (no tables or WAL journal added)."""
 
     def __init__(self, path: str | Path, *, must_exist: bool = False) -> None:
         self.path = Path(path)
