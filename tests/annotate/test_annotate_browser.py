@@ -120,11 +120,16 @@ def _press(driver: webdriver.Chrome, key: str) -> None:
     ActionChains(driver).send_keys(key).perform()
 
 
-def _check_no_script_ran(driver: webdriver.Chrome) -> None:
-    """The XSS items' markup is shown as text and ran nothing."""
+def _check_nothing_ran(driver: webdriver.Chrome) -> None:
+    """No script of the XSS items ran and none of their markup became elements."""
     assert driver.execute_script("return window.__xss === undefined")
     assert driver.find_elements(By.ID, "xss") == []
     assert driver.find_elements(By.CSS_SELECTOR, "#task-area img, #task-area script, #task-area b") == []
+
+
+def _check_no_script_ran(driver: webdriver.Chrome) -> None:
+    """The XSS items' markup is shown as text and ran nothing."""
+    _check_nothing_ran(driver)
     shown = driver.find_element(By.ID, "task-area").text
     assert any(x in shown for x in XSS)  # the text is there, as text
 
@@ -150,6 +155,11 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
         _open(alice, f"{server.base}/annotate/alice")
         assert _progress(alice) == "0 of 6"
         assert alice.switch_to.active_element.tag_name != "textarea"  # the keys work at once
+        # a button for each answer and action, with its key shown
+        buttons = [(kbd.text, b.text.removeprefix(kbd.text).strip()) for b in alice.find_elements(
+            By.CSS_SELECTOR, "#choices button, .actions button") for kbd in b.find_elements(By.TAG_NAME, "kbd")]
+        assert buttons == [("a", "Left is better"), ("b", "Right is better"), ("t", "Tie"), ("u", "Undo last"),
+                           ("s", "Skip")], buttons
         _check_no_script_ran(alice)
         first = _key_shown(alice)
         left = alice.find_element(By.ID, "response-left").text
@@ -209,6 +219,7 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
         server.start()
         _press(alice, "a")  # the same key again, to the new server (the page's CSRF token still holds)
         _wait_progress(alice, "4 of 6")
+        _check_no_script_ran(alice)
         assert _labels(db)[-1][:2] == ("alice", stuck)
         bob.refresh()
         WebDriverWait(bob, 20).until(lambda d: " of " in _progress(d))
@@ -222,6 +233,8 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
             WebDriverWait(alice, 20).until(lambda d, n=len(keys_seen): _progress(d) == f"{4 + n} of 6")
             if _progress(alice) != "6 of 6":
                 _check_no_script_ran(alice)
+            else:  # the last label: no item shown any more, and nothing ran
+                _check_nothing_ran(alice)
         assert keys_seen[-1] == first
         assert "All done" in alice.find_element(By.ID, "done").text
         labels = _labels(db)
@@ -355,5 +368,67 @@ def test_token_cookie_and_graded_page_with_rubric(tmp_path: Path, browsers: list
         _no_overflow(d)
         with sqlite3.connect(f"file:{tmp_path / 'g.sqlite'}?mode=ro", uri=True) as con:
             assert [json.loads(v) for (v,) in con.execute("SELECT label FROM labels ORDER BY id")] == [4.0, 2.0]
+    finally:
+        server.stop()
+
+
+def test_label_task_keys_in_the_order_given(tmp_path: Path, browsers: list) -> None:
+    rows = [{"id": f"x{i}", "system": "m", "instruction": f"Is answer {i} fine?", "response": f"Answer {i}."}
+            for i in range(3)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = Server(tmp_path, ["items.jsonl", "--db", "l.sqlite", "--labels", "ok,wrong,unsafe", "--per-item", "1"])
+    server.start()
+    try:
+        d = _browser()
+        browsers.append(d)
+        _open(d, f"{server.base}/annotate/lea")
+        assert [(b.get_attribute("data-key"), kbd.text, b.text.removeprefix(kbd.text).strip())
+                for b in d.find_elements(By.CSS_SELECTOR, "#choices button")
+                for kbd in b.find_elements(By.TAG_NAME, "kbd")] == \
+            [("1", "1", "ok"), ("2", "2", "wrong"), ("3", "3", "unsafe")]
+        tab2 = _browser()  # the same annotator in a second tab, on the same item
+        browsers.append(tab2)
+        _open(tab2, f"{server.base}/annotate/lea")
+        assert _key_shown(tab2) == _key_shown(d) == "x0"
+        _press(d, "9")  # no ninth label: nothing happens
+        _press(d, "3")
+        _wait_progress(d, "1 of 3")
+        _press(tab2, "2")  # the second tab's label of x0: refused, said so, not doubled
+        WebDriverWait(tab2, 20).until(lambda x: "already" in x.find_element(By.ID, "notice").text)
+        assert _progress(tab2) == "1 of 3" and _key_shown(tab2) == "x1"
+        _press(d, "1")
+        _wait_progress(d, "2 of 3")
+        with sqlite3.connect(f"file:{tmp_path / 'l.sqlite'}?mode=ro", uri=True) as con:
+            got = [(k, json.loads(v)) for k, v in con.execute(
+                "SELECT i.key, l.label FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id")]
+        assert got == [("x0", "unsafe"), ("x1", "ok")]
+    finally:
+        server.stop()
+
+
+def test_pair_of_conversations_each_side_with_its_earlier_turns(tmp_path: Path, browsers: list) -> None:
+    def conversation(side: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "Hi, I need a recipe."},
+                {"role": "assistant", "content": f"Sure ({side}), which dish? {XSS[1]}"},
+                {"role": "user", "content": "Pancakes."}, {"role": "assistant", "content": f"{side}: flour, milk, eggs."}]
+
+    rows = [{"id": "c1", "system_a": "x", "system_b": "y", "messages_a": conversation("A"),
+             "messages_b": conversation("B")}]
+    (tmp_path / "conv.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = Server(tmp_path, ["conv.jsonl", "--db", "c.sqlite"])
+    server.start()
+    try:
+        d = _browser()
+        browsers.append(d)
+        _open(d, f"{server.base}/annotate/cleo")
+        assert "Hi, I need a recipe." in d.find_element(By.ID, "context").text
+        for side in ("left", "right"):
+            letter = d.find_element(By.ID, f"response-{side}").text[0]
+            assert f"Sure ({letter}), which dish?" in d.find_element(By.ID, f"context-{side}").text
+        _check_nothing_ran(d)
+        _viewport(d, 390, 844, True)
+        d.refresh()
+        WebDriverWait(d, 20).until(lambda x: " of " in _progress(x))
+        _no_overflow(d)
     finally:
         server.stop()

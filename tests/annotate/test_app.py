@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,9 @@ def test_pair_state_shows_sides_not_systems(tmp_path: Path) -> None:
     store, _, _ = pair_store(tmp_path, 3)
     client, _ = _client(store)
     item = client.get("/api/r1/state").json()["item"]
-    assert set(item) == {"key", "instruction", "input", "context", "reference", "left", "right"}
+    assert set(item) == {"key", "instruction", "input", "context", "reference", "left", "right", "context_left",
+                         "context_right"}
+    assert item["context"] == item["context_left"] == item["context_right"] == []
     assert {item["left"][:8], item["right"][:8]} == {"Answer A", "Answer B"}
     store.close()
 
@@ -96,6 +99,21 @@ def test_store_errors_name_the_file(tmp_path: Path) -> None:
         Store(tmp_path / "missing" / "dir" / "l.sqlite")
     res = CliRunner().invoke(app, ["annotate", "status", str(bad)])
     assert res.exit_code == 1 and "not an evalign label store" in res.output
+    # another program's SQLite database (or an empty one) is refused and left exactly as it was
+    other, empty = tmp_path / "other.sqlite", tmp_path / "empty.sqlite"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE people (name TEXT)")
+    sqlite3.connect(empty).close()
+    for db in (other, empty):
+        before = db.read_bytes()
+        for args in (["status", str(db)], ["export", str(db), "-o", str(tmp_path / "out.jsonl")]):
+            res = CliRunner().invoke(app, ["annotate", *args])
+            assert res.exit_code == 1 and f"{db.name}: not an evalign label store" in res.output, res.output
+        if db == other:
+            with pytest.raises(InputError, match="not an evalign label store"):  # what serving opens
+                Store(db)
+        assert db.read_bytes() == before and sorted(p.name for p in tmp_path.glob(f"{db.name}*")) == [db.name]
+    assert not (tmp_path / "out.jsonl").exists()
     items = _item_table(tmp_path / "items.jsonl")
     with pytest.raises(UsageError, match="--task label needs --labels"):
         serve(items, tmp_path / "x.sqlite", page=PageSettings(task="label"), server=ServerSettings())
@@ -107,3 +125,31 @@ def test_store_errors_name_the_file(tmp_path: Path) -> None:
         store.close()
         serve(pairs, tmp_path / "y.sqlite", page=PageSettings(task="graded"), server=ServerSettings())
     assert not (tmp_path / "x.sqlite").exists() and not (tmp_path / "y.sqlite").exists()  # refused before writing
+
+
+def test_pair_of_conversations_shows_each_sides_own_earlier_turns(tmp_path: Path) -> None:
+    def conversation(side: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "Hi, I need a recipe."},
+                {"role": "assistant", "content": f"Sure ({side}), which dish?"},
+                {"role": "user", "content": "Pancakes."}, {"role": "assistant", "content": f"{side}: flour, milk, eggs."}]
+
+    rows = [{"id": "c1", "system_a": "x", "system_b": "y", "messages_a": conversation("A"),
+             "messages_b": conversation("B")}]
+    items = tmp_path / "conv.jsonl"
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = Store(tmp_path / "c.sqlite")
+    store.initialise(read_items_to_label(items, "pairwise"), StoreSettings(task="pairwise"))
+    client, _ = _client(store)
+    orders = set()
+    for name in (f"r{i}" for i in range(40)):  # the store's seed is drawn: look until both orders came
+        if len(orders) == 2:
+            break
+        item = client.get(f"/api/{name}/state").json()["item"]
+        assert item["instruction"] == "Pancakes."
+        assert item["context"] == [{"role": "user", "content": "Hi, I need a recipe."}]  # what both share
+        for side in ("left", "right"):  # each response with its own system's earlier answer, never the other's
+            letter = item[side][0]
+            assert item[f"context_{side}"] == [{"role": "assistant", "content": f"Sure ({letter}), which dish?"}]
+        orders.add(item["left"][0])
+    assert orders == {"A", "B"}
+    store.close()

@@ -134,6 +134,22 @@ def test_item_text_is_data_never_markup(tmp_path: Path) -> None:
     store2.close()
 
 
+def test_static_files_are_plain_and_local() -> None:
+    """Plain HTML, CSS and JavaScript shipped with the package: nothing fetched from elsewhere (no CDN),
+    nothing to build, and the pages load only this server's script and style."""
+    from evalign.annotate.app import STATIC
+
+    files = sorted(p.name for p in STATIC.iterdir())
+    assert files == ["agreement.html", "annotate.css", "annotate.js", "home.html", "page.html"]
+    for name in files:
+        text = (STATIC / name).read_text(encoding="utf-8")
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), name  # no URL of another host
+        assert "@import" not in text and "import " not in text.replace("!important", ""), name
+    for page in ("page.html", "home.html", "agreement.html"):
+        refs = re.findall(r'(?:src|href)="([^"]+)"', (STATIC / page).read_text(encoding="utf-8"))
+        assert refs and all(r.startswith("/") for r in refs), (page, refs)
+
+
 def _serve(args: list[str], cwd: Path) -> subprocess.Popen:
     home = cwd / "home"  # nothing may be written there (no cache, no config): only the database
     home.mkdir(exist_ok=True)

@@ -12,7 +12,7 @@ import pytest
 from annotate_helpers import fill, pair_store, write_pairs
 from typer.testing import CliRunner
 
-from evalign.annotate.assign import label_code, queue, shown_order, valid_name
+from evalign.annotate.assign import is_ahead, label_code, queue, shown_order, valid_name
 from evalign.annotate.export import agreement, alttest_labels, long_rows, majority, wide_rows
 from evalign.annotate.items import read_items_to_label
 from evalign.annotate.store import Store, StoreSettings
@@ -30,6 +30,34 @@ def test_queue_new_items_first_skips_last() -> None:
     assert queue(5, counts=counts, done={1}, skipped=[4], per_item=3) == [2, 0, 4]
     assert queue(5, counts=counts, done={1}, skipped=[2, 4], per_item=3) == [0, 2, 4]
     assert queue(5, counts=[3] * 5, done=set(), skipped=[], per_item=3) == []
+
+
+def test_new_items_first_to_the_annotators_with_fewest_labels() -> None:
+    counts = [2, 0, 1, 3, 0, 1]
+    # ahead of another annotator: the started items first (nearest K first), the new ones after them
+    assert queue(6, counts=counts, done=set(), skipped=[], per_item=3, ahead=True) == [0, 2, 5, 1, 4]
+    assert queue(6, counts=counts, done={0}, skipped=[2], per_item=3, ahead=True) == [5, 1, 4, 2]
+    assert is_ahead("a", {"a": 5, "b": 2, "c": 5}) and not is_ahead("b", {"a": 5, "b": 2})
+    assert not is_ahead("a", {"a": 3, "b": 3}) and not is_ahead("new", {"a": 3}) and not is_ahead("a", {"a": 9})
+
+
+def test_page_gives_new_items_to_the_annotator_behind(tmp_path: Path) -> None:
+    from evalign.annotate.app import state
+
+    store, _, _ = pair_store(tmp_path, 8, per_item=2)
+    for idx in (0, 1, 2):
+        assert store.add_label("fast", idx, 1.0, shown="ab", seconds=1.0, comment=None)
+    assert state(store, "slow")["item"]["key"] == "q003"  # behind (no labels): a new item first
+    assert state(store, "fast")["item"]["key"] == "q003"  # alone so far: not ahead of anyone
+    assert store.add_label("slow", 3, 1.0, shown="ab", seconds=1.0, comment=None)
+    # fast (3 labels) is ahead of slow (1): the item slow started comes before the new ones
+    assert state(store, "fast")["item"]["key"] == "q003"
+    assert store.add_label("fast", 3, 1.0, shown="ab", seconds=1.0, comment=None)  # q003 has its K = 2 labels
+    assert state(store, "fast")["item"]["key"] == "q004"  # nothing started left for fast: new items
+    # slow (1 label) is behind: new items first, before the items fast started
+    assert state(store, "slow")["item"]["key"] == "q004"
+    assert state(store, "slow")["progress"] == {"done": 1, "total": 8}
+    store.close()
 
 
 def test_shown_order_is_seeded_per_annotator_and_item() -> None:

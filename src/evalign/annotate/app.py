@@ -34,7 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalign.annotate import keys_help
-from evalign.annotate.assign import label_code, queue, shown_order, valid_name
+from evalign.annotate.assign import is_ahead, label_code, queue, shown_order, valid_name
 from evalign.annotate.export import agreement, column_prefix
 from evalign.annotate.items import choose_task, read_items_to_label
 from evalign.annotate.store import Store, StoreSettings
@@ -161,7 +161,7 @@ def state(store: Store, annotator: str, *, show: int | None = None) -> dict[str,
     settings = store.settings
     done = store.done(annotator)
     todo = queue(store.n_items(), counts=store.counts(), done=done, skipped=store.skipped(annotator),
-                 per_item=settings.per_item)
+                 per_item=settings.per_item, ahead=is_ahead(annotator, store.labels_per_annotator()))
     idx = show if show is not None and show not in done else (todo[0] if todo else None)
     item: dict[str, Any] | None = None
     if idx is not None:
@@ -172,6 +172,9 @@ def state(store: Store, annotator: str, *, show: int | None = None) -> dict[str,
             order = shown_order(store.seed, annotator, key)
             left, right = ("response_a", "response_b") if order == "ab" else ("response_b", "response_a")
             item["left"], item["right"] = view[left], view[right]
+            # each side's own earlier turns of a pair of conversations, with its response
+            item["context_left"] = view.get(left.replace("response", "context"), [])
+            item["context_right"] = view.get(right.replace("response", "context"), [])
         else:
             item["response"] = view["response"]
     return {"annotator": annotator, "task": settings.task, "labels": list(settings.labels),

@@ -1,8 +1,11 @@
 """Who labels what next, and in which left/right order: pure functions of the store's state.
 
 Each annotator's queue holds the items still short of ``per_item`` labels that the annotator has not
-labelled: the items with the fewest labels first (new items first, so that the items reach K labels
-evenly), then in file order; the items the annotator skipped go to the end, in the order skipped.
+labelled, new items first to the annotators who have fewest labels: an annotator with no more labels than
+any other gets the items with the fewest labels first (new items first, so that the items reach K labels
+evenly); an annotator ahead of another (more labels) gets the items others started first (those nearest
+K first), new items after them, so that the new items are left to those behind and the started ones
+reach K. Ties go by file order; the items the annotator skipped go to the end, in the order skipped.
 """
 
 from __future__ import annotations
@@ -28,8 +31,15 @@ def shown_order(seed: str, annotator: str, key: str) -> str:
     return "ab" if digest[0] % 2 == 0 else "ba"
 
 
+def is_ahead(annotator: str, labels_per_annotator: Mapping[str, int]) -> bool:
+    """Whether ``annotator`` has more labels than some other annotator (then new items go to the others
+    first). ``labels_per_annotator``: the labels each annotator with a label gave."""
+    mine = labels_per_annotator.get(annotator, 0)
+    return any(mine > n for name, n in labels_per_annotator.items() if name != annotator)
+
+
 def queue(n_items: int, *, counts: Sequence[int], done: set[int], skipped: Sequence[int],
-          per_item: int) -> list[int]:
+          per_item: int, ahead: bool = False) -> list[int]:
     """The indices of the items ``annotator`` should label next, in order.
 
     Args:
@@ -38,10 +48,16 @@ def queue(n_items: int, *, counts: Sequence[int], done: set[int], skipped: Seque
         done: items this annotator labelled.
         skipped: items this annotator skipped, oldest skip first.
         per_item: labels an item needs (K).
+        ahead: whether this annotator has more labels than another (:func:`is_ahead`): the items others
+            started come first (nearest K first), new items after them.
     """
     skip_rank = {i: r for r, i in enumerate(skipped)}
     open_items = [i for i in range(n_items) if i not in done and counts[i] < per_item]
-    fresh = sorted((i for i in open_items if i not in skip_rank), key=lambda i: (counts[i], i))
+
+    def rank(i: int) -> tuple[int, int, int]:
+        return (counts[i] == 0, -counts[i], i) if ahead else (0, counts[i], i)
+
+    fresh = sorted((i for i in open_items if i not in skip_rank), key=rank)
     later = sorted((i for i in open_items if i in skip_rank), key=lambda i: skip_rank[i])
     return fresh + later
 

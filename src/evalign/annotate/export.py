@@ -16,7 +16,7 @@ import numpy as np
 
 from evalign.annotate.assign import short_items
 from evalign.annotate.store import Label, Store
-from evalign.errors import UsageError
+from evalign.errors import InputError, UsageError
 from evalign.io.writers import check_output, write_json_atomic, write_table
 from evalign.meta.agreement import cohen_kappa, krippendorff_alpha, majority_vote
 
@@ -58,15 +58,69 @@ def majority(task: str, values: list[Any]) -> Any:
     return won if not math.isnan(won) else float(np.median(arr))
 
 
-def wide_rows(store: Store) -> list[dict[str, Any]]:
-    """The wide export: each item's record, then ``pref_NAME`` / ``rating_NAME`` / ``label_NAME`` for
-    every annotator (None where that annotator gave none), then the majority ``verdict``."""
+def read_join(path: str | Path, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The records of the table at ``path`` (any evalign table: e.g. the judged pair table ``evalign
+    escalate`` split) by item key, for :func:`wide_rows` / :func:`long_rows` ``join``: keyed by ``id``,
+    or ``id#turn`` where the store's keys are per turn. Raises :class:`~evalign.errors.InputError` for a
+    record without an id, a duplicate key, or a table that holds none of ``keys``."""
+    from evalign.annotate.items import _plain
+    from evalign.io.readers import detect_format, iter_records
+
+    meta: dict[str, Any] = {}
+    wanted = set(keys)
+    out: dict[str, dict[str, Any]] = {}
+    for line, rec in iter_records(Path(path), detect_format(path), meta):
+        if rec.get("id") is None:
+            raise InputError("no id to join on", file=str(path), line=line, field="id",
+                             line_word=meta.get("line_word", "line"))
+        key = str(_plain(rec["id"]))
+        turn = _plain(rec.get("turn"))
+        if key not in wanted and isinstance(turn, int | float) and f"{key}#{int(turn)}" in wanted:
+            key = f"{key}#{int(turn)}"
+        if key in out:
+            raise InputError(f"duplicate id {key!r}: the rows to join must have one id each", file=str(path),
+                             line=line, field="id", line_word=meta.get("line_word", "line"))
+        out[key] = {str(k): _plain(v) for k, v in rec.items()}
+    if not wanted & set(out):
+        raise InputError("holds none of the labelled items' ids: nothing to join", file=str(path), field="id")
+    return out
+
+
+def _joined(row: dict[str, Any], key: str, join: Mapping[str, Mapping[str, Any]] | None,
+            columns: list[str]) -> dict[str, Any]:
+    """``row`` with the ``columns`` of ``join``'s record of ``key`` (None without one)."""
+    if join is not None:
+        rec = join.get(key, {})
+        for col in columns:
+            row[col] = rec.get(col)
+    return row
+
+
+def _join_columns(join: Mapping[str, Mapping[str, Any]] | None, present: list[str]) -> list[str]:
+    """The columns a join adds: those of the joined table the items lack (first seen first), never
+    ``verdict`` (the export's own)."""
+    if join is None:
+        return []
+    have = set(present) | {"verdict"}
+    cols: dict[str, None] = {}
+    for rec in join.values():
+        cols.update((c, None) for c in rec if c not in have)
+    return list(cols)
+
+
+def wide_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The wide export: each item's record (then, with ``join`` (:func:`read_join`), the columns of the
+    joined table the items lack, e.g. the judges' verdicts), then ``pref_NAME`` / ``rating_NAME`` /
+    ``label_NAME`` for every annotator (None where that annotator gave none), then the majority
+    ``verdict``."""
     task = store.settings.task
     by = _by_annotator(store.labels())
     prefix = column_prefix(task)
+    records = store.records()
+    extra = _join_columns(join, [c for _, rec in records for c in rec])
     rows = []
-    for idx, (_, rec) in enumerate(store.records()):
-        row = dict(rec)
+    for idx, (key, rec) in enumerate(records):
+        row = _joined(dict(rec), key, join, extra)
         given = []
         for name, labs in by.items():
             lab = labs.get(idx)
@@ -78,14 +132,16 @@ def wide_rows(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def long_rows(store: Store) -> list[dict[str, Any]]:
-    """The long export: one row per label, in the order given: the item's record, then ``annotator``,
-    ``label``, ``shown`` (the left/right order of a pair: ``ab`` = response_a on the left), ``seconds``,
-    ``comment`` and ``labelled_at`` (UTC, ISO 8601)."""
+def long_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The long export: one row per label, in the order given: the item's record (and the columns
+    ``join`` adds, as in :func:`wide_rows`), then ``annotator``, ``label``, ``shown`` (the left/right order
+    of a pair: ``ab`` = response_a on the left), ``seconds``, ``comment`` and ``labelled_at`` (UTC,
+    ISO 8601)."""
     records = store.records()
+    extra = _join_columns(join, [c for _, rec in records for c in rec])
     out = []
     for lab in store.labels():
-        row = dict(records[lab.idx][1])
+        row = _joined(dict(records[lab.idx][1]), lab.key, join, extra)
         row.update({"annotator": lab.annotator, "label": lab.value, "shown": lab.shown, "seconds": lab.seconds,
                     "comment": lab.comment,
                     "labelled_at": _dt.datetime.fromtimestamp(lab.created, _dt.timezone.utc).isoformat()})
@@ -189,13 +245,16 @@ def agreement_text(ag: Agreement) -> str:
     return "\n".join(lines)
 
 
-def write_export(store_path: str | Path, out: str, format: str = "wide") -> int:
+def write_export(store_path: str | Path, out: str, format: str = "wide", join: str | Path | None = None) -> int:
     """Write the labels of the store at ``store_path`` to ``out`` in ``format`` (:data:`FORMATS`); the
-    number of rows (wide) or labels (long, alttest) written. The store keeps the items: no ITEMS needed."""
+    number of rows (wide) or labels (long, alttest) written. The store keeps the items: no ITEMS needed.
+    ``join``: a table whose columns the items lack are added, joined by id (:func:`read_join`)."""
     if format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
     if format == "alttest" and not str(out).endswith(".json"):
         raise UsageError(f"{out}: --format alttest writes JSON ({{annotator: {{item: label}}}}); name a .json file")
+    if format == "alttest" and join is not None:
+        raise UsageError("--join goes with --format wide or long (the Alt-Test file holds labels only)")
     if format != "alttest":
         check_output(out)
     store = Store(store_path, must_exist=True)
@@ -207,7 +266,8 @@ def write_export(store_path: str | Path, out: str, format: str = "wide") -> int:
             return sum(len(v) for v in labels.values())
         import pandas as pd  # pandas is imported where a table is written
 
-        rows = wide_rows(store) if format == "wide" else long_rows(store)
+        joined = None if join is None else read_join(join, [k for k, _ in store.records()])
+        rows = wide_rows(store, joined) if format == "wide" else long_rows(store, joined)
         write_table(pd.DataFrame(rows), out)
         return len(rows)
     finally:

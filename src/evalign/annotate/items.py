@@ -28,7 +28,9 @@ class Item:
         key: the item's key: its ``id`` (``id#turn`` where per-turn rows of a conversation share an id).
         record: the item's row as the file holds it (JSON values), written back by the export.
         view: what the page shows: ``instruction``, ``input``, ``context`` (earlier messages),
-            ``reference`` and ``response`` (graded / label) or ``response_a`` / ``response_b``.
+            ``reference`` and ``response`` (graded / label) or ``response_a`` / ``response_b`` with
+            ``context_a`` / ``context_b`` (a pair of conversations: the earlier messages where the two
+            differ, each system's own earlier answers; ``context`` is then the messages both share).
     """
 
     key: str
@@ -89,7 +91,12 @@ def read_items_to_label(path: str | Path, task: str) -> list[Item]:
         view: dict[str, Any] = {"instruction": _text(row.get("instruction")), "input": _text(row.get("input")),
                                 "reference": _text(row.get("reference"))}
         if pairs:
-            view["context"] = _context(row.get("messages_a"))
+            ctx_a, ctx_b = _context(row.get("messages_a")), _context(row.get("messages_b"))
+            shared = 0
+            while shared < min(len(ctx_a), len(ctx_b)) and ctx_a[shared] == ctx_b[shared]:
+                shared += 1
+            view["context"] = ctx_a[:shared]
+            view["context_a"], view["context_b"] = ctx_a[shared:], ctx_b[shared:]
             view["response_a"], view["response_b"] = _text(row["response_a"]), _text(row["response_b"])
         else:
             view["context"] = _context(row.get("messages"))

@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS skips (annotator TEXT NOT NULL, idx INTEGER NOT NULL,
                                   PRIMARY KEY (annotator, idx));
 """
 
+#: the tables of a label store
+TABLES = {"meta", "items", "labels", "skips"}
+
 
 @dataclass(frozen=True)
 class StoreSettings:
@@ -66,7 +69,11 @@ class Label:
 
 
 class Store:
-    """An open label store (thread-safe: one connection behind a lock)."""
+    """An open label store (thread-safe: one connection behind a lock).
+
+    A new file (or an empty database) becomes a store; ``must_exist``: the store must be there already
+    (``status``, ``export``). Another program's SQLite database is refused with
+    :class:`~evalign.errors.InputError` and left as it was (no tables or WAL journal added)."""
 
     def __init__(self, path: str | Path, *, must_exist: bool = False) -> None:
         self.path = Path(path)
@@ -74,6 +81,11 @@ class Store:
             raise InputError("no such label store", file=str(self.path))
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if (tables or must_exist) and not tables >= TABLES:  # another program's database is left as it is
+                self._db.close()
+                raise InputError("not an evalign label store (" + ("no tables" if not tables else
+                                 f"it holds other tables: {', '.join(sorted(tables)[:5])}") + ")", file=str(self.path))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
@@ -203,6 +215,12 @@ class Store:
                 "SELECT l.annotator, l.idx, i.key, l.label, l.shown, l.seconds, l.comment, l.created "
                 "FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id").fetchall()
         return [Label(a, int(i), k, json.loads(v), s, sec, c, t) for a, i, k, v, s, sec, c, t in rows]
+
+    def labels_per_annotator(self) -> dict[str, int]:
+        """The labels each annotator with a label gave."""
+        with self._lock:
+            return {str(a): int(c) for a, c in self._db.execute(
+                "SELECT annotator, COUNT(*) FROM labels GROUP BY annotator")}
 
     def annotators(self) -> list[str]:
         """Every annotator with a label, by name."""

@@ -43,6 +43,9 @@ FORMAT: Any = typer.Option("wide", "--format", help="wide: ITEMS' columns, one c
                                                    "rating_NAME / label_NAME) and the majority verdict; long: one row "
                                                    "per label with the order shown, seconds and comment; alttest: the "
                                                    "Alt-Test's {annotator: {item: label}}.")
+JOIN: Any = typer.Option(None, "--join", help="A table (e.g. the judged table `evalign escalate` split) whose columns "
+                                               "the items lack (the judges' verdicts) are added, joined by id: "
+                                               "`evalign meta --alt-test` then runs on the export.", metavar="TABLE")
 AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
@@ -72,10 +75,12 @@ _HELP = (
     "A labelling page in the browser: people label ITEMS, each label stored in SQLite at once.\n\n"
     "Each annotator opens http://HOST:PORT/annotate/NAME (NAME: 1-64 letters, digits, _ . -). "
     + KEYS_HELP + "\n\n"
-    "Items go to annotators until each has --per-item labels; the left/right order of a pair is drawn per "
+    "Items go to annotators until each has --per-item labels, new items first to the annotators with fewest "
+    "labels; the left/right order of a pair is drawn per "
     "annotator and item (a reload shows the same), and labels are stored in the items' own frame. "
     "/agreement shows Cohen's kappa per pair and Krippendorff's alpha so far.\n\n"
-    "`evalign annotate export LABELS.sqlite -o TABLE.jsonl [--format wide|long|alttest]` writes the labels as "
+    "`evalign annotate export LABELS.sqlite -o TABLE.jsonl [--format wide|long|alttest] [--join JUDGED]` writes the "
+    "labels as "
     "evalign's tables; `evalign annotate status LABELS.sqlite` prints the agreement so far (an ITEMS file named "
     "export or status is given as ./export).\n\n"
     "Binds 127.0.0.1 by default; another --host needs a token (printed with the URL). Needs the annotate extra: "
@@ -99,11 +104,11 @@ def annotate_cmd(
           say=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
 
 
-def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT) -> None:
+def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT, join: Path = JOIN) -> None:
     """Write a label store's labels as evalign's tables (no ITEMS needed: the store keeps the items)."""
     from evalign.annotate.export import write_export  # numpy, pandas: not at every command's start
 
-    n = write_export(store_path, out, format)
+    n = write_export(store_path, out, format, join=join)
     if out != "-":
         err_console.print(f"wrote {n} {'rows' if format == 'wide' else 'labels'} to {out}", highlight=False,
                           markup=False)

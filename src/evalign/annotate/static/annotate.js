@@ -80,14 +80,26 @@
     $("reference-box").hidden = !item.reference;
     const responses = $("responses");
     responses.replaceChildren();
-    const sides = state.task === "pairwise" ? [["Left", item.left, "left"], ["Right", item.right, "right"]]
-                                            : [["Response", item.response, "response"]];
+    const sides = state.task === "pairwise"
+      ? [["Left", item.left, "left", item.context_left], ["Right", item.right, "right", item.context_right]]
+      : [["Response", item.response, "response", []]];
     responses.classList.toggle("single", sides.length === 1);
-    for (const [title, text, id] of sides) {
+    for (const [title, text, id, earlier] of sides) {
       const box = el("div", "response");
       const body = el("div", "text", text);
       body.id = `response-${id}`;
-      box.append(el("h2", "", title), body);
+      box.append(el("h2", "", title));
+      if (earlier && earlier.length) {  // this side's own earlier turns, then the message it answers
+        const ctx = el("div", "context side-context");
+        ctx.id = `context-${id}`;
+        for (const m of [...earlier, { role: "user", content: item.instruction }]) {
+          const msg = el("div", "msg");
+          msg.append(el("div", "role", m.role), el("div", "text", m.content));
+          ctx.append(msg);
+        }
+        box.append(ctx, el("div", "role", "response"));
+      }
+      box.append(body);
       responses.append(box);
     }
     const rubric = $("rubric");
