@@ -63,7 +63,7 @@ def read_join(path: str | Path, keys: list[str]) -> dict[str, dict[str, Any]]:
     escalate`` split) by item key, for :func:`wide_rows` / :func:`long_rows` ``join``: keyed by ``id``,
     or ``id#turn`` where the store's keys are per turn. Raises :class:`~evalign.errors.InputError` for a
     record without an id, a duplicate key, or a table that holds none of ``keys``."""
-    from evalign.annotate.items import _plain
+    from evalign.annotate.items import plain_value
     from evalign.io.readers import detect_format, iter_records
 
     meta: dict[str, Any] = {}
@@ -73,14 +73,14 @@ def read_join(path: str | Path, keys: list[str]) -> dict[str, dict[str, Any]]:
         if rec.get("id") is None:
             raise InputError("no id to join on", file=str(path), line=line, field="id",
                              line_word=meta.get("line_word", "line"))
-        key = str(_plain(rec["id"]))
-        turn = _plain(rec.get("turn"))
+        key = str(plain_value(rec["id"]))
+        turn = plain_value(rec.get("turn"))
         if key not in wanted and isinstance(turn, int | float) and f"{key}#{int(turn)}" in wanted:
             key = f"{key}#{int(turn)}"
         if key in out:
             raise InputError(f"duplicate id {key!r}: the rows to join must have one id each", file=str(path),
                              line=line, field="id", line_word=meta.get("line_word", "line"))
-        out[key] = {str(k): _plain(v) for k, v in rec.items()}
+        out[key] = {str(k): plain_value(v) for k, v in rec.items()}
     if not wanted & set(out):
         raise InputError("holds none of the labelled items' ids: nothing to join", file=str(path), field="id")
     return out

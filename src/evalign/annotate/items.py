@@ -38,7 +38,7 @@ class Item:
     view: dict[str, Any] = field(repr=False)
 
 
-def _plain(v: Any) -> Any:
+def plain_value(v: Any) -> Any:
     """A value as JSON holds it (NaN and pandas' missing values -> None, numpy values unboxed, dates as
     ISO 8601 text)."""
     return json.loads(json.dumps(json_safe(v), ensure_ascii=False, default=json_default))
@@ -55,7 +55,7 @@ def _context(messages: Any) -> list[dict[str, str]]:
 def _text(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
-    return v if isinstance(v, str) else json.dumps(_plain(v), ensure_ascii=False)
+    return v if isinstance(v, str) else json.dumps(plain_value(v), ensure_ascii=False)
 
 
 def is_pair_table(path: Path) -> bool:
@@ -101,7 +101,7 @@ def read_items_to_label(path: str | Path, task: str) -> list[Item]:
         else:
             view["context"] = _context(row.get("messages"))
             view["response"] = _text(row.get("response"))
-        items.append(Item(key=key, record={str(k): _plain(v) for k, v in rec.items()}, view=view))
+        items.append(Item(key=key, record={str(k): plain_value(v) for k, v in rec.items()}, view=view))
     seen: set[str] = set()
     for line, it in enumerate(items, start=1):
         if it.key in seen:
