@@ -7,6 +7,7 @@ screenshots at 1280 x 800 and 390 x 844 in which nothing overflows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import pytest
 from annotate_helpers import XSS, fill, free_port, pair_store, write_pairs
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.options import Options  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -135,7 +137,11 @@ def _check_no_script_ran(driver: webdriver.Chrome) -> None:
 
 
 def _no_overflow(driver: webdriver.Chrome) -> None:
-    width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    """Nothing wider than the window, once the layout has settled after a reload (up to 10 s on a busy machine)."""
+    script = "return [document.documentElement.scrollWidth, window.innerWidth]"
+    with contextlib.suppress(TimeoutException):
+        WebDriverWait(driver, 10).until(lambda d: (lambda w: w[0] <= w[1])(d.execute_script(script)))
+    width = driver.execute_script(script)
     assert width[0] <= width[1], width
 
 

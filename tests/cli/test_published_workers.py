@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-
 from typer.testing import CliRunner
 
 from evalign.cli import app

@@ -98,6 +98,6 @@ def test_32_and_64_bit_counts_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     small = kendall_resampled(x, y, idx), kendall_swapped(x, y, y2, masks)
     monkeypatch.setattr(module, "_KENDALL_INT32_MAX_N", 0)
     wide = kendall_resampled(x, y, idx), kendall_swapped(x, y, y2, masks)
-    for a, b in zip(small, wide):
+    for a, b in zip(small, wide, strict=True):
         assert np.isfinite(a).all() and np.array_equal(a, b)
     assert np.isclose(wide[0][0], stats.kendalltau(x[idx[0]], y[idx[0]]).statistic, rtol=0, atol=1e-12)
