@@ -177,3 +177,20 @@ def test_sigterm_in_an_exit_hook_prints_one_line_and_exits_143(tmp_path: Path, h
                          text=True, timeout=60)
     assert (res.returncode, res.stderr.splitlines()) == (TERM_EXIT_CODE, [TERM_LINE]), res.stderr
     assert res.stdout.startswith("evalign ")
+
+
+# ------------------------------------------------------------------------------------------------
+# verify-judge checks its options as `judge` and `bench` do, before any model is loaded (a NaN
+# temperature was named after the template; --n-resamples 0 reached the model load)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--temperature", "nan"], "error: --temperature must be a number in [0, 2], got nan"),
+    (["--max-tokens", "0"], "error: --max-tokens must be an integer >= 1, got 0"),
+    (["--n-resamples", "0"], "error: --n-resamples must be an integer >= 1, got 0"),
+    (["--limit", "0"], "error: --limit must be an integer >= 1, got 0"),
+])
+def test_verify_judge_checks_its_options_first(tmp_path: Path, args: list[str], message: str) -> None:
+    missing = tmp_path / "no-model"
+    res = runner.invoke(app, ["verify-judge", "--dataset", "pandalm", "--model", str(missing), *args])
+    assert res.exit_code == 2 and message in one_error(res.output)

@@ -218,8 +218,18 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
+    from evalign.judges.prompts import sampling_problem
     from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `verify-judge --help`
 
+    # the option rules `evalign judge` and `bench` apply, before any model is loaded
+    for option, key, setting in (("--temperature", "temperature", temperature), ("--max-tokens", "max_tokens", max_tokens)):
+        problem = sampling_problem(key, setting)
+        if problem:
+            raise UsageError(f"{option} {problem}")
+    for option, value in (("--n-resamples", n_resamples), ("--batch-size", batch_size), ("--limit", limit),
+                          ("--max-rounds", max_rounds)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be an integer >= 1, got {value}")
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
                          both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
                          template=template, ranking=ranking, max_rounds=max_rounds, held_out=held_out)
