@@ -194,3 +194,29 @@ def test_verify_judge_checks_its_options_first(tmp_path: Path, args: list[str], 
     missing = tmp_path / "no-model"
     res = runner.invoke(app, ["verify-judge", "--dataset", "pandalm", "--model", str(missing), *args])
     assert res.exit_code == 2 and message in one_error(res.output)
+
+
+# ------------------------------------------------------------------------------------------------
+# synth checks its options as `judge` and `bench` do, before any call ("unexpected ValueError (this is
+# a bug)" for --concurrency 0, --top-p 5, --max-tokens 0; a NaN temperature refused by the HTTP client)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--concurrency", "0"], "error: --concurrency must be an integer >= 1, got 0"),
+    (["--max-retries", "-1"], "error: --max-retries must be an integer >= 0, got -1"),
+    (["--timeout", "nan"], "error: --timeout must be > 0 seconds, got nan"),
+    (["--top-p", "5"], "error: --top-p must be a number in (0, 1], got 5.0"),
+    (["--max-tokens", "0"], "error: --max-tokens must be an integer >= 1, got 0"),
+    (["--temperature", "nan"], "error: --temperature must be a number in [0, 2], got nan"),
+    (["--rounds", "-1"], "error: --rounds must be >= 0, got -1"),
+    (["--rubric-threshold", "nan"], "error: --rubric-threshold must be in [0, 1], got nan"),
+    (["--max-pairs", "0"], "error: --max-pairs must be >= 1, got 0"),
+])
+def test_synth_checks_its_options_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                        message: str) -> None:
+    monkeypatch.setenv("EVALIGN_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "syn.jsonl"
+    res = runner.invoke(app, ["synth", "-o", str(out), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                              "--max-retries", "0", *args])
+    assert res.exit_code == 2 and message in one_error(res.output)
+    assert not out.exists() and not Path(f"{out}.summary.json").exists()
