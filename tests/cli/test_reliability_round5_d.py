@@ -220,3 +220,29 @@ def test_synth_checks_its_options_first(tmp_path: Path, monkeypatch: pytest.Monk
                               "--max-retries", "0", *args])
     assert res.exit_code == 2 and message in one_error(res.output)
     assert not out.exists() and not Path(f"{out}.summary.json").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# train-judge: a NaN learning rate or a negative warm-up ended in "unexpected ValueError (this is a
+# bug)" after the data was read; every bad setting is now named as its option (exit 2), before training
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--lr", "nan"], "error: --learning-rate must be a finite number > 0, got nan"),
+    (["--warmup-steps", "-1"], "error: --warmup-steps must be >= 0, got -1"),
+    (["--weight-decay", "nan"], "error: --weight-decay must be a finite number >= 0, got nan"),
+    (["--epochs", "inf"], "error: --epochs must be a finite number > 0, got inf"),
+    (["--grad-accum", "0"], "error: --grad-accum must be >= 1, got 0"),
+    (["--max-steps", "0"], "error: --max-steps must be >= 1, got 0"),
+])
+def test_train_judge_names_a_bad_setting_as_its_option(tmp_path: Path, args: list[str], message: str) -> None:
+    data = _write(tmp_path / "train.jsonl", [{"prompt": f"q{i}", "chosen": "a full answer", "rejected": "no"}
+                                             for i in range(4)])
+    model = tmp_path / "base"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "rm"
+    res = runner.invoke(app, ["train-judge", str(data), "--kind", "reward", "--base-model", str(model), "-o", str(out),
+                              "--device", "cpu", *args])
+    assert res.exit_code == 2 and message in one_error(res.output)
+    assert not out.exists()
