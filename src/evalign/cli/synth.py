@@ -17,12 +17,11 @@ from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
 from evalign.errors import EvalignError, UsageError
+from evalign.io import detect_format, write_json_atomic, write_table
 from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.prompts import SAMPLING_RULES, sampling_problem
-from evalign.io import detect_format, write_json_atomic, write_table
 from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
 from evalign.synth.parsing import REASONS
-
 
 #: SynthSettings' fields by the option that sets them (an error names the option)
 _OPTIONS = {"rounds": "--rounds", "rubrics_per_round": "--rubrics-per-round", "rubric_threshold": "--rubric-threshold",
