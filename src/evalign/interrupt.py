@@ -150,9 +150,10 @@ def _last_at_exit() -> None:
         pass
     with suppress(ValueError, TypeError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # a printed line ends with 130 (Ctrl-C), unless it was SIGTERM's, whose status (143) is the command's
     status = EXIT_CODE if _said[0] and _status[0] != TERM_EXIT_CODE else _status[0]
-    os._exit(status)
+    os._exit(TERM_EXIT_CODE if _termed[0] else status)
 
 
 def _is_the_command() -> bool:
@@ -178,6 +179,23 @@ def exiting(code: object) -> None:
     with suppress(ValueError, TypeError):  # not the main thread / no signals here
         if _is_the_command() and signal.getsignal(signal.SIGINT) is exit_interrupted:
             signal.signal(signal.SIGINT, said_at_exit)
+        if _is_the_command() and signal.getsignal(signal.SIGTERM) is raise_terminated:
+            signal.signal(signal.SIGTERM, term_said_at_exit)
+
+
+#: whether :func:`term_said_at_exit` printed :data:`TERM_LINE` (the process then ends with 143)
+_termed: list[bool] = [False]
+
+
+def term_said_at_exit(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM's handler once the command's status is known: print :data:`TERM_LINE` once and end with
+    143 (:func:`_last_at_exit`), raise nothing (a raise would land in Python's teardown: the thread
+    pools' exit hooks, and print a traceback)."""
+    if not said():
+        _termed[0] = True
+        with suppress(Exception):
+            sys.stderr.write(TERM_LINE + "\n")
+            sys.stderr.flush()
 
 
 def said_at_exit(signum: int, frame: FrameType | None) -> None:

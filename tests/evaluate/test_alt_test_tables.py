@@ -142,7 +142,7 @@ def test_cli_errors(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "h.json, field 'a.1': a label must be a string, a number or null" in res.output
     res = runner.invoke(app, ["alt-test", str(MTBENCH / "human_annotations.json"),
                               str(MTBENCH / "llm_annotations.json"), "--annotators", "students"])
-    assert res.exit_code == 1 and "unknown annotator kind 'students'" in res.output
+    assert res.exit_code == 2 and "error: --annotators: unknown annotator kind 'students'" in res.output
     one = tmp_path / "mine.json"
     one.write_text(json.dumps(_mtbench()[1]["gpt-4o"]))
     rep = alt_test_files(MTBENCH / "human_annotations.json", one, settings=AltTestSettings(epsilon=0.2))

@@ -72,6 +72,14 @@ class BenchJudge:
             raise UsageError(f"judge name {self.name!r}: letters, digits, _ . - only (it names a column)")
         if self.backend != LLAMA and self.backend not in BACKENDS:
             raise unknown_name("judge backend", self.backend, [LLAMA, *BACKENDS.names()])
+        misplaced = [k for k in self.options if k in BACKEND_OPTIONS]  # a config file's two mappings mixed up
+        if misplaced:
+            raise UsageError(f"judge {self.name}: {misplaced[0]} is a backend option: set it under backend_options, "
+                             "not options")
+        misplaced = [k for k in self.backend_options if k in (*SAMPLING_KEYS, *JUDGE_OPTIONS)]
+        if misplaced:
+            raise UsageError(f"judge {self.name}: {misplaced[0]} is a decoding or judge option: set it under options, "
+                             "not backend_options")
         bad = [k for k in self.options if k not in (*SAMPLING_KEYS, *JUDGE_OPTIONS)]
         bad += [k for k in self.backend_options if k not in BACKEND_OPTIONS]
         if bad:

@@ -175,9 +175,14 @@ def main() -> None:
     guard()
     exit_on_sigterm()
     try:
-        app()
-    except SystemExit as e:
-        if isinstance(e, Terminated):
-            say_terminated()  # (a SIGTERM outside a verb: parsing options, printing help)
-        exiting(e.code)  # the status the process ends with, even if a Ctrl-C lands as it exits
+        try:
+            app()
+        except SystemExit as e:
+            if isinstance(e, Terminated):
+                say_terminated()  # (a SIGTERM outside a verb: parsing options, printing help)
+            exiting(e.code)  # the status the process ends with, even if a Ctrl-C or SIGTERM lands as it exits
+            raise
+    except Terminated as e:  # a SIGTERM that landed while the status was being recorded
+        say_terminated()
+        exiting(e.code)
         raise

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table, split_multi
-from evalign.errors import EvalignError
+from evalign.errors import InputError, UsageError
 
 HUMANS: Any = typer.Argument(..., help="Annotators' labels: JSON {annotator: {item: label}}.")
 JUDGES: Any = typer.Argument(..., help="Judges' labels: JSON {judge: {item: label}} or one judge's {item: label}.")
@@ -28,6 +28,9 @@ MIN_ANNOTATORS: Any = typer.Option(2, "--min-annotators", help="Annotators an it
 MIN_ITEMS: Any = typer.Option(30, "--min-items", help="Items an annotator needs to be tested.")
 JUDGE: Any = typer.Option([], "--judge", help="Judges to test (repeatable; default: all of JUDGES.json).")
 AS_JSON: Any = typer.Option(False, "--json", help="Print machine-readable JSON.")
+#: the settings' fields by the option that sets them (an error names the option)
+_OPTIONS = {"epsilon": "--epsilon", "annotator_kind": "--annotators", "q": "--q", "scoring": "--scoring",
+            "min_annotators": "--min-annotators", "min_items": "--min-items"}
 
 
 def register(app: typer.Typer) -> None:
@@ -49,8 +52,11 @@ def alt_test_cmd(
     try:
         settings = settings_for(epsilon, annotators, q=q, scoring=scoring, min_annotators=min_annotators,
                                 min_items=min_items)
-    except EvalignError as e:
-        raise CliError(str(e).replace("field 'annotator_kind'", "--annotators")) from None
+    except InputError as e:  # a bad option value: named as the option, as every command names it
+        option = _OPTIONS.get(e.field or "")
+        if option is None:
+            raise CliError(str(e)) from None
+        raise UsageError(f"{option} {e.reason}" if e.reason.startswith("must") else f"{option}: {e.reason}") from None
     report = alt_test_files(humans, judges, settings=settings, only=split_multi(judge))
     if as_json:
         emit_json(report.to_json())

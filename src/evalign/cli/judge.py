@@ -71,7 +71,7 @@ from evalign.cli.simulated_options import (
     SIMULATED_ANNOTATORS,
     simulated_options,
 )
-from evalign.errors import UsageError
+from evalign.errors import InputError, UsageError
 from evalign.io import read_items, write_json_atomic, write_table
 from evalign.judges.base import Judge, judge_class, judge_for_backend
 from evalign.judges.bias import LENGTH_UNITS
@@ -362,7 +362,11 @@ def judge_spec(o: JudgeCommand, base: JudgeSpec) -> JudgeSpec:
     if o.no_reference:
         spec["reference"] = False
     if o.grammar is not None:
-        spec["grammar"] = o.grammar.read_text(encoding="utf-8")
+        try:
+            spec["grammar"] = o.grammar.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start}); save the grammar as UTF-8",
+                             file=str(o.grammar)) from None
     if cls.uses_rubric:
         spec.update(rubric=o.rubric, rubric_column=o.rubric_column, rubric_map=list(o.rubric_map) if o.rubric_map else None)
     elif o.rubric or o.rubric_column or o.rubric_map:

@@ -16,9 +16,25 @@ from evalign.backends import BackendOptions
 from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
+from evalign.errors import EvalignError, UsageError
 from evalign.io import detect_format, write_json_atomic, write_table
+from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.prompts import SAMPLING_RULES, sampling_problem
 from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
 from evalign.synth.parsing import REASONS
+
+#: SynthSettings' fields by the option that sets them (an error names the option)
+_OPTIONS = {"rounds": "--rounds", "rubrics_per_round": "--rubrics-per-round", "rubric_threshold": "--rubric-threshold",
+            "instructions_per_rubric": "--instructions-per-rubric", "instruction_threshold": "--instruction-threshold",
+            "max_pairs_per_instruction": "--max-pairs"}
+
+
+def check_options(**values: Any) -> None:
+    """The sampling and backend options, checked by the rules `judge` and `bench` apply (before any call)."""
+    for key, value in values.items():
+        problem = sampling_problem(key, value) if key in SAMPLING_RULES else backend_option_problem(key, value)
+        if problem:
+            raise UsageError(f"--{key.replace('_', '-')} {problem}")
 
 
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
@@ -66,13 +82,21 @@ def register(app: typer.Typer) -> None:
         """Generate judge training data with a teacher model (Prometheus Feedback Collection procedure)."""
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
-        settings = SynthSettings(
-            rounds=rounds, rubrics_per_round=rubrics_per_round, paraphrase=not no_paraphrase,
-            include_seed_rubrics=include_seed_rubrics, instructions_per_rubric=instructions_per_rubric,
-            rubric_threshold=rubric_threshold, instruction_threshold=instruction_threshold, balance=not no_balance,
-            template=template, relative=relative, max_pairs_per_instruction=max_pairs, temperature=temperature,
-            top_p=top_p, max_tokens=max_tokens, seed=seed,
-        )  # fmt: skip
+        check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
+                      batch_size=batch_size, timeout=timeout, max_retries=max_retries)
+        try:
+            settings = SynthSettings(
+                rounds=rounds, rubrics_per_round=rubrics_per_round, paraphrase=not no_paraphrase,
+                include_seed_rubrics=include_seed_rubrics, instructions_per_rubric=instructions_per_rubric,
+                rubric_threshold=rubric_threshold, instruction_threshold=instruction_threshold, balance=not no_balance,
+                template=template, relative=relative, max_pairs_per_instruction=max_pairs, temperature=temperature,
+                top_p=top_p, max_tokens=max_tokens, seed=seed,
+            )  # fmt: skip
+        except EvalignError as e:  # a bad option value: named as the option, as every command names it
+            field, _, rest = str(e).partition(" ")
+            if field not in _OPTIONS:
+                raise
+            raise UsageError(f"{_OPTIONS[field]} {rest}") from None
         seeds = load_seed_rubrics(seed_rubric)
         teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
                                max_retries)

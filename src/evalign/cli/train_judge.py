@@ -13,7 +13,7 @@ from evalign.backends.model_source import locate_base_model
 from evalign.cli import judge_data
 from evalign.cli.common import console, emit_json, err_console, print_table
 from evalign.cli.dataset_options import parse_spec
-from evalign.errors import UsageError, check_all
+from evalign.errors import EvalignError, UsageError, check_all
 from evalign.train import TrainSettings, read_examples, train_judge
 
 
@@ -63,6 +63,13 @@ def print_orders(orders: Any) -> None:
             console.print(f"{judge}: {note}", highlight=False, markup=False)
     if orders.change is not None:
         console.print(orders.change.sentence(), highlight=False, markup=False)
+
+
+#: TrainSettings' fields by the option that sets them (an error names the option)
+_OPTIONS = {"learning_rate": "--learning-rate", "gradient_accumulation_steps": "--grad-accum", "lr_scheduler": "--scheduler",
+            **{f: "--" + f.replace("_", "-") for f in ("lora_r", "lora_dropout", "batch_size", "max_length", "save_steps",
+                                                      "logging_steps", "max_steps", "epochs", "warmup_steps",
+                                                      "weight_decay")}}
 
 
 def _check_base_model(kind: str, base_model: str) -> object:
@@ -126,15 +133,21 @@ def train_cmd(
     check_all(read_data,  # every bad argument, the input first
               lambda: _check_base_model(kind, base_model),
               lambda: eval_dataset and parse_spec(eval_dataset))
-    settings = TrainSettings(
-        lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-        lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
-        learning_rate=learning_rate, optimizer=optimizer, lr_scheduler=scheduler, warmup_steps=warmup_steps,
-        weight_decay=weight_decay, batch_size=batch_size, gradient_accumulation_steps=grad_accum, epochs=epochs,
-        max_steps=max_steps, max_length=max_length, mask_prompt=not no_mask_prompt, system_prompt=system_prompt,
-        save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
-        gradient_checkpointing=gradient_checkpointing, device=device, fused_lm_head=fused_lm_head,
-    )  # fmt: skip
+    try:
+        settings = TrainSettings(
+            lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+            lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
+            learning_rate=learning_rate, optimizer=optimizer, lr_scheduler=scheduler, warmup_steps=warmup_steps,
+            weight_decay=weight_decay, batch_size=batch_size, gradient_accumulation_steps=grad_accum, epochs=epochs,
+            max_steps=max_steps, max_length=max_length, mask_prompt=not no_mask_prompt, system_prompt=system_prompt,
+            save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
+            gradient_checkpointing=gradient_checkpointing, device=device, fused_lm_head=fused_lm_head,
+        )  # fmt: skip
+    except EvalignError as e:  # a bad option value: named as the option, as every command names it
+        field, _, rest = str(e).partition(" ")
+        if field not in _OPTIONS:
+            raise
+        raise UsageError(f"{_OPTIONS[field]} {rest}") from None
 
     def on_log(logs: dict[str, Any]) -> None:  # progress on stderr (also with --json, whose result is on stdout)
         if "loss" in logs:
@@ -218,8 +231,18 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Grade a labelled set with local judge models and print their trust table against the labels."""
+    from evalign.judges.prompts import sampling_problem
     from evalign.train.verify import VerifyOptions, verify_models  # scipy: not at `verify-judge --help`
 
+    # the option rules `evalign judge` and `bench` apply, before any model is loaded
+    for option, key, setting in (("--temperature", "temperature", temperature), ("--max-tokens", "max_tokens", max_tokens)):
+        problem = sampling_problem(key, setting)
+        if problem:
+            raise UsageError(f"{option} {problem}")
+    for option, value in (("--n-resamples", n_resamples), ("--batch-size", batch_size), ("--limit", limit),
+                          ("--max-rounds", max_rounds)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be an integer >= 1, got {value}")
     opts = VerifyOptions(limit=limit, temperature=temperature, max_tokens=max_tokens, seed=seed,
                          both_orders=not single_order, device=device, batch_size=batch_size, n_resamples=n_resamples,
                          template=template, ranking=ranking, max_rounds=max_rounds, held_out=held_out)

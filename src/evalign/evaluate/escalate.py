@@ -47,6 +47,10 @@ def read_calibration(path: str | Path) -> dict[str, Any]:
         cal = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("no such file", file=name) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, not a calibration file", file=name) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", file=name) from None
     except json.JSONDecodeError as e:
         raise InputError(f"malformed JSON ({e.msg})", file=name, line=e.lineno) from None
     if not isinstance(cal, dict) or cal.get("kind") != KIND:

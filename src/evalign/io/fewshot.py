@@ -213,22 +213,25 @@ def _upstream_records(path: Path) -> list[tuple[int, dict[str, Any]]] | None:
     import json
 
     out: list[tuple[int, dict[str, Any]]] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                if not out:
-                    return None  # not JSON lines: the table reader says what is wrong
-                raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=lineno) from None
-            if not out and not (isinstance(rec, dict) and "evaluated_samples" in rec):
-                return None
-            if not isinstance(rec, dict):
-                raise InputError(f"each line must be a JSON object, got {type(rec).__name__}", file=str(path),
-                                 line=lineno)
-            out.append((lineno, rec))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None  # the table reader names the line and byte that is not UTF-8
+    for lineno, line in enumerate(text.split("\n"), start=1):  # at newline only (U+2028 in a text)
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            if not out:
+                return None  # not JSON lines: the table reader says what is wrong
+            raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=lineno) from None
+        if not out and not (isinstance(rec, dict) and "evaluated_samples" in rec):
+            return None
+        if not isinstance(rec, dict):
+            raise InputError(f"each line must be a JSON object, got {type(rec).__name__}", file=str(path),
+                             line=lineno)
+        out.append((lineno, rec))
     return out or None
 
 

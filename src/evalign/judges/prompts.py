@@ -596,7 +596,10 @@ def list_rubrics() -> list[str]:
 
 def _read_mapping(path: Path) -> Any:
     """A YAML or JSON file's content; syntax errors name the file and line."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start}); save the file as UTF-8", file=str(path)) from None
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)

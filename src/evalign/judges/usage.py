@@ -116,6 +116,8 @@ def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
     ``"IN/OUT"``); errors name the file and the model (and ``source``, where the path came from, e.g.
     ``$EVALIGN_PRICES``, when the file is missing)."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError("is a folder, not a price file" + (f" (from {source})" if source else ""), file=str(p))
     if not p.is_file():
         raise InputError("no such price file" + (f" (from {source})" if source else ""), file=str(p))
     try:

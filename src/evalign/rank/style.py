@@ -99,7 +99,11 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, *, tol: float = 1e-12, max_iter: 
         if np.max(np.abs(t * step)) < tol:
             converged = True
             break
-    return th, np.linalg.pinv(hess), converged and bool(np.max(np.abs(th)) < 50)
+    # a separated sample (a system that always wins) has no finite MLE: Newton stalls where every fitted
+    # probability is 1 within rounding and calls that a step below ``tol``; a real optimum needs about
+    # e**30 battles to fit a probability that extreme
+    finite = bool(np.max(np.abs(th), initial=0.0) < 50) and bool(np.max(np.abs(X @ th), initial=0.0) < 30)
+    return th, np.linalg.pinv(hess), converged and finite
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -63,12 +64,16 @@ class TrainSettings:
         for name in positive:
             if getattr(self, name) < 1:
                 raise EvalignError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.learning_rate <= 0:
-            raise EvalignError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise EvalignError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
         if self.max_steps is not None and self.max_steps < 1:
             raise EvalignError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.epochs <= 0:
-            raise EvalignError(f"epochs must be > 0, got {self.epochs}")
+        if not (math.isfinite(self.epochs) and self.epochs > 0):
+            raise EvalignError(f"epochs must be a finite number > 0, got {self.epochs}")
+        if self.warmup_steps < 0:
+            raise EvalignError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise EvalignError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
         if not 0 <= self.lora_dropout < 1:
             raise EvalignError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
 
