@@ -72,14 +72,7 @@ class BenchJudge:
             raise UsageError(f"judge name {self.name!r}: letters, digits, _ . - only (it names a column)")
         if self.backend != LLAMA and self.backend not in BACKENDS:
             raise unknown_name("judge backend", self.backend, [LLAMA, *BACKENDS.names()])
-        misplaced = [k for k in self.options if k in BACKEND_OPTIONS]  # a config file's two mappings mixed up
-        if misplaced:
-            raise UsageError(f"judge {self.name}: {misplaced[0]} is a backend option: set it under backend_options, "
-                             "not options")
-        misplaced = [k for k in self.backend_options if k in (*SAMPLING_KEYS, *JUDGE_OPTIONS)]
-        if misplaced:
-            raise UsageError(f"judge {self.name}: {misplaced[0]} is a decoding or judge option: set it under options, "
-                             "not backend_options")
+        self._check_mappings()
         bad = [k for k in self.options if k not in (*SAMPLING_KEYS, *JUDGE_OPTIONS)]
         bad += [k for k in self.backend_options if k not in BACKEND_OPTIONS]
         if bad:
@@ -106,6 +99,18 @@ class BenchJudge:
                 and "base_url" in getattr(BACKENDS.get(self.backend), "required_options", ())):
             raise UsageError(f"judge {self.name}: the {self.backend} backend needs its server's URL: "
                              f"{self.name}={self.backend}:{self.model}@http://HOST:PORT/v1")
+
+    def _check_mappings(self) -> None:
+        """A config file's two mappings mixed up: a backend option under ``options`` or a decoding or
+        judge option under ``backend_options``."""
+        misplaced = [k for k in self.options if k in BACKEND_OPTIONS]
+        if misplaced:
+            raise UsageError(f"judge {self.name}: {misplaced[0]} is a backend option: set it under backend_options, "
+                             "not options")
+        misplaced = [k for k in self.backend_options if k in (*SAMPLING_KEYS, *JUDGE_OPTIONS)]
+        if misplaced:
+            raise UsageError(f"judge {self.name}: {misplaced[0]} is a decoding or judge option: set it under options, "
+                             "not backend_options")
 
     @property
     def backend_spec(self) -> BackendSpec:
