@@ -246,3 +246,26 @@ def test_train_judge_names_a_bad_setting_as_its_option(tmp_path: Path, args: lis
                               "--device", "cpu", *args])
     assert res.exit_code == 2 and message in one_error(res.output)
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# escalate --audit out of range exited 1 where every other command exits 2 for a bad option value
+
+
+@pytest.mark.parametrize("audit", ["nan", "1", "-0.1"])
+def test_escalate_audit_out_of_range_is_a_usage_error(tmp_path: Path, audit: str) -> None:
+    pairs = _write(tmp_path / "pairs.jsonl", [{"id": "1", "instruction": "q", "response_a": "a", "response_b": "b"}])
+    out, rest = tmp_path / "d.jsonl", tmp_path / "r.jsonl"
+    res = runner.invoke(app, ["escalate", str(tmp_path / "cal.json"), str(pairs), "-o", str(out), "--rest", str(rest),
+                              "--audit", audit])
+    assert res.exit_code == 2 and f"error: --audit must be a number in [0, 1), got {float(audit)}" in one_error(res.output)
+    assert not out.exists() and not rest.exists()
+
+
+def test_judge_cascade_audit_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    pairs = _write(tmp_path / "pairs.jsonl", [{"id": "1", "instruction": "q", "response_a": "a", "response_b": "b"}])
+    out = tmp_path / "d.jsonl"
+    res = runner.invoke(app, ["judge", str(pairs), "--cascade", str(tmp_path / "cal.json"), "-o", str(out), "--rest",
+                              str(tmp_path / "r.jsonl"), "--audit", "1.5"])
+    assert res.exit_code == 2 and "error: --audit must be a number in [0, 1), got 1.5" in one_error(res.output)
+    assert not out.exists()

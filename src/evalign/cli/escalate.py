@@ -12,7 +12,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, check_outputs, console, emit_json, err_console
+from evalign.cli.common import check_outputs, console, emit_json, err_console
+from evalign.errors import UsageError
 from evalign.io import read_items, read_pairs, write_table
 
 CAL: Any = typer.Argument(..., help="Calibration file written by evalign meta --selective --save-calibration.")
@@ -38,7 +39,7 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
                  audit: float = AUDIT, seed: int = SEED, as_json: bool = AS_JSON) -> None:
     """Give the verdicts a calibrated judge (or cascade) may give; send the rest to people."""
     if not 0 <= audit < 1:
-        raise CliError(f"--audit must lie in [0, 1), got {audit}")
+        raise UsageError(f"--audit must be a number in [0, 1), got {audit}")
     check_outputs(("-o", out, FORMATS), ("--rest", rest, FORMATS), stdout_used=as_json)
     from evalign.evaluate.escalate import escalate, read_calibration  # pandas, scipy: not at --help
     calibration = read_calibration(cal)
