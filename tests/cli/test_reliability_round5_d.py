@@ -269,3 +269,32 @@ def test_judge_cascade_audit_out_of_range_is_a_usage_error(tmp_path: Path) -> No
                               str(tmp_path / "r.jsonl"), "--audit", "1.5"])
     assert res.exit_code == 2 and "error: --audit must be a number in [0, 1), got 1.5" in one_error(res.output)
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# judge, probe and synth took any --api-key-env (the bench refused one that is not a variable's name):
+# a key given there by mistake is now refused by every command, and never repeated
+
+
+@pytest.mark.parametrize("verb", ["judge", "probe", "synth"])
+def test_an_api_key_given_as_the_variable_name_is_refused_and_not_shown(tmp_path: Path, verb: str) -> None:
+    out = tmp_path / "out.jsonl"
+    row = ({"id": "1", "instruction": "q", "response_a": "a", "response_b": "b"} if verb == "probe" else
+           {"id": "1", "system": "s", "instruction": "q", "response": "a"})
+    data = _write(tmp_path / "in.jsonl", [row])
+    first = {"synth": ["synth", "-o", str(out)], "judge": ["judge", str(data), "--mode", "absolute", "-o", str(out)],
+             "probe": ["probe", str(data), "-o", str(tmp_path / "card.json")]}[verb]
+    backend = [] if verb == "synth" else ["--backend", "openai"]
+
+    def run(env: str):
+        return runner.invoke(app, [*first, *backend, "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                                   "--max-retries", "0", "--api-key-env", env])
+
+    secret = "sk-PlantedKey123"
+    res = run(secret)
+    assert res.exit_code == 2, res.output
+    assert ("error: --api-key-env must be the NAME of an environment variable (letters, digits, _), never the key "
+            "itself") in one_error(res.output)
+    assert secret not in res.output and not out.exists()
+    res = run("MY_KEY_1")  # a variable's name passes the check (the call then fails: no server)
+    assert res.exit_code == 1 and "--api-key-env" not in res.output and "cannot connect" in res.output

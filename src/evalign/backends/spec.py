@@ -84,6 +84,14 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+
+def api_key_env_problem(name: Any) -> str | None:
+    """What is wrong with ``name`` as the environment variable holding an API key (None: nothing, or
+    not set). The message never repeats the value: it may be the key itself."""
+    if not name or (isinstance(name, str) and _ENV_NAME.match(name)):
+        return None
+    return "must be the NAME of an environment variable (letters, digits, _), never the key itself"
+
 @dataclass(frozen=True, repr=False)
 class BackendSpec:
     """A backend by name: its ``kind`` (a registered backend, or :data:`LLAMA`), ``model``, ``url``
@@ -112,10 +120,9 @@ class BackendSpec:
         bad = [k for k in self.options if k not in BACKEND_OPTIONS]
         if bad:
             raise unknown_name("backend option", bad[0], BACKEND_OPTIONS)
-        env = self.options.get("api_key_env")
-        if env and not (isinstance(env, str) and _ENV_NAME.match(env)):
-            raise UsageError("api_key_env must be the NAME of an environment variable (letters, digits, _), "
-                             "never the key itself")
+        problem = api_key_env_problem(self.options.get("api_key_env"))
+        if problem:
+            raise UsageError(f"api_key_env {problem}")
 
     @property
     def public_url(self) -> tuple[str, ...]:
@@ -241,5 +248,5 @@ def open_backend(spec: BackendSpec, *, name: str = "backend", log_name: str | No
     yield create_backend(spec.kind, spec.backend_options())
 
 
-__all__ = ["BACKEND_OPTIONS", "LLAMA", "LLAMA_OPTIONS", "LLAMA_TIMEOUT", "SECRET_OPTIONS", "BackendSpec", "gguf_of",
+__all__ = ["BACKEND_OPTIONS", "LLAMA", "LLAMA_OPTIONS", "LLAMA_TIMEOUT", "SECRET_OPTIONS", "BackendSpec", "api_key_env_problem", "gguf_of",
            "open_backend", "option_value", "public_urls", "split_spec"]

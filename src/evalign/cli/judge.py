@@ -47,6 +47,7 @@ from evalign.backends import (
     public_url,
     returns_scores,
 )
+from evalign.backends.spec import api_key_env_problem
 from evalign.cache import Cache
 from evalign.cli.common import (
     ID_FIELD,
@@ -509,6 +510,9 @@ def _validate(o: JudgeCommand) -> None:
         problem = backend_option_problem(key, getattr(o, key))
         if problem:
             raise UsageError(f"--{key.replace('_', '-')} {problem}")
+    problem = api_key_env_problem(o.api_key_env)
+    if problem:  # (the value is not repeated: it may be the key)
+        raise UsageError(f"--api-key-env {problem}")
     check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
     check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
     check(o.top_logprobs is None or 1 <= o.top_logprobs <= 20, "--top-logprobs", "an integer in [1, 20]")

@@ -13,6 +13,7 @@ import pandas as pd
 import typer
 
 from evalign.backends import BackendOptions
+from evalign.backends.spec import api_key_env_problem
 from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, print_table
 from evalign.cli.judge import checked_backend
@@ -32,7 +33,10 @@ _OPTIONS = {"rounds": "--rounds", "rubrics_per_round": "--rubrics-per-round", "r
 def check_options(**values: Any) -> None:
     """The sampling and backend options, checked by the rules `judge` and `bench` apply (before any call)."""
     for key, value in values.items():
-        problem = sampling_problem(key, value) if key in SAMPLING_RULES else backend_option_problem(key, value)
+        if key == "api_key_env":  # (the value is not repeated: it may be the key)
+            problem = api_key_env_problem(value)
+        else:
+            problem = sampling_problem(key, value) if key in SAMPLING_RULES else backend_option_problem(key, value)
         if problem:
             raise UsageError(f"--{key.replace('_', '-')} {problem}")
 
@@ -83,7 +87,7 @@ def register(app: typer.Typer) -> None:
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
-                      batch_size=batch_size, timeout=timeout, max_retries=max_retries)
+                      batch_size=batch_size, timeout=timeout, max_retries=max_retries, api_key_env=api_key_env)
         try:
             settings = SynthSettings(
                 rounds=rounds, rubrics_per_round=rubrics_per_round, paraphrase=not no_paraphrase,
