@@ -20,7 +20,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -309,6 +309,20 @@ class Stages:
 class CliError(EvalignError):
     """An error in how the command was called, found by a verb's own checks (exit 1; prefer
     :class:`~evalign.errors.UsageError`, exit 2, for a bad option value)."""
+
+
+@contextmanager
+def named_as_options(options: Mapping[str, str]) -> Iterator[None]:
+    """Settings built in the block: an error whose message starts with one of ``options``' field names
+    (``"max_steps must be >= 1, got 0"``) becomes a :class:`~evalign.errors.UsageError` naming the
+    option instead (``"--max-steps must be >= 1, got 0"``), as every command names a bad value."""
+    try:
+        yield
+    except EvalignError as e:
+        field, _, rest = str(e).partition(" ")
+        if field not in options:
+            raise
+        raise UsageError(f"{options[field]} {rest}") from None
 
 
 def one_line(text: str, limit: int = 1000) -> str:

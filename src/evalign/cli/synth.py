@@ -15,9 +15,9 @@ import typer
 from evalign.backends import BackendOptions
 from evalign.backends.spec import api_key_env_problem
 from evalign.cache import Cache
-from evalign.cli.common import CliError, console, emit_json, err_console, print_table
+from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
 from evalign.cli.judge import checked_backend
-from evalign.errors import EvalignError, UsageError
+from evalign.errors import UsageError
 from evalign.io import detect_format, write_json_atomic, write_table
 from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.prompts import SAMPLING_RULES, sampling_problem
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
             raise CliError("--out must be .jsonl or .parquet")
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
                       batch_size=batch_size, timeout=timeout, max_retries=max_retries, api_key_env=api_key_env)
-        try:
+        with named_as_options(_OPTIONS):
             settings = SynthSettings(
                 rounds=rounds, rubrics_per_round=rubrics_per_round, paraphrase=not no_paraphrase,
                 include_seed_rubrics=include_seed_rubrics, instructions_per_rubric=instructions_per_rubric,
@@ -96,11 +96,6 @@ def register(app: typer.Typer) -> None:
                 template=template, relative=relative, max_pairs_per_instruction=max_pairs, temperature=temperature,
                 top_p=top_p, max_tokens=max_tokens, seed=seed,
             )  # fmt: skip
-        except EvalignError as e:  # a bad option value: named as the option, as every command names it
-            field, _, rest = str(e).partition(" ")
-            if field not in _OPTIONS:
-                raise
-            raise UsageError(f"{_OPTIONS[field]} {rest}") from None
         seeds = load_seed_rubrics(seed_rubric)
         teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
                                max_retries)

@@ -11,9 +11,9 @@ import typer
 
 from evalign.backends.model_source import locate_base_model
 from evalign.cli import judge_data
-from evalign.cli.common import console, emit_json, err_console, print_table
+from evalign.cli.common import console, emit_json, err_console, named_as_options, print_table
 from evalign.cli.dataset_options import parse_spec
-from evalign.errors import EvalignError, UsageError, check_all
+from evalign.errors import UsageError, check_all
 from evalign.train import TrainSettings, read_examples, train_judge
 
 
@@ -133,7 +133,7 @@ def train_cmd(
     check_all(read_data,  # every bad argument, the input first
               lambda: _check_base_model(kind, base_model),
               lambda: eval_dataset and parse_spec(eval_dataset))
-    try:
+    with named_as_options(_OPTIONS):
         settings = TrainSettings(
             lora=not no_lora, lora_r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
             lora_target_modules=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
@@ -143,11 +143,6 @@ def train_cmd(
             save_steps=save_steps, save_total_limit=save_total_limit, logging_steps=logging_steps, seed=seed,
             gradient_checkpointing=gradient_checkpointing, device=device, fused_lm_head=fused_lm_head,
         )  # fmt: skip
-    except EvalignError as e:  # a bad option value: named as the option, as every command names it
-        field, _, rest = str(e).partition(" ")
-        if field not in _OPTIONS:
-            raise
-        raise UsageError(f"{_OPTIONS[field]} {rest}") from None
 
     def on_log(logs: dict[str, Any]) -> None:  # progress on stderr (also with --json, whose result is on stdout)
         if "loss" in logs:
