@@ -84,7 +84,8 @@ def test_pair_state_shows_sides_not_systems(tmp_path: Path) -> None:
     client, _ = _client(store)
     item = client.get("/api/r1/state").json()["item"]
     assert set(item) == {"key", "instruction", "input", "context", "reference", "left", "right", "context_left",
-                         "context_right"}
+                         "context_right", "html"}
+    assert set(item["html"]) == {"instruction", "input", "reference", "left", "right"}  # the texts, rendered
     assert item["context"] == item["context_left"] == item["context_right"] == []
     assert {item["left"][:8], item["right"][:8]} == {"Answer A", "Answer B"}
     store.close()
@@ -146,10 +147,14 @@ def test_pair_of_conversations_shows_each_sides_own_earlier_turns(tmp_path: Path
             break
         item = client.get(f"/api/{name}/state").json()["item"]
         assert item["instruction"] == "Pancakes."
-        assert item["context"] == [{"role": "user", "content": "Hi, I need a recipe."}]  # what both share
+        def plain(messages: list[dict]) -> list[dict]:
+            return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+        assert plain(item["context"]) == [{"role": "user", "content": "Hi, I need a recipe."}]  # what both share
+        assert item["context"][0]["html"] == '<p dir="auto">Hi, I need a recipe.</p>\n'
         for side in ("left", "right"):  # each response with its own system's earlier answer, never the other's
             letter = item[side][0]
-            assert item[f"context_{side}"] == [{"role": "assistant", "content": f"Sure ({letter}), which dish?"}]
+            assert plain(item[f"context_{side}"]) == [{"role": "assistant", "content": f"Sure ({letter}), which dish?"}]
         orders.add(item["left"][0])
     assert orders == {"A", "B"}
     store.close()

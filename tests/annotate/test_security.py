@@ -128,7 +128,8 @@ def test_item_text_is_data_never_markup(tmp_path: Path) -> None:
                                 "response_b": "b"}) + "\n")
     store2 = Store(tmp_path / "k.sqlite")
     store2.initialise(read_items_to_label(keys, "pairwise"), StoreSettings(task="pairwise"))
-    html = TestClient(create_app(store2, ServerSettings(port=PORT)), base_url=LOCAL).get("/agreement").text
+    html = TestClient(create_app(store2, ServerSettings(port=PORT, admin_token="adm")), base_url=LOCAL).get(
+        "/agreement?token=adm").text
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     store.close()
     store2.close()
@@ -217,7 +218,9 @@ def test_cli_loopback_without_token_and_given_token(tmp_path: Path) -> None:
     proc = _serve(["pairs.jsonl", "--db", "l.sqlite", "--port", str(port)], tmp_path)
     try:
         lines = _first_lines(proc, 3)
-        assert not any("token" in line for line in lines)
+        assert any(f"http://127.0.0.1:{port}/annotate/NAME  " in line for line in lines)  # no shared token
+        admin = next(line for line in lines if "Admin view" in line)  # the admin view's own, generated
+        assert re.search(rf"http://127.0.0.1:{port}/admin\?token=[A-Za-z0-9_-]{{20,}}", admin), admin
         assert _wait(f"http://127.0.0.1:{port}/api/a/state").status_code == 200
         busy = _serve(["pairs.jsonl", "--db", "l.sqlite", "--port", str(port)], tmp_path)
         out, _ = busy.communicate(timeout=60)

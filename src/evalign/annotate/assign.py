@@ -88,3 +88,34 @@ def short_items(counts: Mapping[int, int] | Sequence[int], per_item: int) -> lis
     """The items still short of ``per_item`` labels."""
     pairs = counts.items() if isinstance(counts, Mapping) else enumerate(counts)
     return [i for i, c in pairs if c < per_item]
+
+
+def normal_name(name: str) -> str:
+    """An annotator's name as labels are stored under it: lower case (``Alice`` and ``alice`` are one
+    annotator)."""
+    return name.lower()
+
+
+def gold_due(n_labels: int, n_gold: int, rate: float) -> bool:
+    """Whether the next item shown to an annotator should be a gold item: when gold items would then be
+    at most ``rate`` of the items shown (``n_labels`` items labelled, ``n_gold`` gold items), so that
+    one in every ``1 / rate`` items is gold (the first after ``1 / rate - 1`` items)."""
+    return rate > 0 and n_gold + 1 <= rate * (n_labels + n_gold + 1) + 1e-9
+
+
+def gold_order(seed: str, annotator: str, keys: Sequence[str]) -> list[str]:
+    """The order ``annotator`` sees the gold items ``keys`` in: drawn per annotator from the store's
+    seed (the same on a reload or a restart)."""
+    return sorted(keys, key=lambda k: hashlib.sha256(f"{seed}\x00gold\x00{annotator}\x00{k}".encode()).digest())
+
+
+def choice_of(task: str, value: float | str, order: str, labels: Sequence[str]) -> str:
+    """The answer on the page a stored label came from (the inverse of :func:`label_code`): pairwise
+    ``left`` / ``right`` / ``tie`` in the order shown, graded ``"1"`` .. ``"5"``, label its position."""
+    if task == "pairwise":
+        if float(value) == 0.0:
+            return "tie"
+        return "left" if (float(value) > 0) == (order == "ab") else "right"
+    if task == "graded":
+        return str(int(float(value)))
+    return str(list(labels).index(value) + 1) if value in labels else str(value)

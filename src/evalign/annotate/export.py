@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from evalign.annotate.assign import short_items
-from evalign.annotate.store import Label, Store
+from evalign.annotate.store import GoldLabel, Label, Store
 from evalign.errors import InputError, UsageError
 from evalign.io.writers import check_output, write_json_atomic, write_table
 from evalign.meta.agreement import cohen_kappa, krippendorff_alpha, majority_vote
@@ -114,10 +114,13 @@ def wide_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None)
     ``label_NAME`` for every annotator (None where that annotator gave none), then the majority
     ``verdict``."""
     task = store.settings.task
-    by = _by_annotator(store.labels())
+    labels = store.labels()
+    by = _by_annotator(labels)
     prefix = column_prefix(task)
     records = store.records()
     extra = _join_columns(join, [c for _, rec in records for c in rec])
+    flagged = any(lab.unsure or lab.broken for lab in labels)
+    gold = gold_accuracy(store)
     rows = []
     for idx, (key, rec) in enumerate(records):
         row = _joined(dict(rec), key, join, extra)
@@ -128,6 +131,12 @@ def wide_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None)
             if lab is not None:
                 given.append(lab.value)
         row["verdict"] = majority(task, given)
+        for name, labs in by.items() if flagged else ():
+            lab = labs.get(idx)
+            row[f"unsure_{name}"] = None if lab is None else lab.unsure
+            row[f"broken_{name}"] = None if lab is None else lab.broken
+        for name in by if gold else ():
+            row[f"gold_accuracy_{name}"] = gold.get(name)
         rows.append(row)
     return rows
 
@@ -135,18 +144,101 @@ def wide_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None)
 def long_rows(store: Store, join: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The long export: one row per label, in the order given: the item's record (and the columns
     ``join`` adds, as in :func:`wide_rows`), then ``annotator``, ``label``, ``shown`` (the left/right order
-    of a pair: ``ab`` = response_a on the left), ``seconds``, ``comment`` and ``labelled_at`` (UTC,
-    ISO 8601)."""
+    of a pair: ``ab`` = response_a on the left), ``seconds``, ``comment``, ``unsure`` and ``broken`` (the
+    annotator's flags), ``labelled_at`` (UTC, ISO 8601) and, where the store has gold items,
+    ``gold_accuracy`` (the annotator's). Gold items' labels are not rows."""
     records = store.records()
     extra = _join_columns(join, [c for _, rec in records for c in rec])
+    gold = gold_accuracy(store)
     out = []
     for lab in store.labels():
         row = _joined(dict(records[lab.idx][1]), lab.key, join, extra)
         row.update({"annotator": lab.annotator, "label": lab.value, "shown": lab.shown, "seconds": lab.seconds,
-                    "comment": lab.comment,
+                    "comment": lab.comment, "unsure": lab.unsure, "broken": lab.broken,
                     "labelled_at": _dt.datetime.fromtimestamp(lab.created, _dt.timezone.utc).isoformat()})
+        if gold:
+            row["gold_accuracy"] = gold.get(lab.annotator)
         out.append(row)
     return out
+
+
+def _gold_by_annotator(labels: list[GoldLabel]) -> dict[str, tuple[int, int]]:
+    """Each annotator's (correct, answered) gold labels (skipped ones left out)."""
+    out: dict[str, tuple[int, int]] = {}
+    for g in labels:
+        if g.value is None:
+            continue
+        right, n = out.get(g.annotator, (0, 0))
+        out[g.annotator] = (right + (g.value == g.answer), n + 1)
+    return out
+
+
+def gold_accuracy(store: Store) -> dict[str, float | None]:
+    """Each annotator's share of gold items answered right (None for one without a gold answer yet);
+    empty when the store has no gold items."""
+    if not store.gold_items():
+        return {}
+    counts = _gold_by_annotator(store.gold_labels())
+    names = set(store.labels_per_annotator()) | set(counts)
+    return {a: (counts[a][0] / counts[a][1] if a in counts else None) for a in sorted(names)}
+
+
+@dataclass(frozen=True)
+class AnnotatorStats:
+    """One annotator's work so far (the admin view).
+
+    Attributes:
+        name: the annotator.
+        labels: labels given (gold items aside).
+        median_seconds: median seconds an item was on screen before its label, or None.
+        gold_correct: gold items answered right.
+        gold_total: gold items answered (skipped ones aside).
+        unsure: labels marked unsure.
+        broken: labels flagging a broken item.
+    """
+
+    name: str
+    labels: int
+    median_seconds: float | None
+    gold_correct: int
+    gold_total: int
+    unsure: int
+    broken: int
+
+    @property
+    def gold_accuracy(self) -> float | None:
+        """``gold_correct / gold_total`` (None without a gold answer)."""
+        return self.gold_correct / self.gold_total if self.gold_total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready values."""
+        return {"name": self.name, "labels": self.labels, "median_seconds": self.median_seconds,
+                "gold_correct": self.gold_correct, "gold_total": self.gold_total,
+                "gold_accuracy": self.gold_accuracy, "unsure": self.unsure, "broken": self.broken}
+
+
+def annotator_stats(store: Store) -> list[AnnotatorStats]:
+    """Per annotator (every one with a label, and every one invited), by name: labels, median seconds
+    per item, gold accuracy, unsure and broken flags."""
+    by = _by_annotator(store.labels())
+    gold = _gold_by_annotator(store.gold_labels())
+    out = []
+    for name in sorted(set(by) | set(gold) | store.invited()):
+        labs = list(by.get(name, {}).values())
+        secs = [lab.seconds for lab in labs if lab.seconds is not None]
+        right, n = gold.get(name, (0, 0))
+        out.append(AnnotatorStats(name, len(labs), float(np.median(secs)) if secs else None, right, n,
+                                  sum(lab.unsure for lab in labs), sum(lab.broken for lab in labs)))
+    return out
+
+
+def case_variants(names: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The groups of ``names`` that differ only in case (labels of a store from before names were
+    case-normalised)."""
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(n.lower(), []).append(n)
+    return tuple(tuple(sorted(g)) for g in groups.values() if len(g) > 1)
 
 
 def alttest_labels(store: Store) -> dict[str, dict[str, Any]]:
@@ -180,6 +272,7 @@ class Agreement:
         pairs: Cohen's kappa of each annotator pair.
         alpha: Krippendorff's alpha of every annotator (nominal for pairs and labels, ordinal for grades).
         short: keys of the items still short of K labels.
+        case_variants: annotator names differing only in case (from before names were case-normalised).
     """
 
     n_items: int
@@ -188,6 +281,7 @@ class Agreement:
     pairs: tuple[PairAgreement, ...]
     alpha: float
     short: tuple[str, ...]
+    case_variants: tuple[tuple[str, ...], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The agreement as JSON-ready values (NaN as None)."""
@@ -197,7 +291,8 @@ class Agreement:
         return {"n_items": self.n_items, "per_item": self.per_item,
                 "labels_per_annotator": dict(self.labels_per_annotator),
                 "pairs": [{"a": p.a, "b": p.b, "n_items": p.n_items, "kappa": num(p.kappa)} for p in self.pairs],
-                "krippendorff_alpha": num(self.alpha), "short_of_k": list(self.short)}
+                "krippendorff_alpha": num(self.alpha), "short_of_k": list(self.short),
+                "case_variants": [list(g) for g in self.case_variants]}
 
 
 def agreement(store: Store) -> Agreement:
@@ -225,7 +320,8 @@ def agreement(store: Store) -> Agreement:
     keys = [k for k, _ in store.records()]
     return Agreement(n_items=n, per_item=settings.per_item,
                      labels_per_annotator={a: len(labs) for a, labs in by.items()}, pairs=tuple(pairs),
-                     alpha=float(alpha), short=tuple(keys[i] for i in short_items(counts, settings.per_item)))
+                     alpha=float(alpha), short=tuple(keys[i] for i in short_items(counts, settings.per_item)),
+                     case_variants=case_variants(names))
 
 
 def agreement_text(ag: Agreement) -> str:
@@ -239,6 +335,9 @@ def agreement_text(ag: Agreement) -> str:
     for p in ag.pairs:
         lines.append(f"  kappa {p.a} ~ {p.b}: {num(p.kappa)} on {p.n_items} items")
     lines.append(f"Krippendorff's alpha: {num(ag.alpha)}")
+    for group in ag.case_variants:
+        lines.append(f"names differing only in case (labels kept apart; new labels go to the lower-case name): "
+                     f"{', '.join(group)}")
     if ag.short:
         shown = ", ".join(ag.short[:10]) + (f", ... ({len(ag.short) - 10} more)" if len(ag.short) > 10 else "")
         lines.append(f"short of {ag.per_item}: {shown}")

@@ -5,6 +5,7 @@ second tab's duplicate is refused, not doubled)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import sqlite3
@@ -29,10 +30,23 @@ CREATE TABLE IF NOT EXISTS labels (id INTEGER PRIMARY KEY AUTOINCREMENT, annotat
                                    UNIQUE (annotator, idx));
 CREATE TABLE IF NOT EXISTS skips (annotator TEXT NOT NULL, idx INTEGER NOT NULL, seq INTEGER NOT NULL,
                                   PRIMARY KEY (annotator, idx));
+CREATE TABLE IF NOT EXISTS annotators (name TEXT PRIMARY KEY, token_hash TEXT UNIQUE NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS gold_items (key TEXT PRIMARY KEY, pos INTEGER NOT NULL, view TEXT NOT NULL,
+                                       answer TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gold_labels (id INTEGER PRIMARY KEY AUTOINCREMENT, annotator TEXT NOT NULL,
+                                        key TEXT NOT NULL, label TEXT NOT NULL, shown TEXT, seconds REAL,
+                                        created REAL NOT NULL, UNIQUE (annotator, key));
 """
 
-#: the tables of a label store
+#: the tables every label store has (a store of an older version lacks the newer ones: they are added)
 TABLES = {"meta", "items", "labels", "skips"}
+#: columns added to ``labels`` since the first version (name, SQL type and default), added on opening
+LABEL_COLUMNS = (("unsure", "INTEGER NOT NULL DEFAULT 0"), ("broken", "INTEGER NOT NULL DEFAULT 0"))
+
+
+def token_hash(token: str) -> str:
+    """The hash an annotator's token is stored as (SHA-256, hex): the store never holds the token."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,33 @@ class Label:
     seconds: float | None
     comment: str | None
     created: float
+    unsure: bool = False
+    broken: bool = False
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What an annotator says about a label besides the answer.
+
+    Attributes:
+        unsure: the annotator is not sure of the label (key ``?``).
+        broken: the item is broken (unreadable, empty, cut off: key ``x``).
+    """
+
+    unsure: bool = False
+    broken: bool = False
+
+
+@dataclass(frozen=True)
+class GoldLabel:
+    """One label of a gold item (``value`` None: the annotator skipped it)."""
+
+    annotator: str
+    key: str
+    value: float | str | None
+    answer: float | str
+    seconds: float | None
+    created: float
 
 
 class Store:
@@ -89,6 +130,10 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(labels)")}
+            for name, sql in LABEL_COLUMNS:  # a store of an older version: its labels kept, the column added
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE labels ADD COLUMN {name} {sql}")
         except sqlite3.OperationalError as e:
             raise InputError(f"cannot open the label store ({e})", file=str(self.path)) from None
         except sqlite3.DatabaseError as e:
@@ -212,9 +257,10 @@ class Store:
         """Every label, in the order given."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT l.annotator, l.idx, i.key, l.label, l.shown, l.seconds, l.comment, l.created "
-                "FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id").fetchall()
-        return [Label(a, int(i), k, json.loads(v), s, sec, c, t) for a, i, k, v, s, sec, c, t in rows]
+                "SELECT l.annotator, l.idx, i.key, l.label, l.shown, l.seconds, l.comment, l.created, l.unsure, "
+                "l.broken FROM labels l JOIN items i ON i.idx = l.idx ORDER BY l.id").fetchall()
+        return [Label(a, int(i), k, json.loads(v), s, sec, c, t, bool(u), bool(b))
+                for a, i, k, v, s, sec, c, t, u, b in rows]
 
     def labels_per_annotator(self) -> dict[str, int]:
         """The labels each annotator with a label gave."""
@@ -229,28 +275,101 @@ class Store:
 
     # -- writing -----------------------------------------------------------------------------------
     def add_label(self, annotator: str, idx: int, value: float | str, *, shown: str | None,
-                  seconds: float | None, comment: str | None) -> bool:
+                  seconds: float | None, comment: str | None, flags: Flags = Flags()) -> bool:
         """Store a label (committed when this returns); False when ``annotator`` labelled ``idx`` already
         (the duplicate is not stored)."""
         try:
             with self._write() as db:
-                db.execute("INSERT INTO labels (annotator, idx, label, shown, seconds, comment, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (annotator, idx, json.dumps(value), shown, seconds, comment or None, time.time()))
+                db.execute("INSERT INTO labels (annotator, idx, label, shown, seconds, comment, created, unsure, "
+                           "broken) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (annotator, idx, json.dumps(value), shown, seconds, comment or None, time.time(),
+                            int(flags.unsure), int(flags.broken)))
                 db.execute("DELETE FROM skips WHERE annotator = ? AND idx = ?", (annotator, idx))
         except sqlite3.IntegrityError:
             return False
         return True
 
     def undo(self, annotator: str) -> int | None:
-        """Remove ``annotator``'s last label; the index of its item, or None without a label."""
+        """Remove ``annotator``'s last label of an item (gold labels aside); the index of its item, or
+        None without a label."""
+        removed = self.undo_last(annotator, gold=False)
+        return None if removed is None else int(removed[1])
+
+    def undo_last(self, annotator: str, *, gold: bool = True) -> tuple[str, int | str, float | str | None] | None:
+        """Remove ``annotator``'s last label, of an item or (``gold``) of a gold item, whichever came
+        last: ``("item", idx, value)`` or ``("gold", key, value)``; None without a label."""
         with self._write() as db:
-            row = db.execute("SELECT id, idx FROM labels WHERE annotator = ? ORDER BY id DESC LIMIT 1",
-                             (annotator,)).fetchone()
+            row = db.execute("SELECT id, idx, label, created FROM labels WHERE annotator = ? ORDER BY id DESC "
+                             "LIMIT 1", (annotator,)).fetchone()
+            grow = db.execute("SELECT id, key, label, created FROM gold_labels WHERE annotator = ? ORDER BY id DESC "
+                              "LIMIT 1", (annotator,)).fetchone() if gold else None
+            if grow is not None and (row is None or grow[3] >= row[3]):
+                db.execute("DELETE FROM gold_labels WHERE id = ?", (grow[0],))
+                return "gold", str(grow[1]), json.loads(grow[2])
             if row is None:
                 return None
             db.execute("DELETE FROM labels WHERE id = ?", (row[0],))
-        return int(row[1])
+        return "item", int(row[1]), json.loads(row[2])
+
+    # -- annotators --------------------------------------------------------------------------------
+    def invite(self, name: str) -> str:
+        """A new token for annotator ``name`` (stored hashed; an earlier token of the name stops
+        working). ``name`` is stored as given: callers pass it case-normalised."""
+        token = secrets.token_urlsafe(18)
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO annotators VALUES (?, ?, ?)", (name, token_hash(token), time.time()))
+        return token
+
+    def invited(self) -> set[str]:
+        """The names of the invited annotators."""
+        with self._lock:
+            return {str(r[0]) for r in self._db.execute("SELECT name FROM annotators")}
+
+    def annotator_of(self, token: str) -> str | None:
+        """The invited annotator whose token ``token`` is, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT name FROM annotators WHERE token_hash = ?", (token_hash(token),)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- gold items ------------------------------------------------------------------------------
+    def set_gold(self, gold: Sequence[tuple[str, dict[str, Any], float | str]]) -> None:
+        """Keep the gold items ``(key, view, answer)`` (replacing those of an earlier run; the gold labels
+        given stay, by key)."""
+        with self._write() as db:
+            db.execute("DELETE FROM gold_items")
+            db.executemany("INSERT INTO gold_items VALUES (?, ?, ?, ?)", [
+                (k, i, json.dumps(v, ensure_ascii=False), json.dumps(a)) for i, (k, v, a) in enumerate(gold)])
+
+    def gold_items(self) -> list[tuple[str, dict[str, Any], float | str]]:
+        """The gold items ``(key, view, answer)``, in file order."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, view, answer FROM gold_items ORDER BY pos").fetchall()
+        return [(str(k), json.loads(v), json.loads(a)) for k, v, a in rows]
+
+    def gold_done(self, annotator: str) -> set[str]:
+        """The keys of the gold items ``annotator`` labelled (or skipped)."""
+        with self._lock:
+            return {str(r[0]) for r in self._db.execute("SELECT key FROM gold_labels WHERE annotator = ?",
+                                                        (annotator,))}
+
+    def add_gold_label(self, annotator: str, key: str, value: float | str | None, *, shown: str | None,
+                       seconds: float | None) -> bool:
+        """Store a label of gold item ``key`` (None: skipped); False for a duplicate."""
+        try:
+            with self._write() as db:
+                db.execute("INSERT INTO gold_labels (annotator, key, label, shown, seconds, created) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", (annotator, key, json.dumps(value), shown, seconds, time.time()))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def gold_labels(self) -> list[GoldLabel]:
+        """Every label of a gold item that is still in the store, in the order given."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT l.annotator, l.key, l.label, g.answer, l.seconds, l.created FROM gold_labels l "
+                "JOIN gold_items g ON g.key = l.key ORDER BY l.id").fetchall()
+        return [GoldLabel(a, k, json.loads(v), json.loads(g), s, t) for a, k, v, g, s, t in rows]
 
     def skip(self, annotator: str, idx: int) -> None:
         """Put item ``idx`` at the end of ``annotator``'s queue."""

@@ -1,8 +1,8 @@
 """``evalign annotate``: a labelling page in the browser (:mod:`evalign.annotate`), and
-``evalign annotate export`` / ``evalign annotate status`` on its store.
+``evalign annotate export`` / ``status`` / ``invite`` on its store.
 
-``export`` and ``status`` are reserved words after ``annotate`` (an ITEMS file of that name is given as
-``./export``): :class:`AnnotateCommand` hands the rest of the command line to that subcommand. The
+``export``, ``status`` and ``invite`` are reserved words after ``annotate`` (an ITEMS file of that name is
+given as ``./export``): :class:`AnnotateCommand` hands the rest of the command line to that subcommand. The
 server's packages (Starlette, uvicorn: the ``annotate`` extra) are imported only when the page is served.
 """
 
@@ -16,9 +16,10 @@ from typer.core import TyperCommand
 
 from evalign.annotate import KEYS_HELP
 from evalign.cli.common import CliError, console, emit_json, err_console
+from evalign.errors import UsageError
 
 #: the words after ``annotate`` that name a subcommand instead of an ITEMS file
-SUBCOMMANDS = ("export", "status")
+SUBCOMMANDS = ("export", "status", "invite")
 
 ITEMS: Any = typer.Argument(..., help="The items: an evalign item table (graded / label tasks) or pair table "
                                       "(pairwise), e.g. the pair table `evalign escalate` leaves for people.",
@@ -36,6 +37,25 @@ LABELS: Any = typer.Option(None, "--labels", help="The label set of --task label
 TOKEN: Any = typer.Option(None, "--token", envvar="EVALIGN_ANNOTATE_TOKEN", show_envvar=True,
                           help="The token every request must carry (?token=T once, then a cookie; or the header "
                                "'Authorization: token T').")
+ADMIN_TOKEN: Any = typer.Option(None, "--admin-token", envvar="EVALIGN_ANNOTATE_ADMIN_TOKEN", show_envvar=True,
+                                help="The token of the admin view (/admin: progress, gold accuracy, agreement); "
+                                     "generated and printed at start when not given.")
+INSTRUCTIONS: Any = typer.Option(None, "--instructions", help="The study's instructions (a Markdown file), shown "
+                                                              "before the first item and linked on every item.",
+                                 metavar="FILE.md")
+COMPLETION_URL: Any = typer.Option(None, "--completion-url", help="A link shown to an annotator who is done (e.g. "
+                                                                  "Prolific's completion link).", metavar="URL")
+GOLD: Any = typer.Option(None, "--gold", help="Gold (attention-check) items: a table of the task's shape with the "
+                                              "known answer in a column gold (A / B / tie, a grade 1-5, or a label); "
+                                              "mixed in at --gold-rate, never exported as labels.", metavar="FILE")
+GOLD_RATE: Any = typer.Option(None, "--gold-rate", help="The share of the items shown that are gold items, in "
+                                                         "(0, 1] (default 0.1 with --gold).")
+MIN_SECONDS: Any = typer.Option(1.0, "--min-seconds", help="Seconds an item must be on screen before a label of it "
+                                                           "counts (0: off); a key repeated within 0.3 s is ignored.")
+NAMES: Any = typer.Argument(..., help="The annotators to invite (1-64 letters, digits, _ . -; case-normalised).",
+                            metavar="NAME...")
+URL: Any = typer.Option("http://127.0.0.1:8765", "--url", help="The address the annotators open (the server's "
+                                                                "--host and --port as they reach it).")
 STORE: Any = typer.Argument(..., help="The label store (SQLite) of `evalign annotate`.", metavar="LABELS.sqlite")
 OUT: Any = typer.Option(..., "--out", "-o", help="The table to write (.jsonl / .csv / .tsv / .parquet; .json for "
                                                   "--format alttest).")
@@ -53,6 +73,7 @@ def _sub_commands() -> dict[str, Any]:
     sub = typer.Typer(add_completion=False)
     sub.command("export")(export_cmd)
     sub.command("status")(status_cmd)
+    sub.command("invite")(invite_cmd)
     return dict(typer.main.get_group(sub).commands)
 
 
@@ -67,7 +88,7 @@ class AnnotateCommand(TyperCommand):
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``annotate`` (with its ``export`` and ``status`` words) to ``app``."""
+    """Add ``annotate`` (with its ``export``, ``status`` and ``invite`` words) to ``app``."""
     app.command("annotate", cls=AnnotateCommand, help=_HELP)(annotate_cmd)
 
 
@@ -78,11 +99,14 @@ _HELP = (
     "Items go to annotators until each has --per-item labels, new items first to the annotators with fewest "
     "labels; the left/right order of a pair is drawn per "
     "annotator and item (a reload shows the same), and labels are stored in the items' own frame. "
-    "/agreement shows Cohen's kappa per pair and Krippendorff's alpha so far.\n\n"
+    "The admin view (/admin, with the admin token printed at start) shows each annotator's labels, seconds per "
+    "item and gold accuracy, Cohen's kappa per pair and Krippendorff's alpha so far.\n\n"
+    "A study: `evalign annotate invite LABELS.sqlite NAME...` prints one link per annotator (a token of their own); "
+    "--instructions, --completion-url, --gold with --gold-rate, --min-seconds. Small teams can share one --token.\n\n"
     "`evalign annotate export LABELS.sqlite -o TABLE.jsonl [--format wide|long|alttest] [--join JUDGED]` writes the "
     "labels as "
     "evalign's tables; `evalign annotate status LABELS.sqlite` prints the agreement so far (an ITEMS file named "
-    "export or status is given as ./export).\n\n"
+    "export, status or invite is given as ./export).\n\n"
     "Binds 127.0.0.1 by default; another --host needs a token (printed with the URL). Needs the annotate extra: "
     "pip install 'evalign\\[annotate]'."
 )
@@ -91,6 +115,8 @@ _HELP = (
 def annotate_cmd(
     items: Path = ITEMS, db: Path = DB, port: int = PORT, host: str = HOST, per_item: int = PER_ITEM,
     task: str = TASK, rubric: str = RUBRIC, labels: str = LABELS, token: str = TOKEN,
+    admin_token: str = ADMIN_TOKEN, instructions: Path = INSTRUCTIONS, completion_url: str = COMPLETION_URL,
+    gold: Path = GOLD, gold_rate: float = GOLD_RATE, min_seconds: float = MIN_SECONDS,
 ) -> None:
     """A labelling page in the browser."""
     try:
@@ -98,10 +124,16 @@ def annotate_cmd(
     except ImportError as e:
         raise CliError(f"evalign annotate needs the annotate extra ({e.name} is missing): "
                        "pip install 'evalign[annotate]'") from None
+    from evalign.annotate.study import StudySettings
+
+    if gold_rate is not None and gold is None:
+        raise UsageError("--gold-rate goes with --gold")
     page = PageSettings(task=task, labels=tuple(x.strip() for x in (labels or "").split(",") if x.strip()),
-                        per_item=per_item, rubric=rubric)
-    serve(items, db, page=page, server=ServerSettings(host=host, port=port, token=token),
-          say=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
+                        per_item=per_item, rubric=rubric, gold=gold, instructions=instructions)
+    study = StudySettings(completion_url=completion_url, min_seconds=min_seconds,
+                          gold_rate=0.1 if gold_rate is None else gold_rate)
+    serve(items, db, page=page, server=ServerSettings(host=host, port=port, token=token, admin_token=admin_token),
+          study=study, say=lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True))
 
 
 def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT, join: Path = JOIN) -> None:
@@ -124,3 +156,15 @@ def status_cmd(store_path: Path = STORE, as_json: bool = AS_JSON) -> None:
         emit_json(ag.as_dict())
     else:
         console.print(agreement_text(ag), highlight=False, markup=False, soft_wrap=True)
+
+
+def invite_cmd(store_path: Path = STORE, names: list[str] = NAMES, url: str = URL) -> None:
+    """Invite annotators: one link each, with a token of their own (stored hashed in the label store;
+    inviting a name again makes a new link and the old one stops working)."""
+    try:
+        from evalign.annotate.app import invite  # starlette: the annotate extra
+    except ImportError as e:
+        raise CliError(f"evalign annotate needs the annotate extra ({e.name} is missing): "
+                       "pip install 'evalign[annotate]'") from None
+    for name, link in invite(store_path, names, base_url=url):
+        console.print(f"{name}\t{link}", highlight=False, markup=False, soft_wrap=True)

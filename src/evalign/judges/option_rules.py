@@ -37,6 +37,9 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "threads": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "system_prompt": ("'role' or 'fold'", lambda v: v in ("role", "fold")),
     "constraint_format": ("'auto', 'llama.cpp', 'vllm' or 'openai'", lambda v: v in ("auto", "llama.cpp", "vllm", "openai")),
+    # `evalign annotate`'s study options
+    "min_seconds": (">= 0 seconds (0: off)", lambda v: _seconds(v) or v == 0),
+    "gold_rate": ("a fraction in (0, 1]", lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1),
 }
 
 
