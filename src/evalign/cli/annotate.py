@@ -167,4 +167,4 @@ def invite_cmd(store_path: Path = STORE, names: list[str] = NAMES, url: str = UR
         raise CliError(f"evalign annotate needs the annotate extra ({e.name} is missing): "
                        "pip install 'evalign[annotate]'") from None
     for name, link in invite(store_path, names, base_url=url):
-        console.print(f"{name}\t{link}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"{name} {link}", highlight=False, markup=False, soft_wrap=True)
