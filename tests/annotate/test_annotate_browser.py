@@ -11,84 +11,35 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from annotate_helpers import XSS, fill, free_port, pair_store, write_pairs
+from annotate_helpers import XSS, fill, pair_store, write_pairs
+from browser_helpers import HAVE_BROWSER, Server, webdriver
+from browser_helpers import browser as _browser
+from browser_helpers import key_shown as _key_shown
+from browser_helpers import labels as _labels
+from browser_helpers import open_page as _open
+from browser_helpers import press as _press
+from browser_helpers import progress as _progress
+from browser_helpers import viewport as _viewport
+from browser_helpers import wait_progress as _wait_progress
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.common.exceptions import TimeoutException  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-DRIVER = "/usr/bin/chromedriver"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+ADMIN = "admin-token-for-tests"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (Path(DRIVER).is_file() and Path(CHROMIUM).is_file()),
-                       reason="needs Debian's chromium and chromium-driver (scripts/test.sh installs both)"),
+    pytest.mark.skipif(not HAVE_BROWSER, reason="needs Debian's chromium and chromium-driver (scripts/test.sh "
+                                                "installs both)"),
 ]
-
-
-class Server:
-    """``evalign annotate`` in a subprocess (started, killed, restarted on the same port)."""
-
-    def __init__(self, cwd: Path, args: list[str]) -> None:
-        self.cwd, self.args, self.port = cwd, args, free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "evalign", "annotate", *self.args, "--port", str(self.port)],
-                                     cwd=self.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(300):
-            try:
-                httpx.get(f"{self.base}/api/probe/state", timeout=2)
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError("the server did not start")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)  # no clean shutdown: what a crash or a power cut leaves
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-
-
-def _browser() -> webdriver.Chrome:
-    opts = Options()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,800",
-                "--hide-scrollbars", "--force-device-scale-factor=1"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
-    _viewport(driver, 1280, 800)
-    return driver
-
-
-def _viewport(driver: webdriver.Chrome, width: int, height: int, mobile: bool = False) -> None:
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
 
 
 @pytest.fixture
@@ -97,29 +48,6 @@ def browsers() -> Iterator[list[webdriver.Chrome]]:
     yield opened
     for d in opened:
         d.quit()
-
-
-def _labels(db: Path) -> list[tuple[str, str, float, str]]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-        rows = con.execute("SELECT l.annotator, i.key, l.label, l.shown FROM labels l JOIN items i ON i.idx = l.idx "
-                           "ORDER BY l.id").fetchall()
-    return [(a, k, json.loads(v), s) for a, k, v, s in rows]
-
-
-def _progress(driver: webdriver.Chrome) -> str:
-    return driver.find_element(By.ID, "progress-text").text
-
-
-def _wait_progress(driver: webdriver.Chrome, text: str) -> None:
-    WebDriverWait(driver, 20).until(lambda d: _progress(d) == text)
-
-
-def _key_shown(driver: webdriver.Chrome) -> str:
-    return driver.find_element(By.ID, "task-area").get_attribute("data-key")
-
-
-def _press(driver: webdriver.Chrome, key: str) -> None:
-    ActionChains(driver).send_keys(key).perform()
 
 
 def _check_nothing_ran(driver: webdriver.Chrome) -> None:
@@ -145,15 +73,10 @@ def _no_overflow(driver: webdriver.Chrome) -> None:
     assert width[0] <= width[1], width
 
 
-def _open(driver: webdriver.Chrome, url: str) -> None:
-    driver.get(url)
-    WebDriverWait(driver, 20).until(lambda d: " of " in _progress(d))
-
-
 def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path, browsers: list) -> None:
     write_pairs(tmp_path / "pairs.jsonl", 6, xss=True)
     db = tmp_path / "labels.sqlite"
-    server = Server(tmp_path, ["pairs.jsonl", "--db", "labels.sqlite", "--per-item", "2"])
+    server = Server(tmp_path, ["pairs.jsonl", "--db", "labels.sqlite", "--per-item", "2", "--min-seconds", "0"])
     server.start()
     try:
         alice = _browser()
@@ -277,7 +200,7 @@ DOC_PAIRS = [
 
 def test_screenshots_nothing_overflows(tmp_path: Path, browsers: list) -> None:
     (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in DOC_PAIRS))
-    server = Server(tmp_path, ["pairs.jsonl", "--db", "labels.sqlite"])
+    server = Server(tmp_path, ["pairs.jsonl", "--db", "labels.sqlite", "--min-seconds", "0"])
     server.start()
     shots = tmp_path / "img"
     shots.mkdir()
@@ -325,10 +248,10 @@ def test_screenshots_nothing_overflows(tmp_path: Path, browsers: list) -> None:
         for _ in range(3):
             store.undo("chen")
         store.close()
-        server = Server(tmp_path / "agree", ["pairs.jsonl", "--db", "labels.sqlite"])
+        server = Server(tmp_path / "agree", ["pairs.jsonl", "--db", "labels.sqlite", "--admin-token", ADMIN])
         server.start()
         agree = drivers[2]
-        agree.get(f"{server.base}/agreement")
+        agree.get(f"{server.base}/admin?token={ADMIN}")
         assert "Krippendorff" in agree.page_source and "ana" in agree.find_element(By.TAG_NAME, "table").text
         _no_overflow(agree)
         assert agree.save_screenshot(str(shots / "annotate_agreement.png"))
@@ -349,7 +272,8 @@ def test_token_cookie_and_graded_page_with_rubric(tmp_path: Path, browsers: list
     rows = [{"id": f"g{i}", "system": "m", "instruction": f"Explain idea {i} briefly.",
              "response": f"Idea {i} is explained here. " * 20} for i in range(3)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    server = Server(tmp_path, ["items.jsonl", "--db", "g.sqlite", "--rubric", "helpfulness", "--token", "tok-123"])
+    server = Server(tmp_path, ["items.jsonl", "--db", "g.sqlite", "--rubric", "helpfulness", "--token", "tok-123",
+                                 "--min-seconds", "0"])
     server.start()
     try:
         d = _browser()
@@ -382,7 +306,8 @@ def test_label_task_keys_in_the_order_given(tmp_path: Path, browsers: list) -> N
     rows = [{"id": f"x{i}", "system": "m", "instruction": f"Is answer {i} fine?", "response": f"Answer {i}."}
             for i in range(3)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    server = Server(tmp_path, ["items.jsonl", "--db", "l.sqlite", "--labels", "ok,wrong,unsafe", "--per-item", "1"])
+    server = Server(tmp_path, ["items.jsonl", "--db", "l.sqlite", "--labels", "ok,wrong,unsafe", "--per-item", "1",
+                                 "--min-seconds", "0"])
     server.start()
     try:
         d = _browser()
@@ -421,7 +346,7 @@ def test_pair_of_conversations_each_side_with_its_earlier_turns(tmp_path: Path, 
     rows = [{"id": "c1", "system_a": "x", "system_b": "y", "messages_a": conversation("A"),
              "messages_b": conversation("B")}]
     (tmp_path / "conv.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    server = Server(tmp_path, ["conv.jsonl", "--db", "c.sqlite"])
+    server = Server(tmp_path, ["conv.jsonl", "--db", "c.sqlite", "--min-seconds", "0"])
     server.start()
     try:
         d = _browser()
