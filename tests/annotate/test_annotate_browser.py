@@ -118,7 +118,7 @@ def test_label_with_keys_undo_skip_reload_restart_two_annotators(tmp_path: Path,
         box.click()
         box.send_keys("a b t 1 u s")
         assert _labels(db) == [] and _progress(alice) == "0 of 6"
-        alice.find_element(By.TAG_NAME, "h2").click()  # leave the box
+        alice.find_element(By.CSS_SELECTOR, "#task-area h2").click()  # leave the box
         _press(alice, "t")
         _wait_progress(alice, "1 of 6")
         _check_no_script_ran(alice)

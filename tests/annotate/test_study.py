@@ -21,7 +21,7 @@ from evalign.annotate.assign import gold_due, shown_order
 from evalign.annotate.export import alttest_labels, long_rows, store_agreement, wide_rows
 from evalign.annotate.items import read_items_to_label
 from evalign.annotate.render import markdown_html
-from evalign.annotate.store import Store, StoreSettings
+from evalign.annotate.store import Store
 from evalign.annotate.study import StudySettings, read_gold
 from evalign.cli import app
 from evalign.errors import InputError

@@ -120,7 +120,7 @@ def route_of(path: str) -> tuple[str, str | None]:
     if path.rstrip("/") in ADMIN_PATHS:
         return "admin", None
     parts = path.split("/")
-    if len(parts) >= 3 and parts[1] == "annotate" or len(parts) >= 4 and parts[1] == "api":
+    if (len(parts) >= 3 and parts[1] == "annotate") or (len(parts) >= 4 and parts[1] == "api"):
         return "annotator", normal_name(parts[2])
     return "public", None
 
@@ -233,7 +233,7 @@ def _shown(store: Store, annotator: str, key: str, view: dict[str, Any], order_k
         # each side's own earlier turns of a pair of conversations, with its response
         item["context_left"] = view.get(left.replace("response", "context"), [])
         item["context_right"] = view.get(right.replace("response", "context"), [])
-        texts = ("instruction", "input", "reference", "left", "right")
+        texts: tuple[str, ...] = ("instruction", "input", "reference", "left", "right")
     else:
         item["response"] = view["response"]
         texts = ("instruction", "input", "reference", "response")

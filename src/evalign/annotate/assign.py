@@ -118,4 +118,4 @@ def choice_of(task: str, value: float | str, order: str, labels: Sequence[str]) 
         return "left" if (float(value) > 0) == (order == "ab") else "right"
     if task == "graded":
         return str(int(float(value)))
-    return str(list(labels).index(value) + 1) if value in labels else str(value)
+    return str(list(labels).index(str(value)) + 1) if value in labels else str(value)
