@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from annotate_helpers import fill, pair_store
 from browser_helpers import (
     HAVE_BROWSER,
     Server,
@@ -35,6 +36,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from evalign.annotate.app import invite
+from evalign.annotate.study import read_gold
 
 pytestmark = [
     pytest.mark.slow,
@@ -321,16 +323,42 @@ def test_late_annotator_end_page_and_completion_link(study: dict) -> None:
 
 
 def test_screenshots_for_the_docs(study: dict) -> None:
-    """The study page at desktop width (an item with its code) and the admin view; copied into docs/img
-    with EVALIGN_UPDATE_SCREENSHOTS=1."""
+    """The study page at desktop width (an item with its code), and the admin view of a study three
+    annotators have labelled 40 items in, with gold items; copied into docs/img with
+    EVALIGN_UPDATE_SCREENSHOTS=1."""
     d, base = study["driver"], study["server"].base
     out = study["db"].parent
     viewport(d, 1280, 800)
     _start(d, f"{base}/annotate/zoe")
     d.execute_script("document.getElementById('notice').hidden = true")
     assert d.save_screenshot(str(out / "annotate_study_page.png"))
-    d.get(f"{base}/admin?token={ADMIN}")
-    assert d.save_screenshot(str(out / "annotate_admin.png"))
+    root = out / "admin"
+    root.mkdir()
+    store, truth, _ = pair_store(root, 40)
+    fill(store, {"ana": 0.85, "ben": 0.8, "chen": 0.7}, truth)
+    store.undo("chen")
+    rows = [{"id": f"check{i}", "instruction": f"Attention check {i}: pick the answer that says 'blue'.",
+             "response_a": "blue" if i % 2 else "red", "response_b": "red" if i % 2 else "blue",
+             "gold": "A" if i % 2 else "B"} for i in range(4)]
+    (root / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    gold = read_gold(root / "gold.jsonl", "pairwise")
+    store.set_gold(gold)
+    for name, right in (("ana", 4), ("ben", 3), ("chen", 2)):
+        for i, (key, _, answer) in enumerate(gold):
+            store.add_gold_label(name, key, answer if i < right else -answer, shown="ab", seconds=4.0)
+    store.close()
+    with sqlite3.connect(root / "labels.sqlite") as con:
+        con.execute("UPDATE labels SET unsure = 1 WHERE annotator = 'chen' AND idx < 6")
+        con.execute("UPDATE labels SET broken = 1 WHERE idx = 17")
+    server = Server(root, ["pairs.jsonl", "--db", "labels.sqlite", "--admin-token", ADMIN])
+    server.start()
+    try:
+        d.get(f"{server.base}/admin?token={ADMIN}")
+        table = d.find_element(By.TAG_NAME, "table").text
+        assert "ana" in table and "1.000 (4/4)" in table and "0.500 (2/4)" in table, table
+        assert d.save_screenshot(str(out / "annotate_admin.png"))
+    finally:
+        server.stop()
     d.delete_all_cookies()
     for f in out.glob("annotate_*.png"):
         assert f.stat().st_size > 10_000

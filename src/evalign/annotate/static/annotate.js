@@ -16,6 +16,7 @@
   let lastKey = null;
   let lastKeyAt = -Infinity;
   let instructionsSeen = false;
+  let noticeAt = -Infinity; // when the notice was set last (a hint set while a label is saved stays)
   const flags = { unsure: false, broken: false };
 
   function el(tag, cls, text) {
@@ -34,6 +35,7 @@
 
   function notice(text, isError) {
     const box = $("notice");
+    noticeAt = performance.now();
     box.textContent = text || "";
     box.hidden = !text;
     box.classList.toggle("error", !!isError);
@@ -232,8 +234,12 @@
   }
 
   async function send(action, body, button) {
-    if (busy) return;
+    if (busy) {
+      if (action === "label") notice("Still saving your last label: this press did not count.", true);
+      return;
+    }
     busy = true;
+    const started = performance.now();
     if (button) button.classList.add("flash");
     try {
       if (action === "label") {
@@ -248,7 +254,7 @@
       if (status === 409) notice("You had labelled that item already (in another tab?): the first label stands.");
       else if (action === "undo") notice(undoneText(state));
       else if (action === "skip") notice("Skipped: the item went to the end of your queue.");
-      else notice("");
+      else if (noticeAt < started) notice("");  // a hint given meanwhile (a key ignored) stays
       current = null;  // a new item (or the same one brought back): the flags start afresh
       render(state);
     } catch (e) {
