@@ -7,12 +7,17 @@ removed, Markdown rendered inert, and a store of the previous version opened wit
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
-from annotate_helpers import pair_store, write_pairs
+from annotate_helpers import free_port, pair_store, write_pairs
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -285,3 +290,33 @@ def test_study_options_follow_the_option_rules(tmp_path: Path) -> None:
     assert lines[0].split(" ")[1].startswith("https://study.example.org/annotate/ana?token=")
     res = CliRunner().invoke(app, ["annotate", "invite", str(tmp_path / "l.sqlite"), "a b"])
     assert res.exit_code == 2 and "an annotator name is 1 to 64" in res.output
+
+
+@pytest.mark.slow
+def test_cli_invited_annotators_on_another_host_no_shared_token(tmp_path: Path) -> None:
+    """Once annotators are invited, no shared token is made up at start: only their own links and the
+    admin link open anything."""
+    write_pairs(tmp_path / "pairs.jsonl", 4)
+    (token,) = [link.split("token=")[1] for _, link in invite(tmp_path / "l.sqlite", ["Ana"])]
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "evalign", "annotate", "pairs.jsonl", "--db", "l.sqlite", "--host",
+                             "0.0.0.0", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[1].startswith("Invited: ana") and "Labelling page" not in "".join(lines), lines
+        admin = re.search(r"/admin\?token=([A-Za-z0-9_-]{20,})", lines[2]).group(1)
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                first = httpx.get(f"{base}/api/x/state", timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert first.status_code == 403  # nobody without a token, even on loopback
+        assert httpx.get(f"{base}/api/ana/state", headers=_auth(token)).status_code == 200
+        assert httpx.get(f"{base}/api/x/state", headers=_auth(token)).status_code == 403
+        assert httpx.get(f"{base}/api/admin", headers=_auth(admin)).json()["annotators"][0]["name"] == "ana"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
