@@ -230,14 +230,20 @@ def test_comment_belongs_to_its_item(study: dict) -> None:
     box.click()
     box.send_keys("B is right")
     d.find_element(By.CSS_SELECTOR, "#task-area h2").click()
+    press(d, "?")  # unsure of this one: the flag goes with its label
+    assert d.find_element(By.ID, "unsure").get_attribute("aria-pressed") == "true"
     _wait_seen()
     press(d, "b")
     _wait_done(d, 1)
+    assert d.find_element(By.ID, "unsure").get_attribute("aria-pressed") == "false"  # the next item: afresh
     _wait_seen()
     press(d, "a")
     _wait_done(d, 2)
     got = _count(db, "cleo")
     assert got[0] == (second, "B is right") and got[1][1] is None  # on its own item, and only there
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        assert con.execute("SELECT unsure, broken FROM labels WHERE annotator = 'cleo' ORDER BY id").fetchall() == \
+            [(1, 0), (0, 0)]
 
 
 def test_phone_long_code_item_label_bar_and_notices_in_view(study: dict) -> None:
