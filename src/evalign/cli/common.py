@@ -65,7 +65,13 @@ class SafeConsole(Console):
     """A rich console that shows control characters escaped (:func:`visible`) in every string it
     renders: ``print``'s strings, table cells, headers and titles, progress descriptions. The one
     place where names and texts from the user's data meet the terminal; rich's own styles and cursor
-    moves are not strings and pass unchanged."""
+    moves are not strings and pass unchanged. Emoji codes are off: a column ``judge:x:`` or a
+    system ``a:smile:b`` is shown as written (rich would draw an emoji); markup in a name is
+    escaped where it is printed (:func:`rich.markup.escape`; tables: :func:`render_table`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Any:
         return super().render_str(visible(text), **kwargs)
