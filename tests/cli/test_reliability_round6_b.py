@@ -213,7 +213,7 @@ class _Sloppy(http.server.BaseHTTPRequestHandler):
 
     shape = "ok"
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         query = body["messages"][-1]["content"]  # (the annotator's examples are the turns before)
         first = "A" if query.index("ALPHA") < query.index("BETA") else "B"
@@ -380,3 +380,77 @@ def test_meta_alt_test_min_items(tmp_path: Path) -> None:
     res = runner.invoke(app, ["meta", str(pilot), "--pref", "pref_0,pref_1,pref_2", "-m", "judge:x", "--min-items",
                               "10"])
     assert res.exit_code == 1 and "error: --min-items goes with --alt-test" in one_error(res.output)
+
+
+# ------------------------------------------------------------------------------------------------
+# one table of option rules: a value one command refuses, every command that takes the option refuses
+# in the same words (exit 2, named as the option)
+
+
+def _commands(tmp: Path) -> dict[str, list[str]]:
+    """Each command that takes a ruled option, as far as its options are checked (nothing is read before)."""
+    pairs = str(tmp / "pairs.jsonl")
+    out = ["-o", str(tmp / "d.jsonl"), "--rest", str(tmp / "r.jsonl")]
+    return {
+        "annotate": ["annotate", pairs, "--db", str(tmp / "l.sqlite")],
+        "meta": ["meta", pairs, "--pref", "pref_1", "-m", "judge:x"],
+        "meta --selective": ["meta", pairs, "--pref", "pref_1", "-m", "judge:x", "--selective"],
+        "meta --published": ["meta", "--published", "--dataset", "pandalm"],
+        "report": ["report", pairs, "--pref", "pref_1", "-m", "judge:x", "-o", str(tmp / "rep")],
+        "report --selective": ["report", pairs, "--pref", "pref_1", "-m", "judge:x", "--selective", "-o",
+                               str(tmp / "rep")],
+        "leaderboard": ["leaderboard", pairs],
+        "demo": ["demo", "-o", str(tmp / "demo")],
+        "probe": ["probe", pairs, "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+        "escalate": ["escalate", str(tmp / "cal.json"), pairs, *out],
+        "judge --cascade": ["judge", pairs, "--cascade", str(tmp / "cal.json"), *out],
+        "judge-data absolute": ["judge-data", "absolute", "-o", str(tmp / "jd")],
+        "judge-data preference": ["judge-data", "preference", "--pairs", pairs, "-o", str(tmp / "jd")],
+        "judge-data contrastive": ["judge-data", "contrastive", "--pairs", pairs, "-o", str(tmp / "jd")],
+    }
+
+
+#: option -> (bad values, the commands that take it)
+SHARED_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "port": (("70000", "-1"), ("annotate",)),
+    "per_item": (("0",), ("annotate",)),
+    "bootstrap": (("0",), ("meta", "report", "demo")),
+    "permutations": (("0",), ("meta",)),
+    "min_group_size": (("-3",), ("meta",)),
+    "workers": (("-1",), ("meta", "report")),
+    "seed": (("-1",), ("meta", "report", "leaderboard", "demo", "escalate", "judge --cascade", "judge-data preference")),
+    "top": (("0",), ("meta --published",)),
+    "confidence": (("1.5", "nan", "inf"), ("meta", "report", "probe")),
+    "alpha": (("0", "nan"), ("meta", "leaderboard")),
+    "risk": (("nan", "1.5"), ("meta --selective", "report --selective")),
+    "delta": (("-1", "inf"), ("meta --selective", "report --selective")),
+    "holdout": (("inf", "0"), ("meta --selective", "report --selective")),
+    "audit": (("1.5", "nan"), ("escalate", "judge --cascade")),
+    "held_out": (("nan", "2"), ("judge-data absolute", "judge-data preference", "judge-data contrastive")),
+    "mix": (("nan", "inf", "-1"), ("judge-data contrastive",)),
+    "near_duplicate": (("nan", "101"), ("judge-data preference", "judge-data contrastive")),
+    "embedding_duplicate": (("inf", "2"), ("judge-data contrastive",)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SHARED_OPTIONS))
+def test_every_command_refuses_an_option_value_in_the_same_words(tmp_path: Path, key: str) -> None:
+    from evalign.judges.option_rules import OPTION_RULES, option_problem
+
+    _write(tmp_path / "pairs.jsonl", [{"id": "p1", "instruction": "q", "response_a": "a", "response_b": "b",
+                                       "pref_1": 1, "judge:x": "A", "system_a": "x", "system_b": "y",
+                                       "verdict": "A"}])
+    assert set(SHARED_OPTIONS) == set(OPTION_RULES)  # every rule is tried on every command that takes it
+    values, names = SHARED_OPTIONS[key]
+    commands = _commands(tmp_path)
+    option = f"--{key.replace('_', '-')}"
+    for value in values:
+        parsed = float(value) if "." in value or value in ("nan", "inf") or key in (
+            "confidence", "alpha", "risk", "delta", "holdout", "audit", "held_out", "mix", "near_duplicate",
+            "embedding_duplicate") else int(value)
+        want = f"error: {option} {option_problem(key, parsed)}"
+        for name in names:
+            res = runner.invoke(app, [*commands[name], option, value])
+            assert res.exit_code == 2, (name, value, res.output)
+            assert want in one_error(res.output), (name, value)
+    assert not (tmp_path / "l.sqlite").exists() and not (tmp_path / "jd").exists()

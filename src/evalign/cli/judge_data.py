@@ -44,7 +44,8 @@ def judge_data_cmd(
     """Write train-judge training data from existing labels, split into train / held-out by question."""
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
-    check_options(held_out=held_out, mix=mix, near_duplicate=near_duplicate, embedding_duplicate=embedding_duplicate)
+    check_options(held_out=held_out, seed=seed, mix=mix, near_duplicate=near_duplicate,
+                  embedding_duplicate=embedding_duplicate)
     for flag, given, own in (("--per-response", per_response, "absolute"), ("--single-order", single_order, "pairwise")):
         if given and recipe != own:  # an option of another recipe is refused, not silently ignored
             raise UsageError(f"{flag} applies to the {own} recipe, not to {recipe}")

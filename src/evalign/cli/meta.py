@@ -140,6 +140,9 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(seed=seed, top=top)
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     if published:

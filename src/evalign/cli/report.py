@@ -87,7 +87,7 @@ def report_cmd(
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
-    check_options(bootstrap=bootstrap, confidence=confidence)
+    check_options(bootstrap=bootstrap, confidence=confidence, seed=seed)
     if published:
         _published_report(scored_file, metric, judge, dataset, data_dir, bootstrap, confidence, seed, epsilon, title,
                           out, as_json)

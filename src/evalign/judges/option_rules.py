@@ -53,8 +53,9 @@ def _share(v: Any) -> bool:
 
 
 #: command-line option (its field name) -> (what it must be, the check of a value): the options of
-#: ``annotate``, ``meta``, ``report``, ``probe``, ``escalate``, ``judge --cascade`` and ``judge-data``;
-#: every command that takes one checks it here (:func:`check_options`), so all refuse a value alike
+#: ``annotate``, ``meta``, ``report``, ``leaderboard``, ``demo``, ``escalate``, ``judge --cascade`` and
+#: ``judge-data``; every command that takes one checks it here (:func:`check_options`), so all refuse a
+#: value alike (``leaderboard --bootstrap`` alone takes 0, for no intervals: it is not this rule's)
 OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "port": ("an integer in [1, 65535]", lambda v: _int(v) and 1 <= v <= 65535),
     "per_item": ("an integer >= 1", lambda v: _int(v) and v >= 1),
@@ -62,8 +63,13 @@ OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "permutations": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "min_group_size": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "workers": ("an integer >= 0 (0: every core)", lambda v: _int(v) and v >= 0),
+    "seed": ("an integer >= 0", lambda v: _int(v) and v >= 0),
+    "top": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "confidence": ("a number strictly between 0 and 1", _share),
     "alpha": ("a number strictly between 0 and 1", _share),
+    "risk": ("a number strictly between 0 and 1", _share),
+    "delta": ("a number strictly between 0 and 1", _share),
+    "holdout": ("a number strictly between 0 and 1", _share),
     "audit": ("a number in [0, 1)", lambda v: _number(v) and 0 <= v < 1),
     "held_out": ("a number in [0, 1]", lambda v: _number(v) and 0 <= v <= 1),
     "mix": ("a finite number >= 0", lambda v: _number(v) and v >= 0),
