@@ -185,11 +185,11 @@ def test_names_with_emoji_codes_are_printed_as_written_by_several_commands(tmp_p
     assert "judge:x: decided" in res.output and "❌" not in res.output
     # leaderboard: systems named with emoji codes, in its tables and notes
     battles = _write(tmp_path / "b.jsonl", [
-        {"id": f"b{i}", "system_a": ":x:", "system_b": "m:smile:", "verdict": "A" if i % 3 else "B"}
+        {"id": f"b{i}", "system_a": ":x:", "system_b": "m:smile:[bold]", "verdict": "A" if i % 3 else "B"}
         for i in range(12)])
     res = runner.invoke(app, ["leaderboard", str(battles), "--bootstrap", "20"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    assert ":x:" in res.output and "m:smile:" in res.output and "❌" not in res.output and "😄" not in res.output
+    assert ":x:" in res.output and "m:smile:[bold]" in res.output and "❌" not in res.output and "😄" not in res.output
     # meta: a metric column whose name holds an emoji code, in the trust table
     items = pd.DataFrame({"id": [f"i{k % 10}" for k in range(40)], "system": [f"s{k // 10}" for k in range(40)],
                           "instruction": "q", "response": "r", "human": np.arange(40.0) % 7,
@@ -407,6 +407,7 @@ def _commands(tmp: Path) -> dict[str, list[str]]:
         "judge-data absolute": ["judge-data", "absolute", "-o", str(tmp / "jd")],
         "judge-data preference": ["judge-data", "preference", "--pairs", pairs, "-o", str(tmp / "jd")],
         "judge-data contrastive": ["judge-data", "contrastive", "--pairs", pairs, "-o", str(tmp / "jd")],
+        "score --engine ray": ["score", pairs, "-m", "rouge_l", "--engine", "ray", "--out-dir", str(tmp / "sc")],
     }
 
 
@@ -418,6 +419,8 @@ SHARED_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "permutations": (("0",), ("meta",)),
     "min_group_size": (("-3",), ("meta",)),
     "workers": (("-1",), ("meta", "report")),
+    "shard_rows": (("0",), ("score --engine ray",)),
+    "gpus_per_actor": (("nan", "inf", "-1"), ("score --engine ray",)),
     "seed": (("-1",), ("meta", "report", "leaderboard", "demo", "escalate", "judge --cascade", "judge-data preference")),
     "top": (("0",), ("meta --published",)),
     "confidence": (("1.5", "nan", "inf"), ("meta", "report", "probe")),
@@ -447,10 +450,19 @@ def test_every_command_refuses_an_option_value_in_the_same_words(tmp_path: Path,
     for value in values:
         parsed = float(value) if "." in value or value in ("nan", "inf") or key in (
             "confidence", "alpha", "risk", "delta", "holdout", "audit", "held_out", "mix", "near_duplicate",
-            "embedding_duplicate") else int(value)
+            "embedding_duplicate", "gpus_per_actor") else int(value)
         want = f"error: {option} {option_problem(key, parsed)}"
         for name in names:
             res = runner.invoke(app, [*commands[name], option, value])
             assert res.exit_code == 2, (name, value, res.output)
             assert want in one_error(res.output), (name, value)
-    assert not (tmp_path / "l.sqlite").exists() and not (tmp_path / "jd").exists()
+    assert not any((tmp_path / p).exists() for p in ("l.sqlite", "jd", "sc", "rep", "demo"))
+
+
+def test_score_workers_below_one_is_one_error_line(tmp_path: Path) -> None:
+    items = _write(tmp_path / "items.jsonl", [{"id": "i1", "system": "s", "response": "a", "reference": "a"}])
+    res = runner.invoke(app, ["score", str(items), "-m", "rouge_l", "--engine", "ray", "--workers", "0", "--out-dir",
+                              str(tmp_path / "sc")])
+    assert res.exit_code == 2
+    assert "error: --workers must be an integer >= 1 (CPUs Ray may use), got 0" in one_error(res.output)
+    assert not (tmp_path / "sc").exists()

@@ -2,8 +2,8 @@
 refuses every other refuses with the same words: a judge backend's options (:data:`BACKEND_RULES`:
 ``judge`` and ``probe``'s ``--concurrency``, ``--timeout``, ... and a ``bench`` judge spec's
 ``concurrency=...``; the sampling settings' rules are :data:`evalign.judges.prompts.SAMPLING_RULES`);
-the command-line options of ``annotate``, ``meta``, ``report``, ``probe``, ``escalate``, ``judge
---cascade`` and ``judge-data`` (:data:`OPTION_RULES`, checked by :func:`check_options`: a non-finite
+the command-line options of ``annotate``, ``meta``, ``report``, ``leaderboard``, ``demo``, ``probe``,
+``escalate``, ``judge --cascade``, ``judge-data`` and ``score`` (:data:`OPTION_RULES`, checked by :func:`check_options`: a non-finite
 number, a count below its least or a port outside 1-65535 is one usage error naming the option); and
 the rule of the output constraint mode (:func:`check_constrain`), which every command and every judge
 applies."""
@@ -55,7 +55,8 @@ def _share(v: Any) -> bool:
 #: command-line option (its field name) -> (what it must be, the check of a value): the options of
 #: ``annotate``, ``meta``, ``report``, ``leaderboard``, ``demo``, ``escalate``, ``judge --cascade`` and
 #: ``judge-data``; every command that takes one checks it here (:func:`check_options`), so all refuse a
-#: value alike (``leaderboard --bootstrap`` alone takes 0, for no intervals: it is not this rule's)
+#: value alike (``leaderboard --bootstrap`` takes 0, for no intervals, and ``score --workers`` counts Ray's
+#: CPUs, 0 not being every core: their own rules, not these)
 OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "port": ("an integer in [1, 65535]", lambda v: _int(v) and 1 <= v <= 65535),
     "per_item": ("an integer >= 1", lambda v: _int(v) and v >= 1),
@@ -63,6 +64,8 @@ OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "permutations": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "min_group_size": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "workers": ("an integer >= 0 (0: every core)", lambda v: _int(v) and v >= 0),
+    "shard_rows": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "gpus_per_actor": ("a finite number >= 0", lambda v: _number(v) and v >= 0),
     "seed": ("an integer >= 0", lambda v: _int(v) and v >= 0),
     "top": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "confidence": ("a number strictly between 0 and 1", _share),
