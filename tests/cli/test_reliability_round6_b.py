@@ -466,3 +466,20 @@ def test_score_workers_below_one_is_one_error_line(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "error: --workers must be an integer >= 1 (CPUs Ray may use), got 0" in one_error(res.output)
     assert not (tmp_path / "sc").exists()
+
+
+@pytest.mark.parametrize(("args", "option", "what"), [
+    (["annotate", "pairs.jsonl", "--db", "l.sqlite", "--port", "abc"], "--port", "a valid integer"),
+    (["meta", "pairs.jsonl", "--pref", "pref_1", "-m", "judge:x", "--bootstrap", "lots"], "--bootstrap",
+     "a valid integer"),
+    (["judge-data", "contrastive", "--pairs", "pairs.jsonl", "--mix", "high", "-o", "jd"], "--mix", "a valid number"),
+    (["leaderboard", "pairs.jsonl", "--alpha", "five percent"], "--alpha", "a valid number"),
+])
+def test_a_text_where_a_number_goes_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       args: list[str], option: str, what: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2
+    line = one_error(res.output)
+    assert line.startswith(f"error: Invalid value for '{option}': Input should be {what}"), line
+    assert "╭" not in res.output
