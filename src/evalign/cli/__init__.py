@@ -23,7 +23,14 @@ from typer.core import TyperCommand, TyperGroup
 from evalign import __version__
 from evalign.cache import default_cache_path
 from evalign.cli.cache import cache_created_notice
-from evalign.cli.common import STATE, bad_value_errors, err_console, exit_on_sigterm, handle_errors, print_error
+from evalign.cli.common import (
+    STATE,
+    bad_value_errors,
+    err_console,
+    exit_on_sigterm,
+    handle_errors,
+    print_error,
+)
 from evalign.interrupt import Terminated, exiting, guard, say_terminated
 
 #: every command, in the order ``evalign --help`` lists them: name -> (module that registers it, the
