@@ -24,7 +24,7 @@ def test_workers_reach_the_settings() -> None:
 
 def test_workers_checked_and_values_independent() -> None:
     res = runner.invoke(app, ["meta", "--published", "--dataset", "pandalm", "--workers", "-1"])
-    assert res.exit_code == 1 and "--workers must be at least 0" in res.output
+    assert res.exit_code == 2 and "error: --workers must be an integer >= 0 (0: every core), got -1" in res.output
     outs = []
     for w in ("1", "2"):
         res = runner.invoke(app, ["meta", "--published", "--dataset", "pandalm", "--bootstrap", "60", "--permutations",

@@ -382,6 +382,11 @@ def test_judge_and_bench_share_the_backend_option_rules() -> None:
     from evalign.judges.option_rules import backend_option_problem
 
     assert backend_option_problem("concurrency", 0) == "must be an integer >= 1, got 0"
+    from evalign.judges.option_rules import option_problem  # the command-line options' table beside it
+
+    assert option_problem("port", 70000) == "must be an integer in [1, 65535], got 70000"
+    assert option_problem("mix", float("nan")) == "must be a finite number >= 0, got nan"
+    assert option_problem("port", None) is None and option_problem("no_such_option", -1) is None
     with pytest.raises(EvalignError, match="judge x: idle_timeout must be > 0 seconds, got 0"):
         parse_judge("x=openai:m@http://h/v1,idle_timeout=0")
     res = runner.invoke(app, ["judge", "nosuch.jsonl", "--backend", "openai", "--model", "m", "--base-url",

@@ -37,4 +37,4 @@ def test_bad_resampling_options_are_one_line() -> None:
     assert res.exit_code != 0 and "--resampling must be auto or items, got 'bootstrap'" in res.output
     assert "Traceback" not in res.output
     res = runner.invoke(app, [*PANDALM, "--workers", "-1"])
-    assert res.exit_code != 0 and "--workers must be at least 0" in res.output
+    assert res.exit_code == 2 and "error: --workers must be an integer >= 0 (0: every core), got -1" in res.output

@@ -101,7 +101,7 @@ def test_meta_selective_table_holdout_and_refusals(pairs: Path, tmp_path: Path) 
     res = runner.invoke(app, ["meta", str(pairs), "--pref", "pref_1", "-m", "judge:x", "--cascade", "judge:x"])
     assert res.exit_code == 1 and "--cascade go with --selective" in res.output
     res = _meta(pairs, "--risk", "1.5")
-    assert res.exit_code == 1 and "--risk: must lie strictly between 0 and 1" in res.output
+    assert res.exit_code == 2 and "error: --risk must be a number strictly between 0 and 1, got 1.5" in res.output
     bad = tmp_path / "bad.jsonl"
     t = _table()
     t.loc[4, "judge:y.confidence"] = 1.3

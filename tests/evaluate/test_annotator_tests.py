@@ -125,7 +125,7 @@ def test_cli_meta_states_epsilon_and_says_why_not() -> None:
     assert "alt_test" not in out
     assert any("no Alt-Test: 1 annotator column (pref_1); the labels need at least 2" in n for n in out["notes"])
     res = runner.invoke(app, ["meta", "--dataset", "pandalm", "--epsilon", "1.5"])
-    assert res.exit_code == 1 and "--epsilon: must be a number in [0, 1), got 1.5" in " ".join(res.output.split())
+    assert res.exit_code == 2 and "error: --epsilon must be a number in [0, 1), got 1.5" in " ".join(res.output.split())
 
 
 def test_run_config_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -654,12 +654,23 @@ def _read_usage(u: Any) -> Usage:
         return Usage()
 
 
+def _logprob(value: Any, token: str, position: int) -> float:
+    """A logprob the server sent, as a float; a value that is not a number (``null``, a text) makes the
+    answer unusable: a :class:`_Retry` naming the token (the call fails with that reason, the run goes on)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise _Retry(f"malformed logprobs: token {position} ({token!r}) has logprob {json.dumps(value)[:40]}, "
+                 "not a number")
+
+
 def _normalise_logprobs(
     lp: Any,
 ) -> tuple[list[str] | None, list[float] | None, list[dict[str, float]] | None]:
     """Read chat (``{"content": [{token, logprob, top_logprobs: [...]}]}``) or completions
     (``{"tokens", "token_logprobs", "top_logprobs": [{tok: lp}]}``) logprobs into
-    (tokens, token_logprobs, top_logprobs per position)."""
+    (tokens, token_logprobs, top_logprobs per position). A missing logprob is NaN (completions: a
+    ``null`` token logprob, as an echoed first token has); one that is not a number is a :class:`_Retry`
+    (see :func:`_logprob`)."""
     if not isinstance(lp, dict):
         return None, None, None
     content = lp.get("content")
@@ -668,21 +679,24 @@ def _normalise_logprobs(
         for entry in content:
             if not isinstance(entry, dict):
                 continue
-            tokens.append(str(entry.get("token", "")))
-            lps.append(float(entry.get("logprob", float("nan"))))
+            tok = str(entry.get("token", ""))
+            tokens.append(tok)
+            lps.append(_logprob(entry["logprob"], tok, len(tokens) - 1) if "logprob" in entry else float("nan"))
             top: dict[str, float] = {}
             for alt in entry.get("top_logprobs") or []:
                 if isinstance(alt, dict) and "token" in alt:
-                    tok = str(alt["token"])
-                    top[tok] = max(top.get(tok, float("-inf")), float(alt.get("logprob", float("nan"))))
+                    t = str(alt["token"])
+                    v = _logprob(alt["logprob"], t, len(tokens) - 1) if "logprob" in alt else float("nan")
+                    top[t] = max(top.get(t, float("-inf")), v)
             tops.append(top)
         return tokens, lps, tops
     if "tokens" in lp or "top_logprobs" in lp:
         tokens = [str(t) for t in lp.get("tokens") or []]
-        lps = [float("nan") if v is None else float(v) for v in lp.get("token_logprobs") or []]
+        lps = [float("nan") if v is None else _logprob(v, tokens[j] if j < len(tokens) else "?", j)
+               for j, v in enumerate(lp.get("token_logprobs") or [])]
         tops = []
-        for d in lp.get("top_logprobs") or []:
-            tops.append({str(k): float(v) for k, v in d.items()} if isinstance(d, dict) else {})
+        for j, d in enumerate(lp.get("top_logprobs") or []):
+            tops.append({str(k): _logprob(v, str(k), j) for k, v in d.items()} if isinstance(d, dict) else {})
         return tokens, lps, tops
     return None, None, None
 

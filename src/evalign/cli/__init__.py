@@ -23,7 +23,14 @@ from typer.core import TyperCommand, TyperGroup
 from evalign import __version__
 from evalign.cache import default_cache_path
 from evalign.cli.cache import cache_created_notice
-from evalign.cli.common import STATE, err_console, exit_on_sigterm, handle_errors
+from evalign.cli.common import (
+    STATE,
+    bad_value_errors,
+    err_console,
+    exit_on_sigterm,
+    handle_errors,
+    print_error,
+)
 from evalign.interrupt import Terminated, exiting, guard, say_terminated
 
 #: every command, in the order ``evalign --help`` lists them: name -> (module that registers it, the
@@ -136,8 +143,12 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         existed = default_cache_path().is_file()
-        with handle_errors():
-            result = super().invoke(ctx)
+        try:
+            with handle_errors():
+                result = super().invoke(ctx)
+        except bad_value_errors() as e:  # a text where a number goes: one line, as evalign's own usage errors
+            print_error(e.format_message())
+            raise SystemExit(2) from None
         notice = cache_created_notice(existed)  # after a success only: a failure says one line
         if notice:
             err_console.print(f"[dim]{escape(notice)}[/dim]", highlight=False)

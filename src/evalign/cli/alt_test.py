@@ -7,6 +7,8 @@ the :class:`~evalign.meta.alt_test.AltTestReport` of :func:`~evalign.evaluate.al
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,20 @@ _OPTIONS = {"epsilon": "--epsilon", "annotator_kind": "--annotators", "q": "--q"
             "min_annotators": "--min-annotators", "min_items": "--min-items"}
 
 
+@contextmanager
+def named_settings() -> Iterator[None]:
+    """Alt-Test settings built in the block: a bad value is an error naming its option (``--min-items
+    must be an integer >= 2, got 1``), the words ``evalign alt-test`` and ``evalign meta --alt-test``
+    both say."""
+    try:
+        yield
+    except InputError as e:  # a bad option value: named as the option, as every command names it
+        option = _OPTIONS.get(e.field or "")
+        if option is None:
+            raise CliError(str(e)) from None
+        raise UsageError(f"{option} {e.reason}" if e.reason.startswith("must") else f"{option}: {e.reason}") from None
+
+
 def register(app: typer.Typer) -> None:
     """Add ``alt-test`` to ``app``."""
     app.command("alt-test")(alt_test_cmd)
@@ -49,14 +65,9 @@ def alt_test_cmd(
 
     if epsilon is not None and annotators is not None:
         raise CliError("give --epsilon or --annotators, not both")
-    try:
+    with named_settings():
         settings = settings_for(epsilon, annotators, q=q, scoring=scoring, min_annotators=min_annotators,
                                 min_items=min_items)
-    except InputError as e:  # a bad option value: named as the option, as every command names it
-        option = _OPTIONS.get(e.field or "")
-        if option is None:
-            raise CliError(str(e)) from None
-        raise UsageError(f"{option} {e.reason}" if e.reason.startswith("must") else f"{option}: {e.reason}") from None
     report = alt_test_files(humans, judges, settings=settings, only=split_multi(judge))
     if as_json:
         emit_json(report.to_json())

@@ -25,10 +25,10 @@ ITEMS: Any = typer.Argument(..., help="The items: an evalign item table (graded 
                                       "(pairwise), e.g. the pair table `evalign escalate` leaves for people.",
                             metavar="ITEMS")
 DB: Any = typer.Option(..., "--db", help="The label store (SQLite; made on the first run, resumed after).")
-PORT: Any = typer.Option(8765, "--port", help="Port of the page.")
+PORT: Any = typer.Option(8765, "--port", help="Port of the page (1-65535).")
 HOST: Any = typer.Option("127.0.0.1", "--host", help="Address to bind; any other than loopback needs a token "
                                                      "(generated and printed when --token is not given).")
-PER_ITEM: Any = typer.Option(3, "--per-item", min=1, help="Labels each item needs (K; 3 is what the Alt-Test needs).")
+PER_ITEM: Any = typer.Option(3, "--per-item", help="Labels each item needs (K; 3 is what the Alt-Test needs).")
 TASK: Any = typer.Option(None, "--task", help="pairwise, graded (1-5) or label (default: pairwise for a pair "
                                               "table, label with --labels, else graded).")
 RUBRIC: Any = typer.Option(None, "--rubric", help="A rubric shown with graded items (a shipped NAME or a YAML file).")
@@ -119,6 +119,9 @@ def annotate_cmd(
     gold: Path = GOLD, gold_rate: float = GOLD_RATE, min_seconds: float = MIN_SECONDS,
 ) -> None:
     """A labelling page in the browser."""
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(port=port, per_item=per_item)
     try:
         from evalign.annotate.app import PageSettings, ServerSettings, serve  # starlette: only when serving
     except ImportError as e:

@@ -65,7 +65,13 @@ class SafeConsole(Console):
     """A rich console that shows control characters escaped (:func:`visible`) in every string it
     renders: ``print``'s strings, table cells, headers and titles, progress descriptions. The one
     place where names and texts from the user's data meet the terminal; rich's own styles and cursor
-    moves are not strings and pass unchanged."""
+    moves are not strings and pass unchanged. Emoji codes are off: a column ``judge:x:`` or a
+    system ``a:smile:b`` is shown as written (rich would draw an emoji); markup in a name is
+    escaped where it is printed (:func:`rich.markup.escape`; tables: :func:`render_table`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Any:
         return super().render_str(visible(text), **kwargs)
@@ -332,8 +338,24 @@ def one_line(text: str, limit: int = 1000) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _print_error(message: str) -> None:
+def print_error(message: str) -> None:
+    """``error: <message>`` on one line (stderr): the one line of every failure."""
     err_console.print(f"[red]error[/red]: {escape(one_line(message))}", highlight=False, markup=True, soft_wrap=True)
+
+
+_print_error = print_error
+
+
+def bad_value_errors() -> tuple[type[BaseException], ...]:
+    """The option parser's error for a value it cannot convert (``--port abc``: "Invalid value for
+    '--port': 'abc' is not a valid integer."; click's and typer's vendored copy), which the ``evalign``
+    group prints as one ``error:`` line, exit 2, instead of typer's box."""
+    out: list[type[BaseException]] = []
+    for mod in ("click.exceptions", "typer._click.exceptions"):
+        with suppress(ImportError):
+            m = __import__(mod, fromlist=["BadParameter"])
+            out += [m.BadParameter] if hasattr(m, "BadParameter") else []
+    return tuple(out)
 
 
 @contextmanager

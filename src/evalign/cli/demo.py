@@ -33,7 +33,9 @@ def demo_cmd(
     from evalign.demo import run_demo, write_demo  # scipy, matplotlib: not at `evalign demo --help`
     from evalign.demo_judge import check_live_judge
     from evalign.evaluate import evaluation_progress  # imports scipy: keeps `evalign --help` fast
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
+    check_options(bootstrap=bootstrap, seed=seed)
     if judge:  # its options and prerequisites before the demo's minutes of work
         judge_backend = check_live_judge(judge_pairs, judge_backend)
 

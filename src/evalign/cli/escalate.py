@@ -13,7 +13,6 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import check_outputs, console, emit_json, err_console
-from evalign.errors import UsageError
 from evalign.io import read_items, read_pairs, write_table
 
 CAL: Any = typer.Argument(..., help="Calibration file written by evalign meta --selective --save-calibration.")
@@ -38,8 +37,9 @@ def register(app: typer.Typer) -> None:
 def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, rest: Path = REST,
                  audit: float = AUDIT, seed: int = SEED, as_json: bool = AS_JSON) -> None:
     """Give the verdicts a calibrated judge (or cascade) may give; send the rest to people."""
-    if not 0 <= audit < 1:
-        raise UsageError(f"--audit must be a number in [0, 1), got {audit}")
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(audit=audit, seed=seed)
     check_outputs(("-o", out, FORMATS), ("--rest", rest, FORMATS), stdout_used=as_json)
     from evalign.evaluate.escalate import escalate, read_calibration  # pandas, scipy: not at --help
     calibration = read_calibration(cal)

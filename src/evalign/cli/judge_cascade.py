@@ -10,7 +10,6 @@ from typing import Any
 from rich.markup import escape
 
 from evalign.cli.common import CliError, check_outputs, console, emit_json, err_console
-from evalign.errors import UsageError
 
 #: ``evalign judge`` options that name a judge: with ``--cascade`` the judges are the calibration's
 _JUDGE_OPTIONS = ("model", "template", "base_url", "rubric", "rubric_column", "name", "grammar", "top_logprobs")
@@ -43,8 +42,9 @@ def cascade_cmd(o: Any, load_table: Any) -> None:
         raise CliError(f"--cascade runs the judges its calibration file names: {', '.join(given)} do not apply")
     if o.out is None or o.rest is None:
         raise CliError("--cascade writes the decided items (-o FILE) and those left for people (--rest FILE)")
-    if not 0 <= o.audit < 1:
-        raise UsageError(f"--audit must be a number in [0, 1), got {o.audit}")
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(audit=o.audit, seed=o.seed)  # (the seed of the audit draw)
     check_outputs(("-o", o.out, FORMATS), ("--rest", o.rest, FORMATS), stdout_used=o.as_json)
     from evalign.backends import BackendSpec, open_backend
     from evalign.cache import Cache

@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from evalign.cli.common import console, emit_json, split_multi
-from evalign.errors import UsageError
+from evalign.errors import ModelLoadError, UsageError
 from evalign.train.feedback_data import PROMETHEUS_SETS, RecipeSettings, build_recipe
 
 if TYPE_CHECKING:
     from evalign.train.contrastive_data import ContrastiveSettings
 
+#: how the bundled embedding model is named to ``score`` / ``meta`` (the hint of a model that does not
+#: load, :data:`evalign.backends.models.MINILM_HINT`); judge-data names its own option instead
+SEMSCORE_MINILM = "--option semscore.model=minilm"
 #: the datasets ``judge-data preference`` reads when no --set is given
 PREFERENCE_SETS = ("pandalm", "tulu1")
 
@@ -39,6 +42,10 @@ def judge_data_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Write train-judge training data from existing labels, split into train / held-out by question."""
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(held_out=held_out, seed=seed, mix=mix, near_duplicate=near_duplicate,
+                  embedding_duplicate=embedding_duplicate)
     for flag, given, own in (("--per-response", per_response, "absolute"), ("--single-order", single_order, "pairwise")):
         if given and recipe != own:  # an option of another recipe is refused, not silently ignored
             raise UsageError(f"{flag} applies to the {own} recipe, not to {recipe}")
@@ -120,7 +127,10 @@ def _contrastive(settings: ContrastiveSettings, out: Path, as_json: bool) -> Non
     from evalign.train.contrastive_data import build_contrastive, contrastive_summary
     from evalign.train.preference_data import write_preferences
 
-    data = build_contrastive(settings)
+    try:
+        data = build_contrastive(settings)
+    except ModelLoadError as e:  # the hint names this command's option, not semscore's
+        raise ModelLoadError(str(e).replace(SEMSCORE_MINILM, "--embedding-model minilm")) from None
     paths = write_preferences(data, out)
     manifest = data.manifest()
     if as_json:

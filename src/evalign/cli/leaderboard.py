@@ -64,6 +64,7 @@ def leaderboard_cmd(
     human_verdict: str = HUMAN_VERDICT, style_control: bool = STYLE_CONTROL, out: Path = OUT, as_json: bool = AS_JSON,
 ) -> None:
     """Rank systems from pairwise verdicts: Bradley-Terry scores with intervals, win rates, LC win rates."""
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
     from evalign.rank.leaderboard_run import (  # scipy: not at every command's start
         leaderboard_spec,
         outcome_dict,
@@ -71,6 +72,7 @@ def leaderboard_cmd(
         run_leaderboard,
     )
 
+    check_options(alpha=alpha, seed=seed)
     check_outputs(("-o", out, FORMATS), stdout_used=as_json)
     spec = leaderboard_spec(verdict=verdict, judge=judge, panel=split_multi(panel), panel_rule=panel_rule,
                             baseline=baseline_system, anchor=anchor, bootstrap=bootstrap, resample=resample,

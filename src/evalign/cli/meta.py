@@ -105,6 +105,8 @@ ALT_TEST: Any = typer.Option(False, "--alt-test", help="Alt-Test of each judge a
 EPSILON: Any = typer.Option(None, "--epsilon", help="The Alt-Test's cost-benefit margin in [0, 1) (implies "
                                                     "--alt-test; default: by the dataset's annotators: experts 0.2, "
                                                     "skilled 0.15, crowd 0.1; unknown 0.1).")
+MIN_ITEMS: Any = typer.Option(None, "--min-items", help="With --alt-test: items an annotator needs to be tested "
+                                                       "(default 30; as evalign alt-test's --min-items).")
 PUBLISHED: Any = typer.Option(False, "--published", help="Every judge and metric the datasets ship, on every set with "
                                                          "its files here, in one table (--dataset: only these sets).")
 TOP: Any = typer.Option(None, "--top", help="With --published: the best N columns of each set only.")
@@ -130,7 +132,7 @@ def meta_cmd(
     as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES, alt_test: bool = ALT_TEST,
     epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED, top: int = TOP,
     selective: bool = SELECTIVE, risk: float = RISK, delta: float = DELTA, cascade: str = CASCADE,
-    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION,
+    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION, min_items: int = MIN_ITEMS,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -138,6 +140,9 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(seed=seed, top=top)
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     if published:
@@ -171,7 +176,8 @@ def meta_cmd(
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
                      by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
-    spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
+    spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement,
+                            min_items=min_items)
     spec = with_selective(spec, sel)
     with Stages(disable=as_json) as stages:
         stages.start(f"meta-evaluating: {bootstrap} bootstrap resamples, {permutations} permutations per test")
@@ -180,7 +186,7 @@ def meta_cmd(
     save_calibration(result.selective, save_calibration_to, spec.dataset or spec.source)
     if as_json:
         emit_json(result.to_json())
-        if result.refused:
+        if result.refused and result.selective is None:  # (the selective table computed: exit 0, as the terminal's)
             raise SystemExit(1)
         return
     if result.selective is not None:
@@ -197,36 +203,41 @@ def _check_options(level: str | None, grouping: str | None, bootstrap: int, perm
         raise CliError(f"--level must be one of {', '.join(LEVELS)}, got '{level}'")
     if grouping is not None and grouping not in GROUPINGS:
         raise CliError(f"--grouping must be one of {', '.join(GROUPINGS)}, got '{grouping}'")
-    if bootstrap < 1 or permutations < 1:
-        raise CliError("--bootstrap and --permutations must be at least 1")
-    if not 0 < confidence < 1 or not 0 < alpha < 1:
-        raise CliError("--confidence and --alpha must be between 0 and 1")
-    if min_group_size is not None and min_group_size < 1:
-        raise CliError("--min-group-size must be at least 1")
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(bootstrap=bootstrap, permutations=permutations, confidence=confidence, alpha=alpha,
+                  min_group_size=min_group_size)
 
 
-def with_judge_tests(spec: Any, dataset: str | None, *, alt_test: bool, epsilon: float | None, agreement: bool) -> Any:
+def with_judge_tests(spec: Any, dataset: str | None, *, alt_test: bool, epsilon: float | None, agreement: bool,
+                     min_items: int | None = None) -> Any:
     """``spec`` with the Alt-Test (``--alt-test``, or ``--epsilon`` given; epsilon by the annotators
-    of ``dataset``, ``NAME[:VARIANT]``, when not given) and the human-ceiling ``--agreement``."""
+    of ``dataset``, ``NAME[:VARIANT]``, when not given; ``min_items``: items an annotator needs, None
+    for the test's default) and the human-ceiling ``--agreement``. A bad value is named as its option
+    in the words of ``evalign alt-test``."""
     import dataclasses
 
+    from evalign.cli.alt_test import named_settings
     from evalign.evaluate.alt_test import dataset_settings  # scipy: not at every command's start
 
-    if not (alt_test or epsilon is not None or agreement):
+    testing = alt_test or epsilon is not None
+    if min_items is not None and not testing:
+        raise CliError("--min-items goes with --alt-test")
+    if not (testing or agreement):
         return spec
-    try:
-        alt = dataset_settings(dataset, epsilon) if alt_test or epsilon is not None else None
-    except EvalignError as e:
-        raise CliError(str(e).replace("field 'epsilon'", "--epsilon")) from None
+    with named_settings():
+        alt = dataset_settings(dataset, epsilon, **({} if min_items is None else {"min_items": min_items})) \
+            if testing else None
     return dataclasses.replace(spec, alt_test=alt, agreement="auto" if agreement else None)
 
 
 def check_resampling(method: str, workers: int | None) -> None:
     """The ``--resampling`` and ``--workers`` options of ``meta`` and ``report``, checked."""
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
     if method not in ("auto", "items"):
         raise CliError(f"--resampling must be auto or items, got '{method}'")
-    if workers is not None and workers < 0:
-        raise CliError("--workers must be at least 0 (0 = every core)")
+    check_options(workers=workers)
 
 
 def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[str], no_cache: bool,

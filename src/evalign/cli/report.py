@@ -85,7 +85,9 @@ def report_cmd(
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
+    check_options(bootstrap=bootstrap, confidence=confidence, seed=seed)
     if published:
         _published_report(scored_file, metric, judge, dataset, data_dir, bootstrap, confidence, seed, epsilon, title,
                           out, as_json)
@@ -97,8 +99,6 @@ def report_cmd(
                        "default metrics are computed)")
     if human and system_human:
         raise CliError("give either --human or --system-human, not both")
-    if bootstrap < 1 or not 0 < confidence < 1:
-        raise CliError("--bootstrap must be at least 1 and --confidence between 0 and 1")
     if scored_file is None and not dataset:
         raise CliError("give a SCORED_FILE or --dataset NAME")
     check_resampling(resampling_method, workers)

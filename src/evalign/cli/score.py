@@ -67,10 +67,10 @@ OUT_DIR: Any = typer.Option(None, "--out-dir", help="Score in shards into this f
                             "summary.json), with bounded memory; a re-run resumes.")
 ADDRESS: Any = typer.Option(None, "--address", help="--engine ray: a running Ray cluster (HOST:PORT, "
                             "ray://HOST:PORT or auto; default: start Ray on this machine).")
-SHARD_ROWS: Any = typer.Option(10_000, "--shard-rows", min=1, help="--out-dir: rows per shard.")
-GPUS_PER_ACTOR: Any = typer.Option(0.0, "--gpus-per-actor", min=0, help="--engine ray: GPUs per "
+SHARD_ROWS: Any = typer.Option(10_000, "--shard-rows", help="--out-dir: rows per shard.")
+GPUS_PER_ACTOR: Any = typer.Option(0.0, "--gpus-per-actor", help="--engine ray: GPUs per "
                                    "model-metric actor (0 = CPU).")
-WORKERS: Any = typer.Option(None, "--workers", min=1, help="--engine ray without --address: CPUs "
+WORKERS: Any = typer.Option(None, "--workers", help="--engine ray without --address: CPUs "
                             "Ray may use on this machine (default: all).")
 
 
@@ -143,6 +143,11 @@ def score_cmd(
     workers: int = WORKERS,
 ) -> None:
     """Score every response against its reference(s) with the given metrics."""
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(shard_rows=shard_rows, gpus_per_actor=gpus_per_actor)
+    if workers is not None and workers < 1:  # (Ray's CPUs: not meta's --workers, where 0 is every core)
+        raise UsageError(f"--workers must be an integer >= 1 (CPUs Ray may use), got {workers!r}")
     fields = field_map(id_field, system_field, instruction_field, input_field, reference_field, response_field,
                        task_field, language_field)
     args = ScoreArgs(file=file, dataset=dataset, data_dir=data_dir, metric=metric, option=option, no_cache=no_cache,

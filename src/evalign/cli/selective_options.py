@@ -40,6 +40,9 @@ def selective_request(selective: bool, risk: float, delta: float, cascade: str |
         if given:
             raise CliError(f"{', '.join(given)} go with --selective")
         return None
+    from evalign.judges.option_rules import check_options  # the rules every command's options follow
+
+    check_options(risk=risk, delta=delta, holdout=holdout)
     from evalign.evaluate.selective import SelectiveRequest  # scipy: not at every command's start
     from evalign.meta.selective import SelectiveSettings
 

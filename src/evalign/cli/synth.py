@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import typer
+from rich.markup import escape
 
 from evalign.backends import BackendOptions
 from evalign.backends.spec import api_key_env_problem
@@ -137,4 +138,5 @@ def print_summary(summary: dict[str, Any]) -> None:
     rows = [(k, summary["rows_by_score"][k], lb[k], before[k]) for k in lb]
     print_table(pd.DataFrame(rows, columns=["score", "rows", "mean words", "mean words before balance"]),
                 title="Length balance (mean response length per score)", digits=1)
-    err_console.print(f"[dim]teacher {summary['backend']} · template {summary['template']}[/dim]", highlight=False)
+    line = f"teacher {summary['backend']} · template {summary['template']}"
+    err_console.print(f"[dim]{escape(line)}[/dim]", highlight=False)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import typer
+from rich.markup import escape
 
 from evalign.backends.model_source import locate_base_model
 from evalign.cli import judge_data
@@ -35,13 +36,14 @@ def print_report(report: Any) -> None:
                   for b in t["beats_baselines"]],
         "also": t["extra"],
     })
-    console.print(f"Trust: judges vs {report.labels} on {report.dataset}", highlight=False, soft_wrap=True)
+    console.print(f"Trust: judges vs {report.labels} on {report.dataset}", highlight=False, soft_wrap=True,
+                  markup=False)
     print_table(rows, title=f"{report.items} items, {what}; (name) = trivial baseline", digits=3)
     for judge, note in zip(t["judge"], t["note"], strict=True):
         if note:
             console.print(f"{judge}: {note}", highlight=False, markup=False)
     for n in report.notes:
-        err_console.print(f"[dim]{n}[/dim]", highlight=False)
+        err_console.print(f"[dim]{escape(n)}[/dim]", highlight=False)
     if report.orders is not None:
         print_orders(report.orders)
 

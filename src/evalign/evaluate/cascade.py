@@ -26,26 +26,54 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalign.errors import InputError
+from evalign.backends import BackendSpec
+from evalign.errors import EvalignError, InputError
 from evalign.evaluate.escalate import escalate, judge_confidence
+from evalign.judges.spec import get_judge
 
 #: a stage's report: judge column, items sent, calls made and from the cache, items decided, or why skipped
 StageReport = dict[str, Any]
 
 
 def stage_specs(cal: Mapping[str, Any], source: str = "<calibration>") -> list[dict[str, Any]]:
-    """Each stage's spec, checked: a calibration whose judges carry no spec (verdicts not made by
-    ``evalign judge``, e.g. a published set) cannot be run, only applied with ``evalign escalate``."""
+    """Each stage's spec, checked before any call (``source`` names the calibration file in every
+    error, with the field): a calibration whose judges carry no spec (verdicts not made by ``evalign
+    judge``, e.g. a published set) cannot be run, only applied with ``evalign escalate``; a spec
+    whose judge mode, options or backend is not one evalign builds (a hand-edited file) is refused."""
     specs = []
     for k, j in enumerate(cal["judges"]):
         spec = j.get("spec")
-        if not isinstance(spec, dict) or not isinstance(spec.get("judge"), str) or \
-                not isinstance(spec.get("options"), dict) or not isinstance(spec.get("backend"), dict):
+        if spec is None:
             raise InputError(f"no judge spec for {j['column']}: its verdicts were not made by evalign judge (the spec is "
                              "read from the OUT.summary.json it writes beside its output); apply the calibration to "
                              "verdicts you have with evalign escalate", file=source, field=f"judges[{k}].spec")
+        _check_spec(spec, f"judges[{k}].spec", source)
         specs.append(spec)
     return specs
+
+
+def _check_spec(spec: Any, where: str, source: str) -> None:
+    """One stage's spec: ``{"judge": mode, "options": {...}, "backend": {...}}`` whose judge and
+    backend evalign builds; an :class:`~evalign.errors.InputError` naming ``source`` and the field."""
+    if not isinstance(spec, dict):
+        raise InputError(f"must be a mapping (judge, options, backend), got {type(spec).__name__}", file=source,
+                         field=where)
+    for key, kind, what in (("judge", str, "a judge mode (text)"), ("options", dict, "a mapping of the judge's options"),
+                            ("backend", dict, "a mapping (kind, model, url, options)")):
+        if not isinstance(spec.get(key), kind):
+            got = "nothing" if spec.get(key) is None else f"{type(spec[key]).__name__} {spec[key]!r}"
+            raise InputError(f"must be {what}, got {got}", file=source, field=f"{where}.{key}")
+    try:
+        get_judge(spec["judge"], **spec["options"])
+    except (EvalignError, TypeError, ValueError) as e:
+        raise InputError(str(e), file=source, field=f"{where}.judge") from None
+    backend = spec["backend"]
+    try:
+        BackendSpec.from_dict(backend)
+    except KeyError as e:
+        raise InputError(f"needs {e.args[0]!r}", file=source, field=f"{where}.backend") from None
+    except (EvalignError, TypeError, ValueError) as e:
+        raise InputError(str(e), file=source, field=f"{where}.backend") from None
 
 
 def judge_summaries(source: str | Path) -> dict[str, dict[str, Any]]:
@@ -123,8 +151,6 @@ def run_cascade(cal: Mapping[str, Any], table: pd.DataFrame, run_stage: Callable
     judges the ``rows`` still undecided (returns a :class:`~evalign.judges.runner.JudgeRun`); the
     decided items, the people's file and a summary (that of :func:`escalate`, with ``stages``: per
     stage the items sent, calls made and from the cache, items decided)."""
-    from evalign.judges.spec import get_judge  # the judge registry: not at import
-
     specs = stage_specs(cal, cal_source)
     pairs = "response_a" in table.columns and "response_b" in table.columns
     combined = table.copy()

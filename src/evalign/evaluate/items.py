@@ -213,7 +213,7 @@ class ItemEvaluation(Evaluation):
         hum = self.spec.human.column
         if hum is None:
             return []
-        return item_calibrations(self.table, [c.name for c in self.cols if c.kind == "judge"], hum)
+        return item_calibrations(self.table, [c.name for c in self.cols if c.kind == "judge"], hum, source=self.source)
 
     def selective(self) -> SelectiveReport:
         """Each graded judge's confidence (``J.confidence``, else ``J.p``) calibrated on the rows with a

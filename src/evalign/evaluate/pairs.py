@@ -209,7 +209,7 @@ class PairEvaluation(Evaluation):
 
     def calibrations(self) -> list[Any]:
         """Each verdict judge with ``J.p_a``: its calibration on the compared pairs."""
-        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
+        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict], source=self.source)
         return pair_calibrations(p, self.labels, self.common)
 
     def selective(self) -> SelectiveReport:
@@ -231,7 +231,7 @@ class PairEvaluation(Evaluation):
     def judge_columns(self, rows: pd.DataFrame, groups: Mapping[str, np.ndarray]) -> None:
         """The probability-weighted verdict's accuracy (:data:`~evalign.evaluate.calibrated.WEIGHTED`) of
         each judge with ``J.p_a`` over its group's compared pairs, beside the hard verdict's."""
-        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict])
+        p = pair_probabilities(self.table, [c.name for c in self.cols if c.verdict], source=self.source)
         if not p:
             return
         sel = {g: np.isin(np.arange(len(self.table)), idx) & self.common for g, idx in groups.items()}

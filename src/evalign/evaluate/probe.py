@@ -34,6 +34,7 @@ import pandas as pd
 from evalign.cache import Cache
 from evalign.errors import InputError, UsageError
 from evalign.judges.base import SWAP_VERDICT
+from evalign.judges.option_rules import option_problem
 from evalign.judges.perturb import (
     CUT_COLUMN,
     MAX_ADDED_CHARS,
@@ -79,8 +80,9 @@ class ProbeSettings:
     def __post_init__(self) -> None:
         if not self.probes:
             raise UsageError("give at least one probe (--probe NAME; built-in: " + ", ".join(DEFAULT_PROBES) + ")")
-        if not 0 < self.confidence < 1:
-            raise UsageError(f"--confidence must be between 0 and 1, got {self.confidence}")
+        problem = option_problem("confidence", self.confidence)  # the rule every command's --confidence follows
+        if problem:
+            raise UsageError(f"--confidence {problem}")
 
 
 @dataclass(frozen=True)

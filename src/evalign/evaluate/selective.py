@@ -6,7 +6,8 @@ taken with a guarantee of agreement with people, and what share is left to peopl
 naming where it came from) belongs to the judge's resolved verdict ``J``; without it, ``J.p_a``
 (P(A better): logprobs, a reward model's sigmoid) gives ``max(p_a, 1 - p_a)`` for the verdict of its
 arg max (``p_a = 0.5``: a tie), named in a note where it differs from the resolved verdict. A judge
-with neither is refused, with the reason. Confidences outside [0, 1] are refused.
+with neither is refused, with the reason. A confidence outside [0, 1], infinite or a text is refused
+(naming file, row and column); an empty cell or NaN is no confidence.
 
 **Correct** means equal to the humans' majority label; pairs the humans call a tie or split on are
 left out and counted; a judge's own tie, or no verdict, is wrong. In an item table (graded judges):
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.evaluate.calibrated import unit_column
 from evalign.meta.selective import (
     CascadeCalibration,
     SelectiveCalibration,
@@ -123,27 +125,17 @@ def _numbers(table: pd.DataFrame, col: str) -> np.ndarray:
     return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
 
 
-def _check_unit(values: np.ndarray, col: str, source: str | None) -> None:
-    bad = np.isfinite(values) & ((values < 0) | (values > 1))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"a confidence must lie in [0, 1], got {values[i]!r}", file=source, line=i + 1,
-                         field=col, line_word="row")
-
-
 def pair_confidence(table: pd.DataFrame, judge: str, verdict: np.ndarray, *,
                     source: str | None = None) -> JudgeConfidence | str:
     """The confidence of ``judge``'s verdicts in the pair table (see the module doc), given its
     resolved ``verdict`` codes; the reason as a string when it has none."""
     if f"{judge}.confidence" in table.columns:
-        conf = _numbers(table, f"{judge}.confidence")
-        _check_unit(conf, f"{judge}.confidence", source)
+        conf = unit_column(table, f"{judge}.confidence", source=source, what="a confidence")
         src_col = f"{judge}.confidence_source"
         names = (sorted({str(v) for v in table[src_col].dropna()}) if src_col in table.columns else [])
         return JudgeConfidence(judge, conf, verdict, "; ".join(names) or f"{judge}.confidence")
     if f"{judge}.p_a" in table.columns:
-        p = _numbers(table, f"{judge}.p_a")
-        _check_unit(p, f"{judge}.p_a", source)
+        p = unit_column(table, f"{judge}.p_a", source=source)
         conf = np.maximum(p, 1.0 - p)
         argmax = np.where(np.isfinite(p), np.sign(p - 0.5), np.nan)
         differs = int(np.sum(np.isfinite(argmax) & (argmax != verdict)))
@@ -159,8 +151,7 @@ def item_confidence(table: pd.DataFrame, judge: str, *, source: str | None = Non
     grade = _numbers(table, f"{judge}.grade" if f"{judge}.grade" in table.columns else judge)
     for col, name in ((f"{judge}.confidence", None), (f"{judge}.p", "J.p (the probability of the chosen grade)")):
         if col in table.columns:
-            conf = _numbers(table, col)
-            _check_unit(conf, col, source)
+            conf = unit_column(table, col, source=source, what="a confidence" if name is None else "a probability")
             src_col = f"{judge}.confidence_source"
             names = (sorted({str(v) for v in table[src_col].dropna()}) if src_col in table.columns else [])
             return JudgeConfidence(judge, conf, grade, name or "; ".join(names) or col)

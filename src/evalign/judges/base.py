@@ -493,6 +493,11 @@ class Judge(ABC):
         """What the run itself decided and the signature must record (e.g. G-Eval's method)."""
         return {}
 
+    def run_notes(self, columns: Sequence[Mapping[str, Any]]) -> list[str]:
+        """What the run's answers lacked that the user must be told once (e.g. a confidence judge whose
+        server returned no logprobs), from each row's columns; none by default."""
+        return []
+
     @abstractmethod
     def aggregate(self, results: Mapping[tuple[int, str], ParseResult]) -> dict[str, Any]:
         """Columns (suffix -> value; ``""`` is the score) from the final parse of each

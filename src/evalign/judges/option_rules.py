@@ -1,8 +1,12 @@
-"""The rules of a judge backend's option values, shared by every command that takes them: ``judge`` and
-``probe`` (``--concurrency``, ``--timeout``, ...) and a ``bench`` judge spec (``concurrency=...``), so
-that a value one refuses the other refuses with the same words (the sampling settings' rules are
-:data:`evalign.judges.prompts.SAMPLING_RULES`); and the rule of the output constraint mode
-(:func:`check_constrain`), which every command and every judge applies."""
+"""The rules of option values, shared by every command that takes them, so that a value one command
+refuses every other refuses with the same words: a judge backend's options (:data:`BACKEND_RULES`:
+``judge`` and ``probe``'s ``--concurrency``, ``--timeout``, ... and a ``bench`` judge spec's
+``concurrency=...``; the sampling settings' rules are :data:`evalign.judges.prompts.SAMPLING_RULES`);
+the command-line options of ``annotate``, ``meta``, ``report``, ``leaderboard``, ``demo``, ``probe``,
+``escalate``, ``judge --cascade``, ``judge-data`` and ``score`` (:data:`OPTION_RULES`, checked by :func:`check_options`: a non-finite
+number, a count below its least or a port outside 1-65535 is one usage error naming the option); and
+the rule of the output constraint mode (:func:`check_constrain`), which every command and every judge
+applies."""
 
 from __future__ import annotations
 
@@ -43,6 +47,62 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _share(v: Any) -> bool:
+    return _number(v) and 0 < v < 1
+
+
+#: command-line option (its field name) -> (what it must be, the check of a value): the options of
+#: ``annotate``, ``meta``, ``report``, ``leaderboard``, ``demo``, ``escalate``, ``judge --cascade`` and
+#: ``judge-data``; every command that takes one checks it here (:func:`check_options`), so all refuse a
+#: value alike (``leaderboard --bootstrap`` takes 0, for no intervals, and ``score --workers`` counts Ray's
+#: CPUs, 0 not being every core: their own rules, not these)
+OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "port": ("an integer in [1, 65535]", lambda v: _int(v) and 1 <= v <= 65535),
+    "per_item": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "bootstrap": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "permutations": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "min_group_size": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "workers": ("an integer >= 0 (0: every core)", lambda v: _int(v) and v >= 0),
+    "shard_rows": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "gpus_per_actor": ("a finite number >= 0", lambda v: _number(v) and v >= 0),
+    "seed": ("an integer >= 0", lambda v: _int(v) and v >= 0),
+    "top": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "confidence": ("a number strictly between 0 and 1", _share),
+    "alpha": ("a number strictly between 0 and 1", _share),
+    "risk": ("a number strictly between 0 and 1", _share),
+    "delta": ("a number strictly between 0 and 1", _share),
+    "holdout": ("a number strictly between 0 and 1", _share),
+    "audit": ("a number in [0, 1)", lambda v: _number(v) and 0 <= v < 1),
+    "held_out": ("a number in [0, 1]", lambda v: _number(v) and 0 <= v <= 1),
+    "mix": ("a finite number >= 0", lambda v: _number(v) and v >= 0),
+    "near_duplicate": ("a number in [0, 100]", lambda v: _number(v) and 0 <= v <= 100),
+    "embedding_duplicate": ("a number in [-1, 1] (a cosine)", lambda v: _number(v) and -1 <= v <= 1),
+}
+
+
+def option_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the command-line option ``key`` (its field name: ``per_item``) = ``value``
+    (None: nothing, not set, or an option without a rule in :data:`OPTION_RULES`)."""
+    rule = OPTION_RULES.get(key)
+    if rule is None or value is None or rule[1](value):
+        return None
+    return f"must be {rule[0]}, got {value!r}"
+
+
+def check_options(**values: Any) -> None:
+    """Check command-line options by :data:`OPTION_RULES` (``check_options(port=70000)``); the first
+    bad one is a :class:`~evalign.errors.UsageError` naming the option: ``--port must be an integer in
+    [1, 65535], got 70000``."""
+    for key, value in values.items():
+        problem = option_problem(key, value)
+        if problem:
+            raise UsageError(f"--{key.replace('_', '-')} {problem}")
+
+
 def backend_option_problem(key: str, value: Any) -> str | None:
     """What is wrong with the backend option ``key`` = ``value`` (None: nothing, or an option without a
     rule; None values are "not set")."""
@@ -63,4 +123,5 @@ def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
                          "--constrain off")
 
 
-__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "backend_option_problem", "check_constrain"]
+__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "OPTION_RULES", "backend_option_problem", "check_constrain",
+           "check_options", "option_problem"]

@@ -630,7 +630,11 @@ async def arun_judge(
                        round(time.perf_counter() - t0, 3), price)
     constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
     counts = getattr(active, "criterion_counts", None)
-    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
+    notes = tuple(active.run_notes(per_row))
+    for line in notes if on_note is not None else ():
+        on_note(line)
+    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {},
+                      notes=notes)
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 
@@ -694,7 +698,8 @@ def run_judge(
     ``length_unit``: ``"chars"`` or ``"words"`` for the length-bias audit.
     ``partial_path``: a JSONL progress log (one line per finished call).
     ``on_progress(counts)``: called as calls finish (done, total, cached, new, unscored, retried, failed).
-    ``on_note(line)``: called with the one line that says the output is not constrained, and why.
+    ``on_note(line)``: called with the one line that says the output is not constrained, and why, and
+    with each of the judge's notes on what the answers lacked (:meth:`~evalign.judges.base.Judge.run_notes`).
     ``turns``: for rows holding a conversation (``messages``, or ``messages_a`` / ``messages_b``),
     ``"last"`` grades the last assistant turn in context (the row as it is); ``"each"`` grades every
     assistant turn: each such row becomes one row per turn (``turn`` = 1, 2, ...; the conversation cut

@@ -106,6 +106,8 @@ class JudgeSummary:
     usage: Mapping[str, Any] = field(default_factory=dict)
     models: Sequence[Mapping[str, Any]] = ()
     drift: str | None = None
+    #: what the run's answers lacked, said once (:meth:`evalign.judges.base.Judge.run_notes`)
+    notes: Sequence[str] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""

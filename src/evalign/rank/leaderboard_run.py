@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalign.errors import InputError, UsageError, did_you_mean
 from evalign.io import read_battles
+from evalign.judges.option_rules import check_options
 from evalign.rank import (
     A_WINS,
     B_WINS,
@@ -319,10 +320,9 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
                      judge_models: Sequence[str] = (), skip_self: bool = False) -> LeaderboardSpec:
     """The options of ``evalign leaderboard`` (and of a run config's ``leaderboards`` entry) as one frozen
     :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
-    if bootstrap < 0:
-        raise UsageError("--bootstrap must be at least 0")
-    if not 0 < alpha < 1:
-        raise UsageError("--alpha must be between 0 and 1")
+    if not (isinstance(bootstrap, int) and bootstrap >= 0):  # (0: no intervals; not meta's rule)
+        raise UsageError(f"--bootstrap must be an integer >= 0 (0: no intervals), got {bootstrap!r}")
+    check_options(alpha=alpha, seed=seed)  # the rules every command's options follow
     if skip_self and not judge_models:
         raise UsageError("--skip-self needs --judge-model NAME (the judge whose own outputs to drop)")
     bt = BTSettings(anchor=anchor, n_bootstrap=bootstrap, seed=seed, alpha=alpha,

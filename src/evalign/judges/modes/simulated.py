@@ -266,6 +266,19 @@ class SimulatedAnnotators(PrometheusRelative):
             "p_calls": len(probs),
         }
 
+    def run_notes(self, columns: Sequence[Mapping[str, Any]]) -> list[str]:
+        """One line when scored pairs have no confidence because no call's answer had logprobs at the
+        verdict letter (a server that returns none, or none there)."""
+        scored = [c for c in columns if c.get("status") == "scored"]
+        bare = sum(1 for c in scored if not c.get("p_calls"))
+        if not bare:
+            return []
+        head = ("no answer had logprobs at the verdict letter: the server returned none" if bare == len(scored)
+                else f"{bare} of {len(scored)} scored pairs had no answer with logprobs at the verdict letter")
+        return [f"{self.column}: {head}, so those pairs have no confidence (J.p_a and J.confidence empty; the verdict "
+                "is the majority of the answers read); serve the judge where the server returns top logprobs "
+                "(llama.cpp, vLLM, OpenAI's logprobs with top_logprobs)"]
+
     def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
         out = super().empty_columns(status, reason)
         out.update({"p_a": float("nan"), "confidence": float("nan"), "confidence_source": None,
