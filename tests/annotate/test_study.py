@@ -268,9 +268,9 @@ def test_markdown_rendered_inert() -> None:
 def test_study_options_follow_the_option_rules(tmp_path: Path) -> None:
     write_pairs(tmp_path / "p.jsonl", 3)
     base = ["annotate", str(tmp_path / "p.jsonl"), "--db", str(tmp_path / "l.sqlite")]
-    for extra, message in ((["--min-seconds", "-1"], "--min-seconds must be >= 0 seconds (0: off), got -1.0"),
+    for extra, message in ((["--min-seconds", "-1"], "--min-seconds must be a finite number >= 0 (seconds; 0: off), got -1.0"),
                            (["--gold", str(tmp_path / "p.jsonl"), "--gold-rate", "0"],
-                            "--gold-rate must be a fraction in (0, 1], got 0.0"),
+                            "--gold-rate must be a number in (0, 1], got 0.0"),
                            (["--gold-rate", "0.2"], "--gold-rate goes with --gold"),
                            (["--completion-url", "javascript:alert(1)"], "--completion-url must be an http"),
                            (["--token", "t", "--admin-token", "t"], "--admin-token must differ from --token")):

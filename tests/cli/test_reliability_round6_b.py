@@ -415,6 +415,8 @@ def _commands(tmp: Path) -> dict[str, list[str]]:
 SHARED_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "port": (("70000", "-1"), ("annotate",)),
     "per_item": (("0",), ("annotate",)),
+    "min_seconds": (("-1", "nan", "inf"), ("annotate",)),
+    "gold_rate": (("0", "1.5", "nan"), ("annotate",)),
     "bootstrap": (("0",), ("meta", "report", "demo")),
     "permutations": (("0",), ("meta",)),
     "min_group_size": (("-3",), ("meta",)),
@@ -450,7 +452,7 @@ def test_every_command_refuses_an_option_value_in_the_same_words(tmp_path: Path,
     for value in values:
         parsed = float(value) if "." in value or value in ("nan", "inf") or key in (
             "confidence", "alpha", "risk", "delta", "holdout", "audit", "held_out", "mix", "near_duplicate",
-            "embedding_duplicate", "gpus_per_actor") else int(value)
+            "embedding_duplicate", "gpus_per_actor", "min_seconds", "gold_rate") else int(value)
         want = f"error: {option} {option_problem(key, parsed)}"
         for name in names:
             res = runner.invoke(app, [*commands[name], option, value])

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 from evalign.annotate.items import read_items_to_label
 from evalign.errors import InputError, UsageError
-from evalign.judges.option_rules import backend_option_problem
+from evalign.judges.option_rules import check_options
 
 #: the gold answers of a pair, as the ``gold`` column may write them, in the items' frame
 PAIR_ANSWERS = {"a": 1.0, "b": -1.0, "tie": 0.0, "1": 1.0, "-1": -1.0, "0": 0.0, "1.0": 1.0, "-1.0": -1.0,
@@ -39,10 +39,7 @@ class StudySettings:
 
 def check_study(settings: StudySettings) -> None:
     """Raise :class:`~evalign.errors.UsageError` naming the option of a bad value."""
-    for key in ("min_seconds", "gold_rate"):
-        problem = backend_option_problem(key, getattr(settings, key))
-        if problem:
-            raise UsageError(f"--{key.replace('_', '-')} {problem}")
+    check_options(min_seconds=settings.min_seconds, gold_rate=settings.gold_rate)
     if settings.completion_url is not None:
         url = urlparse(settings.completion_url)
         if url.scheme not in ("http", "https") or not url.netloc:

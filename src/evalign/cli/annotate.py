@@ -121,7 +121,7 @@ def annotate_cmd(
     """A labelling page in the browser."""
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
-    check_options(port=port, per_item=per_item)
+    check_options(port=port, per_item=per_item, min_seconds=min_seconds, gold_rate=gold_rate)
     try:
         from evalign.annotate.app import PageSettings, ServerSettings, serve  # starlette: only when serving
     except ImportError as e:

@@ -42,8 +42,6 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "system_prompt": ("'role' or 'fold'", lambda v: v in ("role", "fold")),
     "constraint_format": ("'auto', 'llama.cpp', 'vllm' or 'openai'", lambda v: v in ("auto", "llama.cpp", "vllm", "openai")),
     # `evalign annotate`'s study options
-    "min_seconds": (">= 0 seconds (0: off)", lambda v: _seconds(v) or v == 0),
-    "gold_rate": ("a fraction in (0, 1]", lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1),
 }
 
 
@@ -63,6 +61,8 @@ def _share(v: Any) -> bool:
 OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "port": ("an integer in [1, 65535]", lambda v: _int(v) and 1 <= v <= 65535),
     "per_item": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "min_seconds": ("a finite number >= 0 (seconds; 0: off)", lambda v: _number(v) and v >= 0),
+    "gold_rate": ("a number in (0, 1]", lambda v: _number(v) and 0 < v <= 1),
     "bootstrap": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "permutations": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "min_group_size": ("an integer >= 1", lambda v: _int(v) and v >= 1),
