@@ -316,6 +316,24 @@ class OpenAICompatibleBackend(Backend):
             token_logprobs=token_lps,
         )
 
+    def generation_of(self, data: Any) -> Generation:
+        """One response body (a chat / completions JSON object, e.g. a batch result line's
+        ``response.body``) -> the :class:`Generation` a synchronous request with that answer gives;
+        :class:`BackendRequestError` when it has no usable choice."""
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            raise BackendRequestError(f"{self.url}: a response without 'choices'")
+        ordered = sorted((c for c in data["choices"] if isinstance(c, dict)),
+                         key=lambda c: c.get("index", 0) if isinstance(c.get("index", 0), int) else 0)
+        try:
+            choices = [self.parse_choice(c) for c in ordered]
+        except _Retry as exc:
+            raise BackendRequestError(f"{self.url}: unusable response: {exc.reason}") from None
+        if not choices:
+            raise BackendRequestError(f"{self.url}: response has no usable choice")
+        model, fingerprint = answered_by(data)
+        return Generation.from_choices(choices, _read_usage(data.get("usage")), retries=0, raw=data, model=model,
+                                       system_fingerprint=fingerprint)
+
     # -- transport -------------------------------------------------------------------------
     def _ensure_client(self) -> tuple[Any, asyncio.Semaphore]:
         import httpx
@@ -339,6 +357,11 @@ class OpenAICompatibleBackend(Backend):
             with contextlib.suppress(RuntimeError):  # pool created by an event loop that is gone
                 await self._client.aclose()
         self._client = None
+
+    def request_headers(self) -> tuple[dict[str, str], list[str]]:
+        """The headers every request to this server carries (the key, read now) and the secrets they
+        hold, for redacting (the batch client's requests use them too)."""
+        return self._headers()
 
     def _headers(self) -> tuple[dict[str, str], list[str]]:
         """The request headers and the secrets they hold (for :func:`redact`). The key is checked

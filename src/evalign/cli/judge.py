@@ -49,6 +49,16 @@ from evalign.backends import (
 )
 from evalign.backends.spec import api_key_env_problem
 from evalign.cache import Cache
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    batch_block,
+    check_batch_options,
+    with_batch,
+)
 from evalign.cli.common import (
     ID_FIELD,
     INPUT_FIELD,
@@ -254,6 +264,11 @@ class JudgeCommand:
     fewshot: Path | None = None
     fewshot_examples: int = 3
     fewshot_prompt: str = "auto"
+    batch_api: bool = False
+    batch_max_requests: int | None = None
+    batch_retries: int = 2
+    batch_retry: str = "batch"
+    batch_poll: float = 30.0
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -293,7 +308,8 @@ def judge_cmd(
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
     top_logprobs: int = TOP_LOGPROBS, cascade: Path = CASCADE_CAL, rest: Path = REST, audit: float = AUDIT,
     simulated_annotators: int = SIMULATED_ANNOTATORS, fewshot: Path = FEWSHOT, fewshot_examples: int = FEWSHOT_EXAMPLES,
-    fewshot_prompt: str = FEWSHOT_PROMPT,
+    fewshot_prompt: str = FEWSHOT_PROMPT, batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS,
+    batch_retries: int = BATCH_RETRIES, batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -316,7 +332,7 @@ def judge_cmd(
         recorded.update(fewshot=str(o.fewshot), annotators=o.simulated_annotators, prompt=o.fewshot_prompt)
         spec = spec.evolve(options={**spec.options, **simulated})
     judge = make_judge(spec)
-    be = checked_backend(o.backend, o.backend_options())
+    be = with_batch(checked_backend(o.backend, o.backend_options()), o, quiet=o.as_json)
     run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be, summary_spec(o, base.mode, recorded))
     if summary.get("drift"):
@@ -440,6 +456,9 @@ def _write(o: JudgeCommand, run: JudgeRun, be: Backend, spec: dict[str, Any] | N
         summary["spec"] = spec
     if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
         summary["endpoints"] = be.endpoint_stats()
+    batch = batch_block(be)
+    if batch is not None:  # --batch-api: batches, lines, failed / retried lines, failures by reason
+        summary["batch"] = batch
     abandoned = be.stats().get("abandoned", 0)
     if abandoned:  # said, never silent: requests given up on a timeout and sent again
         summary["calls"]["abandoned"] = abandoned
@@ -514,6 +533,7 @@ def _validate(o: JudgeCommand) -> None:
     if problem:  # (the value is not repeated: it may be the key)
         raise UsageError(f"--api-key-env {problem}")
     check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
+    check_batch_options(o)
     check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
     check(o.top_logprobs is None or 1 <= o.top_logprobs <= 20, "--top-logprobs", "an integer in [1, 20]")
     for key in ("temperature", "top_p", "max_tokens", "repetition_penalty"):  # the rules every judge's settings follow

@@ -329,11 +329,12 @@ async def execute(
         from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
         while todo:
-            mine = cache.claim(NAMESPACE, todo)
+            mine = _claim(cache, todo, backend)
             if mine:
                 reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in mine]
                 wave = _Wave(judge, cache, st, progress, log_fh, mine, by_key, parsed)
-                await _leased(cache, backend.generate_many(reqs, wave.on_done))
+                keyed = {"keys": mine} if getattr(backend, "takes_keys", False) else {}
+                await _leased(cache, backend.generate_many(reqs, wave.on_done, **keyed))
             rest = [k for k in todo if k not in parsed]
             got = await _wait_for_other_run(cache, rest) if rest else {}
             parsed.update(_parse_stored(judge, got, by_key, progress, st.answers, cache.path))
@@ -341,6 +342,24 @@ async def execute(
             todo = [k for k in rest if k not in got]
         pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
     return st
+
+
+def _claim(cache: Cache, todo: Sequence[str], backend: Any) -> list[str]:
+    """The keys of ``todo`` this run sends now: those it could lease, and (``--batch-api``: a backend
+    that takes keys) those whose line is in a provider batch still in flight, which it re-attaches to.
+    A run without it that finds calls in such batches, with no run polling them, stops and says how
+    to collect or cancel them (it never sends them again meanwhile)."""
+    mine = cache.claim(NAMESPACE, todo)
+    held = cache.batch_held([k for k in todo if k not in set(mine)])
+    if not held:
+        return mine
+    if getattr(backend, "takes_keys", False):
+        return mine + [k for k in todo if k in held]
+    if not mine and not cache.leased_elsewhere(NAMESPACE, list(held)):
+        raise EvalignError(f"{len(held)} call(s) of this run are in provider batches still in flight (evalign cache "
+                           "batches): run the same command with --batch-api to collect them, or cancel them with "
+                           "'evalign cache batches --cancel'")
+    return mine
 
 
 async def _leased(cache: Cache, work: Any) -> Any:
