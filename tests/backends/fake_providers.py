@@ -15,7 +15,7 @@ file), ``Fate("http_error_file", 400, msg)`` (the same line in the error file), 
 message=...)`` (``response: null`` and an error object, in the error file) or :data:`MISSING` (in no
 file). What happens to a batch as a whole is the next item of :attr:`outcomes` (default ``completed``):
 ``expired_half`` (the first half answered, the rest ``batch_expired`` lines in the error file),
-``failed`` (a validation failure), ``cancelled``. Output lines come in reverse order. :attr:`submitted`
+``failed`` (a validation failure), ``cancelled``. :attr:`history` holds the states each batch's polls saw. Output lines come in reverse order. :attr:`submitted`
 counts each custom id's submissions (in created batches), :attr:`sync_calls` the synchronous requests.
 """
 
@@ -82,6 +82,8 @@ class FakeOpenAI:
         self.hold = False
         self.outcomes: list[str] = []
         self.keys_seen: set[str] = set()
+        #: batch id -> the states served to its polls, in order
+        self.history: dict[str, list[str]] = {}
         self._lock = threading.RLock()
         self._n = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -159,6 +161,7 @@ class FakeOpenAI:
         self.polls += 1
         with self._lock:
             self._advance(b)
+            self.history.setdefault(bid, []).append(b["status"])
         return self._public(b)
 
     def _advance(self, b: dict[str, Any]) -> None:
@@ -169,6 +172,8 @@ class FakeOpenAI:
             return
         if b["_outcome"] == "failed":
             b["status"] = "failed"
+            b["errors"] = b["errors"] or {"object": "list", "data": [
+                {"code": "invalid_request", "message": "forced validation failure", "param": None, "line": 1}]}
             return
         if self.hold and b["status"] == "in_progress":
             return

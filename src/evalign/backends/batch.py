@@ -303,7 +303,7 @@ class BatchBackend(Backend):
         nos: list[int] = []
         chunk: list[str] = []
         size = 0
-        fh: IO[bytes] = tempfile.TemporaryFile()
+        fh: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, one per batch
         try:
             for k in keys:
                 line = self.adapter.line(k, wave.reqs[k])
@@ -314,7 +314,7 @@ class BatchBackend(Backend):
                 if chunk and (len(chunk) >= limit or size + len(line) > self.adapter.max_bytes):
                     nos.append(await self._submit(fh, chunk, wave))
                     fh.close()
-                    fh, chunk, size = tempfile.TemporaryFile(), [], 0
+                    fh, chunk, size = tempfile.TemporaryFile(), [], 0  # noqa: SIM115
                 fh.write(line)
                 chunk.append(k)
                 size += len(line)
@@ -374,6 +374,7 @@ class BatchBackend(Backend):
             raise
         finally:
             self._active = []
+            self.store.stop_polling(active)
 
     def _wait(self, delay: float) -> float:
         if self.settings.deadline is None or self._started is None:

@@ -126,6 +126,12 @@ class BatchStore:
                     (batch_id or rec.batch_id, state or rec.state, json.dumps(new_detail), time.time(),
                      time.time() if polled else rec.polled, no))
 
+    def stop_polling(self, nos: Sequence[int]) -> None:
+        """Say that no run polls these records any more (a run without ``--batch-api`` then stops at
+        their lines at once instead of waiting for their answers)."""
+        for no in nos:
+            self._write("UPDATE batches SET polled=NULL WHERE no=?", (no,))
+
     def finish(self, no: int, states: Mapping[str, tuple[str, str | None]]) -> None:
         """Mark a record collected, with each line's final ``(state, reason)`` (lines not named:
         ``failed`` / ``missing``)."""
