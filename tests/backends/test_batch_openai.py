@@ -1,4 +1,4 @@
-"""Batch mode (``--batch-api``) against a fake of OpenAI's Batch API (tests/backends/fake_providers.py):
+"""Batch mode (``--batch-api``) against a fake of OpenAI's Batch API (tests/backends/fake_batch_api.py):
 the batch lifecycle, results out of order, every per-line failure shape counted by reason and sent
 again, the same 4xx twice given up with the provider's message, a whole batch failing validation or
 expiring half done, keys absent from every file, splitting, the deadline, and the records in the cache."""
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_providers import MISSING, OK, FakeOpenAI, Fate
+from fake_batch_api import MISSING, OK, FakeOpenAI, Fate
 
 from evalign.backends.base import BackendRequestError
 from evalign.backends.batch import BatchSettings
