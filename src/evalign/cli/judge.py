@@ -47,7 +47,7 @@ from evalign.backends import (
     public_url,
     returns_scores,
 )
-from evalign.backends.spec import api_key_env_problem
+from evalign.backends.spec import api_key_env_problem, key_env_of
 from evalign.cache import Cache
 from evalign.cli.common import (
     ID_FIELD,
@@ -104,14 +104,16 @@ RUBRIC_COLUMN = typer.Option(None, "--rubric-column", help="Column with a rubric
 RUBRIC_MAP = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
                           "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics).")
 TEMPLATE = typer.Option(None, "--template", help="Built-in template name or a template file.")
-BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, reward (a reward "
+BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), anthropic (the Messages "
+                       "API), gemini (generateContent), hf, reward (a reward "
                        "model: a sequence classifier that scores each response), or a plugin backend.")
 SYSTEM_PROMPT = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
                              "(prepended to the user turn, for chat templates without a system role).")
 BASE_URL = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
                         "repeat it to spread calls over several servers of the same model.")
 MODEL = typer.Option(None, "--model", help="Model name (openai); hf: a model folder, a GGUF file or the alias smollm2-135m-instruct.")
-API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged).")
+API_KEY_ENV = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (never logged); "
+                           "default by backend: OPENAI_API_KEY, ANTHROPIC_API_KEY (anthropic), GEMINI_API_KEY (gemini).")
 SAMPLES = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported).")
 CONCURRENCY = typer.Option(8, "--concurrency", help="Requests in flight at most (openai).")
 BATCH_SIZE = typer.Option(8, "--batch-size", help="Prompts per batch (hf).")
@@ -198,7 +200,7 @@ class JudgeCommand:
     system_prompt: str
     base_url: list[str] | None
     model: str | None
-    api_key_env: str
+    api_key_env: str | None
     samples: int
     concurrency: int
     batch_size: int
@@ -259,7 +261,7 @@ class JudgeCommand:
         """The backend's settings (each backend takes what it needs)."""
         return BackendOptions(
             model=self.model, base_url=list(self.base_url) if self.base_url else None,
-            api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
+            api_key_env=key_env_of(self.backend, self.api_key_env), concurrency=self.concurrency, timeout=self.timeout,
             max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
             idle_timeout=self.idle_timeout, stream=self.stream, system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
             constraint_format=self.constraint_format if self.constraint_format != "auto" else None,
@@ -277,7 +279,7 @@ def judge_cmd(
     dataset: str = DATASET, data_dir: Path = DATA_DIR, rubric: str = RUBRIC, rubric_column: str = RUBRIC_COLUMN,
     rubric_map: list[str] = RUBRIC_MAP, template: str = TEMPLATE, backend: str = BACKEND,
     system_prompt: str = SYSTEM_PROMPT, base_url: list[str] = BASE_URL, model: str = MODEL,
-    api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
+    api_key_env: str | None = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
     grammar: Path = GRAMMAR, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT, reask: int = REASK,
@@ -490,7 +492,8 @@ def checked_backend(name: str, options: BackendOptions) -> Backend:
 
 def _takes_base_url(name: str) -> bool:
     """Whether the backend ``name`` (when known) is reached at a --base-url."""
-    return name in BACKENDS and "base_url" in backend_class(name).required_options
+    cls = backend_class(name) if name in BACKENDS else None
+    return cls is not None and ("base_url" in cls.required_options or bool(getattr(cls, "default_url", "")))
 
 
 def _validate(o: JudgeCommand) -> None:
