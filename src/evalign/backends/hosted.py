@@ -84,6 +84,7 @@ class HostedBackend(OpenAICompatibleBackend):
     default_url: ClassVar[str] = ""
     #: the variable the key is read from when none is named
     default_api_key_env: ClassVar[str] = ""
+    takes_service_tier: ClassVar[bool] = False
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:

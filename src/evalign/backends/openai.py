@@ -138,6 +138,8 @@ class OpenAICompatibleBackend(Backend):
     required_options = ("model", "base_url")
     #: headers sent with every request besides the content type and the key
     fixed_headers: ClassVar[dict[str, str]] = {}
+    #: whether ``service_tier`` (``--service-tier``) is sent
+    takes_service_tier: ClassVar[bool] = True
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:

@@ -37,6 +37,8 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "threads": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "system_prompt": ("'role' or 'fold'", lambda v: v in ("role", "fold")),
     "constraint_format": ("'auto', 'llama.cpp', 'vllm' or 'openai'", lambda v: v in ("auto", "llama.cpp", "vllm", "openai")),
+    "prompt_cache": ("'auto', 'off', '5m' or '1h'", lambda v: v in ("auto", "off", "5m", "1h")),
+    "service_tier": ("'auto', 'default', 'flex' or 'priority'", lambda v: v in ("auto", "default", "flex", "priority")),
 }
 
 
