@@ -143,3 +143,31 @@ def test_bench_and_probe_take_the_hosted_backends(tmp_path: Path, monkeypatch: p
     assert sent and {r.provider for r in sent} == {"anthropic"}
     assert {r.headers["x-api-key"] for r in sent} == {KEY}  # the default variable of the anthropic kind
     assert KEY not in bench.output and KEY not in res.output
+
+
+def test_run_config_takes_a_hosted_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    rows = [{"id": f"p{i}", "instruction": f"q {i}?", "system_a": "x", "system_b": "y", "response_a": "apples",
+             "response_b": "no", "pref_1": 1} for i in range(6)]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    def better(seen: object) -> str:  # the response that names the apples
+        a = seen.user.split("###Response A:")[1].split("###Response B:")[0]  # type: ignore[attr-defined]
+        return f"Feedback: compared. [RESULT] {'A' if 'apples' in a else 'B'}"
+
+    with FakeProviders(reply=better) as fake:
+        cfg = {"version": 1, "name": "hosted", "evaluations": [{
+            "name": "pairs", "data": {"file": "pairs.jsonl"}, "metrics": ["rouge_l"],
+            "judges": [{"mode": "pairwise", "backend": "gemini", "model": "gemini-2.5-flash",
+                        "base_url": fake.gemini_url, "name": "gem", "backend_options": {"prompt_cache": "off"}}],
+            "meta": {"resampling": {"n_resamples": 10, "n_permutations": 10}}}], "report": {"formats": ["csv"]}}
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        res = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+        assert res.exit_code == 0, (res.output, res.exception)
+        sent = fake.requests
+    assert len(sent) == 12 and {r.headers["x-goog-api-key"] for r in sent} == {KEY}  # both orders of 6 pairs
+    judged = pd.read_json(tmp_path / "out" / "pairs" / "pairs.jsonl", lines=True)
+    assert judged["gem"].tolist() == ["A"] * 6
+    no_key_anywhere(tmp_path / "out")

@@ -106,7 +106,8 @@ class HostedBackend(OpenAICompatibleBackend):
             raise ValueError(f"the {self.kind} backend takes no service tier (--service-tier flex is OpenAI's); "
                              "use its batch API for the batch price")
         kwargs.pop("stream", None)  # the providers' event streams are not read: one answer per request
-        kwargs.pop("constraint_format", None)
+        for fixed in ("constraint_format", "repetition_penalty_fields", "endpoint"):  # the provider's own
+            kwargs.pop(fixed, None)
         super().__init__(base_url or self.default_url, model,
                          api_key_env=api_key_env if api_key_env is not None else self.default_api_key_env,
                          repetition_penalty_fields=(), constraint_format="openai", **kwargs)
