@@ -59,9 +59,9 @@ def test_price_file_multipliers(tmp_path: Path) -> None:
     for text in ('m: {input: 1, output: 2, cache_reads: 0.1}\n', 'm: {input: 1, output: 2, batch: -1}\n',
                  'm: {input: 1, output: 2, batch: yes}\n'):
         path.write_text(text)
-        with pytest.raises(InputError, match="prices.yaml") as e:
+        with pytest.raises(InputError) as e:
             read_prices(path)
-        assert "'m'" in str(e.value) or "m:" in str(e.value) or "field" in str(e.value)
+        assert str(e.value).startswith(f"{path}, field 'm': ")
 
 
 def test_batched_and_flex_calls_are_priced_as_batch() -> None:
