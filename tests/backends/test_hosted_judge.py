@@ -124,6 +124,9 @@ def test_gemini_safety_block_is_unscored_with_its_reason(tmp_path: Path) -> None
 
 def test_bench_and_probe_take_the_hosted_backends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('"claude-*": {input: 3, output: 15}\n')
+    monkeypatch.setenv("EVALIGN_PRICES", str(prices))
     pairs = tmp_path / "pairs.jsonl"
     with pairs.open("w") as fh:
         for i in range(3):
@@ -140,6 +143,14 @@ def test_bench_and_probe_take_the_hosted_backends(tmp_path: Path, monkeypatch: p
                                          "--json"])
         assert bench.exit_code == 0, bench.output
         sent = fake.requests[n_probe:]
+        shown = CliRunner().invoke(app, ["bench", "--judge", f"claude=anthropic:claude-sonnet-4-5@{fake.anthropic_url}",
+                                         "--sets", "llmbar-natural", "--per-set", "2", "--published", "none"],
+                                   env={"COLUMNS": "250"})
+        assert shown.exit_code == 0, shown.output
+    assert "cost (list)" in shown.output and "cache read/write" in shown.output
+    run = json.loads(bench.stdout)["runs"][0]
+    assert run["cache_read_tokens"] > 0 and run["cache_write_tokens"] > 0
+    assert 0 < run["cost"] < run["list_cost"]
     assert sent and {r.provider for r in sent} == {"anthropic"}
     assert {r.headers["x-api-key"] for r in sent} == {KEY}  # the default variable of the anthropic kind
     assert KEY not in bench.output and KEY not in res.output
