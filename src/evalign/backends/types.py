@@ -13,6 +13,8 @@ Message = dict[str, str]
 # --------------------------------------------------------------------------------------------
 # Requests and results
 # --------------------------------------------------------------------------------------------
+#: ``--prompt-cache``: on where the provider has it (``auto``), ``off``, or Anthropic's TTL (``5m``, ``1h``)
+PROMPT_CACHE_MODES = ("auto", "off", "5m", "1h")
 #: the forms a constraint may come in
 CONSTRAINT_FORMS = ("regex", "json_schema", "gbnf")
 
@@ -130,18 +132,41 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one or more requests."""
+    """Token counts of one or more requests.
+
+    ``prompt_tokens`` counts every prompt token whatever its rate; ``cache_read_tokens`` (read from the
+    provider's prompt cache: OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``) and ``cache_write_tokens``
+    (written to it: Anthropic's ``cache_creation_input_tokens``) are parts of it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         """``prompt_tokens + completion_tokens``."""
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens billed at the plain input rate (neither read from nor written to a cache)."""
+        return max(0, self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"prompt_tokens", "completion_tokens"}`` plus the cache parts when not zero."""
+        out: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cache_read_tokens:
+            out["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
 
 
 @dataclass(frozen=True)
@@ -225,7 +250,7 @@ class Generation:
         """JSON-friendly dict (for the cache); :meth:`from_json` reads it back."""
         return {
             "choices": [c.to_json() for c in self.choices],
-            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+            "usage": self.usage.to_json(),
             "retries": self.retries,
             "raw": self.raw,
             "model": self.model,
@@ -249,13 +274,13 @@ class Generation:
 
 
 def answered_by(raw: Any) -> tuple[str | None, str | None]:
-    """The ``model`` and ``system_fingerprint`` a server's response JSON names (the first response's
-    when ``raw`` holds several), each None when absent or not text."""
+    """The ``model`` (Gemini: ``modelVersion``) and ``system_fingerprint`` a server's response JSON names
+    (the first response's when ``raw`` holds several), each None when absent or not text."""
     if isinstance(raw, dict) and isinstance(raw.get("responses"), list) and raw["responses"]:
         raw = raw["responses"][0]
     if not isinstance(raw, dict):
         return None, None
-    model, fp = raw.get("model"), raw.get("system_fingerprint")
+    model, fp = raw.get("model") or raw.get("modelVersion"), raw.get("system_fingerprint")
     return (model if isinstance(model, str) else None), (fp if isinstance(fp, str) else None)
 
 

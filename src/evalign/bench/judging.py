@@ -19,6 +19,7 @@ from evalign.cache import Cache
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.judges.spec import make_judge
+from evalign.judges.usage import price_book
 from evalign.rank.panel import judge_panel
 
 #: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
@@ -48,6 +49,7 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                      constrain: str, cache: Cache, partial_dir: Path | None,
                      progress: BenchProgress | None) -> list[SetRun]:
     out: list[SetRun] = []
+    price = price_book().for_model(spec.model)  # the price file's ($EVALIGN_PRICES), for the profile's cost
     try:
         for s in sets:
             judge = make_judge(spec.for_set(s.spec.recipe, kind=s.kind, decoding=decoding,
@@ -59,7 +61,7 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                     progress(spec.name, key, c)
 
             run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
-                                   on_progress=on_progress)
+                                   on_progress=on_progress, price=price)
             out.append(SetRun(spec.name, s.key, run, judge))
     finally:
         await backend.aclose()

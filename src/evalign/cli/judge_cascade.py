@@ -23,7 +23,7 @@ def summary_spec(o: Any, mode: str, options: dict[str, Any]) -> dict[str, Any]:
     :class:`~evalign.backends.BackendSpec` dict (URLs without credentials, the key's variable name)."""
     from evalign.backends import BackendSpec
 
-    backend = {"api_key_env": o.api_key_env or None, "system_prompt": o.system_prompt, "concurrency": o.concurrency,
+    backend = {"api_key_env": o.api_key_env, "system_prompt": o.system_prompt, "concurrency": o.concurrency,
                "timeout": o.timeout, "connect_timeout": o.connect_timeout, "idle_timeout": o.idle_timeout,
                "max_retries": o.max_retries}
     if o.backend == "hf":

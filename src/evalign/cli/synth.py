@@ -13,7 +13,7 @@ import pandas as pd
 import typer
 
 from evalign.backends import BackendOptions
-from evalign.backends.spec import api_key_env_problem
+from evalign.backends.spec import api_key_env_problem, key_env_of
 from evalign.cache import Cache
 from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
 from evalign.cli.judge import checked_backend
@@ -44,7 +44,7 @@ def check_options(**values: Any) -> None:
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
                  batch_size: int, device: str | None, timeout: float, max_retries: int) -> Any:
     """A backend from the command-line options (``openai`` needs ``--base-url``; ``hf`` a model folder)."""
-    options = BackendOptions(model=model, base_url=base_url, api_key_env=api_key_env or None, concurrency=concurrency,
+    options = BackendOptions(model=model, base_url=base_url, api_key_env=key_env_of(kind, api_key_env), concurrency=concurrency,
                              timeout=timeout, max_retries=max_retries, device=device, batch_size=batch_size)
     return checked_backend(kind, options)
 
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("openai", "--backend", help="Teacher backend: openai (any OpenAI-compatible server) or hf."),
         base_url: str = typer.Option(None, "--base-url", help="API root of the teacher, e.g. http://localhost:8000/v1."),
         model: str = typer.Option(None, "--model", help="Teacher model name (openai) or local model directory (hf)."),
-        api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged)."),
+        api_key_env: str = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (never logged); default by backend: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY."),
         seed_rubric: list[str] = typer.Option(None, "--seed-rubric", help="Seed rubric: built-in name, .yaml/.json file or folder (repeat; default: all built-in)."),
         rounds: int = typer.Option(1, "--rounds", help="Brainstorming rounds."),
         rubrics_per_round: int = typer.Option(4, "--rubrics-per-round", help="Brainstorming prompts per round."),

@@ -42,6 +42,8 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "batch_retries": ("an integer >= 0", lambda v: _int(v) and v >= 0),
     "batch_retry": ("'batch' or 'sync'", lambda v: v in ("batch", "sync")),
     "batch_poll": ("> 0 seconds", _seconds),
+    "prompt_cache": ("'auto', 'off', '5m' or '1h'", lambda v: v in ("auto", "off", "5m", "1h")),
+    "service_tier": ("'auto', 'default', 'flex' or 'priority'", lambda v: v in ("auto", "default", "flex", "priority")),
 }
 #: the batch-mode options among :data:`BACKEND_RULES` (each ``--batch-...`` goes with ``--batch-api``)
 BATCH_OPTIONS = ("batch_max_requests", "batch_retries", "batch_retry", "batch_poll")

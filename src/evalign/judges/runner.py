@@ -59,6 +59,7 @@ from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read
 from evalign.io.conversations import expand_turns
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.parsing import ParseResult, unscored
+from evalign.judges.prompt_cache import caching_provider, prefix_report
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
 from evalign.judges.summary import (  # noqa: F401  (CallCounts, failed_too_often re-exported)
     CallCounts,
@@ -559,7 +560,8 @@ def row_usage(n_rows: int, st: _State) -> dict[str, list[Any]]:
     (re-asks, stages and rounds included; cached ones too: what judging the row takes), of which
     ``unparsed`` gave no grade, their tokens and seconds, and the models (``;``-joined when several)
     and fingerprints that answered (the fingerprint column only when a server gave one)."""
-    cols: dict[str, list[Any]] = {c: [0] * n_rows for c in ("calls", "unparsed", "prompt_tokens", "completion_tokens")}
+    cols: dict[str, list[Any]] = {c: [0] * n_rows for c in ("calls", "unparsed", "prompt_tokens", "completion_tokens",
+                                                            "cache_read_tokens", "cache_write_tokens")}
     cols["seconds"] = [0.0] * n_rows
     models: list[dict[str, None]] = [{} for _ in range(n_rows)]
     prints: list[dict[str, None]] = [{} for _ in range(n_rows)]
@@ -572,6 +574,8 @@ def row_usage(n_rows: int, st: _State) -> dict[str, list[Any]]:
         cols["unparsed"][r] += 0 if c["reason"] is None else 1
         cols["prompt_tokens"][r] += u.prompt_tokens
         cols["completion_tokens"][r] += u.completion_tokens
+        cols["cache_read_tokens"][r] += u.cache_read_tokens
+        cols["cache_write_tokens"][r] += u.cache_write_tokens
         cols["seconds"][r] += u.seconds or 0.0
         if u.model:
             models[r][u.model] = None
@@ -649,7 +653,12 @@ async def arun_judge(
                        round(time.perf_counter() - t0, 3), price)
     constraint = {"mode": judge.constrain, "sent": p.constrained, "note": note, "outside_shape": st.outside_shape}
     counts = getattr(active, "criterion_counts", None)
-    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {})
+    provider = caching_provider(identity)
+    cache_report = {} if provider is None else prefix_report(
+        (c.messages for c in p.calls), kind=provider, model=str(identity.get("model") or ""),
+        prompt_cache=str(getattr(backend, "prompt_cache", "auto")))
+    summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {},
+                      prompt_cache=cache_report)
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 
