@@ -86,7 +86,7 @@ class FakeOpenAI:
         self.history: dict[str, list[str]] = {}
         self._lock = threading.RLock()
         self._n = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -299,6 +299,13 @@ class FakeOpenAI:
                     fake.keys_seen.add(auth.removeprefix("Bearer "))
 
         return Handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away (a killed run) is no error of the fake's."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
 
 
 def _line(cid: str, response: dict[str, Any] | None, error: dict[str, Any] | None) -> bytes:
