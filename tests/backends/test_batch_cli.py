@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 from fake_batch_api import FakeOpenAI
-from sigint import default_sigint
 
 from evalign.backends.batch_store import BatchStore
+from sigint import default_sigint
 
 N = 8
 
@@ -74,7 +74,7 @@ def test_kill_9_while_polling_then_rerun_submits_nothing_twice_and_equals_a_sync
         (rec,) = BatchStore(cache).records()
         assert (rec.state, rec.collected, rec.lines, rec.key_env) == ("in_progress", False, N, "FAKE_BATCH_KEY")
         fake.hold = False
-        again = run(cmd + ["--json"], cache)
+        again = run([*cmd, "--json"], cache)
         assert again.returncode == 0, again.stderr
         assert "re-attached to 1 openai batch(es)" in again.stderr
         assert len(fake.batches) == 1 and len(fake.submitted) == N and set(fake.submitted.values()) == {1}
@@ -108,7 +108,7 @@ def test_ctrl_c_while_polling_says_how_to_resume_or_cancel(tmp_path: Path) -> No
         assert cancelled.returncode == 0 and "cancelling" in cancelled.stdout
         assert [b["status"] for b in fake.batches.values()] == ["cancelling"]
         fake.hold = False
-        again = run(cmd + ["--json"], cache)  # the cancelled batch's lines are sent again, once
+        again = run([*cmd, "--json"], cache)  # the cancelled batch's lines are sent again, once
         assert again.returncode == 0, again.stderr
         assert set(fake.submitted.values()) == {2} and len(fake.batches) == 2
     summary = json.loads(again.stdout)
