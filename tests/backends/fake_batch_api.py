@@ -325,3 +325,169 @@ def _multipart(ctype: str, body: bytes) -> tuple[str, bytes]:
         elif b'name="file"' in head:
             content = data
     return purpose, content
+
+
+def anthropic_message(body: dict[str, Any], text: str) -> dict[str, Any]:
+    """A Messages API answer to ``body`` with ``text``."""
+    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "claude-fake"),
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": prompt, "output_tokens": len(text.split()),
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+
+
+def anthropic_text(body: dict[str, Any]) -> str:
+    """:func:`default_answer` of a Messages body (its last turn's text)."""
+    last = (body.get("messages") or [{}])[-1].get("content", "")
+    if isinstance(last, list):
+        last = "".join(str(b.get("text", "")) for b in last if isinstance(b, dict))
+    return default_answer({"messages": [{"content": last}]})
+
+
+class FakeAnthropic:
+    """A fake of Anthropic's Message Batches API (``/v1/messages/batches``: create, retrieve, results,
+    cancel) and of ``POST /v1/messages``; :attr:`base_url` is the API root (no ``/v1``). A batch is
+    ``in_progress`` for one poll, then ``ended`` (while :attr:`hold` is set it stays in progress).
+    ``fate(custom_id, attempt)``: :data:`OK`, ``Fate("errored", 400, msg)`` (an
+    ``invalid_request_error``), ``Fate("canceled")``, ``Fate("expired")`` or :data:`MISSING`. Results
+    come in reverse order. :attr:`submitted`, :attr:`sync_calls`, :attr:`headers_seen` (the
+    ``anthropic-version`` and whether ``x-api-key`` came) and :attr:`params` (each line's params) are
+    kept for the tests."""
+
+    def __init__(self, fate: Callable[[str, int], Fate] | None = None) -> None:
+        self.fate = fate or (lambda cid, attempt: OK)
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.inputs: dict[str, list[dict[str, Any]]] = {}
+        self.results: dict[str, bytes] = {}
+        self.submitted: Counter[str] = Counter()
+        self.params: dict[str, dict[str, Any]] = {}
+        self.sync_calls = 0
+        self.hold = False
+        self.headers_seen: set[tuple[str | None, bool]] = set()
+        self._lock = threading.RLock()
+        self._n = 0
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the API root; ``/v1/...`` is appended)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self._n += 1
+            bid = f"msgbatch_{self._n:06d}"
+        reqs = body.get("requests") or []
+        for r in reqs:
+            self.submitted[r["custom_id"]] += 1
+            self.params[r["custom_id"]] = r["params"]
+        self.inputs[bid] = reqs
+        self.batches[bid] = {"id": bid, "type": "message_batch", "processing_status": "in_progress",
+                             "request_counts": {"processing": len(reqs), "succeeded": 0, "errored": 0,
+                                                "canceled": 0, "expired": 0},
+                             "results_url": None, "created_at": "2026-01-01T00:00:00Z", "_polls": 0}
+        return self._public(self.batches[bid])
+
+    def retrieve(self, bid: str) -> dict[str, Any] | None:
+        b = self.batches.get(bid)
+        if b is None:
+            return None
+        with self._lock:
+            b["_polls"] += 1
+            if b["processing_status"] == "canceling" or (b["processing_status"] == "in_progress" and not self.hold
+                                                         and b["_polls"] >= 2):
+                self._finish(b)
+        return self._public(b)
+
+    def _finish(self, b: dict[str, Any]) -> None:
+        cancelled = b["processing_status"] == "canceling"
+        lines: list[bytes] = []
+        counts = b["request_counts"]
+        for r in self.inputs[b["id"]]:
+            cid = r["custom_id"]
+            fate = Fate("canceled") if cancelled else self.fate(cid, self.submitted[cid] - 1)
+            if fate.kind == "missing":
+                continue
+            if fate.kind == "ok":
+                result: dict[str, Any] = {"type": "succeeded",
+                                          "message": anthropic_message(r["params"], anthropic_text(r["params"]))}
+                counts["succeeded"] += 1
+            elif fate.kind == "errored":
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": fate.message}}}
+                counts["errored"] += 1
+            else:
+                result = {"type": fate.kind}
+                counts[fate.kind] += 1
+            lines.append((json.dumps({"custom_id": cid, "result": result}) + "\n").encode())
+        lines.reverse()
+        counts["processing"] = 0
+        self.results[b["id"]] = b"".join(lines)
+        b["processing_status"] = "ended"
+        b["results_url"] = f"{self.base_url}/v1/messages/batches/{b['id']}/results"
+
+    @staticmethod
+    def _public(b: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, obj: Any, raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if raw is None else "application/binary")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _seen(self) -> None:
+                fake.headers_seen.add((self.headers.get("anthropic-version"), bool(self.headers.get("x-api-key"))))
+
+            def do_GET(self) -> None:
+                self._seen()
+                parts = self.path.split("?", 1)[0].strip("/").split("/")
+                if len(parts) == 4 and parts[:3] == ["v1", "messages", "batches"]:
+                    b = fake.retrieve(parts[3])
+                    self._send(404 if b is None else 200, b or {"type": "error"})
+                elif len(parts) == 5 and parts[4] == "results" and parts[3] in fake.results:
+                    self._send(200, None, fake.results[parts[3]])
+                else:
+                    self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+
+            def do_POST(self) -> None:
+                self._seen()
+                path = self.path.split("?", 1)[0]
+                parts = path.strip("/").split("/")
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if path == "/v1/messages/batches":
+                    self._send(200, fake.create(body))
+                elif len(parts) == 5 and parts[4] == "cancel" and parts[3] in fake.batches:
+                    b = fake.batches[parts[3]]
+                    if b["processing_status"] == "in_progress":
+                        b["processing_status"] = "canceling"
+                    self._send(200, fake._public(b))
+                elif path == "/v1/messages":
+                    with fake._lock:
+                        fake.sync_calls += 1
+                    self._send(200, anthropic_message(body, anthropic_text(body)))
+                else:
+                    self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+
+        return Handler

@@ -9,18 +9,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evalign.backends.anthropic_api import AnthropicBackend
 from evalign.backends.base import Backend, BackendRequestError
 from evalign.backends.batch import BatchAdapter, BatchBackend, BatchSettings
+from evalign.backends.batch_anthropic import AnthropicBatchAdapter
 from evalign.backends.batch_openai import OpenAIBatchAdapter
 from evalign.backends.batch_store import BatchRecord, BatchStore
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.errors import EvalignError
 
 #: backend kind -> its batch adapter's builder (from the backend)
-ADAPTERS: dict[str, Callable[[Any], BatchAdapter]] = {"openai": OpenAIBatchAdapter}
+ADAPTERS: dict[str, Callable[[Any], BatchAdapter]] = {"openai": OpenAIBatchAdapter,
+                                                      "anthropic": AnthropicBatchAdapter}
 #: provider -> the backend a record's adapter is built on (url, model, key variable)
 _RECORD_BACKENDS: dict[str, Callable[[BatchRecord], Any]] = {
     "openai": lambda r: OpenAICompatibleBackend(r.url, r.model or "", api_key_env=r.key_env),
+    "anthropic": lambda r: AnthropicBackend(r.url, r.model or "", api_key_env=r.key_env),
 }
 
 
@@ -35,7 +39,7 @@ def batch_backend(backend: Backend, settings: BatchSettings, *, store: BatchStor
     """``backend`` with its waves sent as provider batches; an :class:`EvalignError` naming
     ``--batch-api`` for a backend without a batch API."""
     build = ADAPTERS.get(backend.kind)
-    if backend.kind == "openai" and not isinstance(backend, OpenAICompatibleBackend):
+    if not isinstance(backend, OpenAICompatibleBackend):  # (the multi backend's kind is its members')
         build = None
     if build is None:
         what = "several --base-url" if backend.kind in ("openai", "multi") else f"the {backend.kind} backend"

@@ -138,8 +138,12 @@ class OpenAIBatchAdapter(BatchAdapter):
                     yield lr
 
     async def _lines(self, file_id: str) -> AsyncIterator[str]:
+        async for line in self._stream(f"{self.url}/files/{file_id}/content"):
+            yield line
+
+    async def _stream(self, url: str) -> AsyncIterator[str]:
+        """The non-empty lines of a results file at ``url``, streamed (never all in memory)."""
         headers, secrets = self.backend.request_headers()
-        url = f"{self.url}/files/{file_id}/content"
         async with self._http().stream("GET", url, headers=headers) as resp:
             if resp.status_code != 200:
                 await resp.aread()
@@ -148,6 +152,13 @@ class OpenAIBatchAdapter(BatchAdapter):
             async for line in resp.aiter_lines():
                 if line.strip():
                     yield line
+
+    def answer(self, custom_id: str, body: Any) -> LineResult:
+        """A line's answer read as the synchronous backend reads it (unusable: reason ``unusable``)."""
+        try:
+            return LineResult(custom_id, self.backend.generation_of(body))
+        except BackendRequestError as exc:
+            return LineResult(custom_id, reason="unusable", message=str(exc))
 
     def parse_line(self, raw: str) -> LineResult | None:
         """One result line (None: not a line of this format)."""
@@ -161,10 +172,7 @@ class OpenAIBatchAdapter(BatchAdapter):
         resp, err = obj.get("response"), obj.get("error")
         code = resp.get("status_code") if isinstance(resp, dict) else None
         if code == 200 and not err:
-            try:
-                return LineResult(cid, self.backend.generation_of(resp.get("body")))  # type: ignore[union-attr]
-            except BackendRequestError as exc:
-                return LineResult(cid, reason="unusable", message=str(exc))
+            return self.answer(cid, resp.get("body"))  # type: ignore[union-attr]
         if isinstance(code, int) and code != 200:
             body = resp.get("body") if isinstance(resp, dict) else None
             inner = body.get("error") if isinstance(body, dict) else None
