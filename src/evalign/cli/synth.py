@@ -7,6 +7,7 @@ command again. The table is written atomically at the end, its summary beside it
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,16 @@ import typer
 from evalign.backends import BackendOptions
 from evalign.backends.spec import api_key_env_problem, key_env_of
 from evalign.cache import Cache
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    batch_block,
+    check_batch_options,
+    with_batch,
+)
 from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
 from evalign.cli.judge import checked_backend
 from evalign.errors import UsageError
@@ -82,8 +93,13 @@ def register(app: typer.Typer) -> None:
         max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Ask every call anew (new outputs are stored)."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS, batch_retries: int = BATCH_RETRIES,
+        batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
     ) -> None:
         """Generate judge training data with a teacher model (Prometheus Feedback Collection procedure)."""
+        batch = SimpleNamespace(batch_api=batch_api, batch_max_requests=batch_max_requests, batch_retries=batch_retries,
+                                batch_retry=batch_retry, batch_poll=batch_poll)
+        check_batch_options(batch)
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
@@ -97,13 +113,15 @@ def register(app: typer.Typer) -> None:
                 top_p=top_p, max_tokens=max_tokens, seed=seed,
             )  # fmt: skip
         seeds = load_seed_rubrics(seed_rubric)
-        teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
-                               max_retries)
+        teacher = with_batch(make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device,
+                                          timeout, max_retries), batch, quiet=as_json)
         result = run_synth(seeds, teacher, settings, cache=Cache.for_command(no_cache))
         empty = result.summary.empty_reason()
         if empty is None:
             write_table(result.table, out)
         summary = result.summary.as_dict()
+        if batch_block(teacher) is not None:  # --batch-api: batches, lines, failed / retried lines by reason
+            summary["batch"] = batch_block(teacher)
         summary["out"] = None if empty else str(out)
         write_json_atomic(Path(f"{out}.summary.json"), summary)
         if as_json:
