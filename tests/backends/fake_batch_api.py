@@ -491,3 +491,147 @@ class FakeAnthropic:
                     self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
 
         return Handler
+
+
+def gemini_response(body: dict[str, Any]) -> dict[str, Any]:
+    """A ``generateContent`` answer to ``body`` (:func:`default_answer` of its last turn)."""
+    last = (body.get("contents") or [{}])[-1].get("parts") or [{}]
+    text = default_answer({"messages": [{"content": "".join(str(p.get("text", "")) for p in last)}]})
+    n_in = sum(len(str(p.get("text", "")).split()) for c in body.get("contents") or [] for p in c.get("parts") or [])
+    return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": n_in, "candidatesTokenCount": len(text.split()),
+                              "totalTokenCount": n_in + len(text.split())},
+            "modelVersion": "gemini-fake"}
+
+
+class FakeGemini:
+    """A fake of the Gemini API's batch mode (``models/M:batchGenerateContent`` with inline requests,
+    ``batches/ID`` get / list / ``:cancel``) and of ``models/M:generateContent``; :attr:`base_url` ends in
+    ``/v1beta``. A batch goes ``PENDING -> RUNNING -> SUCCEEDED`` one state per poll (:attr:`hold` keeps
+    it running). ``fate(key, attempt)``: :data:`OK`, ``Fate("error", 400, msg)`` (a per-request error)
+    or :data:`MISSING`. With :attr:`echo_keys` False the answers come back without their
+    ``metadata`` (in request order, as the API documents)."""
+
+    def __init__(self, fate: Callable[[str, int], Fate] | None = None) -> None:
+        self.fate = fate or (lambda cid, attempt: OK)
+        self.ops: dict[str, dict[str, Any]] = {}
+        self.inputs: dict[str, list[dict[str, Any]]] = {}
+        self.submitted: Counter[str] = Counter()
+        self.sync_calls = 0
+        self.hold = False
+        self.echo_keys = True
+        self.keys_seen: set[str] = set()
+        self._lock = threading.RLock()
+        self._n = 0
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1beta``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1beta"
+
+    def __enter__(self) -> FakeGemini:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def create(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self._n += 1
+            name = f"batches/{self._n:06d}"
+        batch = body["batch"]
+        reqs = batch["inputConfig"]["requests"]["requests"]
+        for r in reqs:
+            self.submitted[r["metadata"]["key"]] += 1
+        self.inputs[name] = reqs
+        self.ops[name] = {"name": name, "done": False, "_step": 0, "metadata": {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "model": f"models/{model}", "displayName": batch.get("displayName"), "state": "BATCH_STATE_PENDING"}}
+        return self._public(self.ops[name])
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        op = self.ops.get(name)
+        if op is None:
+            return None
+        with self._lock:
+            meta = op["metadata"]
+            if meta["state"] == "BATCH_STATE_PENDING":
+                meta["state"] = "BATCH_STATE_RUNNING"
+            elif meta["state"] == "BATCH_STATE_RUNNING" and not self.hold:
+                self._finish(op)
+        return self._public(op)
+
+    def _finish(self, op: dict[str, Any]) -> None:
+        answers = []
+        for r in self.inputs[op["name"]]:
+            key = r["metadata"]["key"]
+            fate = self.fate(key, self.submitted[key] - 1)
+            if fate.kind == "missing":
+                continue
+            item: dict[str, Any] = ({"error": {"code": fate.status, "message": fate.message,
+                                               "status": "INVALID_ARGUMENT"}} if fate.kind == "error"
+                                    else {"response": gemini_response(r["request"])})
+            if self.echo_keys:
+                item["metadata"] = {"key": key}
+            answers.append(item)
+        op["metadata"]["state"] = "BATCH_STATE_SUCCEEDED"
+        op["done"] = True
+        op["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
+                          "inlinedResponses": {"inlinedResponses": answers}}
+
+    @staticmethod
+    def _public(op: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in op.items() if not k.startswith("_")}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, obj: Any) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.headers.get("x-goog-api-key"):
+                    fake.keys_seen.add(self.headers["x-goog-api-key"])
+                path = self.path.split("?", 1)[0].removeprefix("/v1beta/")
+                if path == "batches":
+                    self._send(200, {"operations": [fake._public(o) for o in fake.ops.values()]})
+                    return
+                op = fake.get(path)
+                self._send(404 if op is None else 200, op or {"error": {"code": 404, "message": path}})
+
+            def do_POST(self) -> None:
+                if self.headers.get("x-goog-api-key"):
+                    fake.keys_seen.add(self.headers["x-goog-api-key"])
+                path = self.path.split("?", 1)[0].removeprefix("/v1beta/")
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if path.endswith(":batchGenerateContent"):
+                    self._send(200, fake.create(path.split("/", 1)[1].split(":")[0], body))
+                elif path.endswith(":cancel") and path[: -len(":cancel")] in fake.ops:
+                    fake.ops[path[: -len(":cancel")]]["metadata"]["state"] = "BATCH_STATE_CANCELLED"
+                    fake.ops[path[: -len(":cancel")]]["done"] = True
+                    self._send(200, {})
+                elif path.endswith(":generateContent"):
+                    with fake._lock:
+                        fake.sync_calls += 1
+                    self._send(200, gemini_response(body))
+                else:
+                    self._send(404, {"error": {"code": 404, "message": path}})
+
+        return Handler

@@ -13,18 +13,21 @@ from evalign.backends.anthropic_api import AnthropicBackend
 from evalign.backends.base import Backend, BackendRequestError
 from evalign.backends.batch import BatchAdapter, BatchBackend, BatchSettings
 from evalign.backends.batch_anthropic import AnthropicBatchAdapter
+from evalign.backends.batch_gemini import GeminiBatchAdapter
 from evalign.backends.batch_openai import OpenAIBatchAdapter
 from evalign.backends.batch_store import BatchRecord, BatchStore
+from evalign.backends.gemini_api import GeminiBackend
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.errors import EvalignError
 
 #: backend kind -> its batch adapter's builder (from the backend)
 ADAPTERS: dict[str, Callable[[Any], BatchAdapter]] = {"openai": OpenAIBatchAdapter,
-                                                      "anthropic": AnthropicBatchAdapter}
+                                                      "anthropic": AnthropicBatchAdapter, "gemini": GeminiBatchAdapter}
 #: provider -> the backend a record's adapter is built on (url, model, key variable)
 _RECORD_BACKENDS: dict[str, Callable[[BatchRecord], Any]] = {
     "openai": lambda r: OpenAICompatibleBackend(r.url, r.model or "", api_key_env=r.key_env),
     "anthropic": lambda r: AnthropicBackend(r.url, r.model or "", api_key_env=r.key_env),
+    "gemini": lambda r: GeminiBackend(r.url, r.model or "", api_key_env=r.key_env),
 }
 
 

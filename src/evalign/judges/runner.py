@@ -351,7 +351,8 @@ def _claim(cache: Cache, todo: Sequence[str], backend: Any) -> list[str]:
     A run without it that finds calls in such batches, with no run polling them, stops and says how
     to collect or cancel them (it never sends them again meanwhile)."""
     mine = cache.claim(NAMESPACE, todo)
-    held = cache.batch_held([k for k in todo if k not in set(mine)])
+    claimed = set(mine)
+    held = cache.batch_held([k for k in todo if k not in claimed])
     if not held:
         return mine
     if getattr(backend, "takes_keys", False):
