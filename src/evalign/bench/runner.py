@@ -191,7 +191,7 @@ def run_bench(judges: Sequence[BenchJudge], settings: BenchSettings | None = Non
     if not loaded.sets:
         raise UsageError("no set of the bench could be loaded: " + "; ".join(f"{k}: {v}" for k, v in loaded.skipped.items()))
     runs = run_judges(judges, loaded.sets, decoding=settings.decoding, constrain=settings.constrain, cache=cache,
-                      partial_dir=out, progress=progress) if judges else []
+                      partial_dir=out, progress=progress, batch=settings.batch) if judges else []
     add_panels(loaded.sets, settings.panels)
     if stage:
         stage("evaluating")
