@@ -124,3 +124,15 @@ def test_batch_options_are_usage_errors_named_as_options(tmp_path: Path) -> None
                         (["--batch-api", "--batch-max-requests", "0"], "--batch-max-requests must be an integer >= 1")):
         got = run(judge(src, tmp_path / "o.jsonl", "http://127.0.0.1:9/v1", *extra), tmp_path / "c.sqlite")
         assert got.returncode == 2 and said in got.stderr, (extra, got.stderr)
+
+
+def test_bench_batch_api_sends_each_sets_calls_as_one_batch(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAI() as fake:
+        got = run(evalign("bench", "--judge", f"fake=openai:gpt-fake@{fake.base_url}", "--batch-api", "--batch-poll", "0.01", "--per-set", "3", "--sets", "llmbar-natural",
+                          "--constrain", "off", "--json"), cache)
+        assert got.returncode == 0, got.stderr
+        assert len(fake.batches) == 1 and fake.sync_calls == 0
+        assert len(fake.submitted) == 6 and set(fake.submitted.values()) == {1}  # 3 pairs, both orders
+    profile = json.loads(got.stdout)
+    assert profile["runs"] and BatchStore(cache).records()[0].done == 6
