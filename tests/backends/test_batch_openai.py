@@ -233,3 +233,12 @@ def test_a_plain_run_never_sends_calls_held_by_a_batch(tmp_path: Path) -> None:
     col = batched_run.column
     assert batched_run.table[col].tolist() == again.table[col].tolist()
     assert again.summary.as_dict()["calls"]["cached"] == 2
+
+
+def test_a_backend_without_a_batch_api_is_a_usage_error(tmp_path: Path) -> None:
+    from evalign.backends import BackendOptions, create_backend
+    from evalign.errors import UsageError
+
+    multi = create_backend("openai", BackendOptions(model="m", base_url=["http://a:1/v1", "http://b:1/v1"]))
+    with pytest.raises(UsageError, match="several --base-url has no batch API"):
+        batch_backend(multi, FAST, cache_path=tmp_path / "c.sqlite")

@@ -18,7 +18,7 @@ from evalign.backends.batch_openai import OpenAIBatchAdapter
 from evalign.backends.batch_store import BatchRecord, BatchStore
 from evalign.backends.gemini_api import GeminiBackend
 from evalign.backends.openai import OpenAICompatibleBackend
-from evalign.errors import EvalignError
+from evalign.errors import UsageError
 
 #: backend kind -> its batch adapter's builder (from the backend)
 ADAPTERS: dict[str, Callable[[Any], BatchAdapter]] = {"openai": OpenAIBatchAdapter,
@@ -39,14 +39,14 @@ def batch_providers() -> list[str]:
 def batch_backend(backend: Backend, settings: BatchSettings, *, store: BatchStore | None = None,
                   cache_path: str | Path | None = None, on_progress: Callable[[str], None] | None = None,
                   on_note: Callable[[str], None] | None = None) -> BatchBackend:
-    """``backend`` with its waves sent as provider batches; an :class:`EvalignError` naming
+    """``backend`` with its waves sent as provider batches; a :class:`UsageError` naming
     ``--batch-api`` for a backend without a batch API."""
     build = ADAPTERS.get(backend.kind)
     if not isinstance(backend, OpenAICompatibleBackend):  # (the multi backend's kind is its members')
         build = None
     if build is None:
         what = "several --base-url" if backend.kind in ("openai", "multi") else f"the {backend.kind} backend"
-        raise EvalignError(f"--batch-api: {what} has no batch API (it takes {', '.join(batch_providers())}, one URL)")
+        raise UsageError(f"--batch-api: {what} has no batch API (it takes {', '.join(batch_providers())}, one URL)")
     return BatchBackend(backend, build(backend), store or BatchStore(cache_path), settings, on_progress, on_note)
 
 
