@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from fake_batch_api import FakeOpenAI
 
 from evalign.backends.batch_store import BatchStore
@@ -74,13 +75,17 @@ def test_kill_9_while_polling_then_rerun_submits_nothing_twice_and_equals_a_sync
         (rec,) = BatchStore(cache).records()
         assert (rec.state, rec.collected, rec.lines, rec.key_env) == ("in_progress", False, N, "FAKE_BATCH_KEY")
         fake.hold = False
-        again = run([*cmd, "--json"], cache)
+        again = run([*cmd, "--json", "--price", "2/8"], cache)
         assert again.returncode == 0, again.stderr
         assert "re-attached to 1 openai batch(es)" in again.stderr
         assert len(fake.batches) == 1 and len(fake.submitted) == N and set(fake.submitted.values()) == {1}
         summary = json.loads(again.stdout)
         assert summary["batch"] == {"batches": 0, "lines": 0, "failed_lines": 0, "retried_lines": 0, "by_reason": {}}
         assert summary["calls"]["new"] == N
+        usage = summary["usage"]  # every answer came through the batch API: priced at the batch multiplier
+        assert usage["batched_tokens"]["prompt_tokens"] == usage["prompt_tokens"] > 0
+        detail = usage["cost_detail"]
+        assert detail["run"]["cost"] == pytest.approx(0.5 * detail["list"]["cost"]) and detail["list"]["cost"] > 0
         sync = run(judge(src, tmp_path / "sync.jsonl", fake.base_url), tmp_path / "other.sqlite")
         assert sync.returncode == 0, sync.stderr
         assert fake.sync_calls == N

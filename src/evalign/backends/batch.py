@@ -33,7 +33,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any, ClassVar
 
 from evalign.backends.base import Backend, BackendRequestError, OnDone
@@ -417,7 +417,7 @@ class BatchBackend(Backend):
             if lr.generation is not None:
                 states[k] = ("done", None)
                 if k in wave.wanted:
-                    wave.deliver(k, lr.generation)
+                    wave.deliver(k, replace(lr.generation, batched=True))  # priced at the batch multiplier
             else:
                 states[k] = ("failed", lr.reason)
                 self._failed(k, lr, wave)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 Message = dict[str, str]
@@ -201,7 +201,8 @@ class Generation:
     [...]}`` when ``n > 1`` took several requests; for local models the rendered ``prompt`` and the
     ``completion_ids`` of each choice); it never holds request headers or keys. ``model`` and
     ``system_fingerprint``: the model version that answered, as the server named it (None when it did
-    not say); ``seconds``: how long the request took (None when not measured).
+    not say); ``seconds``: how long the request took (None when not measured); ``batched``: it was
+    answered through a provider's batch API (priced with the batch multiplier).
     """
 
     text: str
@@ -216,6 +217,7 @@ class Generation:
     model: str | None = None
     system_fingerprint: str | None = None
     seconds: float | None = None
+    batched: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -256,13 +258,14 @@ class Generation:
             "model": self.model,
             "system_fingerprint": self.system_fingerprint,
             "seconds": self.seconds,
+            **({"batched": True} if self.batched else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Generation:
         """Inverse of :meth:`to_json`."""
         raw = data.get("raw") or {}
-        return cls.from_choices(
+        gen = cls.from_choices(
             [Choice(**c) for c in data["choices"]],
             Usage(**data.get("usage", {})),
             retries=int(data.get("retries", 0)),
@@ -271,6 +274,7 @@ class Generation:
             system_fingerprint=data.get("system_fingerprint", answered_by(raw)[1]),
             seconds=data.get("seconds"),
         )
+        return replace(gen, batched=True) if data.get("batched") else gen
 
 
 def answered_by(raw: Any) -> tuple[str | None, str | None]:
