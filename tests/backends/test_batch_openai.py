@@ -242,3 +242,13 @@ def test_a_backend_without_a_batch_api_is_a_usage_error(tmp_path: Path) -> None:
     multi = create_backend("openai", BackendOptions(model="m", base_url=["http://a:1/v1", "http://b:1/v1"]))
     with pytest.raises(UsageError, match="several --base-url has no batch API"):
         batch_backend(multi, FAST, cache_path=tmp_path / "c.sqlite")
+
+
+def test_a_submission_the_provider_never_received_leaves_no_record(tmp_path: Path) -> None:
+    inner = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "gpt-fake", api_key_env=None, max_retries=0)
+    be = batch_backend(inner, FAST, cache_path=tmp_path / "c.sqlite", on_progress=lambda s: None,
+                       on_note=lambda s: None)
+    with pytest.raises(BackendRequestError, match=r"POST http://127\.0\.0\.1:9/v1/files"):
+        be.run(requests(2))
+    assert BatchStore(tmp_path / "c.sqlite").records() == []  # nothing claimed, nothing to look for
+    assert Cache(tmp_path / "c.sqlite").batch_held([be.key_of(r) for r in requests(2)]) == set()

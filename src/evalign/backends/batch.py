@@ -50,6 +50,11 @@ CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RETRY_MODES = ("batch", "sync")
 
 
+class NotCreated(BackendRequestError):
+    """A submission the provider certainly did not create (the upload failed, or the create request was
+    refused): its record is dropped at once, nothing to look for at the provider."""
+
+
 @dataclass(frozen=True)
 class BatchSettings:
     """How batches are sent and waited for.
@@ -128,7 +133,7 @@ class BatchAdapter(ABC):
     @abstractmethod
     async def submit(self, fh: IO[bytes], n_lines: int, submission: str) -> tuple[str, str, dict[str, Any]]:
         """Upload the lines in ``fh`` and create the batch (``submission`` kept in its metadata);
-        returns ``(batch id, state, detail)``."""
+        returns ``(batch id, state, detail)``; :class:`NotCreated` when the provider certainly created none."""
 
     @abstractmethod
     async def find(self, submission: str) -> tuple[str, str, dict[str, Any]] | None:
@@ -332,6 +337,9 @@ class BatchBackend(Backend):
         fh.seek(0)
         try:
             batch_id, state, detail = await a.submit(fh, len(keys), submission)
+        except NotCreated:
+            self.store.forget(no)
+            raise
         except BaseException:
             found = None
             try:
@@ -478,4 +486,5 @@ class BatchBackend(Backend):
             print(line, file=sys.stderr)
 
 
-__all__ = ["CUSTOM_ID", "RETRY_MODES", "BatchAdapter", "BatchBackend", "BatchSettings", "BatchStatus", "LineResult"]
+__all__ = ["CUSTOM_ID", "RETRY_MODES", "BatchAdapter", "BatchBackend", "BatchSettings", "BatchStatus", "LineResult",
+           "NotCreated"]

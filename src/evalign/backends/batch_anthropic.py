@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from evalign.backends.anthropic_api import AnthropicBackend, anthropic_body
-from evalign.backends.batch import BatchStatus, LineResult
+from evalign.backends.base import BackendRequestError
+from evalign.backends.batch import BatchStatus, LineResult, NotCreated
 from evalign.backends.batch_openai import OpenAIBatchAdapter
 from evalign.backends.types import GenerationRequest
 
@@ -50,7 +51,12 @@ class AnthropicBatchAdapter(OpenAIBatchAdapter):
         """``POST /v1/messages/batches`` with every line as one request."""
         lines = [ln.rstrip(b"\n") for ln in fh if ln.strip()]
         payload = b'{"requests":[' + b",".join(lines) + b"]}"
-        b = await self._call("POST", self.endpoint, content=payload)
+        try:
+            b = await self._call("POST", self.endpoint, content=payload)
+        except BackendRequestError as exc:
+            if exc.status is not None and 400 <= exc.status < 500:  # refused: not created
+                raise NotCreated(str(exc), status=exc.status, fatal=exc.fatal) from None
+            raise
         return str(b["id"]), str(b.get("processing_status") or "in_progress"), {}
 
     async def find(self, submission: str) -> tuple[str, str, dict[str, Any]] | None:

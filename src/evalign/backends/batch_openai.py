@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from evalign.backends._http import FATAL_STATUSES, RetryPolicy, is_retryable_status, snippet
 from evalign.backends.base import BackendRequestError
-from evalign.backends.batch import BatchAdapter, BatchStatus, LineResult
+from evalign.backends.batch import BatchAdapter, BatchStatus, LineResult, NotCreated
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.types import GenerationRequest
 
@@ -95,11 +95,19 @@ class OpenAIBatchAdapter(BatchAdapter):
     # -- the batch -------------------------------------------------------------------------
     async def submit(self, fh: IO[bytes], n_lines: int, submission: str) -> tuple[str, str, dict[str, Any]]:
         """Upload the file, create the batch."""
-        f = await self._call("POST", "/files", data={"purpose": "batch"},
-                             files={"file": ("evalign-batch.jsonl", fh, "application/jsonl")})
-        b = await self._call("POST", "/batches", json={
-            "input_file_id": f["id"], "endpoint": self.endpoint, "completion_window": "24h",
-            "metadata": {"evalign_submission": submission}})
+        try:
+            f = await self._call("POST", "/files", data={"purpose": "batch"},
+                                 files={"file": ("evalign-batch.jsonl", fh, "application/jsonl")})
+        except BackendRequestError as exc:  # no file, no batch
+            raise NotCreated(str(exc), status=exc.status, fatal=exc.fatal) from None
+        try:
+            b = await self._call("POST", "/batches", json={
+                "input_file_id": f["id"], "endpoint": self.endpoint, "completion_window": "24h",
+                "metadata": {"evalign_submission": submission}})
+        except BackendRequestError as exc:
+            if exc.status is not None and 400 <= exc.status < 500:  # refused: not created
+                raise NotCreated(str(exc), status=exc.status, fatal=exc.fatal) from None
+            raise
         return str(b["id"]), str(b.get("status") or "validating"), {"input_file_id": f["id"]}
 
     async def find(self, submission: str) -> tuple[str, str, dict[str, Any]] | None:
