@@ -252,3 +252,23 @@ def test_a_submission_the_provider_never_received_leaves_no_record(tmp_path: Pat
         be.run(requests(2))
     assert BatchStore(tmp_path / "c.sqlite").records() == []  # nothing claimed, nothing to look for
     assert Cache(tmp_path / "c.sqlite").batch_held([be.key_of(r) for r in requests(2)]) == set()
+
+
+def test_a_batch_created_just_before_a_failure_is_found_by_its_submission_id(tmp_path: Path) -> None:
+    reqs = requests(5)
+    with FakeOpenAI() as fake:
+        be = batched(fake, tmp_path / "c.sqlite")
+        real = be.adapter.submit
+
+        async def lost_answer(fh, n, submission):  # type: ignore[no-untyped-def]
+            await real(fh, n, submission)  # the provider created the batch, but its answer never came
+            raise BackendRequestError("connection reset while reading the answer")
+
+        be.adapter.submit = lost_answer  # type: ignore[method-assign]
+        with pytest.raises(BackendRequestError, match="connection reset"):
+            be.run(reqs)
+        (rec,) = BatchStore(tmp_path / "c.sqlite").records()
+        assert rec.batch_id == next(iter(fake.batches)) and not rec.collected  # found by its metadata
+        got = batched(fake, tmp_path / "c.sqlite").run(reqs)
+        assert len(fake.batches) == 1 and set(fake.submitted.values()) == {1}
+    assert all(isinstance(g, Generation) for g in got)
