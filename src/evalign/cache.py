@@ -5,7 +5,8 @@ Embeddings (float arrays) and judge outputs (JSON) are stored here, each under a
 (model signature, settings, input text). Every ``put`` is committed at once, so an interrupted
 run loses nothing that was already computed. Two runs on one cache pay each value once: a run
 takes a *lease* on the keys it is about to compute (:meth:`~Cache.claim`: a row in ``leases`` with an
-expiry, renewed while it works); another run that finds a key leased waits for the value and computes it itself only when the lease expires (its owner died). Secrets (API keys) must never be part of a key
+expiry, renewed while it works); a key whose line is in a provider batch still in flight (``batches`` /
+``batch_lines``, :mod:`evalign.backends.batch_store`) counts as leased too; another run that finds a key leased waits for the value and computes it itself only when the lease expires (its owner died). Secrets (API keys) must never be part of a key
 or a value: callers pass only what determines the result.
 """
 
@@ -43,12 +44,40 @@ CREATE TABLE IF NOT EXISTS leases (
     expires REAL NOT NULL,
     PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS batches (
+    no INTEGER PRIMARY KEY AUTOINCREMENT,
+    provider TEXT NOT NULL,
+    batch_id TEXT,
+    url TEXT NOT NULL,
+    model TEXT,
+    key_env TEXT,
+    state TEXT NOT NULL,
+    collected INTEGER NOT NULL DEFAULT 0,
+    lines INTEGER NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    polled REAL,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS batch_lines (
+    batch INTEGER NOT NULL,
+    custom_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT,
+    PRIMARY KEY (batch, custom_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batch_lines_by_id ON batch_lines(custom_id, state);
 """
 
 #: seconds a lease lives without being renewed (a crashed run's keys are free again after this)
 LEASE_SECONDS = 30.0
 
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
+#: whether one key's line is in a provider batch still in flight
+_HELD_ONE = ("SELECT 1 FROM batch_lines l JOIN batches b ON b.no = l.batch WHERE l.custom_id=? AND l.state='pending' "
+             "AND b.collected=0")
 
 
 def default_cache_path() -> Path:
@@ -184,6 +213,8 @@ class Cache:
             for k in dict.fromkeys(keys):
                 if self._conn.execute("SELECT 1 FROM entries WHERE namespace=? AND key=?", (namespace, k)).fetchone():
                     continue
+                if self._conn.execute(_HELD_ONE, (k,)).fetchone():  # in a provider batch still in flight
+                    continue
                 cur = self._conn.execute(
                     "INSERT INTO leases(namespace, key, owner, expires) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT(namespace, key) DO UPDATE SET expires=excluded.expires WHERE owner=excluded.owner",
@@ -215,18 +246,38 @@ class Cache:
             self._conn.commit()
 
     def leased_elsewhere(self, namespace: str, keys: Sequence[str]) -> set[str]:
-        """Those of ``keys`` leased by another live run."""
+        """Those of ``keys`` leased by another live run (a key in a provider batch that a live run is
+        polling counts: its answer is coming)."""
         if not self.shared or not keys:
             return set()
         assert self._conn is not None
         out: set[str] = set()
         uniq = list(dict.fromkeys(keys))
+        now = time.time()
         with self._lock:
             for i in range(0, len(uniq), _CHUNK):
                 chunk = uniq[i : i + _CHUNK]
                 q = (f"SELECT key FROM leases WHERE namespace=? AND owner<>? AND expires>=? "
                      f"AND key IN ({_marks(chunk)})")
-                out.update(k for (k,) in self._conn.execute(q, [namespace, self.owner, time.time(), *chunk]))
+                out.update(k for (k,) in self._conn.execute(q, [namespace, self.owner, now, *chunk]))
+                q = (f"SELECT l.custom_id FROM batch_lines l JOIN batches b ON b.no = l.batch WHERE l.state='pending' "
+                     f"AND b.collected=0 AND b.polled >= ? AND l.custom_id IN ({_marks(chunk)})")
+                out.update(k for (k,) in self._conn.execute(q, [now - 2 * LEASE_SECONDS, *chunk]))
+        return out
+
+    def batch_held(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` whose line is in a provider batch still in flight (submitted, its results
+        not yet collected): no run sends them again meanwhile (``--batch-api`` re-attaches to them)."""
+        if self._conn is None or not keys:
+            return set()
+        out: set[str] = set()
+        uniq = list(dict.fromkeys(keys))
+        with self._lock:
+            for i in range(0, len(uniq), _CHUNK):
+                chunk = uniq[i : i + _CHUNK]
+                q = (f"SELECT l.custom_id FROM batch_lines l JOIN batches b ON b.no = l.batch WHERE l.state='pending' "
+                     f"AND b.collected=0 AND l.custom_id IN ({_marks(chunk)})")
+                out.update(k for (k,) in self._conn.execute(q, chunk))
         return out
 
     def count(self, namespace: str | None = None) -> int:

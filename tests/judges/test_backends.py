@@ -99,7 +99,7 @@ def test_generation_json_round_trip() -> None:
 
 def test_registry_and_identity_without_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    assert list_backends() == ["hf", "multi", "openai", "reward"]
+    assert list_backends() == ["anthropic", "gemini", "hf", "multi", "openai", "reward"]
     b = make_backend("openai", base_url="http://127.0.0.1:9/v1/", model="m", api_key_env=KEY_ENV)
     assert isinstance(b, OpenAICompatibleBackend)
     assert b.identity() == {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "endpoint": "chat",

@@ -231,8 +231,9 @@ def test_parser_error_leaves_the_row_unscored_and_keeps_the_text(tmp_path: Path)
     run = run_judge(table, Fragile(), Scripted(answer), cache=Cache(tmp_path / "c"))
     t = run.table
     col = run.column
-    usage = ["calls", "unparsed", "prompt_tokens", "completion_tokens", "seconds", "model"]
-    assert list(t.columns[-11:]) == [col, f"{col}.feedback", f"{col}.status", f"{col}.reason", f"{col}.error",
+    usage = ["calls", "unparsed", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+             "seconds", "model"]
+    assert list(t.columns[-13:]) == [col, f"{col}.feedback", f"{col}.status", f"{col}.reason", f"{col}.error",
                                      *(f"{col}.{u}" for u in usage)]
     assert t[f"{col}.reason"].fillna("-").tolist() == ["-", "parser_error", "backend_error"]
     # the failed call was not answered: no call, no tokens; the parser error is an answered, unparsed call

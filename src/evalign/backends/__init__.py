@@ -9,6 +9,8 @@ Two backends share one async interface (:class:`Backend`):
   with exponential backoff and jitter on 429 / 5xx / timeouts / dropped connections / malformed
   bodies, honours ``Retry-After``. ``repeat_penalty`` passes through; an output :class:`Constraint` is sent in the server's own form
   (llama.cpp GBNF, vLLM ``structured_outputs``, OpenAI ``response_format``).
+* :class:`AnthropicBackend` / :class:`GeminiBackend` — the native Messages and ``generateContent`` APIs
+  (``x-api-key`` / ``x-goog-api-key``, JSON-schema output, prompt caching, Gemini's logprobs).
 * :class:`MultiEndpointBackend` — one model on several OpenAI-compatible endpoints: per-endpoint
   concurrency, failing endpoints taken out and health-checked back in, failed requests retried on
   another endpoint; its identity does not name the endpoints.
@@ -73,6 +75,8 @@ from evalign.errors import BackendError
 
 _LAZY = {
     "OpenAICompatibleBackend": "evalign.backends.openai",
+    "AnthropicBackend": "evalign.backends.anthropic_api",
+    "GeminiBackend": "evalign.backends.gemini_api",
     "HFLocalBackend": "evalign.backends.hf",
     "RewardModelBackend": "evalign.backends.reward",
     "MultiEndpointBackend": "evalign.backends.multi",
@@ -99,6 +103,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BACKENDS",
+    "AnthropicBackend",
     "Backend",
     "BackendError",
     "BackendOptions",
@@ -107,6 +112,7 @@ __all__ = [
     "Choice",
     "Constraint",
     "ConstraintRefused",
+    "GeminiBackend",
     "Generation",
     "GenerationRequest",
     "HFLocalBackend",

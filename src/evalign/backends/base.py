@@ -29,7 +29,9 @@ class BackendOptions:
     of the environment variable holding the key (None: no key). ``concurrency``, ``timeout``,
     ``connect_timeout``, ``max_retries``, ``deadline``, ``idle_timeout``, ``stream``, ``system_prompt``:
     the HTTP backends' settings; ``device``, ``batch_size``: local models'. ``constraint_format``: how the openai backend sends an
-    output constraint (``auto``, ``llama.cpp``, ``vllm``, ``openai``). ``extra``: further keyword arguments of the
+    output constraint (``auto``, ``llama.cpp``, ``vllm``, ``openai``). ``prompt_cache``: the hosted
+    providers' prompt cache (``auto``, ``off``, ``5m``, ``1h``); ``service_tier``: the provider's tier
+    (``flex``). ``extra``: further keyword arguments of the
     backend's constructor (e.g. ``endpoint``, ``dtype``), passed as they are.
     """
 
@@ -47,6 +49,8 @@ class BackendOptions:
     device: str | None = None
     batch_size: int | None = None
     constraint_format: str | None = None
+    prompt_cache: str | None = None
+    service_tier: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import random
 import sys
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from evalign.backends._http import (
     FATAL_STATUSES,
@@ -41,6 +42,7 @@ from evalign.backends.structured import (
     format_of,
 )
 from evalign.backends.types import (
+    PROMPT_CACHE_MODES,
     Choice,
     Constraint,
     Generation,
@@ -134,6 +136,10 @@ class OpenAICompatibleBackend(Backend):
 
     kind = "openai"
     required_options = ("model", "base_url")
+    #: headers sent with every request besides the content type and the key
+    fixed_headers: ClassVar[dict[str, str]] = {}
+    #: whether ``service_tier`` (``--service-tier``) is sent
+    takes_service_tier: ClassVar[bool] = True
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> Backend:
@@ -145,7 +151,7 @@ class OpenAICompatibleBackend(Backend):
         if not urls or not options.model:
             raise ValueError("the openai backend needs a base_url and a model")
         own = options.given("concurrency", "timeout", "connect_timeout", "max_retries", "deadline", "system_prompt",
-                            "idle_timeout", "stream", "constraint_format")
+                            "idle_timeout", "stream", "constraint_format", "prompt_cache", "service_tier")
         return cls(**{"base_url": urls[0], "model": options.model, "api_key_env": options.api_key_env, **own,
                       **options.extra})
 
@@ -173,8 +179,16 @@ class OpenAICompatibleBackend(Backend):
         repetition_penalty_fields: tuple[str, ...] | None = None,
         server_name: str | None = None,
         constraint_format: str = "auto",
+        prompt_cache: str = "auto",
+        service_tier: str | None = None,
     ) -> None:
         super().__init__()
+        if prompt_cache not in PROMPT_CACHE_MODES:
+            raise ValueError(f"prompt_cache must be one of {', '.join(PROMPT_CACHE_MODES)}, got {prompt_cache!r}")
+        #: the provider's prompt cache: auto (on where the provider has it), off, 5m or 1h (Anthropic's TTLs)
+        self.prompt_cache = prompt_cache
+        #: the provider's service tier sent with each request (OpenAI's ``flex``), None: the default
+        self.service_tier = service_tier
         if constraint_format not in ("auto", *FORMATS):
             raise ValueError(f"constraint_format must be auto or one of {', '.join(FORMATS)}, got {constraint_format!r}")
         self.constraint_format = constraint_format
@@ -222,8 +236,8 @@ class OpenAICompatibleBackend(Backend):
         self.max_tokens_field = max_tokens_field
         if repetition_penalty_fields is None:
             # OpenAI's own API rejects unknown sampling fields; local servers (llama.cpp, vLLM, TGI) take them
-            official = "api.openai.com" in self.base_url
-            repetition_penalty_fields = () if official else ("repeat_penalty", "repetition_penalty")
+            repetition_penalty_fields = () if "api.openai.com" in self.base_url else ("repeat_penalty",
+                                                                                      "repetition_penalty")
         self.repetition_penalty_fields = tuple(repetition_penalty_fields)
         self.server_name = server_name
         self._client: Any = None
@@ -291,8 +305,19 @@ class OpenAICompatibleBackend(Backend):
         if req.logit_bias:
             body["logit_bias"] = dict(req.logit_bias)
             body["logit_bias_type"] = "tokens"
+        if self.service_tier:
+            body["service_tier"] = self.service_tier
+        if self.prompt_cache != "off" and self.official and req.messages is not None:
+            cache_key = prompt_cache_key(req.messages)
+            if cache_key:
+                body["prompt_cache_key"] = cache_key
         body.update(self.extra_body)
         return body
+
+    @property
+    def official(self) -> bool:
+        """True for OpenAI's own API (``api.openai.com``): no llama.cpp / vLLM fields, a prompt cache key."""
+        return "api.openai.com" in self.base_url
 
     # -- response parsing ------------------------------------------------------------------
     def parse_choice(self, choice: dict[str, Any]) -> Choice:
@@ -315,6 +340,23 @@ class OpenAICompatibleBackend(Backend):
             tokens=tokens,
             token_logprobs=token_lps,
         )
+
+    def generation_of(self, data: Any) -> Generation:
+        """One answer's JSON (e.g. a batch result line's body) -> the :class:`Generation` a synchronous
+        request with that answer gives (:meth:`answer_problem`, :meth:`read_answer`: each provider's own);
+        :class:`BackendRequestError` when it is unusable."""
+        problem = self.answer_problem(data)
+        if problem is not None:
+            raise BackendRequestError(f"{self.url}: unusable answer: {problem}")
+        try:
+            choices, usage = self.read_answer(data)
+        except ValueError as exc:
+            raise BackendRequestError(f"{self.url}: unusable answer: {exc}") from None
+        if not choices:
+            raise BackendRequestError(f"{self.url}: the answer has no usable choice")
+        model, fingerprint = answered_by(data)
+        return Generation.from_choices(choices, usage, retries=0, raw=data, model=model,
+                                       system_fingerprint=fingerprint)
 
     # -- transport -------------------------------------------------------------------------
     def _ensure_client(self) -> tuple[Any, asyncio.Semaphore]:
@@ -340,11 +382,20 @@ class OpenAICompatibleBackend(Backend):
                 await self._client.aclose()
         self._client = None
 
+    def request_headers(self) -> tuple[dict[str, str], list[str]]:
+        """The headers every request to this server carries (the key, read now) and the secrets they
+        hold, for redacting (the batch client's requests use them too)."""
+        return self._headers()
+
+    def key_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry the API key (here ``Authorization: Bearer KEY``)."""
+        return {"Authorization": f"Bearer {key}"}
+
     def _headers(self) -> tuple[dict[str, str], list[str]]:
         """The request headers and the secrets they hold (for :func:`redact`). The key is checked
         first (:func:`check_api_key`): a malformed one is a fatal error that does not show it."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self.fixed_headers}
         secrets = list(self._url_secrets)
         if key:
             secrets.append(key)
@@ -352,7 +403,7 @@ class OpenAICompatibleBackend(Backend):
                 check_api_key(key, f"${self.api_key_env}")
             except EvalignError as exc:
                 raise BackendRequestError(redact(str(exc), secrets), fatal=True) from None
-            headers["Authorization"] = f"Bearer {key}"
+            headers.update(self.key_headers(key))
         elif self._url_auth:
             try:
                 check_api_key(self._url_auth, "the credentials of --base-url")
@@ -467,9 +518,25 @@ class OpenAICompatibleBackend(Backend):
                     status=status, fatal=True,
                 ) from exc
             raise _Retry(f"HTTP 200 but the body is not JSON ({len(text)} characters); body starts: {first!r}") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise _Retry(f"HTTP 200 but the JSON has no 'choices'; body starts: {snippet(text, key, 200)!r}")
+        problem = self.answer_problem(data)
+        if problem:
+            raise _Retry(f"HTTP 200 but {problem}; body starts: {snippet(text, key, 200)!r}")
         return scrub(data, key) if key else data  # type: ignore[no-any-return]
+
+    def answer_problem(self, data: Any) -> str | None:
+        """Why a 200 answer's JSON cannot be read (retried), or None: here, no ``choices``."""
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            return "the JSON has no 'choices'"
+        return None
+
+    def read_answer(self, data: dict[str, Any]) -> tuple[list[Choice], Usage]:
+        """The choices (in index order) and the usage of one answer's JSON (ValueError: unusable)."""
+        ordered = sorted((c for c in data["choices"] if isinstance(c, dict)),
+                         key=lambda c: c.get("index", 0) if isinstance(c.get("index", 0), int) else 0)
+        try:
+            return [self.parse_choice(c) for c in ordered], read_openai_usage(data.get("usage"))
+        except _Retry as exc:
+            raise ValueError(exc.reason) from None
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST with retries; returns (response JSON, number of retries).
@@ -607,17 +674,13 @@ class OpenAICompatibleBackend(Backend):
                     data, r = await self._post(body)
                     retries += r
                     try:
-                        ordered = sorted(
-                            (c for c in data["choices"] if isinstance(c, dict)),
-                            key=lambda c: c.get("index", 0) if isinstance(c.get("index", 0), int) else 0,
-                        )
-                        got = [self.parse_choice(c) for c in ordered]
-                    except _Retry as exc:
-                        raise BackendRequestError(f"POST {self.url}: unusable response: {exc.reason}") from None
+                        got, used = self.read_answer(data)
+                    except ValueError as exc:
+                        raise BackendRequestError(f"POST {self.url}: unusable response: {exc}") from None
                     if not got:
                         raise BackendRequestError(f"POST {self.url}: response has no usable choice")
                     choices.extend(got[: req.n - len(choices)])
-                    usage = usage + _read_usage(data.get("usage"))
+                    usage = usage + used
                     raws.append(data)
         except BackendRequestError as exc:
             self._count(usage, retries + max(0, exc.attempts - 1), failed=True)
@@ -645,12 +708,26 @@ async def _within(coro: Any, seconds: float) -> Any:
     return await asyncio.wait_for(coro, seconds)  # pragma: no cover - Python 3.10
 
 
-def _read_usage(u: Any) -> Usage:
+def prompt_cache_key(messages: list[dict[str, str]]) -> str | None:
+    """OpenAI's ``prompt_cache_key`` of a chat: ``evalign-`` and 16 hex digits of the SHA-256 of its system
+    message (a template and its rubric), so requests that share it are routed to the same cache; None
+    without a system message."""
+    system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
+    if not system:
+        return None
+    return "evalign-" + hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]
+
+
+def read_openai_usage(u: Any) -> Usage:
+    """An OpenAI ``usage`` object as :class:`Usage` (``prompt_tokens_details.cached_tokens``: the tokens
+    read from the prompt cache, part of ``prompt_tokens``); unreadable: zero usage."""
     if not isinstance(u, dict):
         return Usage()
     try:
-        return Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-    except (TypeError, ValueError):
+        details = u.get("prompt_tokens_details")
+        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        return Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0), cache_read_tokens=cached)
+    except (TypeError, ValueError, AttributeError):
         return Usage()
 
 

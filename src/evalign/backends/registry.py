@@ -1,6 +1,6 @@
 """The backend registry: backends are built by name from one :class:`BackendOptions` object
 (:func:`create_backend`, ``BACKENDS.create(name, options)``) or with their own keyword arguments
-(:func:`make_backend`). Built-ins (``openai``, ``hf``, ``multi``, ``reward``) are lazy placeholders, imported when
+(:func:`make_backend`). Built-ins (``openai``, ``anthropic``, ``gemini``, ``hf``, ``multi``, ``reward``) are lazy placeholders, imported when
 first asked for; plugins come from the ``evalign.backends`` entry points. A new backend is its module
 (a :class:`Backend` subclass, with :meth:`Backend.from_options` where its constructor needs a mapping)
 plus one ``BACKENDS.register(name, lazy="module:Class")`` line here."""
@@ -25,6 +25,16 @@ BACKENDS.register("openai", lazy="evalign.backends.openai:OpenAICompatibleBacken
 BACKENDS.register("hf", lazy="evalign.backends.hf:HFLocalBackend")
 BACKENDS.register("multi", lazy="evalign.backends.multi:MultiEndpointBackend")
 BACKENDS.register("reward", lazy="evalign.backends.reward:RewardModelBackend")
+BACKENDS.register("anthropic", lazy="evalign.backends.anthropic_api:AnthropicBackend")
+BACKENDS.register("gemini", lazy="evalign.backends.gemini_api:GeminiBackend")
+
+
+def default_api_key_env(kind: str) -> str:
+    """The environment variable the key of backend ``kind`` is read from when none is named:
+    ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` (``anthropic``), ``GEMINI_API_KEY`` (``gemini``)."""
+    if kind not in BACKENDS:
+        return "OPENAI_API_KEY"
+    return str(getattr(backend_class(kind), "default_api_key_env", "") or "OPENAI_API_KEY")
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:

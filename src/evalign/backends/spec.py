@@ -6,6 +6,8 @@ A spec is written ``KIND:MODEL[@URL][,KEY=VALUE...]`` (the form ``evalign bench 
   the GGUF (a package alias or a file), stopped when the backend is closed;
 * ``openai:qwen2.5-7b-instruct@http://localhost:8000/v1``: any OpenAI-compatible server (several
   servers of one model: ``@URL1@URL2`` with ``multi``);
+* ``anthropic:claude-sonnet-4-5`` / ``gemini:gemini-2.5-flash``: the providers' native APIs (default URL
+  the provider's; ``@URL`` for another API root), the key from ``$ANTHROPIC_API_KEY`` / ``$GEMINI_API_KEY``;
 * ``hf:smollm2-135m-instruct``: a model in this process (a folder, a GGUF or an alias);
 * ``reward:PATH``: a reward model (a sequence classifier with one output);
 * any other registered backend by its name (a plugin of the ``evalign.backends`` entry points).
@@ -34,7 +36,7 @@ from evalign.backends.base import Backend, BackendOptions
 from evalign.backends.llama_server import LlamaServer
 from evalign.backends.model_source import is_gguf, packaged_gguf_path
 from evalign.backends.openai import OpenAICompatibleBackend
-from evalign.backends.registry import BACKENDS, create_backend
+from evalign.backends.registry import BACKENDS, create_backend, default_api_key_env
 from evalign.errors import BackendError, ModelLoadError, UsageError, unknown_name
 from evalign.redaction import redact_text
 from evalign.signature import file_sha256
@@ -46,7 +48,7 @@ LLAMA = "llama"
 LLAMA_TIMEOUT = 1800.0
 #: the options a spec may set (``n_ctx`` and ``threads``: the ``llama`` kind's server only)
 BACKEND_OPTIONS = ("concurrency", "timeout", "connect_timeout", "max_retries", "idle_timeout", "api_key_env", "device",
-                   "batch_size", "system_prompt", "constraint_format", "n_ctx", "threads")
+                   "batch_size", "system_prompt", "constraint_format", "prompt_cache", "service_tier", "n_ctx", "threads")
 #: options of the ``llama`` kind only
 LLAMA_OPTIONS = ("n_ctx", "threads")
 #: option names that would hold a secret: refused, the key is named by its environment variable
@@ -91,6 +93,14 @@ def api_key_env_problem(name: Any) -> str | None:
     if not name or (isinstance(name, str) and _ENV_NAME.match(name)):
         return None
     return "must be the NAME of an environment variable (letters, digits, _), never the key itself"
+
+def key_env_of(kind: str, name: str | None) -> str | None:
+    """The variable the key of a ``kind`` backend is read from: ``name`` when given (``""``: no key,
+    None), else the kind's default (:func:`~evalign.backends.registry.default_api_key_env`)."""
+    if name is None:
+        return default_api_key_env(kind)
+    return name or None
+
 
 @dataclass(frozen=True, repr=False)
 class BackendSpec:
@@ -168,7 +178,7 @@ class BackendSpec:
     def backend_options(self) -> BackendOptions:
         """The :class:`BackendOptions` the registered backend ``kind`` is built from (not for ``llama``)."""
         bo = dict(self.options)
-        env = bo.pop("api_key_env", "OPENAI_API_KEY")
+        env = key_env_of(self.kind, bo.pop("api_key_env", None))
         extra = [k for k in LLAMA_OPTIONS if k in bo]
         if extra:
             raise UsageError(f"{', '.join(extra)} apply to the llama backend only")
@@ -248,5 +258,5 @@ def open_backend(spec: BackendSpec, *, name: str = "backend", log_name: str | No
     yield create_backend(spec.kind, spec.backend_options())
 
 
-__all__ = ["BACKEND_OPTIONS", "LLAMA", "LLAMA_OPTIONS", "LLAMA_TIMEOUT", "SECRET_OPTIONS", "BackendSpec", "api_key_env_problem", "gguf_of",
+__all__ = ["BACKEND_OPTIONS", "LLAMA", "LLAMA_OPTIONS", "LLAMA_TIMEOUT", "SECRET_OPTIONS", "BackendSpec", "api_key_env_problem", "gguf_of", "key_env_of",
            "open_backend", "option_value", "public_urls", "split_spec"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 Message = dict[str, str]
@@ -13,6 +13,8 @@ Message = dict[str, str]
 # --------------------------------------------------------------------------------------------
 # Requests and results
 # --------------------------------------------------------------------------------------------
+#: ``--prompt-cache``: on where the provider has it (``auto``), ``off``, or Anthropic's TTL (``5m``, ``1h``)
+PROMPT_CACHE_MODES = ("auto", "off", "5m", "1h")
 #: the forms a constraint may come in
 CONSTRAINT_FORMS = ("regex", "json_schema", "gbnf")
 
@@ -130,18 +132,41 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one or more requests."""
+    """Token counts of one or more requests.
+
+    ``prompt_tokens`` counts every prompt token whatever its rate; ``cache_read_tokens`` (read from the
+    provider's prompt cache: OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``, Gemini's ``cachedContentTokenCount``) and ``cache_write_tokens``
+    (written to it: Anthropic's ``cache_creation_input_tokens``) are parts of it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         """``prompt_tokens + completion_tokens``."""
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens billed at the plain input rate (neither read from nor written to a cache)."""
+        return max(0, self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"prompt_tokens", "completion_tokens"}`` plus the cache parts when not zero."""
+        out: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cache_read_tokens:
+            out["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
 
 
 @dataclass(frozen=True)
@@ -176,7 +201,8 @@ class Generation:
     [...]}`` when ``n > 1`` took several requests; for local models the rendered ``prompt`` and the
     ``completion_ids`` of each choice); it never holds request headers or keys. ``model`` and
     ``system_fingerprint``: the model version that answered, as the server named it (None when it did
-    not say); ``seconds``: how long the request took (None when not measured).
+    not say); ``seconds``: how long the request took (None when not measured); ``batched``: it was
+    answered through a provider's batch API (priced with the batch multiplier).
     """
 
     text: str
@@ -191,6 +217,7 @@ class Generation:
     model: str | None = None
     system_fingerprint: str | None = None
     seconds: float | None = None
+    batched: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -225,19 +252,20 @@ class Generation:
         """JSON-friendly dict (for the cache); :meth:`from_json` reads it back."""
         return {
             "choices": [c.to_json() for c in self.choices],
-            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+            "usage": self.usage.to_json(),
             "retries": self.retries,
             "raw": self.raw,
             "model": self.model,
             "system_fingerprint": self.system_fingerprint,
             "seconds": self.seconds,
+            **({"batched": True} if self.batched else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Generation:
         """Inverse of :meth:`to_json`."""
         raw = data.get("raw") or {}
-        return cls.from_choices(
+        gen = cls.from_choices(
             [Choice(**c) for c in data["choices"]],
             Usage(**data.get("usage", {})),
             retries=int(data.get("retries", 0)),
@@ -246,16 +274,17 @@ class Generation:
             system_fingerprint=data.get("system_fingerprint", answered_by(raw)[1]),
             seconds=data.get("seconds"),
         )
+        return replace(gen, batched=True) if data.get("batched") else gen
 
 
 def answered_by(raw: Any) -> tuple[str | None, str | None]:
-    """The ``model`` and ``system_fingerprint`` a server's response JSON names (the first response's
-    when ``raw`` holds several), each None when absent or not text."""
+    """The ``model`` (Gemini: ``modelVersion``) and ``system_fingerprint`` a server's response JSON names
+    (the first response's when ``raw`` holds several), each None when absent or not text."""
     if isinstance(raw, dict) and isinstance(raw.get("responses"), list) and raw["responses"]:
         raw = raw["responses"][0]
     if not isinstance(raw, dict):
         return None, None
-    model, fp = raw.get("model"), raw.get("system_fingerprint")
+    model, fp = raw.get("model") or raw.get("modelVersion"), raw.get("system_fingerprint")
     return (model if isinstance(model, str) else None), (fp if isinstance(fp, str) else None)
 
 

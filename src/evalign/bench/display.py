@@ -137,7 +137,25 @@ def runs_table(p: BenchProfile) -> pd.DataFrame:
         "judge": r["judge"], "set": r["set"], "calls": r["calls"].astype(int), "cached": r["cached"].astype(int),
         "parsed": [f"{100 * v:.0f}%" if not math.isnan(v) else "-" for v in r["parse_rate"]],
         "s/call": [num(v, 2) for v in r["s_per_call"]], "seconds": [num(v, 1) for v in r["seconds"]],
+        **_cost_cells(r),
     })  # fmt: skip
+
+
+def _cost_cells(r: pd.DataFrame) -> dict[str, list[str]]:
+    """The tokens and, with a price, the cost columns of run rows (this run's token split / the list
+    price of the same tokens); none for a profile written before they were kept."""
+    if "prompt_tokens" not in r.columns:
+        return {}
+    out = {"tokens in/out": [f"{int(a):,}/{int(b):,}" for a, b in zip(r["prompt_tokens"], r["completion_tokens"],
+                                                                       strict=True)]}
+    if (r["cache_read_tokens"].fillna(0) + r["cache_write_tokens"].fillna(0)).any():
+        out["cache read/write"] = [f"{int(a):,}/{int(b):,}" for a, b in zip(r["cache_read_tokens"],
+                                                                            r["cache_write_tokens"], strict=True)]
+    if pd.to_numeric(r["cost"], errors="coerce").notna().any():
+        out["cost (list)"] = [f"{num(c, 4)} ({num(lc, 4)})" for c, lc in zip(pd.to_numeric(r["cost"], errors="coerce"),
+                                                                            pd.to_numeric(r["list_cost"], errors="coerce"),
+                                                                            strict=True)]
+    return out
 
 
 def runs_totals(p: BenchProfile) -> pd.DataFrame:
@@ -153,7 +171,18 @@ def runs_totals(p: BenchProfile) -> pd.DataFrame:
         "parsed": [f"{100 * (c - u - f) / c:.0f}%" if c else "-" for c, u, f in zip(calls, unparsed, failed, strict=True)],
         "s/call": [num(s / n, 2) if n else "-" for s, n in zip(secs, new, strict=True)],
         "seconds": [num(v, 1) for v in secs],
+        **_cost_cells(_summed(g, r)),
     })  # fmt: skip
+
+
+def _summed(g: Any, r: pd.DataFrame) -> pd.DataFrame:
+    """The token and cost columns of run rows summed per judge (a cost only where every set had one)."""
+    cols = [c for c in ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens") if c in r]
+    out = g[cols].sum().reset_index(drop=True) if cols else pd.DataFrame()
+    for c in ("cost", "list_cost"):
+        if c in r.columns:
+            out[c] = g[c].apply(lambda v: pd.to_numeric(v, errors="coerce").sum(min_count=len(v))).to_numpy()
+    return out
 
 
 __all__ = [

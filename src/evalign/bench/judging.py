@@ -13,12 +13,15 @@ from typing import Any
 import pandas as pd
 
 from evalign.backends import returns_scores
+from evalign.backends.batch import BatchSettings
+from evalign.backends.batch_adapters import batch_backend
 from evalign.bench.judges import BenchJudge, open_backend
 from evalign.bench.load import LoadedSet
 from evalign.cache import Cache
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.judges.spec import make_judge
+from evalign.judges.usage import price_book
 from evalign.rank.panel import judge_panel
 
 #: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
@@ -48,6 +51,7 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                      constrain: str, cache: Cache, partial_dir: Path | None,
                      progress: BenchProgress | None) -> list[SetRun]:
     out: list[SetRun] = []
+    price = price_book().for_model(spec.model)  # the price file's ($EVALIGN_PRICES), for the profile's cost
     try:
         for s in sets:
             judge = make_judge(spec.for_set(s.spec.recipe, kind=s.kind, decoding=decoding,
@@ -59,7 +63,7 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                     progress(spec.name, key, c)
 
             run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
-                                   on_progress=on_progress)
+                                   on_progress=on_progress, price=price)
             out.append(SetRun(spec.name, s.key, run, judge))
     finally:
         await backend.aclose()
@@ -68,18 +72,20 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
 
 def run_judges(specs: Sequence[BenchJudge], sets: Sequence[LoadedSet], *, decoding: Mapping[str, Any],
                constrain: str = "auto", cache: Cache | None = None, partial_dir: Path | None = None,
-               progress: BenchProgress | None = None) -> list[SetRun]:
+               progress: BenchProgress | None = None, batch: BatchSettings | None = None) -> list[SetRun]:
     """Every judge of ``specs`` on every set (in that order), its columns added to each set's table
     (in place). ``decoding``: the bench's decoding under each spec's own; ``constrain``: the bench's
     output constraint mode (see :meth:`~evalign.bench.judges.BenchJudge.for_set`); ``cache``: where calls are
     stored and looked up (default: the project cache); ``partial_dir``: where each run logs its
-    finished calls as it goes."""
+    finished calls as it goes; ``batch``: each judge's calls sent through its provider's batch API
+    (``--batch-api``; a set's calls are one wave)."""
     cache = cache if cache is not None else Cache()
     runs: list[SetRun] = []
     for spec in specs:
         # the backend (a llama.cpp server the bench starts) opened outside the event loop, as `evalign judge`
         # does: a SIGTERM or Ctrl-C inside the loop then ends the command with its one line, the server stopped
-        with open_backend(spec) as backend:
+        with open_backend(spec) as opened:
+            backend = opened if batch is None else batch_backend(opened, batch, cache_path=cache.path)
             got = asyncio.run(_judge_all(spec, backend, sets, decoding=decoding, constrain=constrain, cache=cache,
                                          partial_dir=partial_dir, progress=progress))
         for r in got:

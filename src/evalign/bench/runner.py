@@ -41,6 +41,8 @@ def bench_suite(settings: BenchSettings) -> Suite:
 
 def _run_row(r: SetRun) -> dict[str, Any]:
     s = r.run.summary
+    u = s.usage or {}
+    detail = u.get("cost_detail") or {}
     unparsed = sum(v for k, v in s.calls.unscored_by_reason.items() if k != "backend_error")
     calls = s.calls.total
     return {
@@ -50,6 +52,9 @@ def _run_row(r: SetRun) -> dict[str, Any]:
         "seconds": s.seconds, "s_per_call": s.seconds / s.calls.new if s.calls.new else float("nan"),
         "constrained": bool((s.constraint or {}).get("sent")), "outside_shape": (s.constraint or {}).get("outside_shape"),
         "template": r.judge_obj.template.name, "signature": r.run.signature,
+        "prompt_tokens": u.get("prompt_tokens", 0), "completion_tokens": u.get("completion_tokens", 0),
+        "cache_read_tokens": u.get("cache_read_tokens", 0), "cache_write_tokens": u.get("cache_write_tokens", 0),
+        "cost": (detail.get("run") or {}).get("cost"), "list_cost": (detail.get("list") or {}).get("cost"),
     }  # fmt: skip
 
 
@@ -186,7 +191,7 @@ def run_bench(judges: Sequence[BenchJudge], settings: BenchSettings | None = Non
     if not loaded.sets:
         raise UsageError("no set of the bench could be loaded: " + "; ".join(f"{k}: {v}" for k, v in loaded.skipped.items()))
     runs = run_judges(judges, loaded.sets, decoding=settings.decoding, constrain=settings.constrain, cache=cache,
-                      partial_dir=out, progress=progress) if judges else []
+                      partial_dir=out, progress=progress, batch=settings.batch) if judges else []
     add_panels(loaded.sets, settings.panels)
     if stage:
         stage("evaluating")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalign.backends.batch import BatchSettings
 from evalign.bench.judges import BENCH_DECODING
 from evalign.errors import UsageError
 from evalign.judges.option_rules import CONSTRAIN_MODES, check_constrain
@@ -49,6 +50,8 @@ class BenchSettings:
     panels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     resampling: Resampling = field(default_factory=Resampling)
     min_group_size: int = MIN_GROUP
+    #: ``--batch-api``: each judge's calls of a set sent through its provider's batch API (None: one request each)
+    batch: BatchSettings | None = None
 
     def __post_init__(self) -> None:
         if self.per_set is not None and (isinstance(self.per_set, bool) or self.per_set < 1):

@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import typer
 from rich.markup import escape
 
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    check_batch_options,
+)
 from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
 from evalign.errors import OutputError, UsageError
+from evalign.judges.option_rules import BATCH_OPTIONS
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
 JUDGE: Any = typer.Option([], "--judge", help="A judge: NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], e.g. "
@@ -68,7 +78,9 @@ def bench_cmd(
     data_dir: Path = DATA_DIR, published: str = PUBLISHED, temperature: float = TEMPERATURE,
     max_tokens: int = MAX_TOKENS, constrain: str = CONSTRAIN, resamples: int = RESAMPLES, min_group: int = MIN_GROUP, no_cache: bool = NO_CACHE,
     out: Path = OUT,
-    html: Path = HTML, as_json: bool = AS_JSON, detail: bool = DETAIL,
+    html: Path = HTML, as_json: bool = AS_JSON, detail: bool = DETAIL, batch_api: bool = BATCH_API,
+    batch_max_requests: int = BATCH_MAX_REQUESTS, batch_retries: int = BATCH_RETRIES, batch_retry: str = BATCH_RETRY,
+    batch_poll: float = BATCH_POLL,
 ) -> None:
     """A judge's trust profile across every human-judgment set: beside the published judges and the
     baselines, per set and per category, with intervals."""
@@ -128,6 +140,12 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     for key in ("suite", "data_dir", "published", "constrain"):
         if o[key] is not None:
             kw[key] = o[key]
+    check_batch_options(SimpleNamespace(**{k: o[k] for k in ("batch_api", *BATCH_OPTIONS)}))
+    if o["batch_api"]:
+        from evalign.backends.batch import BatchSettings
+
+        kw["batch"] = BatchSettings(max_requests=o["batch_max_requests"], retries=o["batch_retries"],
+                                    retry=o["batch_retry"], poll=o["batch_poll"])
     decoding = dict(base.decoding)
     decoding["seed"] = kw.get("seed", base.seed)
     for key in ("temperature", "max_tokens"):  # checked by BenchSettings with the rules of `evalign judge`

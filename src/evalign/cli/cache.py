@@ -1,7 +1,9 @@
-"""``evalign cache info|clear``: where the cache is, what it holds, and emptying it."""
+"""``evalign cache info|clear|batches``: where the cache is, what it holds, emptying it, and the provider
+batches recorded in it (``--batch-api``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
@@ -42,9 +44,13 @@ def info_cmd(as_json: bool = AS_JSON) -> None:
 def clear_cmd(
     kind: str = typer.Option(None, "--kind", help="Clear only this kind (namespace), e.g. embedding or judge."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Clear without asking."),
+    drop_batches: bool = typer.Option(False, "--drop-batches", help="Also delete the records of provider batches "
+                                      "still in flight (their billed work at the provider can then no longer be "
+                                      "collected; cancel them first with `evalign cache batches --cancel`)."),
     as_json: bool = AS_JSON,
 ) -> None:
-    """Delete cached entries (all, or one kind). Asks for confirmation unless --yes."""
+    """Delete cached entries (all, or one kind). Asks for confirmation unless --yes. Records of provider
+    batches still in flight are kept unless --drop-batches."""
     st = cache_stats()
     if kind is not None and kind not in st["by_namespace"]:
         known = ", ".join(st["by_namespace"]) or "none"
@@ -58,12 +64,82 @@ def clear_cmd(
             err_console.print("nothing deleted")
             raise typer.Exit(1)
     deleted = clear_cache(kind)
+    kept, dropped = _clear_batches(drop_batches) if kind is None and st["exists"] else (0, 0)
     after = cache_stats()
     if as_json:
-        emit_json({"deleted": deleted, "kind": kind, "path": after["path"], "size_bytes": after["size_bytes"]})
+        emit_json({"deleted": deleted, "kind": kind, "path": after["path"], "size_bytes": after["size_bytes"],
+                   "batches_in_flight_kept": kept, "batches_dropped": dropped})
         return
     console.print(escape(f"deleted {deleted} entries from {after['path']} (now {human_size(after['size_bytes'])})"),
                   highlight=False, soft_wrap=True)
+    if kept:
+        err_console.print(escape(f"kept the records of {kept} provider batch(es) still in flight (a rerun collects "
+                                 "them); --drop-batches deletes them, which leaves their billed work at the provider"),
+                          highlight=False, soft_wrap=True)
+    if dropped:
+        err_console.print(escape(f"dropped the records of {dropped} provider batch(es) still in flight: their work at "
+                                 "the provider is billed and can no longer be collected"), highlight=False, soft_wrap=True)
+
+
+def _clear_batches(drop: bool) -> tuple[int, int]:
+    """Delete the collected batch records (and with ``drop`` those in flight); ``(kept, dropped)`` in flight."""
+    from evalign.backends.batch_store import BatchStore
+
+    store = BatchStore()
+    try:
+        in_flight = len(store.records(in_flight_only=True))
+        store.clear(in_flight=drop)
+    finally:
+        store.close()
+    return (0, in_flight) if drop else (in_flight, 0)
+
+
+def batches_cmd(
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel every batch still in flight at its provider (the "
+                                "key read from the variable whose name the record keeps)."),
+    as_json: bool = AS_JSON,
+) -> None:
+    """The provider batches recorded by --batch-api runs: provider, id, state, lines done / failed, age."""
+    from evalign.backends.batch_store import BatchStore
+
+    if not default_cache_path().is_file():
+        recs: list[Any] = []
+        cancelled: list[Any] = []
+    else:
+        store = BatchStore()
+        try:
+            if cancel:
+                from evalign.backends.batch_adapters import cancel_in_flight
+
+                cancelled = cancel_in_flight(store)
+            else:
+                cancelled = []
+            recs = store.records()
+        finally:
+            store.close()
+    if as_json:
+        emit_json({"batches": [r.to_dict() for r in recs],
+                   "cancelled": [{"no": r.no, "batch_id": r.batch_id, "state": s} for r, s in cancelled]})
+        return
+    for r, state in cancelled:
+        console.print(escape(f"cancel {r.provider} {r.batch_id}: {state}"), highlight=False, soft_wrap=True)
+    if not recs:
+        console.print("no provider batches recorded")
+        return
+    now = time.time()
+    for r in recs:
+        flight = "collected" if r.collected else "in flight"
+        console.print(escape(f"{r.provider} {r.batch_id or '(submitting)'} {r.state} ({flight}): {r.lines} lines, "
+                             f"{r.done} done, {r.failed} failed, age {_age(now - r.created)} [{r.url}, key "
+                             f"${r.key_env or '-'}]"), highlight=False, soft_wrap=True)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def register(app: typer.Typer) -> None:
@@ -71,6 +147,7 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Show what the cache holds (embeddings, judge outputs) or clear it.", no_args_is_help=True)
     group.command("info")(info_cmd)
     group.command("clear")(clear_cmd)
+    group.command("batches")(batches_cmd)
     app.add_typer(group, name="cache")
 
 

@@ -47,8 +47,18 @@ from evalign.backends import (
     public_url,
     returns_scores,
 )
-from evalign.backends.spec import api_key_env_problem
+from evalign.backends.spec import api_key_env_problem, key_env_of
 from evalign.cache import Cache
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    batch_block,
+    check_batch_options,
+    with_batch,
+)
 from evalign.cli.common import (
     ID_FIELD,
     INPUT_FIELD,
@@ -104,14 +114,16 @@ RUBRIC_COLUMN = typer.Option(None, "--rubric-column", help="Column with a rubric
 RUBRIC_MAP = typer.Option(None, "--rubric-map", help="VALUE=RUBRIC for the rubric column's values "
                           "(repeatable), or a built-in map: hhh (the HHH subsets' rubrics).")
 TEMPLATE = typer.Option(None, "--template", help="Built-in template name or a template file.")
-BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), hf, reward (a reward "
+BACKEND = typer.Option("openai", "--backend", help="openai (any OpenAI-compatible server), anthropic (the Messages "
+                       "API), gemini (generateContent), hf, reward (a reward "
                        "model: a sequence classifier that scores each response), or a plugin backend.")
 SYSTEM_PROMPT = typer.Option("role", "--system-prompt", help="openai: 'role' (a system message) or 'fold' "
                              "(prepended to the user turn, for chat templates without a system role).")
 BASE_URL = typer.Option(None, "--base-url", help="API root, e.g. http://localhost:8000/v1; "
                         "repeat it to spread calls over several servers of the same model.")
 MODEL = typer.Option(None, "--model", help="Model name (openai); hf: a model folder, a GGUF file or the alias smollm2-135m-instruct.")
-API_KEY_ENV = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged).")
+API_KEY_ENV = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (never logged); "
+                           "default by backend: OPENAI_API_KEY, ANTHROPIC_API_KEY (anthropic), GEMINI_API_KEY (gemini).")
 SAMPLES = typer.Option(1, "--samples", help="Grades drawn per item (mean, median, std reported).")
 CONCURRENCY = typer.Option(8, "--concurrency", help="Requests in flight at most (openai).")
 BATCH_SIZE = typer.Option(8, "--batch-size", help="Prompts per batch (hf).")
@@ -125,6 +137,11 @@ GRAMMAR = typer.Option(None, "--grammar", help="GBNF grammar file constraining t
                        "answer shape (llama.cpp, vLLM, hf).")
 CONSTRAIN = typer.Option("auto", "--constrain", help="Constrain each answer to its template's shape: auto (where the "
                          "backend can; else one line and unconstrained), on (or stop), off.")
+PROMPT_CACHE = typer.Option("auto", "--prompt-cache", help="The provider's prompt cache: auto (on where the "
+                            "provider has it: anthropic 5-minute cache_control, OpenAI prompt_cache_key, Gemini "
+                            "implicit), 5m or 1h (Anthropic's TTL), off.")
+SERVICE_TIER = typer.Option(None, "--service-tier", help="OpenAI's service tier, e.g. flex (slower, priced as batch: "
+                            "the price file's batch multiplier).")
 CONSTRAINT_FORMAT = typer.Option("auto", "--constraint-format", help="openai: how the server takes a constraint: "
                                  "auto (from GET /models), llama.cpp (GBNF), vllm (structured_outputs), openai "
                                  "(JSON schema only).")
@@ -198,7 +215,7 @@ class JudgeCommand:
     system_prompt: str
     base_url: list[str] | None
     model: str | None
-    api_key_env: str
+    api_key_env: str | None
     samples: int
     concurrency: int
     batch_size: int
@@ -254,15 +271,23 @@ class JudgeCommand:
     fewshot: Path | None = None
     fewshot_examples: int = 3
     fewshot_prompt: str = "auto"
+    batch_api: bool = False
+    batch_max_requests: int | None = None
+    batch_retries: int = 2
+    batch_retry: str = "batch"
+    batch_poll: float = 30.0
+    prompt_cache: str = "auto"
+    service_tier: str | None = None
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
         return BackendOptions(
             model=self.model, base_url=list(self.base_url) if self.base_url else None,
-            api_key_env=self.api_key_env or None, concurrency=self.concurrency, timeout=self.timeout,
+            api_key_env=key_env_of(self.backend, self.api_key_env), concurrency=self.concurrency, timeout=self.timeout,
             max_retries=self.max_retries, connect_timeout=self.connect_timeout, deadline=self.deadline,
             idle_timeout=self.idle_timeout, stream=self.stream, system_prompt=self.system_prompt, device=self.device, batch_size=self.batch_size,
             constraint_format=self.constraint_format if self.constraint_format != "auto" else None,
+            prompt_cache=self.prompt_cache if self.prompt_cache != "auto" else None, service_tier=self.service_tier,
         )  # fmt: skip
 
 
@@ -277,7 +302,7 @@ def judge_cmd(
     dataset: str = DATASET, data_dir: Path = DATA_DIR, rubric: str = RUBRIC, rubric_column: str = RUBRIC_COLUMN,
     rubric_map: list[str] = RUBRIC_MAP, template: str = TEMPLATE, backend: str = BACKEND,
     system_prompt: str = SYSTEM_PROMPT, base_url: list[str] = BASE_URL, model: str = MODEL,
-    api_key_env: str = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
+    api_key_env: str | None = API_KEY_ENV, samples: int = SAMPLES, concurrency: int = CONCURRENCY,
     batch_size: int = BATCH_SIZE, device: str = DEVICE, temperature: float = TEMPERATURE, top_p: float = TOP_P,
     max_tokens: int = MAX_TOKENS, repetition_penalty: float = REPETITION_PENALTY, seed: int = SEED,
     grammar: Path = GRAMMAR, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT, reask: int = REASK,
@@ -293,7 +318,9 @@ def judge_cmd(
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
     top_logprobs: int = TOP_LOGPROBS, cascade: Path = CASCADE_CAL, rest: Path = REST, audit: float = AUDIT,
     simulated_annotators: int = SIMULATED_ANNOTATORS, fewshot: Path = FEWSHOT, fewshot_examples: int = FEWSHOT_EXAMPLES,
-    fewshot_prompt: str = FEWSHOT_PROMPT,
+    fewshot_prompt: str = FEWSHOT_PROMPT, prompt_cache: str = PROMPT_CACHE, service_tier: str = SERVICE_TIER,
+    batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS,
+    batch_retries: int = BATCH_RETRIES, batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -316,7 +343,7 @@ def judge_cmd(
         recorded.update(fewshot=str(o.fewshot), annotators=o.simulated_annotators, prompt=o.fewshot_prompt)
         spec = spec.evolve(options={**spec.options, **simulated})
     judge = make_judge(spec)
-    be = checked_backend(o.backend, o.backend_options())
+    be = with_batch(checked_backend(o.backend, o.backend_options()), o, quiet=o.as_json)
     run = _run(o, table, judge, be, _judge_price(o, be))
     summary = _write(o, run, be, summary_spec(o, base.mode, recorded))
     if summary.get("drift"):
@@ -440,6 +467,9 @@ def _write(o: JudgeCommand, run: JudgeRun, be: Backend, spec: dict[str, Any] | N
         summary["spec"] = spec
     if hasattr(be, "endpoint_stats"):  # several --base-url: calls per endpoint, endpoints taken out
         summary["endpoints"] = be.endpoint_stats()
+    batch = batch_block(be)
+    if batch is not None:  # --batch-api: batches, lines, failed / retried lines, failures by reason
+        summary["batch"] = batch
     abandoned = be.stats().get("abandoned", 0)
     if abandoned:  # said, never silent: requests given up on a timeout and sent again
         summary["calls"]["abandoned"] = abandoned
@@ -490,7 +520,8 @@ def checked_backend(name: str, options: BackendOptions) -> Backend:
 
 def _takes_base_url(name: str) -> bool:
     """Whether the backend ``name`` (when known) is reached at a --base-url."""
-    return name in BACKENDS and "base_url" in backend_class(name).required_options
+    cls = backend_class(name) if name in BACKENDS else None
+    return cls is not None and ("base_url" in cls.required_options or bool(getattr(cls, "default_url", "")))
 
 
 def _validate(o: JudgeCommand) -> None:
@@ -506,14 +537,17 @@ def _validate(o: JudgeCommand) -> None:
         if not (parsed.scheme in ("http", "https") and bool(parsed.netloc)):
             raise UsageError(f"--base-url must be an http:// or https:// URL (e.g. http://localhost:8000/v1), got {public_url(url)!r}")
     for key in ("concurrency", "batch_size", "timeout", "connect_timeout", "max_retries", "idle_timeout",
-                "system_prompt", "constraint_format"):  # the rules a bench judge spec's options follow too
+                "system_prompt", "constraint_format", "prompt_cache", "service_tier"):  # as a bench judge spec's
         problem = backend_option_problem(key, getattr(o, key))
         if problem:
             raise UsageError(f"--{key.replace('_', '-')} {problem}")
+    if o.service_tier and o.backend in BACKENDS and not getattr(backend_class(o.backend), "takes_service_tier", False):
+        raise UsageError(f"--service-tier: the {o.backend} backend takes no service tier (flex is OpenAI's)")
     problem = api_key_env_problem(o.api_key_env)
     if problem:  # (the value is not repeated: it may be the key)
         raise UsageError(f"--api-key-env {problem}")
     check(o.deadline is None or o.deadline > 0, "--deadline", "> 0 seconds")
+    check_batch_options(o)
     check(o.limit is None or o.limit >= 1, "--limit", ">= 1")
     check(o.top_logprobs is None or 1 <= o.top_logprobs <= 20, "--top-logprobs", "an integer in [1, 20]")
     for key in ("temperature", "top_p", "max_tokens", "repetition_penalty"):  # the rules every judge's settings follow
@@ -600,18 +634,30 @@ def _usage_table(summary: dict[str, Any]) -> Table:
     t.add_row("calls answered (cached or new)", str(u["calls"]))
     t.add_row("parse rate (answers read)", fmt_value(u["parse_rate"], 3))
     t.add_row("prompt tokens", f"{u['prompt_tokens']:,}")
+    if u.get("cache_read_tokens") or u.get("cache_write_tokens"):
+        t.add_row("  of which read from / written to the prompt cache",
+                  f"{u['cache_read_tokens']:,} / {u['cache_write_tokens']:,}")
     t.add_row("completion tokens", f"{u['completion_tokens']:,}")
     t.add_row("seconds per call", fmt_value(u["seconds_per_call"], 3))
     t.add_row("seconds per 1,000 items (one call at a time)", fmt_value(u["seconds_per_1000_items"], 1))
     if u.get("price"):
         p = u["price"]
         t.add_row("price per 1M tokens (in / out)", f"{p['input_per_million']:g} / {p['output_per_million']:g}")
-        t.add_row("cost", fmt_value(u["cost"], 4))
-        t.add_row("cost per 1,000 items", fmt_value(u["cost_per_1000_items"], 4))
+        run, listed = u["cost_detail"]["run"], u["cost_detail"]["list"]
+        t.add_row("cost (this run's token split / list price)",
+                  f"{fmt_value(run['cost'], 4)} / {fmt_value(listed['cost'], 4)}")
+        t.add_row("cost per 1,000 items (this run / list price)",
+                  f"{fmt_value(run['cost_per_1000_items'], 4)} / {fmt_value(listed['cost_per_1000_items'], 4)}")
     else:
         t.add_row("cost per 1,000 items", "no price (--price IN/OUT or --prices FILE)")
     t.add_row("this run: new calls / prompt / completion tokens",
               f"{u['new_calls']} / {u['new_prompt_tokens']:,} / {u['new_completion_tokens']:,}")
+    cache = summary.get("prompt_cache") or {}
+    if cache:
+        need = f" (minimum {cache['minimum']:,})" if cache.get("minimum") else ""
+        t.add_row("prompt cache: shared prefix, estimated", f"~{cache['shared_prefix_tokens']:,} tokens{need}")
+        if cache.get("note"):
+            t.add_row("prompt cache", escape(str(cache["note"])))
     for v in summary.get("models", []):
         who = escape(str(v["model"] or "?")) + (f" ({escape(str(v['system_fingerprint']))})" if v["system_fingerprint"] else "")
         t.add_row(f"answered by {who}", f"{v['calls']} calls")

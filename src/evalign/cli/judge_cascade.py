@@ -22,7 +22,7 @@ def summary_spec(o: Any, mode: str, options: dict[str, Any]) -> dict[str, Any]:
     :class:`~evalign.backends.BackendSpec` dict (URLs without credentials, the key's variable name)."""
     from evalign.backends import BackendSpec
 
-    backend = {"api_key_env": o.api_key_env or None, "system_prompt": o.system_prompt, "concurrency": o.concurrency,
+    backend = {"api_key_env": o.api_key_env, "system_prompt": o.system_prompt, "concurrency": o.concurrency,
                "timeout": o.timeout, "connect_timeout": o.connect_timeout, "idle_timeout": o.idle_timeout,
                "max_retries": o.max_retries}
     if o.backend == "hf":
@@ -48,6 +48,7 @@ def cascade_cmd(o: Any, load_table: Any) -> None:
     check_outputs(("-o", o.out, FORMATS), ("--rest", o.rest, FORMATS), stdout_used=o.as_json)
     from evalign.backends import BackendSpec, open_backend
     from evalign.cache import Cache
+    from evalign.cli.batch_options import with_batch
     from evalign.cli.escalate import show_summary
     from evalign.evaluate.cascade import check_signature, run_cascade, stage_specs
     from evalign.evaluate.escalate import read_calibration
@@ -68,7 +69,7 @@ def cascade_cmd(o: Any, load_table: Any) -> None:
             if not o.as_json:
                 err_console.print(f"[dim]stage {k + 1}: {escape(entry['column'])} on {len(rows)} items[/dim]",
                                   highlight=False)
-            return run_judge(rows, judge, be, cache=cache)
+            return run_judge(rows, judge, with_batch(be, o, quiet=o.as_json), cache=cache)  # --batch-api: stage by stage
 
     source = str(o.file or o.dataset)
     decided, people, summary = run_cascade(cal, table, run_stage, audit=o.audit, seed=o.seed or 0, source=source,

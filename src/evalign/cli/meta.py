@@ -419,7 +419,7 @@ def diagnostics_display(rows: Any, group: str = "(all)") -> pd.DataFrame:
 #: the cost columns shown under a trust table, with their headers
 COST_SHOWN = {"calls": "calls", "prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens",
               "s_per_call": "s/call", "parse_rate": "parse rate", "s_per_1000": "s/1k items",
-              "cost_per_1000": "cost/1k items"}
+              "cost_per_1000": "cost/1k items", "list_cost_per_1000": "list cost/1k items"}
 
 
 def cost_display(rows: Any, group: str = "(all)") -> pd.DataFrame:

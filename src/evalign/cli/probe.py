@@ -19,6 +19,14 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    with_batch,
+)
 from evalign.cli.common import CliError, check_outputs, console, emit_json, print_table, progress, split_multi
 from evalign.cli.dataset_options import DATA_DIR, DATASET
 from evalign.cli.judge import (
@@ -86,7 +94,8 @@ def probe_cmd(
     seed: int = SEED, reask: int = REASK, constrain: str = CONSTRAIN, constraint_format: str = CONSTRAINT_FORMAT,
     name: str = NAME, timeout: float = TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT, max_retries: int = MAX_RETRIES,
     no_cache: bool = NO_CACHE, out: Path = OUT, table_out: Path = TABLE_OUT, html: Path = HTML, list_: bool = LIST,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS,
+    batch_retries: int = BATCH_RETRIES, batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
 ) -> None:
     """Probe a pair judge for biases: perturb each pair, judge it again, count the verdicts that moved."""
     from evalign.judges.perturb import list_probes, load_probe
@@ -115,7 +124,8 @@ def probe_cmd(
         name=name, limit=limit, timeout=timeout, connect_timeout=connect_timeout, deadline=None,
         idle_timeout=idle_timeout, stream=False, max_retries=max_retries, out=None, id_field=None, system_field=None,
         instruction_field=None, input_field=None, reference_field=None, response_field=None, system=None,
-        as_json=as_json,
+        as_json=as_json, batch_api=batch_api, batch_max_requests=batch_max_requests, batch_retries=batch_retries,
+        batch_retry=batch_retry, batch_poll=batch_poll,
     )  # fmt: skip
     validate_options(o)
     settings = ProbeSettings(probes=tuple(split_multi(probe)) or DEFAULT_PROBES, seed=probe_seed,
@@ -139,7 +149,7 @@ def _run(o: Any, settings: Any, out: Path | None) -> Any:
         raise CliError(f"--mode {o.mode} is not a pairwise judge: bias probes compare two responses")
     table = load_table(o, True)
     judge = make_judge(judge_spec(o, base))
-    be = checked_backend(o.backend, o.backend_options())
+    be = with_batch(checked_backend(o.backend, o.backend_options()), o, quiet=o.as_json)
     partial = Path(f"{out}.partial.jsonl") if out else None
     with progress(transient=True, disable=o.as_json) as bar:
         task = bar.add_task("probing", total=None)

@@ -7,6 +7,7 @@ command again. The table is written atomically at the end, its summary beside it
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -14,8 +15,18 @@ import typer
 from rich.markup import escape
 
 from evalign.backends import BackendOptions
-from evalign.backends.spec import api_key_env_problem
+from evalign.backends.spec import api_key_env_problem, key_env_of
 from evalign.cache import Cache
+from evalign.cli.batch_options import (
+    BATCH_API,
+    BATCH_MAX_REQUESTS,
+    BATCH_POLL,
+    BATCH_RETRIES,
+    BATCH_RETRY,
+    batch_block,
+    check_batch_options,
+    with_batch,
+)
 from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
 from evalign.cli.judge import checked_backend
 from evalign.errors import UsageError
@@ -45,7 +56,7 @@ def check_options(**values: Any) -> None:
 def make_teacher(kind: str, model: str | None, base_url: str | None, api_key_env: str | None, concurrency: int,
                  batch_size: int, device: str | None, timeout: float, max_retries: int) -> Any:
     """A backend from the command-line options (``openai`` needs ``--base-url``; ``hf`` a model folder)."""
-    options = BackendOptions(model=model, base_url=base_url, api_key_env=api_key_env or None, concurrency=concurrency,
+    options = BackendOptions(model=model, base_url=base_url, api_key_env=key_env_of(kind, api_key_env), concurrency=concurrency,
                              timeout=timeout, max_retries=max_retries, device=device, batch_size=batch_size)
     return checked_backend(kind, options)
 
@@ -59,7 +70,7 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("openai", "--backend", help="Teacher backend: openai (any OpenAI-compatible server) or hf."),
         base_url: str = typer.Option(None, "--base-url", help="API root of the teacher, e.g. http://localhost:8000/v1."),
         model: str = typer.Option(None, "--model", help="Teacher model name (openai) or local model directory (hf)."),
-        api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key (never logged)."),
+        api_key_env: str = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (never logged); default by backend: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY."),
         seed_rubric: list[str] = typer.Option(None, "--seed-rubric", help="Seed rubric: built-in name, .yaml/.json file or folder (repeat; default: all built-in)."),
         rounds: int = typer.Option(1, "--rounds", help="Brainstorming rounds."),
         rubrics_per_round: int = typer.Option(4, "--rubrics-per-round", help="Brainstorming prompts per round."),
@@ -83,8 +94,13 @@ def register(app: typer.Typer) -> None:
         max_retries: int = typer.Option(6, "--max-retries", help="Retries per request on 429/5xx/timeouts."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Ask every call anew (new outputs are stored)."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS, batch_retries: int = BATCH_RETRIES,
+        batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
     ) -> None:
         """Generate judge training data with a teacher model (Prometheus Feedback Collection procedure)."""
+        batch = SimpleNamespace(batch_api=batch_api, batch_max_requests=batch_max_requests, batch_retries=batch_retries,
+                                batch_retry=batch_retry, batch_poll=batch_poll)
+        check_batch_options(batch)
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
@@ -98,13 +114,15 @@ def register(app: typer.Typer) -> None:
                 top_p=top_p, max_tokens=max_tokens, seed=seed,
             )  # fmt: skip
         seeds = load_seed_rubrics(seed_rubric)
-        teacher = make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device, timeout,
-                               max_retries)
+        teacher = with_batch(make_teacher(backend, model, base_url, api_key_env, concurrency, batch_size, device,
+                                          timeout, max_retries), batch, quiet=as_json)
         result = run_synth(seeds, teacher, settings, cache=Cache.for_command(no_cache))
         empty = result.summary.empty_reason()
         if empty is None:
             write_table(result.table, out)
         summary = result.summary.as_dict()
+        if batch_block(teacher) is not None:  # --batch-api: batches, lines, failed / retried lines by reason
+            summary["batch"] = batch_block(teacher)
         summary["out"] = None if empty else str(out)
         write_json_atomic(Path(f"{out}.summary.json"), summary)
         if as_json:

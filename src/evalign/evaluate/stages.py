@@ -94,7 +94,9 @@ def signature(spec: EvalSpec, req: TrustRequest | None = None, test: str | None 
 
 #: the cost column group of a trust table (judges with usage columns; whole table, the same in every
 #: group), after ``s_per_1000``: answered calls, tokens, mean seconds per call, parse rate, cost per 1,000 items
-COST_COLUMNS = ("calls", "prompt_tokens", "completion_tokens", "s_per_call", "parse_rate", "cost_per_1000")
+#: from the run's real token split (prompt cache, batch) and at the list price of the same tokens
+COST_COLUMNS = ("calls", "prompt_tokens", "completion_tokens", "s_per_call", "parse_rate", "cost_per_1000",
+                "list_cost_per_1000")
 
 
 def add_cost_columns(rows: pd.DataFrame, usage: Mapping[str, JudgeUsage]) -> None:
@@ -115,6 +117,7 @@ def add_cost_columns(rows: pd.DataFrame, usage: Mapping[str, JudgeUsage]) -> Non
     rows["s_per_call"] = col(lambda u: u.seconds_per_call)
     rows["parse_rate"] = col(lambda u: u.parse_rate)
     rows["cost_per_1000"] = col(lambda u: u.cost_per_1000)
+    rows["list_cost_per_1000"] = col(lambda u: u.list_cost_per_1000)
 
 
 def paired_test_of(req: TrustRequest) -> str:

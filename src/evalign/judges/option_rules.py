@@ -41,8 +41,16 @@ BACKEND_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "threads": ("an integer >= 1", lambda v: _int(v) and v >= 1),
     "system_prompt": ("'role' or 'fold'", lambda v: v in ("role", "fold")),
     "constraint_format": ("'auto', 'llama.cpp', 'vllm' or 'openai'", lambda v: v in ("auto", "llama.cpp", "vllm", "openai")),
-    # `evalign annotate`'s study options
+    # batch mode (--batch-api): lines per provider batch, resubmissions of a failed line, how, poll interval
+    "batch_max_requests": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+    "batch_retries": ("an integer >= 0", lambda v: _int(v) and v >= 0),
+    "batch_retry": ("'batch' or 'sync'", lambda v: v in ("batch", "sync")),
+    "batch_poll": ("> 0 seconds", _seconds),
+    "prompt_cache": ("'auto', 'off', '5m' or '1h'", lambda v: v in ("auto", "off", "5m", "1h")),
+    "service_tier": ("'auto', 'default', 'flex' or 'priority'", lambda v: v in ("auto", "default", "flex", "priority")),
 }
+#: the batch-mode options among :data:`BACKEND_RULES` (each ``--batch-...`` goes with ``--batch-api``)
+BATCH_OPTIONS = ("batch_max_requests", "batch_retries", "batch_retry", "batch_poll")
 
 
 def _number(v: Any) -> bool:
@@ -123,5 +131,5 @@ def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
                          "--constrain off")
 
 
-__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "OPTION_RULES", "backend_option_problem", "check_constrain",
-           "check_options", "option_problem"]
+__all__ = ["BACKEND_RULES", "BATCH_OPTIONS", "CONSTRAIN_MODES", "OPTION_RULES", "backend_option_problem",
+           "check_constrain", "check_options", "option_problem"]

@@ -42,6 +42,8 @@ ECHO_MIN_CHARS = 8
 REASONS: dict[str, str] = {
     "truncated": "output cut off at max_tokens (finish_reason=length)",
     "empty": "empty output",
+    "blocked": "the provider blocked the prompt or the answer (finish_reason=content_filter: a safety, recitation "
+               "or block-list stop, or a refusal)",
     "no_score": "no final score near the end of the output",
     "out_of_range": "the score is outside the scale",
     "not_integer": "the score is not an integer",
@@ -425,13 +427,16 @@ def parse_grade(
     ``"A"``, ``"B"``, or ``"tie"`` when ``allow_tie``), ``"geval"`` (integer 1-4; a bare number is
     accepted as the whole output) or ``"criteria"`` (the last JSON object, with an integer 1-3 for
     each of ``criteria``; the score is their mean). ``scale`` overrides the (low, high) range.
-    ``finish_reason == "length"`` always gives unscored ``truncated``. ``prompt``: the text the judge
+    ``finish_reason == "length"`` always gives unscored ``truncated``; ``content_filter`` without text
+    (a provider's safety block) unscored ``blocked``. ``prompt``: the text the judge
     was shown; output lines copied from it are masked (see the module doc).
     Returns a :class:`ParseResult`; ``value`` is None exactly when ``reason`` is set.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     text = text or ""
+    if finish_reason == "content_filter" and not text.strip():
+        return unscored("blocked")
     if mode == "absolute":
         lo, hi = scale or (1, 5)
         return _numeric(text, finish_reason, lo, hi, bare_ok=False, prompt=prompt)

@@ -59,6 +59,7 @@ from evalign.io import PAIR_REQUIRED, json_safe, read_pairs  # noqa: F401  (read
 from evalign.io.conversations import expand_turns
 from evalign.judges.base import Judge, first_reference, prompt_text
 from evalign.judges.parsing import ParseResult, unscored
+from evalign.judges.prompt_cache import caching_provider, prefix_report
 from evalign.judges.prompts import Message, Rubric, rubric_from_cell
 from evalign.judges.summary import (  # noqa: F401  (CallCounts, failed_too_often re-exported)
     CallCounts,
@@ -329,11 +330,12 @@ async def execute(
         from_cache = set(stored)
         todo = [k for k in by_key if k not in parsed]
         while todo:
-            mine = cache.claim(NAMESPACE, todo)
+            mine = _claim(cache, todo, backend)
             if mine:
                 reqs = [GenerationRequest(messages=by_key[k][0].messages, **by_key[k][0].settings) for k in mine]
                 wave = _Wave(judge, cache, st, progress, log_fh, mine, by_key, parsed)
-                await _leased(cache, backend.generate_many(reqs, wave.on_done))
+                keyed = {"keys": mine} if getattr(backend, "takes_keys", False) else {}
+                await _leased(cache, backend.generate_many(reqs, wave.on_done, **keyed))
             rest = [k for k in todo if k not in parsed]
             got = await _wait_for_other_run(cache, rest) if rest else {}
             parsed.update(_parse_stored(judge, got, by_key, progress, st.answers, cache.path))
@@ -341,6 +343,25 @@ async def execute(
             todo = [k for k in rest if k not in got]
         pending = _next_wave(judge, p, st, by_key, parsed, from_cache, outstanding, progress)
     return st
+
+
+def _claim(cache: Cache, todo: Sequence[str], backend: Any) -> list[str]:
+    """The keys of ``todo`` this run sends now: those it could lease, and (``--batch-api``: a backend
+    that takes keys) those whose line is in a provider batch still in flight, which it re-attaches to.
+    A run without it that finds calls in such batches, with no run polling them, stops and says how
+    to collect or cancel them (it never sends them again meanwhile)."""
+    mine = cache.claim(NAMESPACE, todo)
+    claimed = set(mine)
+    held = cache.batch_held([k for k in todo if k not in claimed])
+    if not held:
+        return mine
+    if getattr(backend, "takes_keys", False):
+        return mine + [k for k in todo if k in held]
+    if not mine and not cache.leased_elsewhere(NAMESPACE, list(held)):
+        raise EvalignError(f"{len(held)} call(s) of this run are in provider batches still in flight (evalign cache "
+                           "batches): run the same command with --batch-api to collect them, or cancel them with "
+                           "'evalign cache batches --cancel'")
+    return mine
 
 
 async def _leased(cache: Cache, work: Any) -> Any:
@@ -540,7 +561,8 @@ def row_usage(n_rows: int, st: _State) -> dict[str, list[Any]]:
     (re-asks, stages and rounds included; cached ones too: what judging the row takes), of which
     ``unparsed`` gave no grade, their tokens and seconds, and the models (``;``-joined when several)
     and fingerprints that answered (the fingerprint column only when a server gave one)."""
-    cols: dict[str, list[Any]] = {c: [0] * n_rows for c in ("calls", "unparsed", "prompt_tokens", "completion_tokens")}
+    cols: dict[str, list[Any]] = {c: [0] * n_rows for c in ("calls", "unparsed", "prompt_tokens", "completion_tokens",
+                                                            "cache_read_tokens", "cache_write_tokens")}
     cols["seconds"] = [0.0] * n_rows
     models: list[dict[str, None]] = [{} for _ in range(n_rows)]
     prints: list[dict[str, None]] = [{} for _ in range(n_rows)]
@@ -553,6 +575,8 @@ def row_usage(n_rows: int, st: _State) -> dict[str, list[Any]]:
         cols["unparsed"][r] += 0 if c["reason"] is None else 1
         cols["prompt_tokens"][r] += u.prompt_tokens
         cols["completion_tokens"][r] += u.completion_tokens
+        cols["cache_read_tokens"][r] += u.cache_read_tokens
+        cols["cache_write_tokens"][r] += u.cache_write_tokens
         cols["seconds"][r] += u.seconds or 0.0
         if u.model:
             models[r][u.model] = None
@@ -633,8 +657,12 @@ async def arun_judge(
     notes = tuple(active.run_notes(per_row))
     for line in notes if on_note is not None else ():
         on_note(line)
+    provider = caching_provider(identity)
+    cache_report = {} if provider is None else prefix_report(
+        (c.messages for c in p.calls), kind=provider, model=str(identity.get("model") or ""),
+        prompt_cache=str(getattr(backend, "prompt_cache", "auto")))
     summary = replace(summary, constraint=constraint, criteria=counts(per_row) if counts is not None else {},
-                      notes=notes)
+                      notes=notes, prompt_cache=cache_report)
     return JudgeRun(out, summary, judge.column, signature, st.call_log)
 
 

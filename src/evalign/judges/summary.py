@@ -16,19 +16,26 @@ import pandas as pd
 from evalign.backends.types import answered_by
 from evalign.judges.base import Judge
 from evalign.judges.bias import length_bias, order_swap_agreement, pairwise_length_bias
-from evalign.judges.usage import JudgeUsage, Price, drift_message, model_versions
+from evalign.judges.usage import JudgeUsage, Price, Tokens, drift_message, model_versions
 
 
 @dataclass(frozen=True)
 class CallUsage:
     """What one answered call cost and who answered it: the server's token counts, the latency in
-    seconds (None when not measured) and the returned ``model`` / ``system_fingerprint``."""
+    seconds (None when not measured) and the returned ``model`` / ``system_fingerprint``; the prompt
+    tokens read from / written to the provider's prompt cache (``cache_write_1h_tokens`` of the
+    written ones at the one-hour TTL), and ``batched``: the call went through a batch API (the cached
+    generation says ``"batched": true``) or at OpenAI's flex tier (priced with the batch multiplier)."""
 
     prompt_tokens: int
     completion_tokens: int
     seconds: float | None
     model: str | None
     fingerprint: str | None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    batched: bool = False
 
     @classmethod
     def of(cls, gen: Mapping[str, Any]) -> CallUsage:
@@ -38,8 +45,21 @@ class CallUsage:
         if "model" not in gen:  # stored before evalign kept them: the server's response says
             model, fp = answered_by(gen.get("raw"))
         secs = gen.get("seconds")
+        raw = gen.get("raw") if isinstance(gen.get("raw"), Mapping) else {}
+        raw_usage = raw.get("usage") if isinstance(raw.get("usage"), Mapping) else {}
+        creation = raw_usage.get("cache_creation") if isinstance(raw_usage.get("cache_creation"), Mapping) else {}
+        batched = bool(gen.get("batched")) or raw.get("service_tier") == "flex"
         return cls(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
-                   float(secs) if isinstance(secs, int | float) else None, model, fp)
+                   float(secs) if isinstance(secs, int | float) else None, model, fp,
+                   cache_read_tokens=int(u.get("cache_read_tokens") or 0),
+                   cache_write_tokens=int(u.get("cache_write_tokens") or 0),
+                   cache_write_1h_tokens=int(creation.get("ephemeral_1h_input_tokens") or 0), batched=batched)
+
+    @property
+    def tokens(self) -> Tokens:
+        """The call's tokens as they are priced."""
+        return Tokens(self.prompt_tokens, self.completion_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                      self.cache_write_1h_tokens)
 
 
 @dataclass(frozen=True)
@@ -108,6 +128,10 @@ class JudgeSummary:
     drift: str | None = None
     #: what the run's answers lacked, said once (:meth:`evalign.judges.base.Judge.run_notes`)
     notes: Sequence[str] = ()
+    #: the provider's prompt cache (hosted backends only): ``mode``, the requests' estimated
+    #: ``shared_prefix_tokens``, the model's ``minimum``, ``reaches_minimum``, ``note``
+    #: (:func:`evalign.judges.prompt_cache.prefix_report`)
+    prompt_cache: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -119,9 +143,6 @@ class JudgeSummary:
     def get(self, key: str, default: Any = None) -> Any:
         """Like ``dict.get`` on :meth:`as_dict`."""
         return self.as_dict().get(key, default)
-
-
-
 
 
 def summarize(
@@ -199,10 +220,13 @@ def run_usage(st: Any, items: int, price: Price | None) -> tuple[dict[str, Any],
         if c.get("answered"):
             first.setdefault(c["key"], c)
     answers = {k: st.answers[k] for k in first}
+    total = sum((a.tokens for a in answers.values()), Tokens())
     u = JudgeUsage(items=items, calls=len(answers), unparsed=sum(1 for c in first.values() if c["reason"] is not None),
-                   prompt_tokens=sum(a.prompt_tokens for a in answers.values()),
-                   completion_tokens=sum(a.completion_tokens for a in answers.values()),
-                   seconds=sum(a.seconds or 0.0 for a in answers.values()), price=price)
+                   prompt_tokens=total.prompt, completion_tokens=total.completion,
+                   seconds=sum(a.seconds or 0.0 for a in answers.values()), price=price,
+                   cache_read_tokens=total.cache_read, cache_write_tokens=total.cache_write,
+                   cache_write_1h_tokens=total.cache_write_1h,
+                   batched=sum((a.tokens for a in answers.values() if a.batched), Tokens()))
     new = [answers[k] for k, c in first.items() if not c["cached"]]
     out = u.as_dict()
     out.update(new_calls=len(new), new_prompt_tokens=sum(a.prompt_tokens for a in new),

@@ -14,7 +14,14 @@ lists: USD): ``--price 2.5/10`` for one judge, or a price file the user keeps (Y
     # prices.yaml: USD per million tokens
     gpt-4o-2024-08-06: {input: 2.50, output: 10.00}
     "gpt-4o-mini*": {input: 0.15, output: 0.60}
+    "claude-sonnet-*": {input: 3, output: 15, cache_write_1h: 2.0}
     smollm2: {input: 0, output: 0}
+
+Besides ``input`` and ``output`` a model may set the multipliers of the list price its provider bills
+(:data:`MULTIPLIERS`): ``batch`` (0.5: a call sent through a batch API, or at OpenAI's ``flex`` service
+tier), ``cache_read`` (0.1: a prompt token read from the provider's prompt cache), ``cache_write_5m``
+(1.25) and ``cache_write_1h`` (2.0: a prompt token written to it). A run's cost is priced from its real
+token split (:meth:`Price.run_cost`), beside the list price of the same tokens (:meth:`Price.cost`).
 
 A model is looked up by the name the server returned, then by the name asked for; the first key that
 equals it, else the first glob that matches it (in file order), gives its price.
@@ -31,7 +38,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,22 +47,68 @@ import yaml
 from evalign.errors import InputError, UsageError
 
 #: the per-row usage columns of a judge ``J`` (``J.<suffix>``), in the order they are written
-ROW_COLUMNS = ("calls", "unparsed", "prompt_tokens", "completion_tokens", "seconds", "model", "fingerprint")
+ROW_COLUMNS = ("calls", "unparsed", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+               "seconds", "model", "fingerprint")
+#: the price multipliers a price file may set per model, with their defaults (the providers' lists)
+MULTIPLIERS = {"batch": 0.5, "cache_read": 0.1, "cache_write_5m": 1.25, "cache_write_1h": 2.0}
 #: the environment variable naming the user's price file
 PRICES_ENV = "EVALIGN_PRICES"
 _PRICE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?\d+)?)\s*/\s*([0-9]*\.?[0-9]+(?:e-?\d+)?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
+class Tokens:
+    """Token counts priced apart: ``prompt`` (every prompt token, whatever its rate), ``completion``,
+    and the parts of ``prompt`` read from (``cache_read``) or written to (``cache_write``, of which
+    ``cache_write_1h`` with the one-hour TTL) the provider's prompt cache."""
+
+    prompt: int = 0
+    completion: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.prompt + other.prompt, self.completion + other.completion, self.cache_read + other.cache_read,
+                      self.cache_write + other.cache_write, self.cache_write_1h + other.cache_write_1h)
+
+    def __sub__(self, other: Tokens) -> Tokens:
+        return Tokens(self.prompt - other.prompt, self.completion - other.completion, self.cache_read - other.cache_read,
+                      self.cache_write - other.cache_write, self.cache_write_1h - other.cache_write_1h)
+
+
+@dataclass(frozen=True)
 class Price:
-    """A model's price per million tokens: ``input`` (prompt) and ``output`` (completion)."""
+    """A model's price per million tokens: ``input`` (prompt) and ``output`` (completion), and the
+    multipliers of that list price its provider bills (:data:`MULTIPLIERS`): ``batch`` (batched or
+    flex calls, input and output), ``cache_read``, ``cache_write_5m``, ``cache_write_1h`` (prompt tokens
+    read from / written to the prompt cache)."""
 
     input: float
     output: float
+    batch: float = MULTIPLIERS["batch"]
+    cache_read: float = MULTIPLIERS["cache_read"]
+    cache_write_5m: float = MULTIPLIERS["cache_write_5m"]
+    cache_write_1h: float = MULTIPLIERS["cache_write_1h"]
 
     def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """The cost of these tokens (the price's currency)."""
+        """The list price of these tokens (the price's currency): every token at its plain rate."""
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+    def split_cost(self, t: Tokens) -> float:
+        """What ``t`` costs sent synchronously: uncached prompt tokens at ``input``, cache reads and
+        writes at their multipliers of it, completion tokens at ``output``."""
+        uncached = t.prompt - t.cache_read - t.cache_write
+        write_5m = t.cache_write - t.cache_write_1h
+        prompt = uncached + self.cache_read * t.cache_read + self.cache_write_5m * write_5m \
+            + self.cache_write_1h * t.cache_write_1h
+        return (prompt * self.input + t.completion * self.output) / 1e6
+
+    def run_cost(self, tokens: Tokens, batched: Tokens | None = None) -> float:
+        """What a run's ``tokens`` cost from their real split, ``batched`` of them (calls sent through a
+        batch API or at a flex tier) at the ``batch`` multiplier."""
+        part = batched or Tokens()
+        return self.split_cost(tokens - part) + self.batch * self.split_cost(part)
 
     def __str__(self) -> str:
         return f"{self.input:g}/{self.output:g} per 1M tokens"
@@ -138,12 +191,13 @@ def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
             except UsageError:
                 raise InputError(f"must be IN/OUT or {{input, output}}, got {v!r}", file=str(p), field=str(key)) from None
             continue
-        if not isinstance(v, Mapping) or set(v) != {"input", "output"}:
-            raise InputError("must be {input: PRICE, output: PRICE} (per million tokens)", file=str(p), field=str(key))
-        nums = [v["input"], v["output"]]
+        if not isinstance(v, Mapping) or not {"input", "output"} <= set(v) or set(v) - {"input", "output", *MULTIPLIERS}:
+            raise InputError("must be {input: PRICE, output: PRICE} (per million tokens), optionally with the "
+                             f"multipliers {', '.join(MULTIPLIERS)}", file=str(p), field=str(key))
+        nums = list(v.values())
         if any(isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) or x < 0 for x in nums):
-            raise InputError(f"prices must be numbers >= 0, got {v!r}", file=str(p), field=str(key))
-        models.append((str(key), Price(float(nums[0]), float(nums[1]))))
+            raise InputError(f"prices and multipliers must be numbers >= 0, got {v!r}", file=str(p), field=str(key))
+        models.append((str(key), Price(**{k: float(x) for k, x in v.items()})))
     return PriceBook(models=tuple(models))
 
 
@@ -167,7 +221,10 @@ def price_book(prices: str | Path | None = None, price: Sequence[str] | str | No
 class JudgeUsage:
     """A judge's calls over ``items`` judged items (skipped rows not counted): answered ``calls``, of
     which ``unparsed`` gave no grade, their ``prompt_tokens`` / ``completion_tokens`` (the server's
-    ``usage``), ``seconds`` (their latencies added up), and the ``price`` when known."""
+    ``usage``), ``seconds`` (their latencies added up), and the ``price`` when known.
+    ``cache_read_tokens`` / ``cache_write_tokens`` (of which ``cache_write_1h_tokens`` at the one-hour
+    TTL) are parts of ``prompt_tokens``; ``batched``: the tokens of calls sent through a batch API or at
+    a flex tier (priced with the ``batch`` multiplier)."""
 
     items: int
     calls: int
@@ -176,6 +233,16 @@ class JudgeUsage:
     completion_tokens: int
     seconds: float
     price: Price | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    batched: Tokens = field(default_factory=Tokens)
+
+    @property
+    def tokens(self) -> Tokens:
+        """Every token of the calls, split as they are priced."""
+        return Tokens(self.prompt_tokens, self.completion_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                      self.cache_write_1h_tokens)
 
     @property
     def parse_rate(self) -> float:
@@ -194,30 +261,65 @@ class JudgeUsage:
 
     @property
     def cost(self) -> float:
-        """The price of the tokens (NaN without a price)."""
+        """What the tokens cost from their real split (cache reads and writes, batched calls at their
+        multipliers; NaN without a price)."""
+        return self.price.run_cost(self.tokens, self.batched) if self.price else float("nan")
+
+    @property
+    def list_cost(self) -> float:
+        """The list price of the same tokens, every one at its plain rate (NaN without a price)."""
         return self.price.cost(self.prompt_tokens, self.completion_tokens) if self.price else float("nan")
 
     @property
     def cost_per_1000(self) -> float:
-        """The price per 1,000 items (NaN without a price)."""
+        """What 1,000 items cost (:attr:`cost`; NaN without a price)."""
         return 1000 * self.cost / self.items if self.items and self.price else float("nan")
+
+    @property
+    def list_cost_per_1000(self) -> float:
+        """The list price of 1,000 items (:attr:`list_cost`; NaN without a price)."""
+        return 1000 * self.list_cost / self.items if self.items and self.price else float("nan")
+
+    def cost_detail(self) -> dict[str, Any] | None:
+        """``{"run": {cost, cost_per_1000_items}, "list": {...}}``: this run's cost from its real token
+        split beside the list price of the same tokens (None without a price)."""
+        if self.price is None:
+            return None
+        return {"run": {"cost": self.cost, "cost_per_1000_items": self.cost_per_1000},
+                "list": {"cost": self.list_cost, "cost_per_1000_items": self.list_cost_per_1000}}
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the counts, the rates and, with a price, the cost."""
         return {
             "items": self.items, "calls": self.calls, "unparsed": self.unparsed, "parse_rate": self.parse_rate,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "cache_write_tokens": self.cache_write_tokens, "cache_read_tokens": self.cache_read_tokens,
             "seconds": round(self.seconds, 3), "seconds_per_call": self.seconds_per_call,
             "seconds_per_1000_items": self.seconds_per_1000,
             "price": None if self.price is None else {"input_per_million": self.price.input,
-                                                      "output_per_million": self.price.output},
+                                                      "output_per_million": self.price.output,
+                                                      **{k: getattr(self.price, k) for k in MULTIPLIERS}},
             "cost": self.cost if self.price else None, "cost_per_1000_items": self.cost_per_1000 if self.price else None,
+            "cost_detail": self.cost_detail(),
+            BATCH_USAGE_KEY: batch_usage(self),
         }  # fmt: skip
 
     def with_price(self, price: Price | None) -> JudgeUsage:
         """The same usage at ``price``."""
-        return JudgeUsage(self.items, self.calls, self.unparsed, self.prompt_tokens, self.completion_tokens,
-                          self.seconds, price)
+        return replace(self, price=price)
+
+
+#: the key of the summary's ``usage`` that the batch API fills (:func:`batch_usage`)
+BATCH_USAGE_KEY = "batched_tokens"
+
+
+def batch_usage(u: JudgeUsage) -> dict[str, int] | None:
+    """The hook of the batch path in a summary's ``usage``: the tokens of the calls priced as batched
+    (sent through a batch API or at a flex tier), None when there were none."""
+    if not (u.batched.prompt or u.batched.completion):
+        return None
+    return {"prompt_tokens": u.batched.prompt, "completion_tokens": u.batched.completion,
+            "cache_read_tokens": u.batched.cache_read, "cache_write_tokens": u.batched.cache_write}
 
 
 def _num(values: Iterable[Any]) -> float:
@@ -242,10 +344,12 @@ def table_usage(table: Any, column: str, price: Price | None = None) -> JudgeUsa
     if f"{column}.status" in t.columns:
         t = t[t[f"{column}.status"] != "skipped"]
     unparsed = _num(t[f"{column}.unparsed"]) if f"{column}.unparsed" in t.columns else 0.0
+    cache = {k: int(_num(t[f"{column}.{k}"])) if f"{column}.{k}" in t.columns else 0
+             for k in ("cache_read_tokens", "cache_write_tokens")}
     return JudgeUsage(items=len(t), calls=int(_num(t[f"{column}.calls"])), unparsed=int(unparsed),
                       prompt_tokens=int(_num(t[f"{column}.prompt_tokens"])),
                       completion_tokens=int(_num(t[f"{column}.completion_tokens"])),
-                      seconds=_num(t[f"{column}.seconds"]), price=price)
+                      seconds=_num(t[f"{column}.seconds"]), price=price, **cache)
 
 
 def table_models(table: Any, column: str) -> list[str]:
@@ -279,5 +383,6 @@ def drift_message(versions: Sequence[Mapping[str, Any]]) -> str | None:
             "run or since the cached answers; grades of different versions may not be comparable")
 
 
-__all__ = ["PRICES_ENV", "ROW_COLUMNS", "JudgeUsage", "Price", "PriceBook", "drift_message", "has_usage",
+__all__ = ["BATCH_USAGE_KEY", "MULTIPLIERS", "PRICES_ENV", "ROW_COLUMNS", "JudgeUsage", "Price", "PriceBook", "Tokens",
+           "batch_usage", "drift_message", "has_usage",
            "model_versions", "parse_price", "price_book", "read_prices", "table_models", "table_usage"]

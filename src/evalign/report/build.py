@@ -187,10 +187,12 @@ def _cost_section(data: ReportData) -> Section | None:
             s.text = ("Per judge over the whole table: answered calls (re-asks and cached ones included), the "
                       "server's prompt and completion tokens, mean seconds per call, the share of answers read "
                       "(parse rate), seconds per 1,000 items (the calls' latencies added up: one call at a time) "
-                      "and, with a price (--price IN/OUT, --prices FILE), the cost per 1,000 items. Timings depend "
+                      "and, with a price (--price IN/OUT, --prices FILE), the cost per 1,000 items from the run's real token "
+                      "split (prompt-cache reads and writes, batched calls at their multipliers) beside the list "
+                      "price of the same tokens. Timings depend "
                       "on the machine and its load.")
             shown = ["metric", "value", "calls", "prompt_tokens", "completion_tokens", "s_per_call", "parse_rate",
-                     "s_per_1000", *(["cost_per_1000"] if priced else [])]
+                     "s_per_1000", *(["cost_per_1000", "list_cost_per_1000"] if priced else [])]
             s.tables[f"Cost and time of the judges ({key})"] = format_results(judges[[c for c in shown if c in judges.columns]]
                                                                              .rename(columns={"value": stat}), data.digits)
             xlabel = "cost per 1,000 items (price per 1M tokens as given)" if priced else \

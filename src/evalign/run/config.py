@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.backends import BACKENDS, backend_class, list_backends
+from evalign.backends.registry import default_api_key_env
 from evalign.datasets.base import bundled_path
 from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
@@ -290,7 +291,7 @@ def _judge(v: Any, where: _Where, parent: Any, key: Any) -> JudgeConfig:
     if backend not in BACKENDS:
         raise UsageError(f"{where.prefix(m, 'backend')}: " + str(unknown_name("judge backend", backend,
                                                                                 list_backends())))
-    env = _typed(m, "api_key_env", (str,), where, "OPENAI_API_KEY")
+    env = _typed(m, "api_key_env", (str,), where, default_api_key_env(backend))
     if env is not None and not _ENV_NAME.match(env):
         raise where.error(m, "api_key_env", "must be the NAME of an environment variable (letters, digits, _), "
                                             "never the key itself")
