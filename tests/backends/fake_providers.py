@@ -39,6 +39,8 @@ class Seen:
     body: Any
     system: str = ""
     user: str = ""
+    #: Anthropic: the text of the blocks up to the last one marked ``cache_control`` ("" when none)
+    cached_prefix: str = ""
 
 
 @dataclass
@@ -61,6 +63,19 @@ def _texts(blocks: Any) -> str:
     if isinstance(blocks, list):
         return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
     return ""
+
+
+def cached_prefix(body: dict[str, Any]) -> str:
+    """The text of a Messages body's blocks (system, then the turns') up to the last one marked
+    ``cache_control``, joined by spaces ("" when none is marked)."""
+    blocks: list[dict[str, Any]] = []
+    system = body.get("system")
+    blocks.extend(b for b in (system if isinstance(system, list) else [{"text": system or ""}]) if isinstance(b, dict))
+    for m in body.get("messages", []):
+        content = m.get("content")
+        blocks.extend(content if isinstance(content, list) else [{"text": content}])
+    marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("cache_control")]
+    return " ".join(str(b.get("text", "")) for b in blocks[: marked[-1] + 1]) if marked else ""
 
 
 @dataclass
@@ -181,18 +196,19 @@ class FakeProviders:
 
     # -- Anthropic --------------------------------------------------------------------------------
     def anthropic_answer(self, seen: Seen) -> dict[str, Any]:
-        """A Messages API answer (usage with the prompt cache's fields)."""
+        """A Messages API answer (usage with the prompt cache's fields: the blocks up to the last one
+        marked ``cache_control`` are written on their first request and read by the next ones)."""
         body = seen.body
         text = self.reply(seen)
-        system = body.get("system")
-        marked = isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system)
         prompt = words(seen.system) + sum(words(_texts(m["content"])) for m in body.get("messages", []))
+        seen.cached_prefix = cached_prefix(body)
         write = read = 0
-        if marked:
+        if seen.cached_prefix:
             with self._lock:
-                hit = seen.system in self.cached
-                self.cached.add(seen.system)
-            write, read = (0, words(seen.system)) if hit else (words(seen.system), 0)
+                hit = seen.cached_prefix in self.cached
+                self.cached.add(seen.cached_prefix)
+            n = words(seen.cached_prefix)
+            write, read = (0, n) if hit else (n, 0)
         return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
                 "content": [{"type": "text", "text": text}], "stop_reason": self.stop_reason, "stop_sequence": None,
                 "usage": {"input_tokens": prompt - write - read, "output_tokens": words(text),

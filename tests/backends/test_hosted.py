@@ -225,3 +225,24 @@ def test_service_tier_and_repetition_penalty_only_where_the_host_takes_them() ->
     assert "repetition_penalty" not in anthropic_body(req, model="m")
     with pytest.raises(ValueError, match="service tier"):
         AnthropicBackend(model="claude", service_tier="flex")
+
+
+def test_anthropic_caches_the_shared_start_of_the_last_turn() -> None:
+    template = "###Task: grade the response.\n###Rubric: honesty\n###Response:\n"
+    reqs = [GenerationRequest(messages=[{"role": "system", "content": "S"},
+                                        {"role": "user", "content": f"{template}Answer number {i}"}]) for i in range(3)]
+    with FakeProviders() as fake:
+        fast(AnthropicBackend, fake, concurrency=1).run(reqs)
+        # a later wave of one request keeps the cut the first wave found
+        again = fast(AnthropicBackend, fake)
+        again.run(reqs[:2])
+        again.run(reqs[2:])
+        bodies = [s.body for s in fake.requests]
+    for body in bodies:
+        assert body["messages"][-1]["content"] == [
+            {"type": "text", "text": template, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": body["messages"][-1]["content"][1]["text"]}]
+    assert [b["messages"][-1]["content"][1]["text"] for b in bodies] == [f"Answer number {i}" for i in (0, 1, 2, 0, 1, 2)]
+    # byte for byte the same prompt: the blocks join into the user's text
+    single = anthropic_body(reqs[0], model="m", user_prefix="no such start")
+    assert single["messages"][-1]["content"] == f"{template}Answer number 0"

@@ -55,7 +55,8 @@ def test_anthropic_judge_cache_tokens_and_cost(tmp_path: Path, monkeypatch: pyte
     assert len(sent) == 4 and all(r.headers["x-api-key"] == KEY for r in sent)
     assert all(r.headers["anthropic-version"] == "2023-06-01" for r in sent)
     assert all(r.body["system"][0]["cache_control"] == {"type": "ephemeral"} for r in sent)
-    system = sent[0].system.split()
+    system = sent[0].cached_prefix.split()  # the system prompt and the template's text before the item
+    assert len(system) > len(sent[0].system.split()) and all(r.cached_prefix == sent[0].cached_prefix for r in sent)
     u = s["usage"]
     # the fake counts words: the first call writes the system prompt, the three others read it
     assert u["cache_write_tokens"] == len(system) and u["cache_read_tokens"] == 3 * len(system)
