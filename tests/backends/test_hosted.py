@@ -234,7 +234,7 @@ def test_anthropic_caches_the_shared_start_of_the_last_turn() -> None:
     with FakeProviders() as fake:
         fast(AnthropicBackend, fake, concurrency=1).run(reqs)
         # a later wave of one request keeps the cut the first wave found
-        again = fast(AnthropicBackend, fake)
+        again = fast(AnthropicBackend, fake, concurrency=1)
         again.run(reqs[:2])
         again.run(reqs[2:])
         bodies = [s.body for s in fake.requests]
@@ -246,3 +246,13 @@ def test_anthropic_caches_the_shared_start_of_the_last_turn() -> None:
     # byte for byte the same prompt: the blocks join into the user's text
     single = anthropic_body(reqs[0], model="m", user_prefix="no such start")
     assert single["messages"][-1]["content"] == f"{template}Answer number 0"
+
+
+def test_the_providers_own_url_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(BackendRequestError, match=r"needs a key, and \$ANTHROPIC_API_KEY is not set") as e:
+        AnthropicBackend(model="claude-sonnet-4-5").run([chat()])  # nothing is sent
+    assert e.value.fatal
+    monkeypatch.setenv("GEMINI_API_KEY", "")
+    with pytest.raises(BackendRequestError, match=r"\$GEMINI_API_KEY is not set"):
+        GeminiBackend(model="gemini-2.5-flash").run([chat()])

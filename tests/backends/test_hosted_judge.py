@@ -183,3 +183,23 @@ def test_run_config_takes_a_hosted_judge(tmp_path: Path, monkeypatch: pytest.Mon
     judged = pd.read_json(tmp_path / "out" / "pairs" / "pairs.jsonl", lines=True)
     assert judged["gem"].tolist() == ["A"] * 6
     no_key_anywhere(tmp_path / "out")
+
+
+def test_synth_and_cascade_specs_take_a_hosted_teacher(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalign.backends import BackendSpec, GenerationRequest, open_backend
+    from evalign.cli.synth import make_teacher
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    with FakeProviders(reply=lambda s: "a rubric") as fake:
+        teacher = make_teacher("gemini", "gemini-2.5-flash", fake.gemini_url, None, 2, 8, None, 30.0, 1)
+        assert type(teacher).__name__ == "GeminiBackend" and teacher.api_key_env == "GEMINI_API_KEY"
+        assert teacher.run([GenerationRequest(prompt="Write a rubric.")])[0].text == "a rubric"
+        # the spec a cascade stage or `judge --cascade` rebuilds its judge from
+        spec = BackendSpec.from_dict({"kind": "anthropic", "model": "claude-haiku-4-5", "url": [fake.anthropic_url],
+                                      "options": {"system_prompt": "role", "prompt_cache": "1h"}})
+        with open_backend(spec) as backend:
+            assert backend.run([GenerationRequest(messages=[{"role": "system", "content": "S"},
+                                                            {"role": "user", "content": "x"}])])[0].text == "a rubric"
+        assert fake.requests[0].headers["x-goog-api-key"] == KEY
+        assert fake.requests[1].body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert "x-api-key" not in fake.requests[1].headers  # $ANTHROPIC_API_KEY is not set: no key sent

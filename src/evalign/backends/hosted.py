@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from evalign.backends.base import Backend, BackendOptions
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.types import Constraint, GenerationRequest, Message
 
@@ -177,6 +177,16 @@ class HostedBackend(OpenAICompatibleBackend):
             return None
         return (f"the {self.kind} backend takes a json_schema constraint (the provider's structured output), "
                 f"not this {' / '.join(constraint.forms)} one")
+
+    def _headers(self) -> tuple[dict[str, str], list[str]]:
+        """The request headers (:meth:`OpenAICompatibleBackend._headers`); at the provider's own URL a key
+        is required: without one, a fatal error names its variable before any request."""
+        headers, secrets = super()._headers()
+        if not secrets and self.base_url == self.default_url.rstrip("/"):
+            where = f"${self.api_key_env}" if self.api_key_env else "no variable (--api-key-env '')"
+            raise BackendRequestError(f"{self.url}: the {self.kind} API needs a key, and {where} is not set "
+                                      "(set it, or name the variable that holds it with --api-key-env)", fatal=True)
+        return headers, secrets
 
     def say_once(self, what: str, message: str, *args: Any) -> None:
         """Log ``message`` as a warning the first time ``what`` happens on this backend."""
