@@ -256,3 +256,10 @@ def test_the_providers_own_url_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("GEMINI_API_KEY", "")
     with pytest.raises(BackendRequestError, match=r"\$GEMINI_API_KEY is not set"):
         GeminiBackend(model="gemini-2.5-flash").run([chat()])
+
+
+def test_anthropic_several_samples_are_several_requests() -> None:
+    with FakeProviders(reply=lambda s: "[RESULT] 5") as fake:
+        gen = fast(AnthropicBackend, fake).run([GenerationRequest(messages=chat().messages, n=3, temperature=1.0)])[0]
+        assert len(fake.requests) == 3 and all("n" not in r.body for r in fake.requests)
+    assert [c.text for c in gen.choices] == ["[RESULT] 5"] * 3 and gen.usage.completion_tokens == 6
