@@ -20,6 +20,7 @@ from evalign.backends.base import BackendRequestError
 from evalign.backends.gemini_api import GeminiBackend, gemini_answer, gemini_body, gemini_schema
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.registry import default_api_key_env
+from evalign.errors import UsageError
 
 KEY = "sk-ant-fake-SECRET-123456"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5,
@@ -223,7 +224,7 @@ def test_service_tier_and_repetition_penalty_only_where_the_host_takes_them() ->
     local = OpenAICompatibleBackend("http://localhost:8000/v1", "m").build_body(req)
     assert local["repetition_penalty"] == 1.1 and "prompt_cache_key" not in local
     assert "repetition_penalty" not in anthropic_body(req, model="m")
-    with pytest.raises(ValueError, match="service tier"):
+    with pytest.raises(UsageError, match="service_tier: the anthropic backend takes no service tier"):
         AnthropicBackend(model="claude", service_tier="flex")
 
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from evalign.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.types import Constraint, GenerationRequest, Message
+from evalign.errors import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ class HostedBackend(OpenAICompatibleBackend):
         if not model:
             raise ValueError(f"the {self.kind} backend needs a model")
         if kwargs.get("service_tier"):
-            raise ValueError(f"the {self.kind} backend takes no service tier (--service-tier flex is OpenAI's); "
+            raise UsageError(f"service_tier: the {self.kind} backend takes no service tier (flex is OpenAI's); "
                              "use its batch API for the batch price")
         kwargs.pop("stream", None)  # the providers' event streams are not read: one answer per request
         for fixed in ("constraint_format", "repetition_penalty_fields", "endpoint"):  # the provider's own
