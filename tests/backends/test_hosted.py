@@ -264,3 +264,16 @@ def test_anthropic_several_samples_are_several_requests() -> None:
         gen = fast(AnthropicBackend, fake).run([GenerationRequest(messages=chat().messages, n=3, temperature=1.0)])[0]
         assert len(fake.requests) == 3 and all("n" not in r.body for r in fake.requests)
     assert [c.text for c in gen.choices] == ["[RESULT] 5"] * 3 and gen.usage.completion_tokens == 6
+
+
+def test_anthropic_never_sends_temperature_and_top_p_together(caplog: pytest.LogCaptureFixture) -> None:
+    def body(t: float, p: float) -> dict:
+        return anthropic_body(GenerationRequest(prompt="x", temperature=t, top_p=p), model="m")
+
+    assert body(1.0, 0.9)["top_p"] == 0.9 and "temperature" not in body(1.0, 0.9)  # Prometheus' sampling
+    assert body(0.0, 1.0)["temperature"] == 0.0 and "top_p" not in body(0.0, 1.0)
+    assert body(0.7, 0.9)["temperature"] == 0.7 and "top_p" not in body(0.7, 0.9)
+    assert body(1.5, 1.0)["temperature"] == 1.0
+    with FakeProviders() as fake, caplog.at_level(logging.WARNING):
+        fast(AnthropicBackend, fake).run([GenerationRequest(prompt="x", temperature=0.5, top_p=0.8)] * 2)
+    assert caplog.text.count("top_p 0.8 is not sent with temperature 0.5") == 1

@@ -5,8 +5,9 @@ Built to Anthropic's published API reference:
 * headers ``x-api-key: KEY`` (from ``$ANTHROPIC_API_KEY`` unless ``api_key_env`` names another variable)
   and ``anthropic-version: 2023-06-01``; the key is never logged, cached or written;
 * the system prompt is the top-level ``system`` field (text blocks), the turns ``messages``;
-  ``max_tokens`` is always sent; ``temperature``, ``top_p`` (only when below 1: recent models refuse
-  both together), ``stop_sequences``; no seed, no ``n`` (several samples are several requests), no
+  ``max_tokens`` is always sent; ``temperature`` (at most 1), or ``top_p`` alone when it is below 1 and
+  the temperature is 1 (Anthropic's default; recent models refuse both together: a top_p below 1 with
+  another temperature is dropped, and said once), ``stop_sequences``; no seed, no ``n`` (several samples are several requests), no
   logprobs (G-Eval falls back to the sampled grade and says why once);
 * a JSON-schema constraint goes as ``output_config: {format: {type: json_schema, schema}}``, the
   keywords the API refuses (``minimum``, ``maximum``, ``pattern`` ...) moved into the field's
@@ -115,9 +116,10 @@ def anthropic_body(req: GenerationRequest, *, model: str, system_prompt: str = "
     if system:
         body["system"] = _cached(system, cache)
     body["messages"] = _turns(turns, cache, user_prefix)
-    body["temperature"] = min(1.0, req.temperature)
-    if req.top_p < 1.0:
+    if req.top_p < 1.0 and req.temperature == 1.0:  # Anthropic's default temperature: the same sampling
         body["top_p"] = req.top_p
+    else:  # recent models refuse temperature and top_p together: a top_p below 1 is dropped (said once)
+        body["temperature"] = min(1.0, req.temperature)
     if req.stop:
         body["stop_sequences"] = list(req.stop)
     if req.constraint is not None and req.constraint.json_schema is not None:
@@ -229,6 +231,9 @@ class AnthropicBackend(HostedBackend):
         if req.logprobs:
             self.say_once("logprobs", "%s: Claude returns no logprobs; G-Eval falls back to the sampled grade "
                           "(--geval-fallback) and J.p_a / J.confidence stay empty", self.kind)
+        if req.top_p < 1.0 and req.temperature != 1.0:
+            self.say_once("top_p", "%s: top_p %g is not sent with temperature %g (recent Claude models refuse "
+                          "both together)", self.kind, req.top_p, req.temperature)
         self.unsent(req)
         return await super().generate(req)
 
