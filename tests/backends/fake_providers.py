@@ -83,16 +83,17 @@ class FakeProviders:
     """The fake server (a context manager; see the module doc).
 
     * ``reply(seen) -> str``: the answer text of a request (default ``"[RESULT] 3"``);
-    * ``top``: Gemini's top log-probabilities at the first answer position, as probabilities by token
-      (sent when the request asks ``responseLogprobs``; the chosen token is the answer's first
-      character);
+    * ``top``: Gemini's top log-probabilities at one answer position (``top_pos``: 0 the first character,
+      -1 the last), as probabilities by token, or a function of the request giving them (sent when the
+      request asks ``responseLogprobs``; the answer is one token per character);
     * ``stop_reason`` (Anthropic) / ``finish_reason`` (Gemini): what the answer ends with;
     * ``block_reason``: Gemini's ``promptFeedback.blockReason`` (no candidate);
     * ``model_version``: Gemini's ``modelVersion``.
     """
 
     reply: Callable[[Seen], str] = field(default=lambda seen: "[RESULT] 3")
-    top: dict[str, float] | None = None
+    top: dict[str, float] | Callable[[Seen], dict[str, float]] | None = None
+    top_pos: int = 0
     stop_reason: str = "end_turn"
     finish_reason: str = "STOP"
     block_reason: str | None = None
@@ -235,18 +236,20 @@ class FakeProviders:
             cand: dict[str, Any] = {"index": i, "finishReason": self.finish_reason,
                                     "content": {"role": "model", "parts": [{"text": text}] if text else []}}
             if config.get("responseLogprobs") and text:
-                cand["logprobsResult"] = self.logprobs(text, int(config.get("logprobs") or 0))
+                top = self.top(seen) if callable(self.top) else self.top
+                cand["logprobsResult"] = self.logprobs(text, int(config.get("logprobs") or 0), top)
             cands.append(cand)
         usage["candidatesTokenCount"] = sum(words(_texts(c["content"]["parts"])) for c in cands)
         usage["totalTokenCount"] = usage["promptTokenCount"] + usage["candidatesTokenCount"]
         return {"candidates": cands, "usageMetadata": usage, "modelVersion": self.model_version}
 
-    def logprobs(self, text: str, k: int) -> dict[str, Any]:
-        """Gemini's ``logprobsResult`` of ``text``: one step per character; the first step's top
-        candidates from :attr:`top` (else the chosen character alone, probability 1)."""
+    def logprobs(self, text: str, k: int, top: dict[str, float] | None = None) -> dict[str, Any]:
+        """Gemini's ``logprobsResult`` of ``text``: one step per character; the top candidates at
+        :attr:`top_pos` from ``top`` (else the chosen character alone, probability 1)."""
         steps, chosen = [], []
+        at = self.top_pos % len(text)
         for pos, ch in enumerate(text):
-            dist = dict(self.top) if pos == 0 and self.top else {ch: 1.0}
+            dist = dict(top) if pos == at and top else {ch: 1.0}
             lp = math.log(dist.get(ch, 1e-9))
             chosen.append({"token": ch, "tokenId": ord(ch), "logProbability": lp})
             ranked = sorted(dist.items(), key=lambda kv: -kv[1])[: max(k, 1)]

@@ -203,3 +203,28 @@ def test_synth_and_cascade_specs_take_a_hosted_teacher(monkeypatch: pytest.Monke
         assert fake.requests[0].headers["x-goog-api-key"] == KEY
         assert fake.requests[1].body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
         assert "x-api-key" not in fake.requests[1].headers  # $ANTHROPIC_API_KEY is not set: no key sent
+
+
+def test_gemini_logprobs_give_a_pair_judges_p_a(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": i, "system_a": "x", "system_b": "y", "instruction": f"Fruit? ({i})",
+                                         "response_a": "apples", "response_b": "no"}) + "\n" for i in range(3)))
+
+    def first_is_better(seen: object) -> bool:
+        return "apples" in seen.user.split("###Response A:")[1].split("###Response B:")[0]  # type: ignore[attr-defined]
+
+    def reply(seen: object) -> str:
+        return f"Feedback: compared. [RESULT] {'A' if first_is_better(seen) else 'B'}"
+
+    def top(seen: object) -> dict[str, float]:  # 0.8 on the verdict given, 0.2 on the other
+        return {"A": 0.8, "B": 0.2} if first_is_better(seen) else {"B": 0.8, "A": 0.2}
+
+    out = tmp_path / "judged.jsonl"
+    with FakeProviders(reply=reply, top=top, top_pos=-1) as fake:
+        s = judge(fake.gemini_url, pairs, "--backend", "gemini", "--model", "gemini-2.5-flash", "--mode", "pairwise",
+                  "--top-logprobs", "5", "-o", str(out))
+        assert all(r.body["generationConfig"]["logprobs"] == 5 for r in fake.requests)
+    table = pd.read_json(out, lines=True)
+    col = s["column"]
+    assert table[col].tolist() == ["A"] * 3
+    assert table[f"{col}.p_a"].tolist() == pytest.approx([0.8] * 3)  # both orders mapped back to A
