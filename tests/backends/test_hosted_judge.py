@@ -228,3 +228,18 @@ def test_gemini_logprobs_give_a_pair_judges_p_a(tmp_path: Path) -> None:
     col = s["column"]
     assert table[col].tolist() == ["A"] * 3
     assert table[f"{col}.p_a"].tolist() == pytest.approx([0.8] * 3)  # both orders mapped back to A
+
+
+def test_a_json_answer_goes_as_anthropics_structured_output(tmp_path: Path) -> None:
+    from evalign.judges.parsing import CRITERIA
+
+    src = write_items(tmp_path / "items.jsonl", 2)
+    with FakeProviders(reply=lambda s: json.dumps(dict.fromkeys(CRITERIA, 2))) as fake:
+        s = judge(fake.anthropic_url, src, "--backend", "anthropic", "--mode", "criteria", "--no-reference")
+        fmt = fake.requests[0].body["output_config"]["format"]
+    assert s["scored"] == 2 and s["mean"] == 2.0 and s["constraint"]["sent"] is True
+    assert fmt["type"] == "json_schema" and fmt["schema"]["type"] == "object"
+    assert fmt["schema"]["additionalProperties"] is False
+    text = json.dumps(fmt["schema"])
+    assert '"minimum"' not in text and '"maximum"' not in text  # refused keywords, moved into descriptions
+    assert fmt["schema"]["properties"]["correctness"] == {"type": "integer", "description": "{minimum: 1, maximum: 3}"}
