@@ -39,6 +39,8 @@ class Seen:
     body: Any
     system: str = ""
     user: str = ""
+    #: Anthropic: the text of the blocks up to the last one marked ``cache_control`` ("" when none)
+    cached_prefix: str = ""
 
 
 @dataclass
@@ -63,21 +65,35 @@ def _texts(blocks: Any) -> str:
     return ""
 
 
+def cached_prefix(body: dict[str, Any]) -> str:
+    """The text of a Messages body's blocks (system, then the turns') up to the last one marked
+    ``cache_control``, joined by spaces ("" when none is marked)."""
+    blocks: list[dict[str, Any]] = []
+    system = body.get("system")
+    blocks.extend(b for b in (system if isinstance(system, list) else [{"text": system or ""}]) if isinstance(b, dict))
+    for m in body.get("messages", []):
+        content = m.get("content")
+        blocks.extend(content if isinstance(content, list) else [{"text": content}])
+    marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("cache_control")]
+    return " ".join(str(b.get("text", "")) for b in blocks[: marked[-1] + 1]) if marked else ""
+
+
 @dataclass
 class FakeProviders:
     """The fake server (a context manager; see the module doc).
 
     * ``reply(seen) -> str``: the answer text of a request (default ``"[RESULT] 3"``);
-    * ``top``: Gemini's top log-probabilities at the first answer position, as probabilities by token
-      (sent when the request asks ``responseLogprobs``; the chosen token is the answer's first
-      character);
+    * ``top``: Gemini's top log-probabilities at one answer position (``top_pos``: 0 the first character,
+      -1 the last), as probabilities by token, or a function of the request giving them (sent when the
+      request asks ``responseLogprobs``; the answer is one token per character);
     * ``stop_reason`` (Anthropic) / ``finish_reason`` (Gemini): what the answer ends with;
     * ``block_reason``: Gemini's ``promptFeedback.blockReason`` (no candidate);
     * ``model_version``: Gemini's ``modelVersion``.
     """
 
     reply: Callable[[Seen], str] = field(default=lambda seen: "[RESULT] 3")
-    top: dict[str, float] | None = None
+    top: dict[str, float] | Callable[[Seen], dict[str, float]] | None = None
+    top_pos: int = 0
     stop_reason: str = "end_turn"
     finish_reason: str = "STOP"
     block_reason: str | None = None
@@ -181,18 +197,19 @@ class FakeProviders:
 
     # -- Anthropic --------------------------------------------------------------------------------
     def anthropic_answer(self, seen: Seen) -> dict[str, Any]:
-        """A Messages API answer (usage with the prompt cache's fields)."""
+        """A Messages API answer (usage with the prompt cache's fields: the blocks up to the last one
+        marked ``cache_control`` are written on their first request and read by the next ones)."""
         body = seen.body
         text = self.reply(seen)
-        system = body.get("system")
-        marked = isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system)
         prompt = words(seen.system) + sum(words(_texts(m["content"])) for m in body.get("messages", []))
+        seen.cached_prefix = cached_prefix(body)
         write = read = 0
-        if marked:
+        if seen.cached_prefix:
             with self._lock:
-                hit = seen.system in self.cached
-                self.cached.add(seen.system)
-            write, read = (0, words(seen.system)) if hit else (words(seen.system), 0)
+                hit = seen.cached_prefix in self.cached
+                self.cached.add(seen.cached_prefix)
+            n = words(seen.cached_prefix)
+            write, read = (0, n) if hit else (n, 0)
         return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
                 "content": [{"type": "text", "text": text}], "stop_reason": self.stop_reason, "stop_sequence": None,
                 "usage": {"input_tokens": prompt - write - read, "output_tokens": words(text),
@@ -219,18 +236,20 @@ class FakeProviders:
             cand: dict[str, Any] = {"index": i, "finishReason": self.finish_reason,
                                     "content": {"role": "model", "parts": [{"text": text}] if text else []}}
             if config.get("responseLogprobs") and text:
-                cand["logprobsResult"] = self.logprobs(text, int(config.get("logprobs") or 0))
+                top = self.top(seen) if callable(self.top) else self.top
+                cand["logprobsResult"] = self.logprobs(text, int(config.get("logprobs") or 0), top)
             cands.append(cand)
         usage["candidatesTokenCount"] = sum(words(_texts(c["content"]["parts"])) for c in cands)
         usage["totalTokenCount"] = usage["promptTokenCount"] + usage["candidatesTokenCount"]
         return {"candidates": cands, "usageMetadata": usage, "modelVersion": self.model_version}
 
-    def logprobs(self, text: str, k: int) -> dict[str, Any]:
-        """Gemini's ``logprobsResult`` of ``text``: one step per character; the first step's top
-        candidates from :attr:`top` (else the chosen character alone, probability 1)."""
+    def logprobs(self, text: str, k: int, top: dict[str, float] | None = None) -> dict[str, Any]:
+        """Gemini's ``logprobsResult`` of ``text``: one step per character; the top candidates at
+        :attr:`top_pos` from ``top`` (else the chosen character alone, probability 1)."""
         steps, chosen = [], []
+        at = self.top_pos % len(text)
         for pos, ch in enumerate(text):
-            dist = dict(self.top) if pos == 0 and self.top else {ch: 1.0}
+            dist = dict(top) if pos == at and top else {ch: 1.0}
             lp = math.log(dist.get(ch, 1e-9))
             chosen.append({"token": ch, "tokenId": ord(ch), "logProbability": lp})
             ranked = sorted(dist.items(), key=lambda kv: -kv[1])[: max(k, 1)]

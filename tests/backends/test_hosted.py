@@ -20,6 +20,7 @@ from evalign.backends.base import BackendRequestError
 from evalign.backends.gemini_api import GeminiBackend, gemini_answer, gemini_body, gemini_schema
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.registry import default_api_key_env
+from evalign.errors import UsageError
 
 KEY = "sk-ant-fake-SECRET-123456"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5,
@@ -223,5 +224,56 @@ def test_service_tier_and_repetition_penalty_only_where_the_host_takes_them() ->
     local = OpenAICompatibleBackend("http://localhost:8000/v1", "m").build_body(req)
     assert local["repetition_penalty"] == 1.1 and "prompt_cache_key" not in local
     assert "repetition_penalty" not in anthropic_body(req, model="m")
-    with pytest.raises(ValueError, match="service tier"):
+    with pytest.raises(UsageError, match="service_tier: the anthropic backend takes no service tier"):
         AnthropicBackend(model="claude", service_tier="flex")
+
+
+def test_anthropic_caches_the_shared_start_of_the_last_turn() -> None:
+    template = "###Task: grade the response.\n###Rubric: honesty\n###Response:\n"
+    reqs = [GenerationRequest(messages=[{"role": "system", "content": "S"},
+                                        {"role": "user", "content": f"{template}Answer number {i}"}]) for i in range(3)]
+    with FakeProviders() as fake:
+        fast(AnthropicBackend, fake, concurrency=1).run(reqs)
+        # a later wave of one request keeps the cut the first wave found
+        again = fast(AnthropicBackend, fake, concurrency=1)
+        again.run(reqs[:2])
+        again.run(reqs[2:])
+        bodies = [s.body for s in fake.requests]
+    for body in bodies:
+        assert body["messages"][-1]["content"] == [
+            {"type": "text", "text": template, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": body["messages"][-1]["content"][1]["text"]}]
+    assert [b["messages"][-1]["content"][1]["text"] for b in bodies] == [f"Answer number {i}" for i in (0, 1, 2, 0, 1, 2)]
+    # byte for byte the same prompt: the blocks join into the user's text
+    single = anthropic_body(reqs[0], model="m", user_prefix="no such start")
+    assert single["messages"][-1]["content"] == f"{template}Answer number 0"
+
+
+def test_the_providers_own_url_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(BackendRequestError, match=r"needs a key, and \$ANTHROPIC_API_KEY is not set") as e:
+        AnthropicBackend(model="claude-sonnet-4-5").run([chat()])  # nothing is sent
+    assert e.value.fatal
+    monkeypatch.setenv("GEMINI_API_KEY", "")
+    with pytest.raises(BackendRequestError, match=r"\$GEMINI_API_KEY is not set"):
+        GeminiBackend(model="gemini-2.5-flash").run([chat()])
+
+
+def test_anthropic_several_samples_are_several_requests() -> None:
+    with FakeProviders(reply=lambda s: "[RESULT] 5") as fake:
+        gen = fast(AnthropicBackend, fake).run([GenerationRequest(messages=chat().messages, n=3, temperature=1.0)])[0]
+        assert len(fake.requests) == 3 and all("n" not in r.body for r in fake.requests)
+    assert [c.text for c in gen.choices] == ["[RESULT] 5"] * 3 and gen.usage.completion_tokens == 6
+
+
+def test_anthropic_never_sends_temperature_and_top_p_together(caplog: pytest.LogCaptureFixture) -> None:
+    def body(t: float, p: float) -> dict:
+        return anthropic_body(GenerationRequest(prompt="x", temperature=t, top_p=p), model="m")
+
+    assert body(1.0, 0.9)["top_p"] == 0.9 and "temperature" not in body(1.0, 0.9)  # Prometheus' sampling
+    assert body(0.0, 1.0)["temperature"] == 0.0 and "top_p" not in body(0.0, 1.0)
+    assert body(0.7, 0.9)["temperature"] == 0.7 and "top_p" not in body(0.7, 0.9)
+    assert body(1.5, 1.0)["temperature"] == 1.0
+    with FakeProviders() as fake, caplog.at_level(logging.WARNING):
+        fast(AnthropicBackend, fake).run([GenerationRequest(prompt="x", temperature=0.5, top_p=0.8)] * 2)
+    assert caplog.text.count("top_p 0.8 is not sent with temperature 0.5") == 1

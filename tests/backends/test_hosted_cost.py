@@ -93,3 +93,37 @@ def test_cache_minimums_by_model_family() -> None:
     assert unknown["minimum"] is None and "no known cache minimum" in unknown["note"]
     off = prefix_report(chats, kind="openai", model="gpt-4o", prompt_cache="off")
     assert "off" in off["note"]
+
+
+def test_report_shows_the_runs_cost_beside_the_list_price() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from evalign.evaluate import EvalSpec, evaluate
+    from evalign.evaluate.spec import Column, Human
+    from evalign.judges import read_pairs
+    from evalign.judges.usage import price_book
+    from evalign.meta.resampling import Resampling
+    from evalign.report.assemble import from_results
+    from evalign.report.build import build_report
+
+    n = 30
+    rng = np.random.default_rng(0)
+    gold = rng.choice(["A", "B"], n)
+    table = pd.DataFrame({
+        "id": [f"p{i}" for i in range(n)], "instruction": "q", "response_a": "a", "response_b": "bb",
+        "system_a": "x", "system_b": "y", "pref_1": [1.0 if g == "A" else -1.0 for g in gold],
+        "J": list(gold), "J.status": "scored", "J.calls": 2, "J.unparsed": 0, "J.prompt_tokens": 1000,
+        "J.completion_tokens": 100, "J.cache_read_tokens": 800, "J.cache_write_tokens": 0, "J.seconds": 1.0,
+        "J.model": "claude-sonnet-4-5"})  # fmt: skip
+    spec = EvalSpec(human=Human(pref_columns=("pref_1",)), columns=(Column("J", "judge", verdict=True),),
+                    pairs=read_pairs(table, pref=["pref_1"]), resampling=Resampling(n_resamples=20, n_permutations=20),
+                    prices=price_book(None, ["3/15"]))
+    result = evaluate(spec)
+    rows = result.trust[0].rows.set_index("metric")
+    # per item: 200 uncached + 800 read at 0.1 input tokens, 100 output; the list price counts 1,000 input
+    assert rows.loc["J", "cost_per_1000"] == pytest.approx(1000 * (280 * 3 + 100 * 15) / 1e6)
+    assert rows.loc["J", "list_cost_per_1000"] == pytest.approx(1000 * (1000 * 3 + 100 * 15) / 1e6)
+    section = next(s for s in build_report(from_results([result])).sections if s.key == "judge_cost")
+    [shown] = section.tables.values()
+    assert {"cost_per_1000", "list_cost_per_1000"} <= set(shown.columns)

@@ -55,7 +55,8 @@ def test_anthropic_judge_cache_tokens_and_cost(tmp_path: Path, monkeypatch: pyte
     assert len(sent) == 4 and all(r.headers["x-api-key"] == KEY for r in sent)
     assert all(r.headers["anthropic-version"] == "2023-06-01" for r in sent)
     assert all(r.body["system"][0]["cache_control"] == {"type": "ephemeral"} for r in sent)
-    system = sent[0].system.split()
+    system = sent[0].cached_prefix.split()  # the system prompt and the template's text before the item
+    assert len(system) > len(sent[0].system.split()) and all(r.cached_prefix == sent[0].cached_prefix for r in sent)
     u = s["usage"]
     # the fake counts words: the first call writes the system prompt, the three others read it
     assert u["cache_write_tokens"] == len(system) and u["cache_read_tokens"] == 3 * len(system)
@@ -182,3 +183,63 @@ def test_run_config_takes_a_hosted_judge(tmp_path: Path, monkeypatch: pytest.Mon
     judged = pd.read_json(tmp_path / "out" / "pairs" / "pairs.jsonl", lines=True)
     assert judged["gem"].tolist() == ["A"] * 6
     no_key_anywhere(tmp_path / "out")
+
+
+def test_synth_and_cascade_specs_take_a_hosted_teacher(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalign.backends import BackendSpec, GenerationRequest, open_backend
+    from evalign.cli.synth import make_teacher
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    with FakeProviders(reply=lambda s: "a rubric") as fake:
+        teacher = make_teacher("gemini", "gemini-2.5-flash", fake.gemini_url, None, 2, 8, None, 30.0, 1)
+        assert type(teacher).__name__ == "GeminiBackend" and teacher.api_key_env == "GEMINI_API_KEY"
+        assert teacher.run([GenerationRequest(prompt="Write a rubric.")])[0].text == "a rubric"
+        # the spec a cascade stage or `judge --cascade` rebuilds its judge from
+        spec = BackendSpec.from_dict({"kind": "anthropic", "model": "claude-haiku-4-5", "url": [fake.anthropic_url],
+                                      "options": {"system_prompt": "role", "prompt_cache": "1h"}})
+        with open_backend(spec) as backend:
+            assert backend.run([GenerationRequest(messages=[{"role": "system", "content": "S"},
+                                                            {"role": "user", "content": "x"}])])[0].text == "a rubric"
+        assert fake.requests[0].headers["x-goog-api-key"] == KEY
+        assert fake.requests[1].body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert "x-api-key" not in fake.requests[1].headers  # $ANTHROPIC_API_KEY is not set: no key sent
+
+
+def test_gemini_logprobs_give_a_pair_judges_p_a(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": i, "system_a": "x", "system_b": "y", "instruction": f"Fruit? ({i})",
+                                         "response_a": "apples", "response_b": "no"}) + "\n" for i in range(3)))
+
+    def first_is_better(seen: object) -> bool:
+        return "apples" in seen.user.split("###Response A:")[1].split("###Response B:")[0]  # type: ignore[attr-defined]
+
+    def reply(seen: object) -> str:
+        return f"Feedback: compared. [RESULT] {'A' if first_is_better(seen) else 'B'}"
+
+    def top(seen: object) -> dict[str, float]:  # 0.8 on the verdict given, 0.2 on the other
+        return {"A": 0.8, "B": 0.2} if first_is_better(seen) else {"B": 0.8, "A": 0.2}
+
+    out = tmp_path / "judged.jsonl"
+    with FakeProviders(reply=reply, top=top, top_pos=-1) as fake:
+        s = judge(fake.gemini_url, pairs, "--backend", "gemini", "--model", "gemini-2.5-flash", "--mode", "pairwise",
+                  "--top-logprobs", "5", "-o", str(out))
+        assert all(r.body["generationConfig"]["logprobs"] == 5 for r in fake.requests)
+    table = pd.read_json(out, lines=True)
+    col = s["column"]
+    assert table[col].tolist() == ["A"] * 3
+    assert table[f"{col}.p_a"].tolist() == pytest.approx([0.8] * 3)  # both orders mapped back to A
+
+
+def test_a_json_answer_goes_as_anthropics_structured_output(tmp_path: Path) -> None:
+    from evalign.judges.parsing import CRITERIA
+
+    src = write_items(tmp_path / "items.jsonl", 2)
+    with FakeProviders(reply=lambda s: json.dumps(dict.fromkeys(CRITERIA, 2))) as fake:
+        s = judge(fake.anthropic_url, src, "--backend", "anthropic", "--mode", "criteria", "--no-reference")
+        fmt = fake.requests[0].body["output_config"]["format"]
+    assert s["scored"] == 2 and s["mean"] == 2.0 and s["constraint"]["sent"] is True
+    assert fmt["type"] == "json_schema" and fmt["schema"]["type"] == "object"
+    assert fmt["schema"]["additionalProperties"] is False
+    text = json.dumps(fmt["schema"])
+    assert '"minimum"' not in text and '"maximum"' not in text  # refused keywords, moved into descriptions
+    assert fmt["schema"]["properties"]["correctness"] == {"type": "integer", "description": "{minimum: 1, maximum: 3}"}

@@ -5,8 +5,9 @@ Built to Anthropic's published API reference:
 * headers ``x-api-key: KEY`` (from ``$ANTHROPIC_API_KEY`` unless ``api_key_env`` names another variable)
   and ``anthropic-version: 2023-06-01``; the key is never logged, cached or written;
 * the system prompt is the top-level ``system`` field (text blocks), the turns ``messages``;
-  ``max_tokens`` is always sent; ``temperature``, ``top_p`` (only when below 1: recent models refuse
-  both together), ``stop_sequences``; no seed, no ``n`` (several samples are several requests), no
+  ``max_tokens`` is always sent; ``temperature`` (at most 1), or ``top_p`` alone when it is below 1 and
+  the temperature is 1 (Anthropic's default; recent models refuse both together: a top_p below 1 with
+  another temperature is dropped, and said once), ``stop_sequences``; no seed, no ``n`` (several samples are several requests), no
   logprobs (G-Eval falls back to the sampled grade and says why once);
 * a JSON-schema constraint goes as ``output_config: {format: {type: json_schema, schema}}``, the
   keywords the API refuses (``minimum``, ``maximum``, ``pattern`` ...) moved into the field's
@@ -25,11 +26,21 @@ reads its results with them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from evalign.backends.hosted import HostedBackend, chat_of, move_keywords, split_system
+from evalign.backends.base import OnDone
+from evalign.backends.hosted import (
+    HostedBackend,
+    chat_of,
+    context_key,
+    move_keywords,
+    shared_user_prefixes,
+    split_system,
+)
 from evalign.backends.registry import register_backend
 from evalign.backends.types import Choice, Generation, GenerationRequest, Message, Usage, fold_system
+from evalign.errors import BackendError
 
 #: the API version sent in ``anthropic-version``
 ANTHROPIC_VERSION = "2023-06-01"
@@ -89,9 +100,13 @@ def cache_control(prompt_cache: str) -> dict[str, str] | None:
 
 
 def anthropic_body(req: GenerationRequest, *, model: str, system_prompt: str = "role",
-                   prompt_cache: str = "auto") -> dict[str, Any]:
+                   prompt_cache: str = "auto", user_prefix: str = "") -> dict[str, Any]:
     """The Messages API body of ``req`` (see the module doc): ``system_prompt`` ``role`` (the top-level
-    ``system``) or ``fold`` (into the first user turn); ``prompt_cache`` marks the shared prefix."""
+    ``system``) or ``fold`` (into the first user turn); ``prompt_cache`` marks the shared prefix:
+    the system prompt, the turns before the last user turn, and ``user_prefix`` (the start of the last
+    user turn that the run's requests share, :func:`~evalign.backends.hosted.shared_user_prefixes`:
+    a verbatim template's instructions, a simulated annotator's few-shot examples) as a text block of
+    its own."""
     chat = chat_of(req)
     if system_prompt == "fold":
         chat = fold_system(chat)
@@ -100,10 +115,11 @@ def anthropic_body(req: GenerationRequest, *, model: str, system_prompt: str = "
     body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens}
     if system:
         body["system"] = _cached(system, cache)
-    body["messages"] = _turns(turns, cache)
-    body["temperature"] = min(1.0, req.temperature)
-    if req.top_p < 1.0:
+    body["messages"] = _turns(turns, cache, user_prefix)
+    if req.top_p < 1.0 and req.temperature == 1.0:  # Anthropic's default temperature: the same sampling
         body["top_p"] = req.top_p
+    else:  # recent models refuse temperature and top_p together: a top_p below 1 is dropped (said once)
+        body["temperature"] = min(1.0, req.temperature)
     if req.stop:
         body["stop_sequences"] = list(req.stop)
     if req.constraint is not None and req.constraint.json_schema is not None:
@@ -112,15 +128,19 @@ def anthropic_body(req: GenerationRequest, *, model: str, system_prompt: str = "
     return body
 
 
-def _turns(turns: list[Message], cache: dict[str, str] | None) -> list[dict[str, Any]]:
+def _turns(turns: list[Message], cache: dict[str, str] | None, user_prefix: str = "") -> list[dict[str, Any]]:
     """The turns; with a cache, the turn before the last user turn (few-shot examples shared by every
-    request) ends the cached prefix."""
+    request) ends a cached prefix, and so does ``user_prefix`` at the start of the last user turn."""
     out: list[dict[str, Any]] = [{"role": "assistant" if m["role"] == "assistant" else "user",
                                   "content": m["content"]} for m in turns]
     last_user = max((i for i, m in enumerate(out) if m["role"] == "user"), default=-1)
     if cache is not None and last_user >= 1:
         shared = out[last_user - 1]
         shared["content"] = _cached(str(shared["content"]), cache)
+    text = str(out[last_user]["content"]) if last_user >= 0 else ""
+    if cache is not None and user_prefix and last_user == len(out) - 1 and text.startswith(user_prefix) \
+            and len(text) > len(user_prefix):
+        out[last_user]["content"] = [*_cached(user_prefix, cache), {"type": "text", "text": text[len(user_prefix):]}]
     return out
 
 
@@ -179,8 +199,10 @@ class AnthropicBackend(HostedBackend):
         return {"x-api-key": key}
 
     def build_body(self, req: GenerationRequest, n: int | None = None, seed: int | None = None) -> dict[str, Any]:
-        """The Messages body of ``req`` (:func:`anthropic_body`; one sample per request, no seed)."""
-        body = anthropic_body(req, model=self.model, system_prompt=self.system_prompt, prompt_cache=self.prompt_cache)
+        """The Messages body of ``req`` (:func:`anthropic_body`; one sample per request, no seed), the
+        shared start of its last turn cached where its wave had one."""
+        body = anthropic_body(req, model=self.model, system_prompt=self.system_prompt, prompt_cache=self.prompt_cache,
+                              user_prefix=self._prefixes.get(context_key(req), ""))
         body.update(self.extra_body)
         return body
 
@@ -192,11 +214,26 @@ class AnthropicBackend(HostedBackend):
         """:func:`anthropic_answer`."""
         return anthropic_answer(data)
 
+    async def generate_many(self, reqs: Sequence[GenerationRequest], on_done: OnDone | None = None, *,
+                            raise_errors: bool = False) -> list[Generation | BackendError]:
+        """:meth:`Backend.generate_many`, after reading what the wave's requests share (the start of
+        their last turn, :func:`~evalign.backends.hosted.shared_user_prefixes`): a prefix found in an
+        earlier wave is kept while the new requests start with it, so the cached blocks stay the same."""
+        if self.prompt_cache != "off":
+            for key, prefix in shared_user_prefixes(reqs).items():
+                known = self._prefixes.get(key)
+                if not (known and prefix.startswith(known)):
+                    self._prefixes[key] = prefix
+        return await super().generate_many(reqs, on_done, raise_errors=raise_errors)
+
     async def generate(self, req: GenerationRequest) -> Generation:
         """Send ``req`` (logprobs cannot be asked of Claude: said once, the answer comes without them)."""
         if req.logprobs:
             self.say_once("logprobs", "%s: Claude returns no logprobs; G-Eval falls back to the sampled grade "
                           "(--geval-fallback) and J.p_a / J.confidence stay empty", self.kind)
+        if req.top_p < 1.0 and req.temperature != 1.0:
+            self.say_once("top_p", "%s: top_p %g is not sent with temperature %g (recent Claude models refuse "
+                          "both together)", self.kind, req.top_p, req.temperature)
         self.unsent(req)
         return await super().generate(req)
 

@@ -14,13 +14,15 @@ functions.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from evalign.backends.base import Backend, BackendOptions
+from evalign.backends.base import Backend, BackendOptions, BackendRequestError
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.types import Constraint, GenerationRequest, Message
+from evalign.errors import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,39 @@ def split_system(messages: Sequence[Message]) -> tuple[str, list[Message]]:
 def chat_of(req: GenerationRequest) -> list[Message]:
     """The request's messages; a raw ``prompt`` is one user turn."""
     return list(req.messages) if req.messages is not None else [{"role": "user", "content": req.prompt or ""}]
+
+
+def _context_key(chat: Sequence[Message]) -> str:
+    """What requests of one template share before their last turn (system text and earlier turns)."""
+    return json.dumps([[m["role"], m["content"]] for m in chat[:-1]], ensure_ascii=False)
+
+
+def shared_user_prefixes(reqs: Iterable[GenerationRequest]) -> dict[str, str]:
+    """For each group of requests with the same turns before the last one (a template and its rubric):
+    the start of the last turn that every request of the group shares, cut after its last line break (a
+    template's section boundary, so that the cut does not move with the items), when the group holds
+    two requests or more and the start is not empty. The key is :func:`context_key` of a request."""
+    groups: dict[str, list[str]] = {}
+    for req in reqs:
+        chat = chat_of(req)
+        groups.setdefault(_context_key(chat), []).append(chat[-1]["content"])
+    out: dict[str, str] = {}
+    for key, texts in groups.items():
+        if len(texts) < 2:
+            continue
+        first, last = min(texts), max(texts)  # their common start is every text's
+        n = next((i for i, (x, y) in enumerate(zip(first, last, strict=False)) if x != y),
+                 min(len(first), len(last)))
+        prefix = first[:n]
+        cut = prefix.rfind("\n")
+        if cut > 0:
+            out[key] = prefix[: cut + 1]
+    return out
+
+
+def context_key(req: GenerationRequest) -> str:
+    """The key of ``req``'s group in :func:`shared_user_prefixes`."""
+    return _context_key(chat_of(req))
 
 
 def move_keywords(schema: Any, keep: Callable[[Any, str, Any], bool], *, drop: Iterable[str] = ()) -> Any:
@@ -103,7 +138,7 @@ class HostedBackend(OpenAICompatibleBackend):
         if not model:
             raise ValueError(f"the {self.kind} backend needs a model")
         if kwargs.get("service_tier"):
-            raise ValueError(f"the {self.kind} backend takes no service tier (--service-tier flex is OpenAI's); "
+            raise UsageError(f"service_tier: the {self.kind} backend takes no service tier (flex is OpenAI's); "
                              "use its batch API for the batch price")
         kwargs.pop("stream", None)  # the providers' event streams are not read: one answer per request
         for fixed in ("constraint_format", "repetition_penalty_fields", "endpoint"):  # the provider's own
@@ -113,6 +148,8 @@ class HostedBackend(OpenAICompatibleBackend):
                          repetition_penalty_fields=(), constraint_format="openai", **kwargs)
         self._format = (self.kind, "the provider's native JSON-schema output")
         self._said: set[str] = set()
+        #: the shared start of the last turn, per group of requests (:func:`shared_user_prefixes`)
+        self._prefixes: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, "
@@ -142,6 +179,16 @@ class HostedBackend(OpenAICompatibleBackend):
         return (f"the {self.kind} backend takes a json_schema constraint (the provider's structured output), "
                 f"not this {' / '.join(constraint.forms)} one")
 
+    def _headers(self) -> tuple[dict[str, str], list[str]]:
+        """The request headers (:meth:`OpenAICompatibleBackend._headers`); at the provider's own URL a key
+        is required: without one, a fatal error names its variable before any request."""
+        headers, secrets = super()._headers()
+        if not secrets and self.base_url == self.default_url.rstrip("/"):
+            where = f"${self.api_key_env}" if self.api_key_env else "no variable (--api-key-env '')"
+            raise BackendRequestError(f"{self.url}: the {self.kind} API needs a key, and {where} is not set "
+                                      "(set it, or name the variable that holds it with --api-key-env)", fatal=True)
+        return headers, secrets
+
     def say_once(self, what: str, message: str, *args: Any) -> None:
         """Log ``message`` as a warning the first time ``what`` happens on this backend."""
         if what not in self._said:
@@ -158,4 +205,5 @@ class HostedBackend(OpenAICompatibleBackend):
                           "sent without it", self.kind)
 
 
-__all__ = ["HOSTED_OPTIONS", "HostedBackend", "chat_of", "move_keywords", "split_system"]
+__all__ = ["HOSTED_OPTIONS", "HostedBackend", "chat_of", "context_key", "move_keywords", "shared_user_prefixes",
+           "split_system"]

@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
     @app.command("synth")
     def synth_cmd(
         out: Path = typer.Option(..., "--out", "-o", help="Output table (.jsonl or .parquet)."),
-        backend: str = typer.Option("openai", "--backend", help="Teacher backend: openai (any OpenAI-compatible server) or hf."),
+        backend: str = typer.Option("openai", "--backend", help="Teacher backend: openai (any OpenAI-compatible server), anthropic, gemini or hf."),
         base_url: str = typer.Option(None, "--base-url", help="API root of the teacher, e.g. http://localhost:8000/v1."),
         model: str = typer.Option(None, "--model", help="Teacher model name (openai) or local model directory (hf)."),
         api_key_env: str = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (never logged); default by backend: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY."),
