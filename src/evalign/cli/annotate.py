@@ -93,6 +93,9 @@ def annotate_cmd(
     task: str = TASK, rubric: str = RUBRIC, labels: str = LABELS, token: str = TOKEN,
 ) -> None:
     """A labelling page in the browser."""
+    from evalign.io import refuse_output_onto_inputs
+
+    refuse_output_onto_inputs({"--db": db}, {"ITEMS": items, "--rubric": rubric})
     try:
         from evalign.annotate.app import PageSettings, ServerSettings, serve  # starlette: only when serving
     except ImportError as e:
@@ -107,6 +110,9 @@ def annotate_cmd(
 def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT, join: Path = JOIN) -> None:
     """Write a label store's labels as evalign's tables (no ITEMS needed: the store keeps the items)."""
     from evalign.annotate.export import write_export  # numpy, pandas: not at every command's start
+    from evalign.io import refuse_output_onto_inputs
+
+    refuse_output_onto_inputs({"-o": out}, {"LABELS.sqlite": store_path, "--join": join})
 
     n = write_export(store_path, out, format, join=join)
     if out != "-":

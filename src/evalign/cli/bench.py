@@ -56,6 +56,10 @@ AS_JSON: Any = typer.Option(False, "--json", help="Print the profile as JSON.")
 DETAIL: Any = typer.Option(True, "--detail/--summary", help="Print each set's table (default) or the summary only.")
 
 
+#: what ``bench --out`` writes in its folder
+BENCH_FILES = ("profile.json", "profile.html", "sets/*", "partial/*")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``bench`` to ``app``."""
     app.command("bench")(bench_cmd)
@@ -73,6 +77,7 @@ def bench_cmd(
     """A judge's trust profile across every human-judgment set: beside the published judges and the
     baselines, per set and per category, with intervals."""
     from evalign.bench.config import read_bench_config
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
 
     cfg = read_bench_config(config) if config is not None else None
     opts = dict(locals())
@@ -85,6 +90,9 @@ def bench_cmd(
         raise CliError("name a judge: --judge NAME=BACKEND:MODEL[@BASE_URL] (or --model, or a --config with judges); "
                        "`evalign bench --list` shows the suite")
     out_dir = out if out is not None else (cfg.out if cfg is not None else None)
+    refuse_output_onto_inputs({"--out": OutputFolder(out_dir, BENCH_FILES) if out_dir is not None else None,
+                               "--html": html},
+                              {"--config": config, "--suite": settings.suite, "--template": list(settings.templates.values())})
     _check_outputs(out_dir, html)
     profile = _run(judges, settings, no_cache=no_cache, out=out_dir, quiet=as_json)
     _write(profile, out_dir, html)

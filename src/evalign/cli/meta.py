@@ -47,6 +47,7 @@ from evalign.cli.selective_options import (
 )
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
+from evalign.io import refuse_output_onto_inputs
 from evalign.metrics.base import get_metric, metric_class
 
 if TYPE_CHECKING:
@@ -140,6 +141,8 @@ def meta_cmd(
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
+    refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
+                              {"FILE": file, "--system-human": system_human, "--prices": prices})
     if published:
         given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]

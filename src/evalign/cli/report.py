@@ -85,7 +85,11 @@ def report_cmd(
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
 
+    refuse_output_onto_inputs({"-o": out, "-o (its files)": OutputFolder(out.parent / f"{out.stem}_files")},
+                              {"SCORED_FILE": scored_file, "--pairs": pairs_file, "--system-human": system_human,
+                               "--prices": prices})
     if published:
         _published_report(scored_file, metric, judge, dataset, data_dir, bootstrap, confidence, seed, epsilon, title,
                           out, as_json)
