@@ -35,9 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalign.errors import InputError, UsageError
+from evalign.io.yaml_files import read_yaml
 
 #: the per-row usage columns of a judge ``J`` (``J.<suffix>``), in the order they are written
 ROW_COLUMNS = ("calls", "unparsed", "prompt_tokens", "completion_tokens", "seconds", "model", "fingerprint")
@@ -120,14 +119,7 @@ def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
         raise InputError("is a folder, not a price file" + (f" (from {source})" if source else ""), file=str(p))
     if not p.is_file():
         raise InputError("no such price file" + (f" (from {source})" if source else ""), file=str(p))
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (byte {e.start}); save the price file as UTF-8", file=str(p)) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(e, 'problem', e)})", file=str(p),
-                         line=mark.line + 1 if mark is not None else None) from None
+    data = read_yaml(p, what="price file")
     if not isinstance(data, Mapping):
         raise InputError("a price file maps model names to {input, output} prices per million tokens", file=str(p))
     models: list[tuple[str, Price]] = []
