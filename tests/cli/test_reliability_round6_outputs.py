@@ -218,6 +218,10 @@ CASES: list[tuple[str, Callable[[Path], tuple[list[str], Path, list[str]]]]] = [
     ("meta --save-calibration", lambda t: (["meta", str(_write(_verdicts(), t / "v.jsonl")), "--pref", "pref_1", "-m",
                                             "judge:x", "--selective", "--save-calibration", str(t / "v.jsonl")],
                                            t / "v.jsonl", ["--save-calibration", "FILE"])),
+    ("meta --save-calibration onto a judge summary", lambda t: (
+        ["meta", str(_write(_verdicts(), t / "v.jsonl")), "--pref", "pref_1", "-m", "judge:x", "--selective",
+         "--save-calibration", str(_write(_verdicts(2), t / "other.jsonl.summary.json"))],
+        t / "other.jsonl.summary.json", ["--save-calibration", "a judge summary beside FILE"])),
     ("judge -o", lambda t: (["judge", str(_items(t)), *OPENAI, "-o", str(t / "items.jsonl")], t / "items.jsonl",
                             ["-o", "FILE"])),
     ("judge -o summary", lambda t: (["judge", str(_items(t, "x.jsonl.summary.json")), *OPENAI, "-o",

@@ -142,7 +142,9 @@ def meta_cmd(
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
-                              {"FILE": file, "--system-human": system_human, "--prices": prices})
+                              {"FILE": file, "--system-human": system_human, "--prices": prices,
+                               "(a judge summary beside FILE, read for the judges' specs)":
+                               sorted(Path(file).parent.glob("*.summary.json")) if file and save_calibration_to else []})
     if published:
         given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
