@@ -312,3 +312,23 @@ def test_every_command_refuses_an_output_onto_an_input(case: str, tmp_path: Path
     res = runner.invoke(app, argv, env={"COLUMNS": "400"})
     _refused(res, *words)
     assert kept.read_bytes() == before
+
+
+@pytest.mark.parametrize("verb", ["score", "judge", "probe"])
+def test_no_output_replaces_the_cache(tmp_path: Path, verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is read too: an output onto it is refused (one named like a table, so that the output's
+    format check lets it through)."""
+    from evalign.cache import Cache
+
+    cache = tmp_path / "cache" / "answers.jsonl"
+    monkeypatch.setenv("EVALIGN_CACHE", str(cache))
+    with Cache(cache) as c:
+        c.put("judge", "k", b"an answer paid for")
+    before = cache.read_bytes()
+    argv = {"score": ["score", str(_items(tmp_path)), "-m", "exact_match", "-o", str(cache)],
+            "judge": ["judge", str(_items(tmp_path)), *OPENAI, "-o", str(cache)],
+            "probe": ["probe", str(_write(_verdicts(), tmp_path / "p.jsonl")), *OPENAI, "--table", str(cache)]}[verb]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2, res.output
+    assert "is the input the cache ($EVALIGN_CACHE)" in " ".join(res.output.split())
+    assert cache.read_bytes() == before

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.cli.common import CliError, cache_input, console, emit_json, err_console, split_multi
 from evalign.errors import OutputError, UsageError
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
@@ -92,7 +92,8 @@ def bench_cmd(
     out_dir = out if out is not None else (cfg.out if cfg is not None else None)
     refuse_output_onto_inputs({"--out": OutputFolder(out_dir, BENCH_FILES) if out_dir is not None else None,
                                "--html": html},
-                              {"--config": config, "--suite": settings.suite, "--template": list(settings.templates.values())})
+                              {"--config": config, "--suite": settings.suite,
+                               "--template": list(settings.templates.values()), **cache_input()})
     _check_outputs(out_dir, html)
     profile = _run(judges, settings, no_cache=no_cache, out=out_dir, quiet=as_json)
     _write(profile, out_dir, html)

@@ -436,6 +436,14 @@ def check_outputs(*outputs: tuple[str, Any, Sequence[str]], stdout_used: bool = 
     return fmts
 
 
+def cache_input() -> dict[str, Path]:
+    """The cache file as an input of a command that reads it (for
+    :func:`~evalign.io.refuse_output_onto_inputs`: no output may replace it)."""
+    from evalign.cache import default_cache_path
+
+    return {"the cache ($EVALIGN_CACHE)": default_cache_path()}
+
+
 def split_multi(values: Sequence[str] | None) -> list[str]:
     """Accept repeated options and comma-separated lists alike."""
     out: list[str] = []

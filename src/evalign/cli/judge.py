@@ -57,6 +57,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     CliError,
+    cache_input,
     console,
     emit_json,
     err_console,
@@ -339,7 +340,7 @@ def judge_cmd(
 def judge_inputs(o: JudgeCommand) -> dict[str, Any]:
     """The files an ``evalign judge`` call reads, by option (a built-in name matches no output)."""
     return {"FILE": o.file, "--cascade": o.cascade, "--template": o.template, "--rubric": o.rubric,
-            "--grammar": o.grammar, "--prices": o.prices, "--fewshot": o.fewshot}
+            "--grammar": o.grammar, "--prices": o.prices, "--fewshot": o.fewshot, **cache_input()}
 
 
 def judge_outputs(o: JudgeCommand) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from evalign.cli.common import (
     TASK_FIELD,
     CliError,
     Stages,
+    cache_input,
     console,
     emit_json,
     err_console,
@@ -142,7 +143,7 @@ def meta_cmd(
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
-                              {"FILE": file, "--system-human": system_human, "--prices": prices,
+                              {"FILE": file, "--system-human": system_human, "--prices": prices, **cache_input(),
                                "(a judge summary beside FILE, read for the judges' specs)":
                                sorted(Path(file).parent.glob("*.summary.json")) if file and save_calibration_to else []})
     if published:

@@ -19,7 +19,16 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, check_outputs, console, emit_json, print_table, progress, split_multi
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    check_outputs,
+    console,
+    emit_json,
+    print_table,
+    progress,
+    split_multi,
+)
 from evalign.cli.dataset_options import DATA_DIR, DATASET
 from evalign.cli.judge import (
     API_KEY_ENV,
@@ -106,7 +115,7 @@ def probe_cmd(
     refuse_output_onto_inputs(
         {"-o": out, "-o (its log of finished calls)": f"{out}.partial.jsonl" if out else None, "--table": table_out,
          "--html": html},
-        {"FILE": file, "--template": template, "--rubric": rubric, "--probe": split_multi(probe)})
+        {"FILE": file, "--template": template, "--rubric": rubric, "--probe": split_multi(probe), **cache_input()})
     o = JudgeCommand(
         file=file, mode=mode, ranking=False, max_rounds=5, max_unparseable_rounds=2, dataset=dataset,
         data_dir=data_dir, rubric=rubric, rubric_column=None, rubric_map=None, template=template, backend=backend,

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import console, emit_json, err_console, progress
+from evalign.cli.common import cache_input, console, emit_json, err_console, progress
 from evalign.cli.meta import render
 from evalign.metrics.base import Metric
 
@@ -70,7 +70,7 @@ def run_files(cfg: Any) -> tuple[str, ...]:
 
 def run_inputs(cfg: Any) -> dict[str, Any]:
     """The files a run reads, by where the config names them."""
-    return {"CONFIG": cfg.path, **{f"{ev.name}: data.file": ev.data.file for ev in cfg.evaluations},
+    return {"CONFIG": cfg.path, **cache_input(), **{f"{ev.name}: data.file": ev.data.file for ev in cfg.evaluations},
             **{f"leaderboard {lc.name}: verdicts": lc.verdicts for lc in cfg.leaderboards}}
 
 

@@ -20,6 +20,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     TASK_FIELD,
+    cache_input,
     check_outputs,
     console,
     emit_json,
@@ -172,7 +173,7 @@ def check_local(args: ScoreArgs) -> list[Metric]:
     if args.file is not None:
         detect_format(args.file)
     check_outputs(("-o", args.out, FORMATS), ("--system-out", args.system_out, FORMATS), stdout_used=args.as_json)
-    refuse_output_onto_inputs({"-o": args.out, "--system-out": args.system_out}, {"FILE": args.file})
+    refuse_output_onto_inputs({"-o": args.out, "--system-out": args.system_out}, {"FILE": args.file, **cache_input()})
     options = parse_all_options(args.option, names, args.no_cache)
     return [get_metric(m, **options[m]) for m in names]
 

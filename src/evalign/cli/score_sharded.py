@@ -8,6 +8,7 @@ from typing import Any
 from rich.markup import escape
 
 from evalign.cli.common import (
+    cache_input,
     check_outputs,
     console,
     emit_json,
@@ -76,7 +77,7 @@ def score_sharded(
     names = metric_names(metric)
     check_outputs(("--system-out", system_out, FORMATS), stdout_used=as_json)
     refuse_output_onto_inputs({"--out-dir": OutputFolder(out_dir, SHARD_FILES), "--system-out": system_out},
-                              {"FILE": file})
+                              {"FILE": file, **cache_input()})
     options = parse_all_options(option, names, no_cache)
     settings = EngineSettings(source=file, out_dir=out_dir, metrics=tuple((n, options[n]) for n in names),
                               fields=fields, default_system=system, skip_invalid=skip_invalid, shard_rows=shard_rows)

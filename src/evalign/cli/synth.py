@@ -15,7 +15,15 @@ import typer
 from evalign.backends import BackendOptions
 from evalign.backends.spec import api_key_env_problem
 from evalign.cache import Cache
-from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    console,
+    emit_json,
+    err_console,
+    named_as_options,
+    print_table,
+)
 from evalign.cli.judge import checked_backend
 from evalign.errors import UsageError
 from evalign.io import detect_format, refuse_output_onto_inputs, write_json_atomic, write_table
@@ -87,7 +95,8 @@ def register(app: typer.Typer) -> None:
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
         refuse_output_onto_inputs({"-o": out, "-o (its summary)": f"{out}.summary.json"},
-                                  {"--seed-rubric": [f for s in seed_rubric or [] for f in _rubric_files(s)]})
+                                  {"--seed-rubric": [f for s in seed_rubric or [] for f in _rubric_files(s)],
+                                   **cache_input()})
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
                       batch_size=batch_size, timeout=timeout, max_retries=max_retries, api_key_env=api_key_env)
         with named_as_options(_OPTIONS):
