@@ -178,3 +178,28 @@ def test_no_module_reads_yaml_but_the_one_reader() -> None:
                    if any(f"yaml.{f}(" in p.read_text(encoding="utf-8") for f in ("safe_load", "load", "full_load",
                                                                                    "unsafe_load", "compose")))
     assert users == ["io/yaml_files.py"], users
+
+
+# --- numbers out of range on meta / report --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("verb", "option", "value", "says"), [
+    ("meta", "--seed", "-1", "--seed must be an integer >= 0 (numpy's seeds), got -1"),
+    ("meta", "--bootstrap", "99999999999999999999", "--bootstrap must be at most 1,000,000, got 99,999,999,999,999,999,999"),
+    ("meta", "--permutations", "2000000", "--permutations must be at most 1,000,000, got 2,000,000"),
+    ("report", "--seed", "-1", "--seed must be an integer >= 0 (numpy's seeds), got -1"),
+    ("report", "--bootstrap", "2000000", "--bootstrap must be at most 1,000,000, got 2,000,000"),
+])
+def test_resampling_options_out_of_range_are_named(tmp_path: Path, verb: str, option: str, value: str,
+                                                   says: str) -> None:
+    """Were ``unexpected ValueError: expected non-negative integer`` / ``Maximum allowed dimension
+    exceeded`` (this is a bug), exit 1."""
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"i{k}", "system": s, "response": f"{s}{k}", "reference": "r",
+                                         "human": k % 3, "m": k % 4}) + "\n" for k in range(8) for s in "ab"))
+    argv = [verb, str(items), "-m", "m", "--human", "human", option, value]
+    if verb == "report":
+        argv += ["-o", str(tmp_path / "r.html")]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2, res.output
+    assert " ".join(res.output.split()) == f"error: {says}"

@@ -28,6 +28,7 @@ from evalign.cli.common import (
     err_console,
     field_map,
     print_table,
+    resampling_of,
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
@@ -135,7 +136,7 @@ def meta_cmd(
     holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
-    from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
+    from evalign.evaluate import evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
@@ -170,8 +171,8 @@ def meta_cmd(
                              system_human=system_human, lower_is_better=lower_is_better,
                              pref=tuple(split_multi(pref)), rule="flags",
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
-    resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
-                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
+    resampling = resampling_of(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
+                               alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
