@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import InputError, UsageError
-from evalign.io.yaml_files import read_yaml
+from evalign.io.yaml_files import load_yaml
 
 #: the per-row usage columns of a judge ``J`` (``J.<suffix>``), in the order they are written
 ROW_COLUMNS = ("calls", "unparsed", "prompt_tokens", "completion_tokens", "seconds", "model", "fingerprint")
@@ -119,7 +119,10 @@ def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
         raise InputError("is a folder, not a price file" + (f" (from {source})" if source else ""), file=str(p))
     if not p.is_file():
         raise InputError("no such price file" + (f" (from {source})" if source else ""), file=str(p))
-    data = read_yaml(p, what="price file")
+    try:
+        data = load_yaml(p.read_text(encoding="utf-8"), str(p), what="price file")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start}); save the price file as UTF-8", file=str(p)) from None
     if not isinstance(data, Mapping):
         raise InputError("a price file maps model names to {input, output} prices per million tokens", file=str(p))
     models: list[tuple[str, Price]] = []
