@@ -203,3 +203,27 @@ def test_resampling_options_out_of_range_are_named(tmp_path: Path, verb: str, op
     res = runner.invoke(app, argv)
     assert res.exit_code == 2, res.output
     assert " ".join(res.output.split()) == f"error: {says}"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--seed", "-1"], "--seed must be an integer >= 0 (numpy's seeds), got -1"),
+    (["--bootstrap", "99999999999999999999"], "--bootstrap must be at most 1,000,000, got 99,999,999,999,999,999,999"),
+])
+def test_leaderboard_seed_and_bootstrap_out_of_range(tmp_path: Path, argv: list[str], says: str) -> None:
+    """Were ``unexpected ValueError`` and a run that never ended."""
+    battles = tmp_path / "b.jsonl"
+    battles.write_text("".join(json.dumps({"id": f"b{k}", "system_a": "s1", "system_b": "s2", "verdict": "AB"[k % 2]})
+                               + "\n" for k in range(8)))
+    res = runner.invoke(app, ["leaderboard", str(battles), *argv])
+    assert res.exit_code == 2 and " ".join(res.output.split()) == f"error: {says}", res.output
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--seed", "-1"], "--seed must be an integer >= 0 (numpy's seeds), got -1"),
+    (["--resamples", "2000000"], "--resamples must be at most 1,000,000, got 2,000,000"),
+])
+def test_bench_seed_and_resamples_out_of_range(argv: list[str], says: str, server: tuple[str, list[str]]) -> None:
+    url, seen = server
+    res = runner.invoke(app, ["bench", "--judge", f"x=openai:m@{url}", "--sets", "hhh", "--per-set", "2", *argv])
+    assert res.exit_code == 2 and " ".join(res.output.split()) == f"error: {says}", res.output
+    assert seen == []  # before any call

@@ -16,7 +16,15 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, cache_input, console, emit_json, err_console, split_multi
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    console,
+    emit_json,
+    err_console,
+    resampling_of,
+    split_multi,
+)
 from evalign.errors import OutputError, UsageError
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
@@ -118,7 +126,6 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     from dataclasses import replace
 
     from evalign.bench import BenchSettings
-    from evalign.meta.resampling import Resampling
 
     base = cfg.settings if cfg is not None else BenchSettings()
     kw: dict[str, Any] = {}
@@ -143,10 +150,11 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
         if o[key] is not None:
             decoding[key] = o[key]
     kw["decoding"] = decoding
-    if o["resamples"] is not None and o["resamples"] < 1:  # named as the option, not Resampling's field
-        raise UsageError(f"--resamples must be an integer >= 1, got {o['resamples']}")
-    if o["resamples"] is not None:
-        kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
+    if o["resamples"] is not None:  # named as the option, not Resampling's field
+        kw["resampling"] = resampling_of({"n_resamples": "--resamples", "n_permutations": "--resamples"},
+                                         n_resamples=o["resamples"], n_permutations=o["resamples"])
+    if o["seed"] is not None and o["seed"] < 0:
+        raise UsageError(f"--seed must be an integer >= 0 (numpy's seeds), got {o['seed']}")
     if o["min_group"] is not None:
         kw["min_group_size"] = o["min_group"]
     return replace(base, **kw)

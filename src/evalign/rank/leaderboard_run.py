@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalign.errors import InputError, UsageError, did_you_mean
 from evalign.io import read_battles
+from evalign.meta.resampling import MAX_RESAMPLES
 from evalign.rank import (
     A_WINS,
     B_WINS,
@@ -321,6 +322,10 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
     :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
     if bootstrap < 0:
         raise UsageError("--bootstrap must be at least 0")
+    if bootstrap > MAX_RESAMPLES:
+        raise UsageError(f"--bootstrap must be at most {MAX_RESAMPLES:,}, got {bootstrap:,}")
+    if seed < 0:
+        raise UsageError(f"--seed must be an integer >= 0 (numpy's seeds), got {seed}")
     if not 0 < alpha < 1:
         raise UsageError("--alpha must be between 0 and 1")
     if skip_self and not judge_models:
