@@ -191,7 +191,7 @@ def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, against: str = 
     if to_stdout and as_json:
         raise UsageError("--json: not with -o - (standard output carries the table)")
     refuse_output_onto_inputs({"-o": out, "-o (its system-level human values)": out.parent / f"{out.stem}.system_human.json"
-                               if not to_stdout else None}, {"NAME": dataset_files(name, data_dir)})
+                               if not to_stdout else None}, {"NAME (a file of the dataset)": dataset_files(name, data_dir)})
     info, ds = export_dataset(name, out, as_, data_dir, against=against, labels=labels)
     if as_json:
         emit_json(info)
