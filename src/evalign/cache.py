@@ -89,6 +89,68 @@ def default_cache_path() -> Path:
     return base / "evalign" / "cache.sqlite"
 
 
+#: SQLite's messages for a database file it cannot read whole (cut short, a damaged log)
+_DAMAGE = ("malformed", "disk i/o error")
+
+
+def _is_damage(e: sqlite3.Error) -> bool:
+    return any(m in str(e).lower() for m in _DAMAGE)
+
+
+def damage(path: Path) -> str | None:
+    """Why the cache file at ``path`` cannot hold what was stored in it, by its size and SQLite's header
+    (no read of its pages): empty, shorter than the header, or shorter than the pages its header
+    records (a file cut short). None for a file that looks whole, or no file."""
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError:
+        return None
+    if size == 0:
+        return "the file is empty (0 bytes; a cache file evalign made is never empty: it was cut short)"
+    if size < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return None if size >= 100 else f"the file is cut short ({size} bytes, less than SQLite's 100-byte header)"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and size < pages * page:  # (the recorded size is valid: SQLite >= 3.7)
+        return f"the file is cut short ({size:,} bytes of the {pages * page:,} its header records)"
+    return None
+
+
+def _create(path: Path) -> None:
+    """Make a new cache file whole or not at all: its schema written to a file beside it, linked into
+    place only if no file is there yet (a run that opens the cache meanwhile never finds an empty
+    file, so an empty cache file is always a damaged one)."""
+    if path.exists():
+        return
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.new")
+    try:
+        conn = sqlite3.connect(str(tmp))
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.commit()
+        finally:
+            conn.close()
+        with contextlib.suppress(OSError):  # there already, or no hard links here (SQLite then makes it)
+            os.link(tmp, path)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def damaged_message(path: Path, why: str) -> str:
+    """What a damaged cache file means for the answers stored in it, and the ways on."""
+    return (f"cache {path}: {why}: the answers stored in it cannot be read, and evalign leaves the file as it is. "
+            f"Run with --no-cache (nothing read from the cache), or move the file away (mv {path} {path}.broken) "
+            "and run again to start a new cache (the stored answers are then asked again), or set EVALIGN_CACHE "
+            "to another file")
+
+
 def make_key(*parts: Any) -> str:
     """A cache key: the SHA-256 (hex, 32 chars) of the JSON of ``parts``."""
     return stable_hash(list(parts), length=32)
@@ -106,13 +168,24 @@ class Cache:
         self._conn: sqlite3.Connection | None = None
         self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         if read or write:
+            why = damage(self.path)
+            if why is not None:
+                raise EvalignError(damaged_message(self.path, why))
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                _create(self.path)
                 conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
                 conn.commit()
+            except sqlite3.DatabaseError as e:
+                if _is_damage(e):
+                    raise EvalignError(damaged_message(self.path, " ".join(str(e).split()))) from None
+                raise EvalignError(
+                    f"cache {self.path}: cannot open ({' '.join(str(e).split()) or type(e).__name__}); set "
+                    "EVALIGN_CACHE to a writable file or run with --no-cache"
+                ) from None
             except (OSError, sqlite3.Error) as e:
                 raise EvalignError(
                     f"cache {self.path}: cannot open ({' '.join(str(e).split()) or type(e).__name__}); set "
@@ -149,11 +222,16 @@ class Cache:
         out: dict[str, bytes] = {}
         uniq = list(dict.fromkeys(keys))
         with self._lock:
-            for i in range(0, len(uniq), _CHUNK):
-                chunk = uniq[i : i + _CHUNK]
-                q = f"SELECT key, value FROM entries WHERE namespace=? AND key IN ({','.join('?' * len(chunk))})"
-                for k, v in self._conn.execute(q, [namespace, *chunk]):
-                    out[k] = bytes(v)
+            try:
+                for i in range(0, len(uniq), _CHUNK):
+                    chunk = uniq[i : i + _CHUNK]
+                    q = f"SELECT key, value FROM entries WHERE namespace=? AND key IN ({','.join('?' * len(chunk))})"
+                    for k, v in self._conn.execute(q, [namespace, *chunk]):
+                        out[k] = bytes(v)
+            except sqlite3.DatabaseError as e:
+                if not _is_damage(e):
+                    raise
+                raise EvalignError(damaged_message(self.path, " ".join(str(e).split()))) from None
         return out
 
     def put(self, namespace: str, key: str, value: bytes) -> None:
@@ -188,6 +266,8 @@ class Cache:
             assert self._conn is not None
             with contextlib.suppress(sqlite3.Error):
                 self._conn.rollback()
+            if isinstance(e, sqlite3.DatabaseError) and _is_damage(e):
+                raise EvalignError(damaged_message(self.path, " ".join(str(e).split()))) from None
             raise EvalignError(
                 f"cache {self.path}: cannot write ({' '.join(str(e).split()) or type(e).__name__}); free some "
                 "space, set EVALIGN_CACHE to another file or run with --no-cache"

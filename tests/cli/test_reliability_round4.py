@@ -311,10 +311,10 @@ TEMPLATE_CASES = [  # (case, template changes, base, --mode, the error after "er
     ("placeholder-typo", {"without_reference": "Which is better?\n{instruction}\nA: {response_A}\nB: {respnse_B}"},
      "prometheus_relative", "pairwise",
      "{t}, field 'without_reference': {{respnse_B}} is not a placeholder (did you mean 'response_B'?)"),
-    ("absolute-template-pairwise-mode", {}, "prometheus_absolute", "pairwise",
-     "template 'prometheus_absolute' ({t}), field 'without_reference': the relative judge shows {{response_A}} and "
-     "{{response_B}} in its prompt, but this prompt has no {{response_A}} (the template's mode is absolute: use it "
-     "with --mode absolute)"),
+    ("absolute-template-pairwise-mode", {}, "prometheus_absolute", "pairwise",  # (issue 48: by its declared mode)
+     "template '{t}' declares mode absolute (the prometheus_absolute judge, which judges one response at a time), "
+     "but the mode asked for is pairwise (the prometheus_relative judge, which judges pairs): give --mode absolute "
+     "with this template, or a template of mode pairwise"),
     ("pairwise-template-without-responses", {"with_reference": None, "without_reference": "Which is better? {instruction}"},
      "prometheus_relative", "pairwise",
      "template 'prometheus_relative' ({t}), field 'without_reference': the relative judge shows {{response_A}} and "

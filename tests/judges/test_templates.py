@@ -203,7 +203,7 @@ def test_a_template_is_validated_when_it_loads_and_fits_its_judge(tmp_path: Path
         path.write_text(yaml.safe_dump({**good, **change}), encoding="utf-8")
         with pytest.raises(InputError, match=f"field '{field}'"):
             load_template(path)
-    with pytest.raises(UsageError, match=r"the absolute judge shows \{response\}"):
-        get_judge("absolute", template="prometheus_relative")
+    with pytest.raises(UsageError, match=r"declares mode relative .* but the mode asked for is absolute"):
+        get_judge("absolute", template="prometheus_relative")  # (refused by its mode before its placeholders)
     with pytest.raises(UsageError, match=r"temperature must be a number in \[0, 2\]"):
         get_judge("absolute", temperature=-1)

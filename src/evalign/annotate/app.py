@@ -20,7 +20,6 @@ import hashlib
 import hmac
 import html
 import ipaddress
-import json
 import math
 import secrets
 import socket
@@ -54,7 +53,8 @@ from evalign.annotate.items import choose_task, read_items_to_label
 from evalign.annotate.render import markdown_html
 from evalign.annotate.store import Flags, Store, StoreSettings
 from evalign.annotate.study import StudySettings, check_study, read_gold, read_instructions
-from evalign.errors import EvalignError, UsageError
+from evalign.errors import EvalignError, InputError, UsageError
+from evalign.io import check_value_text, json_loads
 from evalign.judges.prompts import load_rubric
 
 STATIC = Path(__file__).parent / "static"
@@ -66,6 +66,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 #: the longest comment stored
 MAX_COMMENT = 5000
+#: the largest request body read, in bytes (a label with the longest comment, escaped, is under 32 KiB)
+MAX_BODY = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,33 @@ def _flag(body: dict[str, Any], name: str) -> bool:
     return body.get(name) is True
 
 
+async def json_object(request: Request) -> dict[str, Any] | Response:
+    """The JSON object a POST's body holds (an empty body: ``{}``), or the answer refusing it: 413 for a
+    body over :data:`MAX_BODY` bytes (read no further), 400 naming what is wrong for one that is not
+    UTF-8, not JSON (nested too deeply, a number too long), holds a lone surrogate, or is not an object.
+    The one place every POST route reads its body."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return PlainTextResponse(f"413: the body is over {MAX_BODY} bytes", 413)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            return PlainTextResponse(f"413: the body is over {MAX_BODY} bytes", 413)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return PlainTextResponse(f"400: the body is not UTF-8 text ({e.reason} at byte {e.start})", 400)
+    try:
+        body = json_loads(text or "{}", file="the body", line=None)
+        check_value_text(body, file="the body", line=1, field="body", line_word="line")
+    except InputError as e:
+        return PlainTextResponse(f"400: the body is not JSON evalign reads: {e.reason}", 400)
+    except ValueError as e:  # (a number past Python's digit limit)
+        return PlainTextResponse(f"400: the body is not JSON evalign reads: {e}", 400)
+    return body if isinstance(body, dict) else PlainTextResponse("400: send a JSON object", 400)
+
+
 class Handlers:
     """The app's endpoints over one store."""
 
@@ -321,11 +350,7 @@ class Handlers:
             return name, PlainTextResponse("403: missing or wrong CSRF token (reload the page)", 403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return name, PlainTextResponse("415: send JSON", 415)
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except ValueError:
-            return name, PlainTextResponse("400: the body is not JSON", 400)
-        return name, body if isinstance(body, dict) else PlainTextResponse("400: send a JSON object", 400)
+        return name, await json_object(request)
 
     def item_index(self, body: dict[str, Any]) -> int | None:
         key = body.get("key")

@@ -34,9 +34,9 @@ from typing import Any
 from evalign.bench.judges import BenchJudge, judge_spec
 from evalign.bench.settings import BenchSettings
 from evalign.errors import EvalignError, InputError, unknown_name
+from evalign.io.yaml_files import MarkedList, MarkedMap, read_marked
 from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
-from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 KEYS = ("version", "judges", "panels", "per_set", "full", "seed", "sets", "templates", "suite", "data_dir", "published",
         "decoding", "constrain", "resamples", "min_group", "out")

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalign.datasets import CATALOGUE, parse_spec
 from evalign.errors import InputError, unknown_name
-from evalign.run.marks import MarkedList, MarkedMap, load_marked
+from evalign.io.yaml_files import MarkedList, MarkedMap, load_marked
 from evalign.signature import text_hash
 
 #: the suite format's version

@@ -119,9 +119,11 @@ def annotate_cmd(
     gold: Path = GOLD, gold_rate: float = GOLD_RATE, min_seconds: float = MIN_SECONDS,
 ) -> None:
     """A labelling page in the browser."""
+    from evalign.io import refuse_output_onto_inputs
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
     check_options(port=port, per_item=per_item, min_seconds=min_seconds, gold_rate=gold_rate)
+    refuse_output_onto_inputs({"--db": db}, {"ITEMS": items, "--rubric": rubric})
     try:
         from evalign.annotate.app import PageSettings, ServerSettings, serve  # starlette: only when serving
     except ImportError as e:
@@ -142,6 +144,9 @@ def annotate_cmd(
 def export_cmd(store_path: Path = STORE, out: str = OUT, format: str = FORMAT, join: Path = JOIN) -> None:
     """Write a label store's labels as evalign's tables (no ITEMS needed: the store keeps the items)."""
     from evalign.annotate.export import write_export  # numpy, pandas: not at every command's start
+    from evalign.io import refuse_output_onto_inputs
+
+    refuse_output_onto_inputs({"-o": out}, {"LABELS.sqlite": store_path, "--join": join})
 
     n = write_export(store_path, out, format, join=join)
     if out != "-":

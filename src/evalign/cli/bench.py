@@ -25,7 +25,15 @@ from evalign.cli.batch_options import (
     BATCH_RETRY,
     check_batch_options,
 )
-from evalign.cli.common import CliError, console, emit_json, err_console, split_multi
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    console,
+    emit_json,
+    err_console,
+    resampling_of,
+    split_multi,
+)
 from evalign.errors import OutputError, UsageError
 from evalign.judges.option_rules import BATCH_OPTIONS
 
@@ -66,6 +74,10 @@ AS_JSON: Any = typer.Option(False, "--json", help="Print the profile as JSON.")
 DETAIL: Any = typer.Option(True, "--detail/--summary", help="Print each set's table (default) or the summary only.")
 
 
+#: what ``bench --out`` writes in its folder
+BENCH_FILES = ("profile.json", "profile.html", "sets/*", "partial/*")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``bench`` to ``app``."""
     app.command("bench")(bench_cmd)
@@ -85,6 +97,7 @@ def bench_cmd(
     """A judge's trust profile across every human-judgment set: beside the published judges and the
     baselines, per set and per category, with intervals."""
     from evalign.bench.config import read_bench_config
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
 
     cfg = read_bench_config(config) if config is not None else None
     opts = dict(locals())
@@ -97,6 +110,10 @@ def bench_cmd(
         raise CliError("name a judge: --judge NAME=BACKEND:MODEL[@BASE_URL] (or --model, or a --config with judges); "
                        "`evalign bench --list` shows the suite")
     out_dir = out if out is not None else (cfg.out if cfg is not None else None)
+    refuse_output_onto_inputs({"--out": OutputFolder(out_dir, BENCH_FILES) if out_dir is not None else None,
+                               "--html": html},
+                              {"--config": config, "--suite": settings.suite,
+                               "--template": list(settings.templates.values()), **cache_input()})
     _check_outputs(out_dir, html)
     profile = _run(judges, settings, no_cache=no_cache, out=out_dir, quiet=as_json)
     _write(profile, out_dir, html)
@@ -121,7 +138,6 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     from dataclasses import replace
 
     from evalign.bench import BenchSettings
-    from evalign.meta.resampling import Resampling
 
     base = cfg.settings if cfg is not None else BenchSettings()
     kw: dict[str, Any] = {}
@@ -152,10 +168,11 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
         if o[key] is not None:
             decoding[key] = o[key]
     kw["decoding"] = decoding
-    if o["resamples"] is not None and o["resamples"] < 1:  # named as the option, not Resampling's field
-        raise UsageError(f"--resamples must be an integer >= 1, got {o['resamples']}")
-    if o["resamples"] is not None:
-        kw["resampling"] = Resampling(n_resamples=o["resamples"], n_permutations=o["resamples"])
+    if o["resamples"] is not None:  # named as the option, not Resampling's field
+        kw["resampling"] = resampling_of({"n_resamples": "--resamples", "n_permutations": "--resamples"},
+                                         n_resamples=o["resamples"], n_permutations=o["resamples"])
+    if o["seed"] is not None and o["seed"] < 0:
+        raise UsageError(f"--seed must be an integer >= 0 (numpy's seeds), got {o['seed']}")
     if o["min_group"] is not None:
         kw["min_group_size"] = o["min_group"]
     return replace(base, **kw)

@@ -458,6 +458,31 @@ def check_outputs(*outputs: tuple[str, Any, Sequence[str]], stdout_used: bool = 
     return fmts
 
 
+#: the options of ``meta`` / ``report`` that set each field of :class:`~evalign.meta.resampling.Resampling`
+RESAMPLING_OPTIONS = {"n_resamples": "--bootstrap", "n_permutations": "--permutations", "confidence": "--confidence",
+                      "alpha": "--alpha", "seed": "--seed", "method": "--resampling", "workers": "--workers"}
+
+
+def resampling_of(options: Mapping[str, str] = RESAMPLING_OPTIONS, **settings: Any) -> Any:
+    """The :class:`~evalign.meta.resampling.Resampling` of a command's options; a bad value is a
+    :class:`~evalign.errors.UsageError` named as its option (``options``: field -> option)."""
+    from evalign.errors import InputError
+    from evalign.meta.resampling import Resampling
+
+    try:
+        return Resampling(**settings)
+    except InputError as e:
+        raise UsageError(f"{options.get(e.field or '', e.field)} {e.reason}") from None
+
+
+def cache_input() -> dict[str, Path]:
+    """The cache file as an input of a command that reads it (for
+    :func:`~evalign.io.refuse_output_onto_inputs`: no output may replace it)."""
+    from evalign.cache import default_cache_path
+
+    return {"the cache ($EVALIGN_CACHE)": default_cache_path()}
+
+
 def split_multi(values: Sequence[str] | None) -> list[str]:
     """Accept repeated options and comma-separated lists alike."""
     out: list[str] = []

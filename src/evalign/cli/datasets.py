@@ -23,7 +23,7 @@ from evalign.datasets.catalogue import (
     table_of,
 )
 from evalign.errors import UsageError
-from evalign.io import STDIO, write_json_atomic, write_table
+from evalign.io import STDIO, refuse_output_onto_inputs, write_json_atomic, write_table
 from evalign.io.data_dir import default_data_dir
 
 
@@ -114,6 +114,21 @@ def _print_catalogue(rows: list[dict[str, Any]], root: Path) -> None:
             "* = needs files. Use a variant as --dataset NAME:VARIANT, a label set as --labels NAME.")
 
 
+def dataset_files(name: str, data_dir: Path | None) -> list[Path]:
+    """The files a dataset may be read from: those in its folder of the data folder and in its bundled
+    folder (``NAME`` of ``NAME:VARIANT``; what ``datasets export -o`` must not replace)."""
+    from evalign.datasets.base import bundled_path
+
+    entry = CATALOGUE.get(name.partition(":")[0])
+    if entry is None:
+        return []
+    root = _data_root(data_dir)
+    folders = [bundled_path(entry.name)]
+    if entry.folder:
+        folders += [root / entry.folder, *([root] if root.name == entry.folder else [])]
+    return [f for d in folders if d.is_dir() for f in d.rglob("*") if f.is_file()]
+
+
 def write_system_human(ds: Any, out: Path) -> Path:
     """Write a dataset's system-level human values beside the exported item table ``out``, as
     ``<stem>.system_human.json`` (``{"description", "lower_is_better", "values": {system: value}}``,
@@ -175,6 +190,8 @@ def export_cmd(name: str = NAME, out: Path = OUT, as_: str = AS, against: str = 
     to_stdout = str(out) == STDIO
     if to_stdout and as_json:
         raise UsageError("--json: not with -o - (standard output carries the table)")
+    refuse_output_onto_inputs({"-o": out, "-o (its system-level human values)": out.parent / f"{out.stem}.system_human.json"
+                               if not to_stdout else None}, {"NAME (a file of the dataset)": dataset_files(name, data_dir)})
     info, ds = export_dataset(name, out, as_, data_dir, against=against, labels=labels)
     if as_json:
         emit_json(info)

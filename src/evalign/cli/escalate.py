@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import check_outputs, console, emit_json, err_console
-from evalign.io import read_items, read_pairs, write_table
+from evalign.io import read_items, read_pairs, refuse_output_onto_inputs, write_table
 
 CAL: Any = typer.Argument(..., help="Calibration file written by evalign meta --selective --save-calibration.")
 VERDICTS: Any = typer.Argument(..., help="Pair table (or item table, graded judges) with the calibrated judges' "
@@ -41,6 +41,7 @@ def escalate_cmd(cal: Path = CAL, verdicts: Path = VERDICTS, out: Path = OUT, re
 
     check_options(audit=audit, seed=seed)
     check_outputs(("-o", out, FORMATS), ("--rest", rest, FORMATS), stdout_used=as_json)
+    refuse_output_onto_inputs({"-o": out, "--rest": rest}, {"CAL": cal, "VERDICTS": verdicts})
     from evalign.evaluate.escalate import escalate, read_calibration  # pandas, scipy: not at --help
     calibration = read_calibration(cal)
     from evalign.annotate.items import is_pair_table

@@ -67,6 +67,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     CliError,
+    cache_input,
     console,
     emit_json,
     err_console,
@@ -83,7 +84,7 @@ from evalign.cli.simulated_options import (
     simulated_options,
 )
 from evalign.errors import InputError, UsageError
-from evalign.io import read_items, write_json_atomic, write_table
+from evalign.io import read_items, refuse_output_onto_inputs, write_json_atomic, write_table
 from evalign.judges.base import Judge, judge_class, judge_for_backend
 from evalign.judges.bias import LENGTH_UNITS
 from evalign.judges.option_rules import backend_option_problem, check_constrain
@@ -325,6 +326,7 @@ def judge_cmd(
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
     _validate(o)
+    refuse_output_onto_inputs(judge_outputs(o), judge_inputs(o))
     from evalign.cli.judge_cascade import cascade_cmd, summary_spec
 
     if o.cascade is not None:
@@ -360,6 +362,21 @@ def judge_cmd(
             f"{calls['failed']} of {calls['failed'] + calls['new']} judge calls failed after retries "
             f"(more than --max-failed {o.max_failed:g}); last backend error: {summary['last_error']}"
         )
+
+
+def judge_inputs(o: JudgeCommand) -> dict[str, Any]:
+    """The files an ``evalign judge`` call reads, by option (a built-in name matches no output)."""
+    return {"FILE": o.file, "--cascade": o.cascade, "--template": o.template, "--rubric": o.rubric,
+            "--grammar": o.grammar, "--prices": o.prices, "--fewshot": o.fewshot, **cache_input()}
+
+
+def judge_outputs(o: JudgeCommand) -> dict[str, Any]:
+    """The files an ``evalign judge`` call writes, by option: ``-o`` with its summary and its log of
+    finished calls beside it (without ``--cascade``), ``--rest``."""
+    if o.out is None or str(o.out) == "-" or o.cascade is not None:
+        return {"-o": o.out, "--rest": o.rest}
+    return {"-o": o.out, "-o (its summary)": f"{o.out}.summary.json",
+            "-o (its log of finished calls)": f"{o.out}.partial.jsonl", "--rest": o.rest}
 
 
 def _judge_mode(o: JudgeCommand) -> str:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 SEMSCORE_MINILM = "--option semscore.model=minilm"
 #: the datasets ``judge-data preference`` reads when no --set is given
 PREFERENCE_SETS = ("pandalm", "tulu1")
+#: the files every recipe writes into its ``-o`` folder
+RECIPE_FILES = ("train.jsonl", "held_out.jsonl", "manifest.json")
 
 
 def judge_data_cmd(
@@ -42,10 +44,12 @@ def judge_data_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Write train-judge training data from existing labels, split into train / held-out by question."""
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
     check_options(held_out=held_out, seed=seed, mix=mix, near_duplicate=near_duplicate,
                   embedding_duplicate=embedding_duplicate)
+    refuse_output_onto_inputs({"-o": OutputFolder(out, RECIPE_FILES)}, {"--pairs": pairs})
     for flag, given, own in (("--per-response", per_response, "absolute"), ("--single-order", single_order, "pairwise")):
         if given and recipe != own:  # an option of another recipe is refused, not silently ignored
             raise UsageError(f"{flag} applies to the {own} recipe, not to {recipe}")

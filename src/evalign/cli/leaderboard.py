@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, check_outputs, console, emit_json, print_table, split_multi
-from evalign.io import FORMATS, write_table
+from evalign.io import FORMATS, refuse_output_onto_inputs, write_table
 from evalign.report.tables import pairwise_board_display
 
 VERDICTS_FILE: Any = typer.Argument(..., help="Pairwise verdicts: JSONL, JSON list, CSV, TSV or Parquet "
@@ -74,6 +74,7 @@ def leaderboard_cmd(
 
     check_options(alpha=alpha, seed=seed)
     check_outputs(("-o", out, FORMATS), stdout_used=as_json)
+    refuse_output_onto_inputs({"-o": out}, {"VERDICTS_FILE": verdicts, "--trust-from": trust_from, "--human": human})
     spec = leaderboard_spec(verdict=verdict, judge=judge, panel=split_multi(panel), panel_rule=panel_rule,
                             baseline=baseline_system, anchor=anchor, bootstrap=bootstrap, resample=resample,
                             seed=seed, alpha=alpha, orders=orders, lc=not no_lc, difficulty=difficulty,

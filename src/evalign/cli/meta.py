@@ -22,11 +22,13 @@ from evalign.cli.common import (
     TASK_FIELD,
     CliError,
     Stages,
+    cache_input,
     console,
     emit_json,
     err_console,
     field_map,
     print_table,
+    resampling_of,
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
@@ -47,6 +49,7 @@ from evalign.cli.selective_options import (
 )
 from evalign.columns import resolve_metric_column
 from evalign.errors import EvalignError
+from evalign.io import refuse_output_onto_inputs
 from evalign.metrics.base import get_metric, metric_class
 
 if TYPE_CHECKING:
@@ -135,7 +138,7 @@ def meta_cmd(
     holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION, min_items: int = MIN_ITEMS,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
-    from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
+    from evalign.evaluate import evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
@@ -145,6 +148,10 @@ def meta_cmd(
     check_options(seed=seed, top=top)
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
+    refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
+                              {"FILE": file, "--system-human": system_human, "--prices": prices, **cache_input(),
+                               "(a judge summary beside FILE, read for the judges' specs)":
+                               sorted(Path(file).parent.glob("*.summary.json")) if file and save_calibration_to else []})
     if published:
         given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
@@ -169,8 +176,8 @@ def meta_cmd(
                              system_human=system_human, lower_is_better=lower_is_better,
                              pref=tuple(split_multi(pref)), rule="flags",
                              scores=tuple(n for n in metrics if not is_glob(n)), label_set=labels)
-    resampling = Resampling(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
-                            alpha=alpha, seed=seed, method=resampling_method, workers=workers)
+    resampling = resampling_of(n_resamples=bootstrap, n_permutations=permutations, confidence=confidence,
+                               alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
     spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,

@@ -27,7 +27,16 @@ from evalign.cli.batch_options import (
     BATCH_RETRY,
     with_batch,
 )
-from evalign.cli.common import CliError, check_outputs, console, emit_json, print_table, progress, split_multi
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    check_outputs,
+    console,
+    emit_json,
+    print_table,
+    progress,
+    split_multi,
+)
 from evalign.cli.dataset_options import DATA_DIR, DATASET
 from evalign.cli.judge import (
     API_KEY_ENV,
@@ -106,12 +115,16 @@ def probe_cmd(
             console.print(escape(f"{p.name:<18} {p.bias:<18} {p.edit:<8} {p.source}"), highlight=False, soft_wrap=True)
         return
     from evalign.evaluate.probe import DEFAULT_PROBES, ProbeSettings
-    from evalign.io import FORMATS
+    from evalign.io import FORMATS, refuse_output_onto_inputs
 
     for option, path, suffix in (("-o", out, ".json"), ("--html", html, ".html")):
         if path is not None and path.suffix.lower() != suffix:
             raise CliError(f"{option} {path}: this output is written as {suffix}, not {path.suffix or '(no suffix)'}")
     check_outputs(("--table", table_out, FORMATS), stdout_used=as_json)
+    refuse_output_onto_inputs(
+        {"-o": out, "-o (its log of finished calls)": f"{out}.partial.jsonl" if out else None, "--table": table_out,
+         "--html": html},
+        {"FILE": file, "--template": template, "--rubric": rubric, "--probe": split_multi(probe), **cache_input()})
     o = JudgeCommand(
         file=file, mode=mode, ranking=False, max_rounds=5, max_unparseable_rounds=2, dataset=dataset,
         data_dir=data_dir, rubric=rubric, rubric_column=None, rubric_map=None, template=template, backend=backend,

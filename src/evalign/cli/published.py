@@ -10,7 +10,16 @@ from typing import Any
 
 from rich.markup import escape
 
-from evalign.cli.common import CliError, Stages, console, emit_json, err_console, print_table, split_multi
+from evalign.cli.common import (
+    CliError,
+    Stages,
+    console,
+    emit_json,
+    err_console,
+    print_table,
+    resampling_of,
+    split_multi,
+)
 
 
 def published_settings(*, datasets: str | None, data_dir: Path | None, bootstrap: int, permutations: int,
@@ -20,15 +29,14 @@ def published_settings(*, datasets: str | None, data_dir: Path | None, bootstrap
     from evalign.datasets import list_datasets
     from evalign.errors import did_you_mean
     from evalign.evaluate.published import PublishedSettings  # scipy: not at every command's start
-    from evalign.meta.resampling import Resampling
 
     names = tuple(split_multi([datasets] if datasets else []))
     known = list_datasets()
     for n in names:
         if n not in known:
             raise CliError(f"--dataset: unknown dataset '{n}'{did_you_mean(n, known)} (see `evalign datasets`)")
-    return PublishedSettings(resampling=Resampling(n_resamples=bootstrap, n_permutations=permutations, seed=seed,
-                                                   alpha=alpha, confidence=confidence, workers=workers),
+    return PublishedSettings(resampling=resampling_of(n_resamples=bootstrap, n_permutations=permutations, seed=seed,
+                                                      alpha=alpha, confidence=confidence, workers=workers),
                              epsilon=epsilon, datasets=names, data_dir=data_dir)
 
 

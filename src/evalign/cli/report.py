@@ -12,7 +12,16 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import CliError, Stages, console, emit_json, err_console, split_multi
+from evalign.cli.common import (
+    RESAMPLING_OPTIONS,
+    CliError,
+    Stages,
+    console,
+    emit_json,
+    err_console,
+    resampling_of,
+    split_multi,
+)
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
 from evalign.cli.meta import (
     AGREEMENT,
@@ -83,11 +92,15 @@ def report_cmd(
     holdout: float = HOLDOUT,
 ) -> None:
     """Compare metrics (and judges) with human judgments; write an HTML report with plots and tables."""
-    from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
+    from evalign.evaluate import evaluate  # scipy: not at every command's start
     from evalign.evaluate.inputs import InputSettings  # scipy: not at every command's start
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
     check_options(bootstrap=bootstrap, confidence=confidence, seed=seed)
+    refuse_output_onto_inputs({"-o": out, "-o (its files)": OutputFolder(out.parent / f"{out.stem}_files")},
+                              {"SCORED_FILE": scored_file, "--pairs": pairs_file, "--system-human": system_human,
+                               "--prices": prices})
     if published:
         _published_report(scored_file, metric, judge, dataset, data_dir, bootstrap, confidence, seed, epsilon, title,
                           out, as_json)
@@ -107,8 +120,9 @@ def report_cmd(
     settings = InputSettings(file=scored_file, dataset=dataset, data_dir=data_dir, human=human,
                              system_human=system_human, lower_is_better=human_lower_is_better,
                              pref=tuple(split_multi(pref)), pairs_file=pairs_file, rule="tables", label_set=labels)
-    resampling = Resampling(n_resamples=bootstrap, n_permutations=bootstrap, confidence=confidence, seed=seed,
-                            method=resampling_method, workers=workers)
+    resampling = resampling_of({**RESAMPLING_OPTIONS, "n_permutations": "--bootstrap"}, n_resamples=bootstrap,
+                               n_permutations=bootstrap, confidence=confidence, seed=seed, method=resampling_method,
+                               workers=workers)
     from evalign.judges.usage import price_book
 
     job = report_job(settings, metrics, judges, split_multi(metric_lower), by=by, resampling=resampling,

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from evalign.cli.common import console, emit_json, err_console, progress
+from evalign.cli.common import cache_input, console, emit_json, err_console, progress
 from evalign.cli.meta import render
 from evalign.metrics.base import Metric
 
@@ -30,10 +30,12 @@ def register(app: typer.Typer) -> None:
 def run_cmd(config: str = CONFIG, out: Path = OUT, force: bool = FORCE, dry_run: bool = DRY_RUN,
             as_json: bool = AS_JSON) -> None:
     """Run the study a config file describes; write its outputs, report and resolved config."""
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
     from evalign.run import load_config, run_config  # scipy: not at every command's start
     from evalign.run.execute import dry_run as resolved_text  # scipy: not at every command's start
 
     cfg = load_config(config)
+    refuse_output_onto_inputs({"--out": OutputFolder(cfg.out_dir(out), run_files(cfg))}, run_inputs(cfg))
     if dry_run:
         console.print(escape(resolved_text(cfg, out=out)), end="", highlight=False, soft_wrap=True)
         return
@@ -56,6 +58,20 @@ def run_cmd(config: str = CONFIG, out: Path = OUT, force: bool = FORCE, dry_run:
         _render(outcome)
     if any(o.result.refused for o in outcome.evaluations):
         raise SystemExit(1)
+
+
+def run_files(cfg: Any) -> tuple[str, ...]:
+    """What a run writes in its output folder: a folder per evaluation, the leaderboards, the report
+    and ``run.json`` (``resolved.yaml`` too, but ``evalign run OUT/resolved.yaml`` is the documented
+    way to redo a run: the config is read whole before it is written again)."""
+    return (*(f"{ev.name}/*" for ev in cfg.evaluations), "leaderboards/*", "run.json", "report.html", "figures/*",
+            "tables/*")
+
+
+def run_inputs(cfg: Any) -> dict[str, Any]:
+    """The files a run reads, by where the config names them."""
+    return {"CONFIG": cfg.path, **cache_input(), **{f"{ev.name}: data.file": ev.data.file for ev in cfg.evaluations},
+            **{f"leaderboard {lc.name}: verdicts": lc.verdicts for lc in cfg.leaderboards}}
 
 
 def _render(outcome: Any) -> None:

@@ -20,6 +20,7 @@ from evalign.cli.common import (
     RESPONSE_FIELD,
     SYSTEM_FIELD,
     TASK_FIELD,
+    cache_input,
     check_outputs,
     console,
     emit_json,
@@ -32,7 +33,7 @@ from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
 from evalign.cli.score_sharded import metric_names, score_sharded
 from evalign.cli.system_significance import print_significance, run_significance
 from evalign.errors import UsageError
-from evalign.io import FORMATS, detect_format, read_items, write_table
+from evalign.io import FORMATS, detect_format, read_items, refuse_output_onto_inputs, write_table
 from evalign.metrics.base import Metric, get_metric
 from evalign.metrics.option_parsing import parse_all_options, parse_options
 from evalign.scoring import MetricRun, system_scores
@@ -177,6 +178,7 @@ def check_local(args: ScoreArgs) -> list[Metric]:
     if args.file is not None:
         detect_format(args.file)
     check_outputs(("-o", args.out, FORMATS), ("--system-out", args.system_out, FORMATS), stdout_used=args.as_json)
+    refuse_output_onto_inputs({"-o": args.out, "--system-out": args.system_out}, {"FILE": args.file, **cache_input()})
     options = parse_all_options(args.option, names, args.no_cache)
     return [get_metric(m, **options[m]) for m in names]
 

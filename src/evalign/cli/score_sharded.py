@@ -8,6 +8,7 @@ from typing import Any
 from rich.markup import escape
 
 from evalign.cli.common import (
+    cache_input,
     check_outputs,
     console,
     emit_json,
@@ -18,8 +19,11 @@ from evalign.cli.common import (
 )
 from evalign.engine.settings import EngineSettings
 from evalign.errors import UsageError
-from evalign.io import FORMATS, write_table
+from evalign.io import FORMATS, OutputFolder, refuse_output_onto_inputs, write_table
 from evalign.metrics.option_parsing import parse_all_options
+
+#: what ``score --out-dir`` writes in its folder (see :mod:`evalign.engine.shard`)
+SHARD_FILES = ("manifest.json", "part-*", "summary.json")
 
 
 def check_sharded(
@@ -72,6 +76,8 @@ def score_sharded(
     assert file is not None and out_dir is not None  # checked above
     names = metric_names(metric)
     check_outputs(("--system-out", system_out, FORMATS), stdout_used=as_json)
+    refuse_output_onto_inputs({"--out-dir": OutputFolder(out_dir, SHARD_FILES), "--system-out": system_out},
+                              {"FILE": file, **cache_input()})
     options = parse_all_options(option, names, no_cache)
     settings = EngineSettings(source=file, out_dir=out_dir, metrics=tuple((n, options[n]) for n in names),
                               fields=fields, default_system=system, skip_invalid=skip_invalid, shard_rows=shard_rows)

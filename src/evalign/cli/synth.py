@@ -27,10 +27,18 @@ from evalign.cli.batch_options import (
     check_batch_options,
     with_batch,
 )
-from evalign.cli.common import CliError, console, emit_json, err_console, named_as_options, print_table
+from evalign.cli.common import (
+    CliError,
+    cache_input,
+    console,
+    emit_json,
+    err_console,
+    named_as_options,
+    print_table,
+)
 from evalign.cli.judge import checked_backend
 from evalign.errors import UsageError
-from evalign.io import detect_format, write_json_atomic, write_table
+from evalign.io import detect_format, refuse_output_onto_inputs, write_json_atomic, write_table
 from evalign.judges.option_rules import backend_option_problem
 from evalign.judges.prompts import SAMPLING_RULES, sampling_problem
 from evalign.synth import SynthSettings, load_seed_rubrics, run_synth
@@ -103,6 +111,9 @@ def register(app: typer.Typer) -> None:
         check_batch_options(batch)
         if detect_format(out) == "csv":
             raise CliError("--out must be .jsonl or .parquet")
+        refuse_output_onto_inputs({"-o": out, "-o (its summary)": f"{out}.summary.json"},
+                                  {"--seed-rubric": [f for s in seed_rubric or [] for f in _rubric_files(s)],
+                                   **cache_input()})
         check_options(temperature=temperature, top_p=top_p, max_tokens=max_tokens, concurrency=concurrency,
                       batch_size=batch_size, timeout=timeout, max_retries=max_retries, api_key_env=api_key_env)
         with named_as_options(_OPTIONS):
@@ -136,6 +147,12 @@ def register(app: typer.Typer) -> None:
             return
         console.print(f"wrote {out} ({summary['rows']} rows, {summary['relative_rows']} pairwise) and {out}.summary.json",
                       highlight=False, markup=False)
+
+
+def _rubric_files(spec: str) -> list[Path]:
+    """The files a ``--seed-rubric`` value names: the file, or a folder's rubric files."""
+    p = Path(spec)
+    return sorted([*p.glob("*.yaml"), *p.glob("*.yml"), *p.glob("*.json")]) if p.is_dir() else [p]
 
 
 def print_summary(summary: dict[str, Any]) -> None:

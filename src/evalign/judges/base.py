@@ -562,6 +562,12 @@ def judge_for_template(name: str, template: str | Template | None) -> type[Judge
     if t.mode not in JUDGES:
         return cls
     own = JUDGES.get(t.mode)
+    other_kind = own.pairwise != cls.pairwise and JUDGES.get(load_template(cls.default_template).mode) is not own
+    if other_kind and not (own.pairwise and own.name != "prometheus_relative"):  # (those: "use --mode pairwise")
+        raise UsageError(f"template '{t.path or t.name}' declares mode {t.mode} (the {own.name} judge, which judges "
+                         f"{'pairs' if own.pairwise else 'one response at a time'}), but the mode asked for is {name} "
+                         f"(the {cls.name} judge, which judges {'pairs' if cls.pairwise else 'one response at a time'}): "
+                         f"give --mode {t.mode} with this template, or a template of mode {name}")
     if not own.pairwise and own is not cls:  # an item judge's template: it runs that judge if it claims them
         return own if own.claims_templates and cls.name == "prometheus_absolute" else cls
     if own is cls or not own.pairwise or own.name == "prometheus_relative":

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import EvalignError, InputError
+from evalign.io.yaml_files import load_yaml
 from evalign.judges.prompts import Message, data_files
 from evalign.registry import Registry
 from evalign.signature import stable_hash
@@ -118,13 +119,11 @@ def load_probe(spec: str | Path | Probe) -> Probe:
 
 
 def _read(path: Path) -> Mapping[str, Any]:
-    import yaml
-
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path), what="probe file")
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text (byte {e.start}); save the probe file as UTF-8", file=str(path)) from None
-    except (OSError, yaml.YAMLError) as e:
+    except OSError as e:
         raise InputError(f"cannot read a probe file ({type(e).__name__}: {e})", file=str(path)) from None
     if not isinstance(data, Mapping):
         raise InputError("a probe file is a mapping (name, version, bias, edit, source, ...)", file=str(path))

@@ -57,9 +57,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalign.errors import EvalignError, InputError, did_you_mean
+from evalign.io.yaml_files import load_yaml
 from evalign.judges.shapes import AnswerShape, shape_from_mapping
 from evalign.registry import Registry
 from evalign.signature import stable_hash
@@ -605,9 +604,4 @@ def _read_mapping(path: Path) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"malformed JSON ({e.msg})", file=str(path), line=e.lineno) from e
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(f"malformed YAML ({getattr(e, 'problem', e)})", file=str(path), line=line) from e
+    return load_yaml(text, str(path), what="template or rubric file")

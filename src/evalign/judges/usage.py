@@ -42,9 +42,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalign.errors import InputError, UsageError
+from evalign.io.yaml_files import load_yaml
 
 #: the per-row usage columns of a judge ``J`` (``J.<suffix>``), in the order they are written
 ROW_COLUMNS = ("calls", "unparsed", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -174,13 +173,9 @@ def read_prices(path: str | Path, *, source: str | None = None) -> PriceBook:
     if not p.is_file():
         raise InputError("no such price file" + (f" (from {source})" if source else ""), file=str(p))
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = load_yaml(p.read_text(encoding="utf-8"), str(p), what="price file")
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text (byte {e.start}); save the price file as UTF-8", file=str(p)) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(e, 'problem', e)})", file=str(p),
-                         line=mark.line + 1 if mark is not None else None) from None
     if not isinstance(data, Mapping):
         raise InputError("a price file maps model names to {input, output} prices per million tokens", file=str(p))
     models: list[tuple[str, Price]] = []

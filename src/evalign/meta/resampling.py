@@ -18,6 +18,11 @@ from evalign.errors import InputError
 METHODS = ("auto", "items")
 
 
+#: the most resamples (or permutations) one evaluation draws: beyond any use, and the resample arrays of a
+#: few hundred items would no longer fit in memory
+MAX_RESAMPLES = 1_000_000
+
+
 @dataclass(frozen=True)
 class Resampling:
     """Settings of every bootstrap interval and significance test of one evaluation.
@@ -48,12 +53,14 @@ class Resampling:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"must be an integer >= 1, got {v!r}", field=name)
+            if v > MAX_RESAMPLES:
+                raise InputError(f"must be at most {MAX_RESAMPLES:,}, got {v:,}", field=name)
         for name in ("confidence", "alpha"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) < 1.0:
                 raise InputError(f"must be between 0 and 1, got {v!r}", field=name)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InputError(f"must be an integer, got {self.seed!r}", field="seed")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InputError(f"must be an integer >= 0 (numpy's seeds), got {self.seed!r}", field="seed")
         if self.method not in METHODS:
             raise InputError(f"must be one of {', '.join(METHODS)}, got {self.method!r}", field="method")
         w = self.workers

@@ -19,6 +19,7 @@ import pandas as pd
 from evalign.errors import InputError, UsageError, did_you_mean
 from evalign.io import read_battles
 from evalign.judges.option_rules import check_options
+from evalign.meta.resampling import MAX_RESAMPLES
 from evalign.rank import (
     A_WINS,
     B_WINS,
@@ -322,6 +323,8 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
     :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
     if not (isinstance(bootstrap, int) and bootstrap >= 0):  # (0: no intervals; not meta's rule)
         raise UsageError(f"--bootstrap must be an integer >= 0 (0: no intervals), got {bootstrap!r}")
+    if bootstrap > MAX_RESAMPLES:
+        raise UsageError(f"--bootstrap must be at most {MAX_RESAMPLES:,}, got {bootstrap:,}")
     check_options(alpha=alpha, seed=seed)  # the rules every command's options follow
     if skip_self and not judge_models:
         raise UsageError("--skip-self needs --judge-model NAME (the judge whose own outputs to drop)")

@@ -54,6 +54,7 @@ from evalign.datasets.catalogue import label_set, parse_spec
 from evalign.errors import EvalignError, InputError, UsageError, unknown_name
 from evalign.evaluate import EvalSpec, Human, Resampling, TrustRequest
 from evalign.evaluate.spec import AGREEMENTS, GROUPINGS, LEVELS
+from evalign.io.yaml_files import MarkedMap, read_marked
 from evalign.judges.grading import JUDGES, SAMPLING_KEYS
 from evalign.judges.option_rules import check_constrain
 from evalign.meta.alt_test import AltTestSettings
@@ -68,7 +69,6 @@ from evalign.run.config_checks import mapping_of as _mapping
 from evalign.run.config_checks import path_of as _path
 from evalign.run.config_checks import plain as _plain
 from evalign.run.config_checks import typed as _typed
-from evalign.run.marks import MarkedMap, read_marked
 from evalign.run.selective import parse_selective
 
 #: the config format's version
@@ -540,7 +540,7 @@ def _scalar_field(m: Mapping[str, Any], key: str, default: Any, where: _Where) -
 
 
 def parse_config(data: Any, *, file: str = "<config>", base: Path | None = None) -> RunConfig:
-    """A :class:`RunConfig` from loaded YAML (:func:`~evalign.run.marks.load_marked`); ``base`` is
+    """A :class:`RunConfig` from loaded YAML (:func:`~evalign.io.yaml_files.load_marked`); ``base`` is
     the folder relative paths start from. Raises UsageError naming the file, line and key."""
     base = base or Path.cwd()
     top = _Where(file, "")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalign.errors import UsageError, unknown_name
-from evalign.run.marks import MarkedList, MarkedMap
+from evalign.io.yaml_files import MarkedList, MarkedMap
 
 
 class Where:
