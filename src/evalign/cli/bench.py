@@ -34,8 +34,8 @@ from evalign.cli.common import (
     resampling_of,
     split_multi,
 )
-from evalign.errors import OutputError, UsageError
-from evalign.judges.option_rules import BATCH_OPTIONS
+from evalign.errors import OutputError
+from evalign.judges.option_rules import BATCH_OPTIONS, check_options
 
 LIST: Any = typer.Option(False, "--list", help="List the suite: each set's category, dataset, kind and template.")
 JUDGE: Any = typer.Option([], "--judge", help="A judge: NAME=BACKEND:MODEL[@BASE_URL][,KEY=VALUE...], e.g. "
@@ -171,8 +171,7 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     if o["resamples"] is not None:  # named as the option, not Resampling's field
         kw["resampling"] = resampling_of({"n_resamples": "--resamples", "n_permutations": "--resamples"},
                                          n_resamples=o["resamples"], n_permutations=o["resamples"])
-    if o["seed"] is not None and o["seed"] < 0:
-        raise UsageError(f"--seed must be an integer >= 0 (numpy's seeds), got {o['seed']}")
+    check_options(seed=o["seed"])  # the rules every command's options follow
     if o["min_group"] is not None:
         kw["min_group_size"] = o["min_group"]
     return replace(base, **kw)

@@ -60,7 +60,7 @@ class Resampling:
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) < 1.0:
                 raise InputError(f"must be between 0 and 1, got {v!r}", field=name)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise InputError(f"must be an integer >= 0 (numpy's seeds), got {self.seed!r}", field="seed")
+            raise InputError(f"must be an integer >= 0, got {self.seed!r}", field="seed")
         if self.method not in METHODS:
             raise InputError(f"must be one of {', '.join(METHODS)}, got {self.method!r}", field="method")
         w = self.workers
