@@ -30,6 +30,16 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
+from evalign.cli.panel_options import (
+    PANEL_CALIBRATION,
+    PANEL_MIN,
+    PANEL_RULE,
+    PANEL_SOFT,
+    PANEL_TIE,
+    check_panel_options,
+    panel_settings,
+    panel_specs,
+)
 from evalign.cli.published import published_settings, run_published
 from evalign.cli.score import parse_options
 from evalign.cli.selective_options import (
@@ -46,7 +56,7 @@ from evalign.cli.selective_options import (
     with_selective,
 )
 from evalign.columns import resolve_metric_column
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, UsageError
 from evalign.metrics.base import get_metric, metric_class
 
 if TYPE_CHECKING:
@@ -108,6 +118,8 @@ EPSILON: Any = typer.Option(None, "--epsilon", help="The Alt-Test's cost-benefit
 PUBLISHED: Any = typer.Option(False, "--published", help="Every judge and metric the datasets ship, on every set with "
                                                          "its files here, in one table (--dataset: only these sets).")
 TOP: Any = typer.Option(None, "--top", help="With --published: the best N columns of each set only.")
+PANEL: Any = typer.Option([], "--panel", help="NAME=COL1,COL2,...: judge columns combined into one panel judge (a row "
+                          "beside its members, with a confidence from the votes; repeatable; see --panel-rule).")
 AGREEMENT: Any = typer.Option(False, "--agreement", help="Each judge's kappa with each annotator against the "
                                                          "annotators' kappa with each other (the human ceiling).")
 
@@ -130,7 +142,9 @@ def meta_cmd(
     as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES, alt_test: bool = ALT_TEST,
     epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED, top: int = TOP,
     selective: bool = SELECTIVE, risk: float = RISK, delta: float = DELTA, cascade: str = CASCADE,
-    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION,
+    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION, panel: list[str] = PANEL,
+    panel_rule: str = PANEL_RULE, panel_tie: str = PANEL_TIE, panel_min: int = PANEL_MIN,
+    panel_calibration: Path = PANEL_CALIBRATION, panel_soft: bool = PANEL_SOFT,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import Resampling, evaluate  # scipy: not at every command's start
@@ -138,10 +152,12 @@ def meta_cmd(
     from evalign.evaluate.prepare import is_glob  # scipy: not at every command's start
 
     _check_options(level, grouping, bootstrap, permutations, confidence, alpha, min_group_size)
+    check_panel_options(bool(panel), panel_rule, panel_tie, panel_min, panel_soft, panel_calibration)
+    panels = panel_specs(list(panel), panel_settings(panel_rule, panel_tie, panel_min, panel_soft))
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     if published:
-        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
+        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--panel", panel), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
         if given:
             raise CliError(f"--published evaluates every dataset's own columns and labels: not with {', '.join(given)}")
@@ -168,7 +184,8 @@ def meta_cmd(
                             alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
-    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, panels=(panels, panel_calibration),
+                     level=level, grouping=grouping,
                      by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
     spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement)
@@ -241,6 +258,7 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
     from evalign.evaluate import EvalSpec, TrustRequest  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
+    panels, calibration = spec_kw.pop("panels", ([], None))
     inputs = meta_inputs(settings)
     ds = inputs.ds
     default = ds.columns_for(inputs.human.column) if ds is not None else []
@@ -255,6 +273,8 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
     except EvalignError as e:
         suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
         raise CliError(f"{e}{suffix}") from None
+    if panels:
+        inputs, metrics = _with_panels(inputs, metrics, panels, calibration, settings.human)
     options = {n: _options(option, n, no_cache) for n in metrics}
     if ds is not None:
         lower = [*lower, *(c for c in ds.lower_is_better if c in metrics and c not in lower)]
@@ -265,6 +285,33 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
                         statistics=tuple(ds.statistics) if ds is not None else (), **spec_kw)
     except EvalignError as e:
         raise CliError(str(e)) from None
+
+
+def _with_panels(inputs: Any, metrics: list[str], panels: list[Any], calibration: Path | None,
+                 human: str | None) -> tuple[Any, list[str]]:
+    """The inputs with each panel's columns in the pair table (verdicts) or the item table (grades), and the
+    judge list with each panel after its members (members added when not named)."""
+    import dataclasses
+
+    from evalign.cli.panel_options import add_panels, calibration_weights_of, panel_notes
+
+    graded = inputs.pairs is None
+    if any(p.settings.rule == "weighted" for p in panels):
+        if calibration is None:
+            raise UsageError("--panel-rule weighted needs --panel-calibration FILE (labelled items, never the "
+                             "evaluated ones)")
+        panels = [dataclasses.replace(p, settings=dataclasses.replace(p.settings, weights=calibration_weights_of(
+            calibration, list(p.members), graded=graded, label=human if graded else None))) for p in panels]
+    table = inputs.items if graded else inputs.pairs
+    table, results = add_panels(table, panels, graded=graded)
+    inputs = dataclasses.replace(inputs, **({"items": table} if graded else {"pairs": table}))
+    names = list(metrics)
+    for p in panels:
+        names += [m for m in p.members if m not in names]
+        names.append(p.name)
+    for line in panel_notes(panels, results):
+        err_console.print(f"[dim]note: {escape(line)}[/dim]", highlight=False)
+    return inputs, names
 
 
 # ------------------------------------------------------------------------------------------------

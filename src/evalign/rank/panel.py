@@ -49,13 +49,14 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError, UsageError
+from evalign.judges.option_rules import PANEL_RULE_NAMES, PANEL_TIE_NAMES, panel_option_problem
 from evalign.meta.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
 from evalign.rank.battles import A_WINS, B_WINS, TIE, read_verdicts
 
 #: the panel rules (``--panel-rule``)
-RULES = ("majority", "weighted", "mean", "median", "dawid-skene")
+RULES = PANEL_RULE_NAMES
 #: what a majority without a plurality gives (``--panel-tie``); ``unparseable`` is the API alias of ``abstain``
-TIES = ("tie", "abstain", "first")
+TIES = PANEL_TIE_NAMES
 #: rules whose verdicts are categories (the others average grades)
 VOTING_RULES = ("majority", "weighted", "dawid-skene")
 #: ``J.confidence_source`` of a panel's confidence, by rule (``mean_p`` with ``soft``)
@@ -88,12 +89,10 @@ class PanelSettings:
     def __post_init__(self) -> None:
         if self.tie == "unparseable":
             object.__setattr__(self, "tie", "abstain")
-        if self.rule not in RULES:
-            raise UsageError(f"--panel-rule must be one of {', '.join(RULES)}, got {self.rule!r}")
-        if self.tie not in TIES:
-            raise UsageError(f"--panel-tie must be one of {', '.join(TIES)}, got {self.tie!r}")
-        if isinstance(self.min_members, bool) or not isinstance(self.min_members, int) or self.min_members < 1:
-            raise UsageError(f"--panel-min must be an integer >= 1, got {self.min_members!r}")
+        for key, value in (("rule", self.rule), ("tie", self.tie), ("min", self.min_members)):
+            problem = panel_option_problem(key, value)
+            if problem:
+                raise UsageError(f"--panel-{key} {problem}")
         if self.weights is not None:
             bad = [m for m, w in self.weights.items() if not (math.isfinite(w) and w >= 0)]
             if bad:
@@ -273,7 +272,7 @@ def _patterns(lab: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     if k * math.log2(c + 1) > 62:
         return lab, np.ones(n), np.arange(n)
     code = lab @ ((c + 1) ** np.arange(k, dtype=np.int64))
-    uniq, first, back, counts = np.unique(code, return_index=True, return_inverse=True, return_counts=True)
+    _, first, back, counts = np.unique(code, return_index=True, return_inverse=True, return_counts=True)
     return lab[first], counts.astype(float), back.ravel()
 
 
@@ -290,7 +289,7 @@ def _ds_em(lab: np.ndarray, weight: np.ndarray, c: int, max_iter: int, tol: floa
     priors = weight @ post / total
     errors = _ds_m_step(lab, post * weight[:, None], c, eps)
     loss, it = -np.inf, 0
-    for it in range(1, max_iter + 1):  # noqa: B007
+    for it in range(1, max_iter + 1):
         data = _ds_data_term(lab, errors, c)  # the E-step's and the last M-step's lower bound's common part
         if it > 1:  # crowd-kit's order: E, M, then the bound of (posterior, priors, errors) -- computed here
             new_loss = _ds_elbo(data, post, priors, weight) / max(n_votes, 1.0)
@@ -428,11 +427,18 @@ def calibration_weights(votes: Any, labels: Any, members: Sequence[str]) -> dict
 
 
 def verdict_votes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The ``(n, k)`` votes of verdict columns (A = +1, B = -1, tie = 0, none or unparseable: NaN)."""
+    """The ``(n, k)`` votes of verdict columns (A = +1, B = -1, tie = 0, none or unparseable: NaN): a
+    member's ``J.verdict`` column where the table has one, else ``J``; a verdict spelled (``A``, ``B``,
+    ``tie``, ...) or a code (its sign: +1 / -1 / 0)."""
     out = np.full((len(frame), len(columns)), np.nan)
     lookup = np.array([1.0, -1.0, 0.0, np.nan, np.nan])
     for j, c in enumerate(columns):
-        out[:, j] = lookup[read_verdicts(frame[c].to_numpy(), c).astype(np.int64)]
+        src = f"{c}.verdict" if f"{c}.verdict" in frame.columns else c
+        col = frame[src]
+        num = pd.to_numeric(col, errors="coerce").to_numpy(float) if col.dtype != bool else np.full(len(col), np.nan)
+        text = col.notna().to_numpy() & np.isnan(num)
+        codes = read_verdicts(np.where(text, col.to_numpy(object), None), src).astype(np.int64)
+        out[:, j] = np.where(text, lookup[codes], np.sign(num))
     return out
 
 
@@ -539,13 +545,14 @@ def add_panel_columns(frame: pd.DataFrame, panel: PanelSpec, *, values: Literal[
                       ) -> tuple[pd.DataFrame, PanelResult]:
     """``frame`` with the panel as a judge column: ``NAME`` (its verdicts or grades),
     ``NAME.confidence`` and ``NAME.confidence_source`` (what ``meta --selective``, ``escalate`` and
-    cascades read), and the :class:`PanelResult`. A member column that is missing is an error naming it."""
+    cascades read), ``NAME.status`` (``scored``: a judge column; no verdict counts as wrong, as any
+    judge's), and the :class:`PanelResult`. A member column that is missing is an error naming it."""
     if panel.name in frame.columns:
         raise UsageError(f"panel {panel.name}: the table has a column of that name already")
     res = judge_panel(frame, panel.members, settings=panel.settings, values=values)
     src = pd.Series([None if math.isnan(c) else res.confidence_source for c in res.confidence], index=frame.index,
                     dtype=object)
-    return frame.assign(**{panel.name: pd.Series(res.combined, index=frame.index),
+    return frame.assign(**{panel.name: pd.Series(res.combined, index=frame.index), f"{panel.name}.status": "scored",
                            f"{panel.name}.confidence": pd.Series(res.confidence, index=frame.index),
                            f"{panel.name}.confidence_source": src}), res
 
