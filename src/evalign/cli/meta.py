@@ -172,7 +172,7 @@ def meta_cmd(
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
-    if not metrics and dataset is None:
+    if not metrics and not panels and dataset is None:
         raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
     fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
                        language_field)
@@ -268,8 +268,9 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
             and spec_kw.get("level") in (None, "item")):
         spec_kw["trust"] = (TrustRequest(ds.statistic, "item", spec_kw["grouping"]),)
     try:
-        metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
-                               source=inputs.source)
+        if metrics or default or not panels:  # a panel alone: its members and itself
+            metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
+                                   source=inputs.source)
     except EvalignError as e:
         suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
         raise CliError(f"{e}{suffix}") from None
