@@ -65,6 +65,15 @@ from evalign.cli.common import (
     progress,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.judge_panel import PANEL_ALL, PANEL_MEMBER
+from evalign.cli.panel_options import (
+    PANEL_CALIBRATION,
+    PANEL_MIN,
+    PANEL_RULE,
+    PANEL_SOFT,
+    PANEL_TIE,
+    check_panel_options,
+)
 from evalign.cli.simulated_options import (
     FEWSHOT,
     FEWSHOT_EXAMPLES,
@@ -254,6 +263,13 @@ class JudgeCommand:
     fewshot: Path | None = None
     fewshot_examples: int = 3
     fewshot_prompt: str = "auto"
+    panel_member: list[str] | None = None
+    panel_all: bool = False
+    panel_rule: str = "majority"
+    panel_tie: str = "tie"
+    panel_min: int = 1
+    panel_calibration: Path | None = None
+    panel_soft: bool = False
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -293,7 +309,9 @@ def judge_cmd(
     as_json: bool = AS_JSON, turns: str = TURNS, price: str = PRICE, prices: Path = PRICES,
     top_logprobs: int = TOP_LOGPROBS, cascade: Path = CASCADE_CAL, rest: Path = REST, audit: float = AUDIT,
     simulated_annotators: int = SIMULATED_ANNOTATORS, fewshot: Path = FEWSHOT, fewshot_examples: int = FEWSHOT_EXAMPLES,
-    fewshot_prompt: str = FEWSHOT_PROMPT,
+    fewshot_prompt: str = FEWSHOT_PROMPT, panel_member: list[str] = PANEL_MEMBER, panel_all: bool = PANEL_ALL,
+    panel_rule: str = PANEL_RULE, panel_tie: str = PANEL_TIE, panel_min: int = PANEL_MIN,
+    panel_calibration: Path = PANEL_CALIBRATION, panel_soft: bool = PANEL_SOFT,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -302,6 +320,15 @@ def judge_cmd(
 
     if o.cascade is not None:
         cascade_cmd(o, _load_table)
+        return
+    check_panel_options(bool(o.panel_member), o.panel_rule, o.panel_tie, o.panel_min, o.panel_soft,
+                        o.panel_calibration)
+    if o.panel_all and not o.panel_member:
+        raise UsageError("--panel-all goes with --panel-member")
+    if o.panel_member:
+        from evalign.cli.judge_panel import panel_cmd
+
+        panel_cmd(o, _load_table, judge_spec, _judge_mode)
         return
     if o.rest is not None or o.audit:
         raise CliError("--rest and --audit go with --cascade")
