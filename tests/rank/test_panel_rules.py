@@ -239,3 +239,28 @@ def test_judge_panel_frame_keeps_the_old_api_and_adds_the_confidence() -> None:
         parse_panel("a,b")
     with pytest.raises(UsageError, match="at least two"):
         parse_panel("p=a")
+
+
+def test_one_judge_samples_vote_share_and_logprobs_win() -> None:
+    from evalign.judges import get_judge
+    from evalign.judges.logprobs import with_probability
+    from evalign.judges.parsing import parse_grade
+    from evalign.rank.panel import SAMPLES_SOURCE
+
+    def g(v: str) -> object:
+        return parse_grade(f"[RESULT] {v}", "relative")
+
+    j = get_judge("pairwise", samples=4, temperature=0.8, both_orders=False)
+    # samples: A, A, B, A -> A, 3 of 4 agree
+    res = j.aggregate({(0, "ab"): g("A"), (1, "ab"): g("A"), (2, "ab"): g("B"), (3, "ab"): g("A")})
+    assert res[""] == "A" and res["confidence"] == 0.75 and res["confidence_source"] == SAMPLES_SOURCE
+    # A, B, A, B -> mean 0: tie, no sample said tie: share 0
+    res = j.aggregate({(0, "ab"): g("A"), (1, "ab"): g("B"), (2, "ab"): g("A"), (3, "ab"): g("B")})
+    assert res[""] == "tie" and res["confidence"] == 0.0
+    # a logprob confidence (J.p_a) is never replaced by the vote share
+    p = {(s, "ab"): with_probability(g("A"), 0.9) for s in range(4)}  # type: ignore[arg-type]
+    res = j.aggregate(p)
+    assert "p_a" in res and "confidence" not in res
+    # temperature 0: the samples are one answer repeated: no vote share
+    j0 = get_judge("pairwise", samples=4, temperature=0.0, both_orders=False)
+    assert "confidence" not in j0.aggregate({(s, "ab"): g("A") for s in range(4)})

@@ -52,6 +52,8 @@ def backend_option_problem(key: str, value: Any) -> str | None:
 #: the panel rules (``--panel-rule``; a bench panel's ``rule``) and tie rules (``--panel-tie``; ``tie``)
 PANEL_RULE_NAMES = ("majority", "weighted", "mean", "median", "dawid-skene")
 PANEL_TIE_NAMES = ("tie", "abstain", "first")
+#: ``J.confidence_source`` of one judge's samples' vote share (``judge --samples N`` at temperature > 0, no logprobs)
+SAMPLES_VOTES = "samples_votes"
 
 #: a panel's settings: option -> (what it must be, the check of a value); ``--panel-<key>`` on the command
 #: line (``meta``, ``leaderboard``, ``judge``), ``<key>`` in a bench panel's mapping
@@ -81,5 +83,5 @@ def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
                          "--constrain off")
 
 
-__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "PANEL_RULES", "PANEL_RULE_NAMES", "PANEL_TIE_NAMES",
+__all__ = ["BACKEND_RULES", "CONSTRAIN_MODES", "PANEL_RULES", "PANEL_RULE_NAMES", "PANEL_TIE_NAMES", "SAMPLES_VOTES",
            "backend_option_problem", "check_constrain", "panel_option_problem"]

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError, UsageError
-from evalign.judges.option_rules import PANEL_RULE_NAMES, PANEL_TIE_NAMES, panel_option_problem
+from evalign.judges.option_rules import PANEL_RULE_NAMES, PANEL_TIE_NAMES, SAMPLES_VOTES, panel_option_problem
 from evalign.meta.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
 from evalign.rank.battles import A_WINS, B_WINS, TIE, read_verdicts
 
@@ -63,7 +63,7 @@ VOTING_RULES = ("majority", "weighted", "dawid-skene")
 CONFIDENCE_SOURCES = {"majority": "votes", "weighted": "weighted_votes", "mean": "grade_votes",
                       "median": "grade_votes", "dawid-skene": "posterior"}
 #: ``J.confidence_source`` of one judge's samples' vote share (``judge --samples N``)
-SAMPLES_SOURCE = "samples_votes"
+SAMPLES_SOURCE = SAMPLES_VOTES
 
 _PANEL_CODE = {A_WINS: 1.0, B_WINS: -1.0, TIE: 0.0}
 _NAMES = {1.0: "A", -1.0: "B", 0.0: "tie"}

@@ -24,6 +24,7 @@ from evalign.judges.base import (
     turn_fields,
 )
 from evalign.judges.logprobs import PROMETHEUS, first_shown_probability, p_a, with_probability
+from evalign.judges.option_rules import SAMPLES_VOTES
 from evalign.judges.parsing import ParseResult, parse_grade, unscored
 from evalign.judges.prompts import Message, Rubric
 
@@ -126,6 +127,11 @@ class PrometheusRelative(Judge):
         prob = p_a(results, self.orders, self.samples)  # from the answer tokens' logprobs, when returned
         if prob is not None:
             out["p_a"] = prob
+        elif self.samples > 1 and codes and float(self.sampling.get("temperature") or 0) > 0:
+            # no logprobs: the share of the samples that agree with the verdict (never replaces J.p_a)
+            code = VERDICT_CODE.get(str(out[""]))
+            out["confidence"] = sum(c == code for c in codes) / len(codes) if code is not None else float("nan")
+            out["confidence_source"] = SAMPLES_VOTES
         return out
 
     def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
