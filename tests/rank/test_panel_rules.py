@@ -264,3 +264,20 @@ def test_one_judge_samples_vote_share_and_logprobs_win() -> None:
     # temperature 0: the samples are one answer repeated: no vote share
     j0 = get_judge("pairwise", samples=4, temperature=0.0, both_orders=False)
     assert "confidence" not in j0.aggregate({(s, "ab"): g("A") for s in range(4)})
+
+
+@pytest.mark.parametrize("rule", ["majority", "weighted"])
+@pytest.mark.parametrize("tie", ["tie", "abstain", "first"])
+def test_large_inputs_by_vote_patterns_equal_item_by_item(rule: str, tie: str) -> None:
+    """Above 4096 items the verdicts are decided once per distinct vote pattern and looked up: the same
+    verdicts, confidences and counts as deciding each item (chunks of 1000 take the item-by-item path)."""
+    rng = np.random.default_rng(7)
+    v = rng.choice([1.0, -1.0, 0.0, np.nan], (10_000, 5), p=[0.4, 0.35, 0.1, 0.15])
+    s = PanelSettings(rule=rule, tie=tie, min_members=2, weights={f"m{j}": 0.5 + j for j in range(5)})
+    names = [f"m{j}" for j in range(5)]
+    whole = combine_votes(v, s, members=names)
+    parts = [combine_votes(v[i:i + 1000], s, members=names) for i in range(0, 10_000, 1000)]
+    np.testing.assert_array_equal(whole.verdict, np.concatenate([p.verdict for p in parts]))
+    np.testing.assert_array_equal(whole.confidence, np.concatenate([p.confidence for p in parts]))
+    assert whole.n_no_plurality == sum(p.n_no_plurality for p in parts) > 0
+    assert whole.n_below_min == sum(p.n_below_min for p in parts) > 0

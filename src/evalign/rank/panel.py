@@ -13,9 +13,9 @@ grades are the grades. A member that gives no verdict never fails the panel: it 
   name, kept as an alias) or ``first`` (the first member's verdict that was given, in member order).
   Confidence: the share of the votes behind the verdict (``votes``).
 * ``weighted``: the same, each member's vote weighted by the log-odds of its accuracy on labelled
-  calibration items, ``log(a / (1 - a))`` with ``a = (correct + 1) / (n + 2)`` (add-one smoothing),
-  clipped at 0 (a member no better than chance has no say) -- never fitted on the items it decides
-  (:func:`calibration_weights`). Confidence: the share of the weight behind the verdict
+  calibration items, ``log((C - 1) a / (1 - a))`` over C classes with ``a = (correct + 1) / (n + 2)``
+  (add-one smoothing), clipped at 0 (a member no better than chance has no say) -- never fitted on the
+  items it decides (:func:`calibration_weights`). An item whose voters all weigh 0 gets no verdict. Confidence: the share of the weight behind the verdict
   (``weighted_votes``).
 * ``mean`` / ``median``: of the grades given. Confidence: the share of members whose grade is the
   combined grade rounded (``grade_votes``).
@@ -158,7 +158,19 @@ def _weights_vector(members: Sequence[str], settings: PanelSettings) -> np.ndarr
 
 def _categories(votes: np.ndarray) -> np.ndarray:
     present = votes[~np.isnan(votes)]
-    return np.unique(present) if present.size else np.zeros(0)
+    return np.sort(pd.unique(present)) if present.size else np.zeros(0)
+
+
+def _indices(votes: np.ndarray, cats: np.ndarray) -> np.ndarray:
+    """Each vote's category index (``len(cats)``: no vote)."""
+    idx = np.full(votes.shape, cats.size, dtype=np.int64)
+    if cats.size <= 16:  # a few categories: one comparison each beats a binary search
+        for t, cat in enumerate(cats):
+            idx[votes == cat] = t
+        return idx
+    ok = ~np.isnan(votes)
+    idx[ok] = np.searchsorted(cats, votes[ok])
+    return idx
 
 
 def _tally(votes: np.ndarray, w: np.ndarray, cats: np.ndarray) -> np.ndarray:
@@ -178,14 +190,47 @@ def _first_given(votes: np.ndarray) -> np.ndarray:
     return votes[np.arange(votes.shape[0]), first]
 
 
+def _pattern_codes(votes: np.ndarray, cats: np.ndarray) -> np.ndarray | None:
+    """Each item's votes as one integer (base C + 1, C: no vote), or None when the patterns are too many
+    to tabulate (more than 2^20)."""
+    k, c = votes.shape[1], cats.size
+    if k * math.log2(c + 1) > 20:
+        return None
+    idx = _indices(votes, cats)
+    code = np.zeros(votes.shape[0], dtype=np.int64)
+    for j in range(k):
+        code += idx[:, j] * (c + 1) ** j
+    return code
+
+
 def _vote(votes: np.ndarray, w: np.ndarray, s: PanelSettings, tie_value: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """Majority / weighted verdicts, the share of weight behind them, and the items without a plurality."""
+    """Majority / weighted verdicts, the share of weight behind them, and the items without a plurality:
+    decided once per distinct vote pattern (few: at most (C + 1)^k) and looked up for every item."""
+    cats = _categories(votes)
+    code = _pattern_codes(votes, cats) if votes.shape[0] > 4096 else None
+    if code is None:
+        verdict, conf, open_ = _vote_items(votes, w, s, tie_value)
+        return verdict, conf, int(open_.sum())
+    c, k = cats.size, votes.shape[1]
+    seen = np.flatnonzero(np.bincount(code, minlength=(c + 1) ** k))
+    digits = (seen[:, None] // ((c + 1) ** np.arange(k, dtype=np.int64))) % (c + 1)
+    patterns = np.where(digits < c, np.append(cats, np.nan)[digits], np.nan)
+    verdict, conf, open_ = _vote_items(patterns, w, s, tie_value)
+    lookup = np.zeros((c + 1) ** k, dtype=np.int64)
+    lookup[seen] = np.arange(seen.size)
+    where = lookup[code]
+    return verdict[where], conf[where], int(open_[where].sum())
+
+
+def _vote_items(votes: np.ndarray, w: np.ndarray, s: PanelSettings,
+                tie_value: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_vote` item by item (vectorised over items); the third array: which items had no winner."""
     n = votes.shape[0]
     cats = _categories(votes)
     verdict = np.full(n, np.nan)
     conf = np.full(n, np.nan)
     if cats.size == 0:
-        return verdict, conf, 0
+        return verdict, conf, np.zeros(n, dtype=bool)
     tally = _tally(votes, w, cats)
     total = tally.sum(axis=1)
     top = tally.max(axis=1)
@@ -206,7 +251,7 @@ def _vote(votes: np.ndarray, w: np.ndarray, s: PanelSettings, tie_value: float) 
     behind[known] = tally[decided[known], np.searchsorted(cats, verdict[decided[known]])]
     with np.errstate(invalid="ignore", divide="ignore"):
         conf[decided] = np.where(total[decided] > 0, behind / total[decided], 0.0)
-    return verdict, conf, int(open_.sum())
+    return verdict, conf, open_
 
 
 def _average(votes: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -249,13 +294,11 @@ def dawid_skene(votes: Any, *, max_iter: int = 100, tol: float = 1e-5) -> tuple[
     """
     v = np.asarray(votes, dtype=float)
     cats = _categories(v)
-    n, k = v.shape
+    n = v.shape[0]
     if cats.size == 0:
         return cats, np.zeros((n, 0)), 0
     c = cats.size
-    full = np.full((n, k), c, dtype=np.int64)  # c: no vote (an extra row of zeros in the log tables)
-    ok = ~np.isnan(v)
-    full[ok] = np.searchsorted(cats, v[ok])
+    full = _indices(v, cats)  # c: no vote (an extra row of zeros in the log tables)
     lab, weight, back = _patterns(full, c)
     voted = (lab < c).any(axis=1)  # items without a vote take no part (as in crowd-kit's long format)
     post_u, it = _ds_em(lab[voted], weight[voted], c, max_iter, tol)
@@ -409,20 +452,24 @@ def still_open(votes: Any, remaining: Sequence[float] | np.ndarray, settings: Pa
     return ~closed
 
 
-def calibration_weights(votes: Any, labels: Any, members: Sequence[str]) -> dict[str, float]:
+def calibration_weights(votes: Any, labels: Any, members: Sequence[str], *, classes: int | None = None) -> dict[str, float]:
     """Each member's weight for the ``weighted`` rule from labelled calibration items: the log-odds
-    ``log(a / (1 - a))`` of its accuracy ``a = (correct + 1) / (answered + 2)`` on the items with a
-    label (NaN: none), clipped at 0. A member's missing vote counts as wrong (it did not help)."""
+    ``log((C - 1) a / (1 - a))`` of its accuracy ``a = (correct + 1) / (labelled + 2)`` (add-one
+    smoothing) over ``C`` classes (``classes``; default the distinct labels seen, at least 2: the
+    optimal weights of independent voters, Nitzan and Paroush 1982), clipped at 0: a member no better
+    than chance has no say. Items without a label (NaN) are left out; a member's missing vote counts
+    as wrong (it did not help)."""
     v = np.asarray(votes, dtype=float)
     y = np.asarray(labels, dtype=float)
     if v.shape[0] != y.shape[0]:
         raise InputError(f"{v.shape[0]} calibration items but {y.shape[0]} labels", field="labels")
     has = ~np.isnan(y)
+    c = classes if classes is not None else max(2, int(np.unique(y[has]).size))
     out = {}
     for j, m in enumerate(members):
         correct = float(np.sum(v[has, j] == y[has]))
         a = (correct + 1.0) / (float(has.sum()) + 2.0)
-        out[m] = max(0.0, math.log(a / (1.0 - a)))
+        out[m] = max(0.0, math.log((c - 1) * a / (1.0 - a)))
     return out
 
 
