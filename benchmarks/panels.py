@@ -175,14 +175,18 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return f"{v:+.{digits}f}" if isinstance(v, float) and digits < 0 else f"{v:.{digits}f}"
 
 
+def _pv(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def markdown(rows: list[dict]) -> str:
     """The results as one markdown table."""
     head = ("| set | row | agreement | vs best member (p) | vs mean member (p) | coverage @0.15 | calls/item "
             "(early stop) | coverage @0.15 (early stop) |\n|---|---|---|---|---|---|---|---|\n")
     out = []
     for r in rows:
-        vb = f"{r['vs_best']:+.3f} ({r['p_best']:.3f})" if "vs_best" in r else ""
-        vm = f"{r['vs_mean']:+.3f} ({r['p_mean']:.3f})" if "vs_mean" in r else ""
+        vb = f"{r['vs_best']:+.3f} ({_pv(r['p_best'])})" if "vs_best" in r else ""
+        vm = f"{r['vs_mean']:+.3f} ({_pv(r['p_mean'])})" if "vs_mean" in r else ""
         calls = f"{r['calls']:.0f} ({r['calls_early']:.2f})" if "calls_early" in r else (
             f"{r['calls']:.0f}" if "calls" in r else "")
         out.append(f"| {r['set']} | {r['row']} | {r['agreement']:.3f} | {vb} | {vm} | {_fmt(r.get('coverage'))} | "
