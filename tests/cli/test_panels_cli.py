@@ -148,3 +148,32 @@ def test_bench_add_panels_with_a_rule_gives_a_confidence() -> None:
     assert list(t["p"]) == ["A", "unparseable", "B"]
     np.testing.assert_allclose(t["p.confidence"], [2 / 3, np.nan, 1])
     assert list(t["q"]) == ["A", "tie", "B"] and "q.confidence" not in t.columns  # the list form: today's meaning
+
+
+def test_run_config_panel_equals_meta_panel(tmp_path: Path) -> None:
+    import yaml
+
+    t = _pair_table()
+    t.to_json(tmp_path / "pairs.jsonl", orient="records", lines=True)
+    members = ["judge:j1", "judge:j2", "judge:j3"]
+    cfg = {"version": 1, "name": "p", "evaluations": [{
+        "name": "p", "data": {"file": "pairs.jsonl"}, "columns": members,
+        "panels": {"poll": {"members": members, "rule": "dawid-skene", "min": 2}},
+        "meta": {"human": {"pref_columns": ["pref_1"]}, "resampling": {"n_resamples": 20, "n_permutations": 20},
+                 "selective": {"risk": 0.3, "delta": 0.1}}}], "report": {"formats": ["json"]}}
+    conf = tmp_path / "c.yaml"
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = runner.invoke(app, ["run", str(conf), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    got = json.loads((tmp_path / "out" / "p" / "evaluation.json").read_text())["selective"]
+    res = runner.invoke(app, ["meta", str(tmp_path / "pairs.jsonl"), "--pref", "pref_1", "-m", ",".join(members),
+                              "--panel", "poll=" + ",".join(members), "--panel-rule", "dawid-skene", "--panel-min", "2",
+                              "--bootstrap", "20", "--permutations", "20", "--selective", "--risk", "0.3", "--json"])
+    assert res.exit_code == 0, res.output
+    want = json.loads(res.stdout)["selective"]
+    assert [r for r in got["rows"] if r["judge"] == "poll"] == [r for r in want["rows"] if r["judge"] == "poll"]
+    assert any(r["judge"] == "poll" for r in got["rows"])
+    cfg["evaluations"][0]["panels"] = {"poll": {"members": members, "tie": "coin"}}
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = runner.invoke(app, ["run", str(conf), "--out", str(tmp_path / "out2")])
+    assert res.exit_code == 2 and "panels.poll" in res.output and "tie must be one of tie, abstain, first" in res.output

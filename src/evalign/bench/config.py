@@ -36,10 +36,9 @@ from typing import Any
 from evalign.bench.judges import BenchJudge, judge_spec
 from evalign.bench.settings import BenchSettings
 from evalign.errors import EvalignError, InputError, unknown_name
-from evalign.judges.option_rules import panel_option_problem
 from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
-from evalign.rank.panel import PanelSettings
+from evalign.rank.panel import PanelSettings, panel_entry_problem, panel_spec_of
 from evalign.run.marks import MarkedList, MarkedMap, read_marked
 
 KEYS = ("version", "judges", "panels", "per_set", "full", "seed", "sets", "templates", "suite", "data_dir", "published",
@@ -117,33 +116,15 @@ def _entries(doc: MarkedMap, key: str, v: Mapping[str, Any], file: str) -> None:
         elif key == "templates":
             problem = None if isinstance(x, str) else f"must be a template name or file, got {x!r}"
         else:
-            members = x.get("members") if isinstance(x, Mapping) else x
-            ok = isinstance(members, list) and all(isinstance(j, str) for j in members)
-            problem = None if ok else f"must be a list of judge names (or {{members: [...], rule, tie, min}}), got {x!r}"
-            if ok and isinstance(x, Mapping):
-                problem = _panel_problem(x)
+            problem = panel_entry_problem(x)
         if problem:
             raise InputError(problem, file=file, line=doc.lines.get(key), field=f"{key}.{k}")
-
-
-def _panel_problem(x: Mapping[str, Any]) -> str | None:
-    """What is wrong with a panel's mapping form ``{members, rule, tie, min}`` (the rules of ``--panel-rule``,
-    ``--panel-tie`` and ``--panel-min``)."""
-    unknown = sorted(set(x) - {"members", "rule", "tie", "min"})
-    if unknown:
-        return f"unknown key {unknown[0]!r} (a panel takes members, rule, tie, min)"
-    for key in ("rule", "tie", "min"):
-        problem = panel_option_problem(key, x[key]) if key in x else None
-        if problem:
-            return f"{key} {problem}"
-    return None
 
 
 def _panels(v: Mapping[str, Any]) -> tuple[dict[str, tuple[str, ...]], dict[str, PanelSettings]]:
     """The panels' members and, for the mapping form, their rules."""
     members = {str(k): tuple(x["members"] if isinstance(x, Mapping) else x) for k, x in v.items()}
-    rules = {str(k): PanelSettings(rule=x.get("rule", "majority"), tie=x.get("tie", "tie"), min_members=x.get("min", 1))
-             for k, x in v.items() if isinstance(x, Mapping)}
+    rules = {str(k): panel_spec_of(str(k), x).settings for k, x in v.items() if isinstance(x, Mapping)}
     return members, rules
 
 

@@ -145,6 +145,34 @@ def parse_panel(value: str, settings: PanelSettings | None = None, *, option: st
     return PanelSpec(name.strip(), members, settings or PanelSettings())
 
 
+def panel_entry_problem(entry: Any) -> str | None:
+    """What is wrong with a config's panel entry (None: nothing): a list of member names, or a mapping
+    ``{members: [...], rule, tie, min}`` whose values follow the panel options' rules."""
+    members = entry.get("members") if isinstance(entry, Mapping) else entry
+    if not (isinstance(members, list) and all(isinstance(m, str) for m in members)):
+        return f"must be a list of judge names (or {{members: [...], rule, tie, min}}), got {entry!r}"
+    if not isinstance(entry, Mapping):
+        return None
+    unknown = sorted(set(entry) - {"members", "rule", "tie", "min"})
+    if unknown:
+        return f"unknown key {unknown[0]!r} (a panel takes members, rule, tie, min)"
+    for key in ("rule", "tie", "min"):
+        problem = panel_option_problem(key, entry[key]) if key in entry else None
+        if problem:
+            return f"{key} {problem}"
+    return None
+
+
+def panel_spec_of(name: str, entry: Any) -> PanelSpec:
+    """A config's panel entry (checked by :func:`panel_entry_problem`) as a :class:`PanelSpec`; the
+    list form has the default rule."""
+    if not isinstance(entry, Mapping):
+        return PanelSpec(name, tuple(entry))
+    return PanelSpec(name, tuple(entry["members"]), PanelSettings(rule=entry.get("rule", "majority"),
+                                                                  tie=entry.get("tie", "tie"),
+                                                                  min_members=entry.get("min", 1)))
+
+
 def _weights_vector(members: Sequence[str], settings: PanelSettings) -> np.ndarray:
     if settings.rule != "weighted":
         return np.ones(len(members))
@@ -631,6 +659,6 @@ def with_settings(panel: PanelSpec, **changes: Any) -> PanelSpec:
 __all__ = [
     "CONFIDENCE_SOURCES", "RULES", "SAMPLES_SOURCE", "TIES", "VOTING_RULES", "Combined", "PanelResult", "PanelSettings",
     "PanelSpec", "add_panel_columns", "calibration_weights", "combine_votes", "dawid_skene", "describe",
-    "judge_panel", "parse_panel", "samples_confidence", "still_open", "verdict_names", "verdict_votes",
+    "judge_panel", "panel_entry_problem", "panel_spec_of", "parse_panel", "samples_confidence", "still_open", "verdict_names", "verdict_votes",
     "with_settings",
 ]
