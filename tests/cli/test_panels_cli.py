@@ -177,3 +177,18 @@ def test_run_config_panel_equals_meta_panel(tmp_path: Path) -> None:
     conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
     res = runner.invoke(app, ["run", str(conf), "--out", str(tmp_path / "out2")])
     assert res.exit_code == 2 and "panels.poll" in res.output and "tie must be one of tie, abstain, first" in res.output
+
+
+def test_published_cross_set_table_has_the_panel_row_beside_its_members() -> None:
+    members = "judge:gpt-4/vanilla,judge:palm2/vanilla,judge:llama2/vanilla"
+    res = runner.invoke(app, ["meta", "--published", "--dataset", "llmbar", "--panel", f"poll={members}",
+                              "--bootstrap", "20", "--permutations", "20", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["column"]: r for r in json.loads(res.stdout)["rows"] if r["set"] == "llmbar"}
+    assert {"poll", *members.split(",")} <= set(rows)
+    one = runner.invoke(app, ["meta", "--dataset", "llmbar", "-m", members, "--panel", f"poll={members}",
+                              "--bootstrap", "20", "--permutations", "20", "--json"])
+    assert one.exit_code == 0, one.output
+    (row,) = [r for r in json.loads(one.stdout)["trust"][0]["rows"] if r["metric"] == "poll"]
+    assert rows["poll"]["value"] == pytest.approx(row["value"], abs=1e-12)
+    assert rows["poll"]["ci_low"] <= rows["poll"]["value"] <= rows["poll"]["ci_high"]

@@ -157,14 +157,14 @@ def meta_cmd(
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     if published:
-        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--panel", panel), ("--human", human), ("--pref", pref),
+        given = [o for o, v in (("FILE", file), ("--metric", metric), ("--human", human), ("--pref", pref),
                                 ("--system-human", system_human), ("--labels", labels), ("--by", by)) if v]
         if given:
             raise CliError(f"--published evaluates every dataset's own columns and labels: not with {', '.join(given)}")
         check_resampling(resampling_method, workers)
         run_published(published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap,
                                           permutations=permutations, seed=seed, alpha=alpha, confidence=confidence,
-                                          epsilon=epsilon, workers=workers), as_json=as_json, top=top)
+                                          epsilon=epsilon, workers=workers, panels=panels), as_json=as_json, top=top)
         return
     if top is not None:
         raise CliError("--top goes with --published")
