@@ -154,3 +154,30 @@ def test_live_panel_usage_errors(pairs: Path, server: str, tmp_path: Path) -> No
         assert res.exit_code in (1, 2), res.output
         assert msg in " ".join(res.output.split()) and res.output.count("error:") == 1
     assert not _Counting.calls
+
+
+def test_live_panel_output_is_calibrated_by_meta_selective_and_escalated(server: str, tmp_path: Path) -> None:
+    """The live panel's vote confidence goes through `meta --selective` and `escalate` like any judge's: with
+    people preferring A everywhere, the unanimous (even) items are right and the 2-1 (odd) ones wrong, so the
+    threshold keeps exactly the unanimous verdicts."""
+    n = 80
+    f = tmp_path / "pairs.jsonl"
+    pd.DataFrame({"id": [str(i) for i in range(n)], "instruction": ["q"] * n,
+                  "response_a": [f"alpha-{i}" for i in range(n)], "response_b": [f"beta-{i}" for i in range(n)],
+                  "system_a": ["x"] * n, "system_b": ["y"] * n, "pref_1": [1] * n}).to_json(f, orient="records",
+                                                                                            lines=True)
+    out = tmp_path / "panel.jsonl"
+    _run(f, server, out)
+    cal = tmp_path / "cal.json"
+    res = CliRunner().invoke(app, ["meta", str(out), "--pref", "pref_1", "-m", "panel", "--selective", "--risk",
+                                   "0.15", "--save-calibration", str(cal), "--json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)["selective"]["rows"]
+    assert row["judge"] == "panel" and row["coverage"] == 0.5 and row["selective_accuracy"] == 1.0
+    assert 2 / 3 < row["threshold"] <= 1.0
+    decided, rest = tmp_path / "decided.jsonl", tmp_path / "rest.jsonl"
+    res = CliRunner().invoke(app, ["escalate", str(cal), str(out), "-o", str(decided), "--rest", str(rest)])
+    assert res.exit_code == 0, res.output
+    d = pd.read_json(decided, lines=True, dtype=False)
+    assert sorted(d["id"].astype(int)) == list(range(0, n, 2))
+    assert len(pd.read_json(rest, lines=True, dtype=False)) == n // 2
