@@ -127,12 +127,18 @@ class PrometheusRelative(Judge):
         prob = p_a(results, self.orders, self.samples)  # from the answer tokens' logprobs, when returned
         if prob is not None:
             out["p_a"] = prob
-        elif self.samples > 1 and codes and float(self.sampling.get("temperature") or 0) > 0:
-            # no logprobs: the share of the samples that agree with the verdict (never replaces J.p_a)
-            code = VERDICT_CODE.get(str(out[""]))
-            out["confidence"] = sum(c == code for c in codes) / len(codes) if code is not None else float("nan")
-            out["confidence_source"] = SAMPLES_VOTES
+        else:
+            out.update(self.samples_votes(str(out[""]), codes))
         return out
+
+    def samples_votes(self, verdict: str, codes: list[float]) -> dict[str, Any]:
+        """Without logprobs, with several samples at a temperature above 0: ``confidence``, the share of
+        the samples whose code is the verdict's (``confidence_source`` ``samples_votes``); else nothing."""
+        if self.samples < 2 or not codes or float(self.sampling.get("temperature") or 0) <= 0:
+            return {}
+        code = VERDICT_CODE.get(verdict)
+        share = sum(c == code for c in codes) / len(codes) if code is not None else float("nan")
+        return {"confidence": share, "confidence_source": SAMPLES_VOTES}
 
     def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
         out = super().empty_columns(status, reason)
