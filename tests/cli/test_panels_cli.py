@@ -122,6 +122,15 @@ def test_leaderboard_named_panel_tie_and_min(tmp_path: Path) -> None:
     assert x["win_rate"] == pytest.approx(1.0)
     res = runner.invoke(app, ["leaderboard", str(f), "--panel", "a=j1,j2", "--panel", "j3"])
     assert res.exit_code == 2 and "ranks one panel" in res.output
+    # weighted: j1 right on all 4 calibration pairs, j2 and j3 never -> only j1 has a say: x wins both vs y
+    cal = tmp_path / "cal.csv"
+    pd.DataFrame({"j1": ["A", "B", "A", "B"], "j2": ["B", "A", "B", "A"], "j3": ["B", "A", "B", "A"],
+                  "label": ["A", "B", "A", "B"]}).to_csv(cal, index=False)
+    x = {r["system"]: r for r in run("--panel", "w=j1,j2,j3", "--panel-rule", "weighted", "--panel-calibration",
+                                     str(cal), "--baseline-system", "y")["systems"]}["x"]
+    assert x["win_rate"] == pytest.approx(1.0)
+    res = runner.invoke(app, ["leaderboard", str(f), "--panel", "w=j1,j2,j3", "--panel-rule", "weighted"])
+    assert res.exit_code == 2 and "--panel-calibration" in res.output
 
 
 def test_bench_config_panel_mapping_form(tmp_path: Path) -> None:

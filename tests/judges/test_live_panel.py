@@ -149,6 +149,8 @@ def test_live_panel_usage_errors(pairs: Path, server: str, tmp_path: Path) -> No
          "--model do not apply"),
         (["--panel-member", f"a=openai:m1@{server}", "--panel-member", f"b=openai:m2@{server}", "--panel-rule",
           "mean"], "averages grades"),
+        (["--panel-member", f"a=openai:m1@{server}", "--panel-member", f"b=openai:m2@{server}", "--panel-rule",
+          "weighted"], "--panel-calibration FILE"),
     ):
         res = r.invoke(app, ["judge", str(pairs), "--mode", "pairwise", *args])
         assert res.exit_code in (1, 2), res.output

@@ -87,10 +87,14 @@ def leaderboard_cmd(
     weights = (calibration_weights_of(panel_calibration, list(members), graded=False)
                if panel_calibration is not None else None)
     spec = leaderboard_spec(verdict=verdict, judge=judge, panel=panel, panel_rule=panel_rule, panel_tie=panel_tie,
-                            panel_min=panel_min, panel_weights=weights,
+                            panel_min=panel_min,
                             baseline=baseline_system, anchor=anchor, bootstrap=bootstrap, resample=resample,
                             seed=seed, alpha=alpha, orders=orders, lc=not no_lc, difficulty=difficulty,
                             judge_models=split_multi(judge_model), skip_self=skip_self)
+    if weights is not None:  # --panel-calibration: the weighted rule's weights
+        import dataclasses
+
+        spec = dataclasses.replace(spec, panel_weights=weights)
     if trust_column is not None and trust_from is None:
         raise CliError("--trust-column needs --trust-from (the meta-evaluation result it is a column of)")
     trust = read_judge_trust(trust_from, trust_column or spec.column) if trust_from is not None else None

@@ -68,6 +68,9 @@ def check_members(members: Sequence[PanelMember], settings: PanelSettings) -> No
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"--panel-member: {twice[0]} named twice")
+    if settings.rule == "weighted" and settings.weights is None:
+        raise UsageError("--panel-rule weighted needs the members' weights: --panel-calibration FILE (labelled items "
+                         "with the members' columns)")
     if settings.rule in ("mean", "median"):
         raise UsageError(f"--panel-rule {settings.rule} averages grades: a live panel of pairwise judges takes "
                          "majority, weighted or dawid-skene")

@@ -332,7 +332,7 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
                      bootstrap: int = 1000, resample: str = "battles", seed: int = 0, alpha: float = 0.05,
                      orders: str = "pool", lc: bool = True, difficulty: str = "fitted",
                      judge_models: Sequence[str] = (), skip_self: bool = False, panel_tie: str = "tie",
-                     panel_min: int = 1, panel_weights: Mapping[str, float] | None = None) -> LeaderboardSpec:
+                     panel_min: int = 1) -> LeaderboardSpec:
     """The options of ``evalign leaderboard`` (and of a run config's ``leaderboards`` entry) as one frozen
     :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
     if bootstrap < 0:
@@ -351,7 +351,7 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
     name, members = panel_members(panel)
     return LeaderboardSpec(verdict=verdict, judge=judge, panel=members, board=board, panel_name=name,
                            panel_rule=_choice("--panel-rule", panel_rule, PANEL_RULES), tie_rule=panel_tie,
-                           panel_min=panel_min, panel_weights=panel_weights)
+                           panel_min=panel_min)
 
 
 def panel_members(values: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
