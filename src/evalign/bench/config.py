@@ -6,6 +6,8 @@
       - {name: smollm2, backend: llama, model: smollm2-135m-instruct, options: {max_tokens: 64}}
       - {name: qwen, backend: openai, model: qwen2.5-7b-instruct, base_url: http://localhost:8000/v1}
     panels: {both: [smollm2, qwen]}     # majority verdicts / mean grades of the members
+    # or with a rule (evalign.rank.panel; the panel gets a confidence from the votes):
+    # panels: {both: {members: [smollm2, qwen, llama], rule: majority, tie: abstain, min: 2}}
     per_set: 20                          # or full: true
     seed: 0
     sets: [llmbar-natural, chat]         # set or category keys (default: the suite's default sets)
@@ -37,6 +39,7 @@ from evalign.errors import EvalignError, InputError, unknown_name
 from evalign.io.yaml_files import MarkedList, MarkedMap, read_marked
 from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
+from evalign.rank.panel import PanelSettings, panel_entry_problem, panel_spec_of
 
 KEYS = ("version", "judges", "panels", "per_set", "full", "seed", "sets", "templates", "suite", "data_dir", "published",
         "decoding", "constrain", "resamples", "min_group", "out")
@@ -113,10 +116,16 @@ def _entries(doc: MarkedMap, key: str, v: Mapping[str, Any], file: str) -> None:
         elif key == "templates":
             problem = None if isinstance(x, str) else f"must be a template name or file, got {x!r}"
         else:
-            ok = isinstance(x, list) and all(isinstance(j, str) for j in x)
-            problem = None if ok else f"must be a list of judge names, got {x!r}"
+            problem = panel_entry_problem(x)
         if problem:
             raise InputError(problem, file=file, line=doc.lines.get(key), field=f"{key}.{k}")
+
+
+def _panels(v: Mapping[str, Any]) -> tuple[dict[str, tuple[str, ...]], dict[str, PanelSettings]]:
+    """The panels' members and, for the mapping form, their rules."""
+    members = {str(k): tuple(x["members"] if isinstance(x, Mapping) else x) for k, x in v.items()}
+    rules = {str(k): panel_spec_of(str(k), x).settings for k, x in v.items() if isinstance(x, Mapping)}
+    return members, rules
 
 
 def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str, Any], Path | None]:
@@ -142,7 +151,10 @@ def settings_of(doc: Mapping[str, Any], base: Path, file: str) -> tuple[dict[str
         if key in m:
             v = _typed(m, key, Mapping, what, file)
             _entries(m, key, v, file)
-            kw[key] = {str(k): (tuple(x) if key == "panels" else x) for k, x in v.items()}
+            if key == "panels":
+                kw["panels"], kw["panel_rules"] = _panels(v)
+            else:
+                kw[key] = {str(k): x for k, x in v.items()}
     for key in ("suite", "data_dir"):
         if key in m:
             kw[key] = _path(m[key], base, file, m.lines.get(key), key)

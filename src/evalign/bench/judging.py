@@ -5,6 +5,7 @@ is cached as it returns and an interrupted bench resumes without repeating one."
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.judges.spec import make_judge
 from evalign.judges.usage import price_book
-from evalign.rank.panel import judge_panel
+from evalign.rank.panel import PanelSettings, judge_panel
 
 #: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
 BenchProgress = Callable[[str, str, Mapping[str, int]], None]
@@ -96,19 +97,31 @@ def run_judges(specs: Sequence[BenchJudge], sets: Sequence[LoadedSet], *, decodi
     return runs
 
 
-def add_panels(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]]) -> None:
-    """Each panel as a judge column of every set where all its members are (in place): pairwise sets
-    the members' majority verdict (``.ab`` / ``.ba`` likewise, for the order diagnostics), graded sets
-    the mean of their grades; ``.status`` ``scored``."""
+def add_panels(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]],
+               rules: Mapping[str, PanelSettings] | None = None) -> None:
+    """Each panel as a judge column of every set where all its members are (in place): without a rule
+    (the list form) pairwise sets the members' majority verdict (``.ab`` / ``.ba`` likewise, for the order
+    diagnostics), graded sets the mean of their grades; with a rule (``rules``, the mapping form) that
+    rule, and the panel's ``.confidence`` / ``.confidence_source`` from the votes
+    (:mod:`evalign.rank.panel`); ``.status`` ``scored``."""
+    rules = rules or {}
     for name, members in panels.items():
+        rule = rules.get(name)
         for s in sets:
             t = s.table
             if not all(m in t.columns for m in members):
                 continue
-            t[name] = judge_panel(t, list(members), how="majority" if s.kind == "pairwise" else "mean").combined
+            values = "verdicts" if s.kind == "pairwise" else "grades"
+            settings = rule or PanelSettings(rule="majority" if s.kind == "pairwise" else "mean")
+            res = judge_panel(t, list(members), settings=settings, values=values)
+            t[name] = res.combined
+            if rule is not None:
+                t[f"{name}.confidence"] = res.confidence
+                t[f"{name}.confidence_source"] = [None if math.isnan(c) else res.confidence_source
+                                                  for c in res.confidence]
             if s.kind == "pairwise" and all(f"{m}.ab" in t.columns and f"{m}.ba" in t.columns for m in members):
                 for o in ("ab", "ba"):
-                    t[f"{name}.{o}"] = judge_panel(t, [f"{m}.{o}" for m in members], how="majority").combined
+                    t[f"{name}.{o}"] = judge_panel(t, [f"{m}.{o}" for m in members], settings=settings).combined
             t[f"{name}.status"] = "scored"
 
 

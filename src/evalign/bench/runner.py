@@ -93,6 +93,8 @@ def bench_signature(suite: Suite, loaded: Sequence[LoadedSet], specs: Sequence[B
         "decoding": dict(settings.decoding),
         "constrain": settings.constrain,
         "panels": {k: list(v) for k, v in settings.panels.items()},
+        **({"panel_rules": {k: {"rule": r.rule, "tie": r.tie, "min": r.min_members}
+                            for k, r in settings.panel_rules.items()}} if settings.panel_rules else {}),
         "published": settings.published,
         "resampling": asdict(settings.resampling),
         "evalign": evalign.__version__,
@@ -192,7 +194,7 @@ def run_bench(judges: Sequence[BenchJudge], settings: BenchSettings | None = Non
         raise UsageError("no set of the bench could be loaded: " + "; ".join(f"{k}: {v}" for k, v in loaded.skipped.items()))
     runs = run_judges(judges, loaded.sets, decoding=settings.decoding, constrain=settings.constrain, cache=cache,
                       partial_dir=out, progress=progress, batch=settings.batch) if judges else []
-    add_panels(loaded.sets, settings.panels)
+    add_panels(loaded.sets, settings.panels, settings.panel_rules)
     if stage:
         stage("evaluating")
     return profile_of(suite, loaded, judges, runs, settings, seconds=time.perf_counter() - t0)

@@ -13,6 +13,7 @@ from evalign.errors import UsageError
 from evalign.judges.option_rules import CONSTRAIN_MODES, check_constrain
 from evalign.judges.prompts import sampling_problem
 from evalign.meta.resampling import Resampling
+from evalign.rank.panel import PanelSettings
 
 #: which published judges stand beside yours: the suite's choice per set, every one the set ships, none
 PUBLISHED = ("suite", "all", "none")
@@ -34,7 +35,9 @@ class BenchSettings:
     unless its spec says otherwise (temperature 0 and seed 0 by default, so two runs agree);
     ``constrain``: each generative judge's answers constrained to its template's shape (``auto``: where
     the backend can, ``on``: or stop, ``off``), unless its spec says otherwise; ``panels``: panel name
-    -> member judges (majority verdicts, mean grades); ``resampling``: intervals and tests;
+    -> member judges (majority verdicts, mean grades); ``panel_rules``: panel name -> its rule where the
+    config gives one (:class:`~evalign.rank.panel.PanelSettings`: the mapping form ``{members, rule, tie,
+    min}``; the panel gets a confidence from the votes); ``resampling``: intervals and tests;
     ``min_group_size``: the smallest set or category ranked.
     """
 
@@ -48,6 +51,7 @@ class BenchSettings:
     decoding: Mapping[str, Any] = field(default_factory=lambda: dict(BENCH_DECODING))
     constrain: str = "auto"
     panels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    panel_rules: Mapping[str, PanelSettings] = field(default_factory=dict)
     resampling: Resampling = field(default_factory=Resampling)
     min_group_size: int = MIN_GROUP
     #: ``--batch-api``: each judge's calls of a set sent through its provider's batch API (None: one request each)
@@ -71,6 +75,9 @@ class BenchSettings:
             twice = sorted({m for m in members if list(members).count(m) > 1})
             if twice:
                 raise UsageError(f"panel {name}: judge {twice[0]} named twice (a panel counts each judge once)")
+        unknown = sorted(set(self.panel_rules) - set(self.panels))
+        if unknown:
+            raise UsageError(f"panel {unknown[0]}: a rule without members")
 
 
 __all__ = ["CONSTRAIN", "MIN_GROUP", "PUBLISHED", "BenchSettings"]

@@ -152,7 +152,9 @@ def _settings(o: dict[str, Any], cfg: Any) -> Any:
     if o["template"]:
         kw["templates"] = {**base.templates, **_pairs(o["template"], "--template")}
     if o["panel"]:
-        kw["panels"] = {**base.panels, **{k: tuple(split_multi([v])) for k, v in _pairs(o["panel"], "--panel").items()}}
+        given = {k: tuple(split_multi([v])) for k, v in _pairs(o["panel"], "--panel").items()}
+        kw["panels"] = {**base.panels, **given}
+        kw["panel_rules"] = {k: r for k, r in base.panel_rules.items() if k not in given}  # --panel: the list form
     for key in ("suite", "data_dir", "published", "constrain"):
         if o[key] is not None:
             kw[key] = o[key]

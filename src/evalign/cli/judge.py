@@ -76,6 +76,15 @@ from evalign.cli.common import (
     progress,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, dataset_table
+from evalign.cli.judge_panel import PANEL_ALL, PANEL_MEMBER
+from evalign.cli.panel_options import (
+    PANEL_CALIBRATION,
+    PANEL_MIN,
+    PANEL_RULE,
+    PANEL_SOFT,
+    PANEL_TIE,
+    check_panel_options,
+)
 from evalign.cli.simulated_options import (
     FEWSHOT,
     FEWSHOT_EXAMPLES,
@@ -279,6 +288,13 @@ class JudgeCommand:
     batch_poll: float = 30.0
     prompt_cache: str = "auto"
     service_tier: str | None = None
+    panel_member: list[str] | None = None
+    panel_all: bool = False
+    panel_rule: str = "majority"
+    panel_tie: str = "tie"
+    panel_min: int = 1
+    panel_calibration: Path | None = None
+    panel_soft: bool = False
 
     def backend_options(self) -> BackendOptions:
         """The backend's settings (each backend takes what it needs)."""
@@ -322,6 +338,9 @@ def judge_cmd(
     fewshot_prompt: str = FEWSHOT_PROMPT, prompt_cache: str = PROMPT_CACHE, service_tier: str = SERVICE_TIER,
     batch_api: bool = BATCH_API, batch_max_requests: int = BATCH_MAX_REQUESTS,
     batch_retries: int = BATCH_RETRIES, batch_retry: str = BATCH_RETRY, batch_poll: float = BATCH_POLL,
+    panel_member: list[str] = PANEL_MEMBER, panel_all: bool = PANEL_ALL,
+    panel_rule: str = PANEL_RULE, panel_tie: str = PANEL_TIE, panel_min: int = PANEL_MIN,
+    panel_calibration: Path = PANEL_CALIBRATION, panel_soft: bool = PANEL_SOFT,
 ) -> None:
     """Grade every response with an LLM judge (Prometheus absolute / pairwise, G-Eval, criteria)."""
     o = JudgeCommand(**locals())  # every option, as given
@@ -331,6 +350,15 @@ def judge_cmd(
 
     if o.cascade is not None:
         cascade_cmd(o, _load_table)
+        return
+    check_panel_options(bool(o.panel_member), o.panel_rule, o.panel_tie, o.panel_min, o.panel_soft,
+                        o.panel_calibration)
+    if o.panel_all and not o.panel_member:
+        raise UsageError("--panel-all goes with --panel-member")
+    if o.panel_member:
+        from evalign.cli.judge_panel import panel_cmd
+
+        panel_cmd(o, _load_table, judge_spec, _judge_mode)
         return
     if o.rest is not None or o.audit:
         raise CliError("--rest and --audit go with --cascade")

@@ -14,6 +14,14 @@ import typer
 from rich.markup import escape
 
 from evalign.cli.common import CliError, check_outputs, console, emit_json, print_table, split_multi
+from evalign.cli.panel_options import (
+    PANEL_CALIBRATION,
+    PANEL_MIN,
+    PANEL_RULE,
+    PANEL_TIE,
+    calibration_weights_of,
+    check_panel_options,
+)
 from evalign.io import FORMATS, refuse_output_onto_inputs, write_table
 from evalign.report.tables import pairwise_board_display
 
@@ -22,8 +30,8 @@ VERDICTS_FILE: Any = typer.Argument(..., help="Pairwise verdicts: JSONL, JSON li
 VERDICT: Any = typer.Option(None, "--verdict", help="Verdict column (A / B / tie / unparseable); default 'verdict'.")
 JUDGE: Any = typer.Option(None, "--judge", help="Judge column of `evalign judge` relative-mode output "
                                                 "(NAME, NAME.ab, NAME.ba: both orders become battles).")
-PANEL: Any = typer.Option([], "--panel", help="Verdict columns combined into one panel judge (repeatable).")
-PANEL_RULE: Any = typer.Option("majority", "--panel-rule", help="How the panel decides: majority or mean.")
+PANEL: Any = typer.Option([], "--panel", help="Verdict columns combined into one panel judge (repeatable), or "
+                          "NAME=COL1,COL2,... (a panel with its name).")
 BASELINE: Any = typer.Option(None, "--baseline-system", help="System for win_rate and lc_win_rate.")
 ANCHOR: Any = typer.Option(None, "--anchor", help="System whose Bradley-Terry score is 1000 (default: the mean is).")
 BOOTSTRAP: Any = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the BT intervals (0: none).")
@@ -57,7 +65,8 @@ def register(app: typer.Typer) -> None:
 
 def leaderboard_cmd(
     verdicts: Path = VERDICTS_FILE, verdict: str = VERDICT, judge: str = JUDGE, panel: list[str] = PANEL,
-    panel_rule: str = PANEL_RULE, baseline_system: str = BASELINE, anchor: str = ANCHOR, bootstrap: int = BOOTSTRAP,
+    panel_rule: str = PANEL_RULE, panel_tie: str = PANEL_TIE, panel_min: int = PANEL_MIN,
+    panel_calibration: Path = PANEL_CALIBRATION, baseline_system: str = BASELINE, anchor: str = ANCHOR, bootstrap: int = BOOTSTRAP,
     resample: str = RESAMPLE, seed: int = SEED, alpha: float = ALPHA, orders: str = ORDERS, no_lc: bool = NO_LC,
     difficulty: str = DIFFICULTY, judge_model: list[str] = JUDGE_MODEL, skip_self: bool = SKIP_SELF,
     trust_from: Path = TRUST_FROM, trust_column: str = TRUST_COLUMN, human: Path = HUMAN,
@@ -68,6 +77,7 @@ def leaderboard_cmd(
     from evalign.rank.leaderboard_run import (  # scipy: not at every command's start
         leaderboard_spec,
         outcome_dict,
+        panel_members,
         read_judge_trust,
         run_leaderboard,
     )
@@ -75,10 +85,19 @@ def leaderboard_cmd(
     check_options(alpha=alpha, seed=seed)
     check_outputs(("-o", out, FORMATS), stdout_used=as_json)
     refuse_output_onto_inputs({"-o": out}, {"VERDICTS_FILE": verdicts, "--trust-from": trust_from, "--human": human})
-    spec = leaderboard_spec(verdict=verdict, judge=judge, panel=split_multi(panel), panel_rule=panel_rule,
+    check_panel_options(bool(panel), panel_rule, panel_tie, panel_min, False, panel_calibration)
+    members = panel_members(panel)[1]
+    weights = (calibration_weights_of(panel_calibration, list(members), graded=False)
+               if panel_calibration is not None else None)
+    spec = leaderboard_spec(verdict=verdict, judge=judge, panel=panel, panel_rule=panel_rule, panel_tie=panel_tie,
+                            panel_min=panel_min,
                             baseline=baseline_system, anchor=anchor, bootstrap=bootstrap, resample=resample,
                             seed=seed, alpha=alpha, orders=orders, lc=not no_lc, difficulty=difficulty,
                             judge_models=split_multi(judge_model), skip_self=skip_self)
+    if weights is not None:  # --panel-calibration: the weighted rule's weights
+        import dataclasses
+
+        spec = dataclasses.replace(spec, panel_weights=weights)
     if trust_column is not None and trust_from is None:
         raise CliError("--trust-column needs --trust-from (the meta-evaluation result it is a column of)")
     trust = read_judge_trust(trust_from, trust_column or spec.column) if trust_from is not None else None

@@ -32,6 +32,16 @@ from evalign.cli.common import (
     split_multi,
 )
 from evalign.cli.dataset_options import DATA_DIR, DATASET, LABELS
+from evalign.cli.panel_options import (
+    PANEL_CALIBRATION,
+    PANEL_MIN,
+    PANEL_RULE,
+    PANEL_SOFT,
+    PANEL_TIE,
+    check_panel_options,
+    panel_settings,
+    panel_specs,
+)
 from evalign.cli.published import published_settings, run_published
 from evalign.cli.score import parse_options
 from evalign.cli.selective_options import (
@@ -48,7 +58,7 @@ from evalign.cli.selective_options import (
     with_selective,
 )
 from evalign.columns import resolve_metric_column
-from evalign.errors import EvalignError
+from evalign.errors import EvalignError, UsageError
 from evalign.io import refuse_output_onto_inputs
 from evalign.metrics.base import get_metric, metric_class
 
@@ -113,6 +123,8 @@ MIN_ITEMS: Any = typer.Option(None, "--min-items", help="With --alt-test: items 
 PUBLISHED: Any = typer.Option(False, "--published", help="Every judge and metric the datasets ship, on every set with "
                                                          "its files here, in one table (--dataset: only these sets).")
 TOP: Any = typer.Option(None, "--top", help="With --published: the best N columns of each set only.")
+PANEL: Any = typer.Option([], "--panel", help="NAME=COL1,COL2,...: judge columns combined into one panel judge (a row "
+                          "beside its members, with a confidence from the votes; repeatable; see --panel-rule).")
 AGREEMENT: Any = typer.Option(False, "--agreement", help="Each judge's kappa with each annotator against the "
                                                          "annotators' kappa with each other (the human ceiling).")
 
@@ -135,7 +147,9 @@ def meta_cmd(
     as_json: bool = AS_JSON, price: list[str] = PRICE, prices: Path = PRICES, alt_test: bool = ALT_TEST,
     epsilon: float = EPSILON, agreement: bool = AGREEMENT, published: bool = PUBLISHED, top: int = TOP,
     selective: bool = SELECTIVE, risk: float = RISK, delta: float = DELTA, cascade: str = CASCADE,
-    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION, min_items: int = MIN_ITEMS,
+    holdout: float = HOLDOUT, save_calibration_to: Path = SAVE_CALIBRATION, min_items: int = MIN_ITEMS, panel: list[str] = PANEL,
+    panel_rule: str = PANEL_RULE, panel_tie: str = PANEL_TIE, panel_min: int = PANEL_MIN,
+    panel_calibration: Path = PANEL_CALIBRATION, panel_soft: bool = PANEL_SOFT,
 ) -> None:
     """Correlations, pairwise accuracy with tie calibration, baselines, breakdowns and the trust table."""
     from evalign.evaluate import evaluate  # scipy: not at every command's start
@@ -146,6 +160,8 @@ def meta_cmd(
     from evalign.judges.option_rules import check_options  # the rules every command's options follow
 
     check_options(seed=seed, top=top)
+    check_panel_options(bool(panel), panel_rule, panel_tie, panel_min, panel_soft, panel_calibration)
+    panels = panel_specs(list(panel), panel_settings(panel_rule, panel_tie, panel_min, panel_soft))
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
     refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
@@ -160,7 +176,7 @@ def meta_cmd(
         check_resampling(resampling_method, workers)
         run_published(published_settings(datasets=dataset, data_dir=data_dir, bootstrap=bootstrap,
                                           permutations=permutations, seed=seed, alpha=alpha, confidence=confidence,
-                                          epsilon=epsilon, workers=workers), as_json=as_json, top=top)
+                                          epsilon=epsilon, workers=workers, panels=panels), as_json=as_json, top=top)
         return
     if top is not None:
         raise CliError("--top goes with --published")
@@ -168,7 +184,7 @@ def meta_cmd(
     if file is None and dataset is None:
         raise CliError("give a FILE of scored items or --dataset NAME")
     metrics = split_multi(metric)
-    if not metrics and dataset is None:
+    if not metrics and not panels and dataset is None:
         raise CliError("name the metric or judge columns (or metrics to compute) with --metric")
     fields = field_map(id_field, system_field, None, None, reference_field, response_field, task_field,
                        language_field)
@@ -180,7 +196,8 @@ def meta_cmd(
                                alpha=alpha, seed=seed, method=resampling_method, workers=workers)
     from evalign.judges.usage import price_book
 
-    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, level=level, grouping=grouping,
+    spec = meta_spec(settings, metrics, split_multi(metric_lower), option, no_cache, panels=(panels, panel_calibration),
+                     level=level, grouping=grouping,
                      by=by, min_group_size=min_group_size, resampling=resampling,
                      baselines=not no_baselines, prices=price_book(prices, list(price)))
     spec = with_judge_tests(spec, dataset, alt_test=alt_test, epsilon=epsilon, agreement=agreement,
@@ -259,6 +276,7 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
     from evalign.evaluate import EvalSpec, TrustRequest  # scipy: not at every command's start
     from evalign.evaluate.prepare import expand_names  # scipy: not at every command's start
 
+    panels, calibration = spec_kw.pop("panels", ([], None))
     inputs = meta_inputs(settings)
     ds = inputs.ds
     default = ds.columns_for(inputs.human.column) if ds is not None else []
@@ -268,11 +286,14 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
             and spec_kw.get("level") in (None, "item")):
         spec_kw["trust"] = (TrustRequest(ds.statistic, "item", spec_kw["grouping"]),)
     try:
-        metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
-                               source=inputs.source)
+        if metrics or default or not panels:  # a panel alone: its members and itself
+            metrics = expand_names(metrics, table=inputs.items, pairs=inputs.pairs, default=default,
+                                   source=inputs.source)
     except EvalignError as e:
         suffix = "" if metrics else " with --metric (the dataset ships no judge columns)"
         raise CliError(f"{e}{suffix}") from None
+    if panels:
+        inputs, metrics = _with_panels(inputs, metrics, panels, calibration, settings.human)
     options = {n: _options(option, n, no_cache) for n in metrics}
     if ds is not None:
         lower = [*lower, *(c for c in ds.lower_is_better if c in metrics and c not in lower)]
@@ -283,6 +304,33 @@ def meta_spec(settings: Any, metrics: list[str], lower: list[str], option: list[
                         statistics=tuple(ds.statistics) if ds is not None else (), **spec_kw)
     except EvalignError as e:
         raise CliError(str(e)) from None
+
+
+def _with_panels(inputs: Any, metrics: list[str], panels: list[Any], calibration: Path | None,
+                 human: str | None) -> tuple[Any, list[str]]:
+    """The inputs with each panel's columns in the pair table (verdicts) or the item table (grades), and the
+    judge list with each panel after its members (members added when not named)."""
+    import dataclasses
+
+    from evalign.cli.panel_options import add_panels, calibration_weights_of, panel_notes
+
+    graded = inputs.pairs is None
+    if any(p.settings.rule == "weighted" for p in panels):
+        if calibration is None:
+            raise UsageError("--panel-rule weighted needs --panel-calibration FILE (labelled items, never the "
+                             "evaluated ones)")
+        panels = [dataclasses.replace(p, settings=dataclasses.replace(p.settings, weights=calibration_weights_of(
+            calibration, list(p.members), graded=graded, label=human if graded else None))) for p in panels]
+    table = inputs.items if graded else inputs.pairs
+    table, results = add_panels(table, panels, graded=graded)
+    inputs = dataclasses.replace(inputs, **({"items": table} if graded else {"pairs": table}))
+    names = list(metrics)
+    for p in panels:
+        names += [m for m in p.members if m not in names]
+        names.append(p.name)
+    for line in panel_notes(panels, results):
+        err_console.print(f"[dim]note: {escape(line)}[/dim]", highlight=False)
+    return inputs, names
 
 
 # ------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from evalign.cli.common import (
 
 def published_settings(*, datasets: str | None, data_dir: Path | None, bootstrap: int, permutations: int,
                        seed: int, alpha: float, confidence: float, epsilon: float | None,
-                       workers: int | None = None) -> Any:
+                       workers: int | None = None, panels: Any = ()) -> Any:
     """The settings of the cross-set table from the command line's options."""
     from evalign.datasets import list_datasets
     from evalign.errors import did_you_mean
@@ -37,7 +37,7 @@ def published_settings(*, datasets: str | None, data_dir: Path | None, bootstrap
             raise CliError(f"--dataset: unknown dataset '{n}'{did_you_mean(n, known)} (see `evalign datasets`)")
     return PublishedSettings(resampling=resampling_of(n_resamples=bootstrap, n_permutations=permutations, seed=seed,
                                                       alpha=alpha, confidence=confidence, workers=workers),
-                             epsilon=epsilon, datasets=names, data_dir=data_dir)
+                             epsilon=epsilon, datasets=names, data_dir=data_dir, panels=tuple(panels))
 
 
 def run_published(settings: Any, *, as_json: bool, top: int | None = None) -> Any:

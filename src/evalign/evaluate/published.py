@@ -31,6 +31,7 @@ from evalign.evaluate.run import evaluate
 from evalign.evaluate.spec import EvalSpec, Human, TrustRequest
 from evalign.meta.resampling import Resampling
 from evalign.meta.workers import parallel_map
+from evalign.rank.panel import add_panel_columns
 
 #: the columns of :attr:`PublishedTable.rows`
 COLUMNS = ("set", "labels", "column", "kind", "n", "statistic", "value", "ci_low", "ci_high", "rank", "of",
@@ -43,13 +44,15 @@ class PublishedSettings:
     """What the cross-set table evaluates: ``resampling`` (intervals and baseline tests),
     ``alt_test`` (each judge's Alt-Test where the labels have >= 2 annotators), ``epsilon`` (None:
     by each dataset's annotators), ``datasets`` (names; empty: every registered dataset) and
-    ``data_dir`` (the folder of the sets that do not ship; None: the default data folder)."""
+    ``data_dir`` (the folder of the sets that do not ship; None: the default data folder), ``panels``
+    (:class:`~evalign.rank.panel.PanelSpec`: each a row of every set that has all its members)."""
 
     resampling: Resampling = field(default_factory=Resampling)
     alt_test: bool = True
     epsilon: float | None = None
     datasets: tuple[str, ...] = ()
     data_dir: Path | None = None
+    panels: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,10 +121,18 @@ def _label_jobs(name: str, ds: Any) -> Iterator[_Job]:
 def _spec(job: _Job, ds: Any, settings: PublishedSettings) -> EvalSpec:
     """The evaluation of one job, with the dataset's declared defaults (as ``evalign meta --dataset``)."""
     pairs = ds.pairs if job.human.kind == "pairs" else None
-    items = pairs_to_items(pairs) if pairs is not None else ds.items
+    items = ds.items
+    names = list(job.columns)
+    for p in settings.panels:  # a panel where the set has every member: a row beside them
+        if all(m in job.columns for m in p.members) and p.name not in names:
+            if pairs is not None:
+                pairs, _ = add_panel_columns(pairs, p, values="verdicts")
+            else:
+                items, _ = add_panel_columns(items, p, values="grades")
+            names.append(p.name)
+    items = pairs_to_items(pairs) if pairs is not None else items
     lower = [c for c in getattr(ds, "lower_is_better", []) if c in job.columns]
-    items, cols, _ = resolve_columns(items, list(job.columns), source=f"dataset {job.name}", pairs=pairs,
-                                     lower_is_better=lower)
+    items, cols, _ = resolve_columns(items, names, source=f"dataset {job.name}", pairs=pairs, lower_is_better=lower)
     grouping = getattr(ds, "grouping", "item") or "item"
     kw: dict[str, Any] = {}
     statistic = getattr(ds, "statistic", None)

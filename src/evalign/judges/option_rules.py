@@ -120,6 +120,29 @@ def backend_option_problem(key: str, value: Any) -> str | None:
     return f"must be {rule[0]}, got {value!r}"
 
 
+#: the panel rules (``--panel-rule``; a bench panel's ``rule``) and tie rules (``--panel-tie``; ``tie``)
+PANEL_RULE_NAMES = ("majority", "weighted", "mean", "median", "dawid-skene")
+PANEL_TIE_NAMES = ("tie", "abstain", "first")
+#: ``J.confidence_source`` of one judge's samples' vote share (``judge --samples N`` at temperature > 0, no logprobs)
+SAMPLES_VOTES = "samples_votes"
+
+#: a panel's settings: option -> (what it must be, the check of a value); ``--panel-<key>`` on the command
+#: line (``meta``, ``leaderboard``, ``judge``), ``<key>`` in a bench panel's mapping
+PANEL_RULES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "rule": ("one of " + ", ".join(PANEL_RULE_NAMES), lambda v: v in PANEL_RULE_NAMES),
+    "tie": ("one of " + ", ".join(PANEL_TIE_NAMES), lambda v: v in PANEL_TIE_NAMES),
+    "min": ("an integer >= 1", lambda v: _int(v) and v >= 1),
+}
+
+
+def panel_option_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the panel option ``key`` = ``value`` (None: nothing), see :data:`PANEL_RULES`."""
+    rule = PANEL_RULES.get(key)
+    if rule is None or rule[1](value):
+        return None
+    return f"must be {rule[0]}, got {value!r}"
+
+
 def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
     """The one rule of the output constraint mode, whatever command or API call sets it: one of
     :data:`CONSTRAIN_MODES`, and not ``off`` with a user's grammar or JSON schema
@@ -131,5 +154,6 @@ def check_constrain(value: Any, *, user_constraint: bool = False) -> None:
                          "--constrain off")
 
 
-__all__ = ["BACKEND_RULES", "BATCH_OPTIONS", "CONSTRAIN_MODES", "OPTION_RULES", "backend_option_problem",
-           "check_constrain", "check_options", "option_problem"]
+__all__ = ["BACKEND_RULES", "BATCH_OPTIONS", "CONSTRAIN_MODES", "OPTION_RULES", "PANEL_RULES", "PANEL_RULE_NAMES",
+           "PANEL_TIE_NAMES", "SAMPLES_VOTES", "backend_option_problem", "check_constrain", "check_options",
+           "option_problem", "panel_option_problem"]

@@ -8,10 +8,10 @@ terminal and the report show the outcome with :mod:`evalign.report.boards`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,8 @@ from evalign.rank import (
     read_verdicts,
     self_preference,
 )
+from evalign.rank.panel import RULES as PANEL_RULES
+from evalign.rank.panel import PanelSettings, parse_panel, verdict_votes
 
 #: the column the ranked verdicts are in when a panel is ranked
 PANEL_COLUMN = "panel"
@@ -54,18 +56,26 @@ class LeaderboardSpec:
         judge: the name of a judge column of ``evalign judge`` output in relative mode (``NAME``,
             ``NAME.ab``, ``NAME.ba``): both presentation orders become battles.
         panel: two or more verdict columns combined into one judge (:func:`judge_panel`).
-        panel_rule: ``"majority"`` (plurality vote, ``tie_rule`` without a winner) or ``"mean"``
-            (mean of the codes A = +1, tie = 0, B = -1; its sign is the verdict).
-        tie_rule: the panel's verdict when a majority vote has no winner.
+        panel_rule: ``"majority"`` (plurality vote, ``tie_rule`` without a winner), ``"mean"`` /
+            ``"median"`` (of the codes A = +1, tie = 0, B = -1; its sign is the verdict), ``"weighted"``
+            (with ``panel_weights``) or ``"dawid-skene"`` (see :mod:`evalign.rank.panel`).
+        tie_rule: the panel's verdict when a majority vote has no winner (``tie``, ``abstain`` -- its
+            old name ``unparseable`` kept -- or ``first``).
+        panel_name: the panel's column name (``--panel NAME=COL1,COL2``; default ``panel``).
+        panel_min: fewer members with a verdict than this: no verdict (``--panel-min``).
+        panel_weights: the members' weights of the ``weighted`` rule.
         board: the statistics' settings.
     """
 
     verdict: str | None = None
     judge: str | None = None
     panel: tuple[str, ...] = ()
-    panel_rule: Literal["majority", "mean"] = "majority"
-    tie_rule: Literal["tie", "unparseable", "first"] = "tie"
+    panel_rule: str = "majority"
+    tie_rule: str = "tie"
     board: LeaderboardSettings = field(default_factory=LeaderboardSettings)
+    panel_name: str | None = None
+    panel_min: int = 1
+    panel_weights: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         given = [n for n, v in (("--verdict", self.verdict), ("--judge", self.judge), ("--panel", self.panel)) if v]
@@ -73,14 +83,20 @@ class LeaderboardSpec:
             raise UsageError(f"give one of --verdict, --judge or --panel, not {' and '.join(given)}")
         if self.panel and len(self.panel) < 2:
             raise UsageError("--panel needs at least two columns")
-        if self.panel_rule not in ("majority", "mean"):
-            raise UsageError(f"unknown panel rule {self.panel_rule!r}; choose majority or mean")
+        if self.panel_rule not in PANEL_RULES:
+            raise UsageError(f"unknown panel rule {self.panel_rule!r}; choose {', '.join(PANEL_RULES)}")
+        self.panel_settings()  # a bad tie rule or minimum: the option's error now
+
+    def panel_settings(self) -> PanelSettings:
+        """The panel's rule as :class:`~evalign.rank.panel.PanelSettings`."""
+        return PanelSettings(rule=self.panel_rule, tie=self.tie_rule, min_members=self.panel_min,
+                             weights=self.panel_weights)
 
     @property
     def column(self) -> str:
         """The ranked column's name (the judge, the verdict column or ``panel``)."""
         if self.panel:
-            return PANEL_COLUMN
+            return self.panel_name or PANEL_COLUMN
         return self.judge or self.verdict or "verdict"
 
 
@@ -213,17 +229,16 @@ def _check_rows(table: pd.DataFrame, columns: list[str]) -> None:
 
 def _panel(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame, PanelResult]:
     cols = list(spec.panel)
-    if spec.panel_rule == "majority":
-        res = judge_panel(table, cols, how="majority", tie_rule=spec.tie_rule)
-        verdicts = np.asarray(res.combined, dtype=object)
-    else:
-        signed = {A_WINS: 1.0, B_WINS: -1.0, TIE: 0.0}
-        codes = pd.DataFrame({c: [signed.get(int(x), np.nan) for x in read_verdicts(table[c].to_numpy(), c)]
-                              for c in cols})
-        res = judge_panel(codes, cols, how="mean")
+    settings = spec.panel_settings()
+    if settings.rule in ("mean", "median"):  # of the codes A = +1, tie = 0, B = -1; the sign is the verdict
+        codes = pd.DataFrame(verdict_votes(table, cols), columns=cols)
+        res = judge_panel(codes, cols, settings=settings, values="grades")
         mean = np.asarray(res.combined, dtype=float)
         verdicts = np.where(np.isnan(mean), "unparseable", np.where(mean > 0, "A", np.where(mean < 0, "B", "tie")))
-    return table.assign(**{PANEL_COLUMN: verdicts}), res
+    else:
+        res = judge_panel(table, cols, settings=settings)
+        verdicts = np.asarray(res.combined, dtype=object)
+    return table.assign(**{spec.column: verdicts}), res
 
 
 def battles_of(table: pd.DataFrame, spec: LeaderboardSpec) -> tuple[pd.DataFrame, PanelResult | None]:
@@ -318,7 +333,8 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
                      panel_rule: str = "majority", baseline: str | None = None, anchor: str | None = None,
                      bootstrap: int = 1000, resample: str = "battles", seed: int = 0, alpha: float = 0.05,
                      orders: str = "pool", lc: bool = True, difficulty: str = "fitted",
-                     judge_models: Sequence[str] = (), skip_self: bool = False) -> LeaderboardSpec:
+                     judge_models: Sequence[str] = (), skip_self: bool = False, panel_tie: str = "tie",
+                     panel_min: int = 1) -> LeaderboardSpec:
     """The options of ``evalign leaderboard`` (and of a run config's ``leaderboards`` entry) as one frozen
     :class:`LeaderboardSpec`; a bad value is a :class:`~evalign.errors.UsageError` naming the option."""
     if not (isinstance(bootstrap, int) and bootstrap >= 0):  # (0: no intervals; not meta's rule)
@@ -335,8 +351,23 @@ def leaderboard_spec(*, verdict: str | None = None, judge: str | None = None, pa
         lc=LCSettings(difficulty=_choice("--difficulty", difficulty, ("fitted", "zero"))) if lc else None,  # type: ignore[arg-type]
         judges=tuple(judge_models), skip_self=skip_self,
     )
-    return LeaderboardSpec(verdict=verdict, judge=judge, panel=tuple(panel), board=board,
-                           panel_rule=_choice("--panel-rule", panel_rule, ("majority", "mean")))  # type: ignore[arg-type]
+    name, members = panel_members(panel)
+    return LeaderboardSpec(verdict=verdict, judge=judge, panel=members, board=board, panel_name=name,
+                           panel_rule=_choice("--panel-rule", panel_rule, PANEL_RULES), tie_rule=panel_tie,
+                           panel_min=panel_min)
+
+
+def panel_members(values: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
+    """``--panel`` values as (name, members): values without ``NAME=`` are the members of one panel
+    (each value may hold several, comma-separated), named ``panel``; or one ``NAME=COL1,COL2,...``."""
+    named = [v for v in values if "=" in v]
+    if not named:
+        return None, tuple(x.strip() for v in values for x in v.split(",") if x.strip())
+    if len(values) > 1:
+        raise UsageError("--panel: a leaderboard ranks one panel: give NAME=COL1,COL2,... once, or the members "
+                         "without a name")
+    spec = parse_panel(named[0])
+    return spec.name, spec.members
 
 
 def _finite(x: float) -> float | None:

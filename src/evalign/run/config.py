@@ -61,6 +61,7 @@ from evalign.meta.alt_test import AltTestSettings
 from evalign.metrics.base import METRICS, metric_class
 from evalign.metrics.options import check_options
 from evalign.rank.leaderboard_run import leaderboard_spec
+from evalign.rank.panel import panel_entry_problem, panel_spec_of
 from evalign.run.config_checks import Where as _Where
 from evalign.run.config_checks import check_keys
 from evalign.run.config_checks import kind_of as _kind
@@ -77,7 +78,7 @@ VERSION = 1
 FORMATS = ("html", "json", "csv")
 #: keys of each section
 TOP_KEYS = ("version", "name", "metrics", "evaluations", "leaderboards", "report", "signatures")
-EVALUATION_KEYS = ("name", "data", "metrics", "columns", "judges", "meta")
+EVALUATION_KEYS = ("name", "data", "metrics", "columns", "judges", "panels", "meta")
 DATA_KEYS = ("dataset", "data_dir", "file", "fields", "labels")
 METRIC_KEYS = ("name", "options")
 COLUMN_KEYS = ("name", "kind", "higher_is_better")
@@ -86,7 +87,7 @@ JUDGE_KEYS = ("mode", "name", "backend", "model", "base_url", "api_key_env", "te
 REPORT_KEYS = ("out", "formats", "title", "subtitle", "notes", "by_task_label")
 #: keys of a ``leaderboards`` entry: the options of :func:`evalign.rank.leaderboard_run.leaderboard_spec`,
 #: its ``name``, the ``verdicts`` file and ``trust`` (the judge's trust from an evaluation of the run)
-LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "baseline", "anchor", "bootstrap", "resample",
+LEADERBOARD_OPTIONS = ("verdict", "judge", "panel", "panel_rule", "panel_tie", "panel_min", "baseline", "anchor", "bootstrap", "resample",
                        "seed", "alpha", "orders", "lc", "difficulty", "judge_models", "skip_self")
 LEADERBOARD_KEYS = ("name", "verdicts", "trust", *LEADERBOARD_OPTIONS)
 TRUST_KEYS = ("evaluation", "column")
@@ -167,6 +168,9 @@ class EvaluationConfig:
     columns: tuple[ColumnConfig, ...] = ()
     judges: tuple[JudgeConfig, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: panels over the columns and judges (:class:`~evalign.rank.panel.PanelSpec`; ``panels:`` NAME -> a list of
+    #: members or ``{members, rule, tie, min}``), each a judge of the evaluation with its vote confidence
+    panels: tuple[Any, ...] = ()
     #: the config line of this evaluation (for messages)
     line: int = 0
 
@@ -615,7 +619,8 @@ def _leaderboard(b: Any, i: int, bw: _Where, parent: Any, before: Sequence[Leade
 
 #: the value types of the leaderboard options (lists are read apart)
 _LEADERBOARD_TYPES: dict[str, tuple[type, ...]] = {
-    "verdict": (str,), "judge": (str,), "panel_rule": (str,), "baseline": (str,), "anchor": (str,),
+    "verdict": (str,), "judge": (str,), "panel_rule": (str,), "panel_tie": (str,), "panel_min": (int,),
+    "baseline": (str,), "anchor": (str,),
     "bootstrap": (int,), "resample": (str,), "seed": (int,), "alpha": (int, float), "orders": (str,), "lc": (bool,),
     "difficulty": (str,), "skip_self": (bool,),
 }
@@ -654,7 +659,24 @@ def _evaluation(e: Any, i: int, ew: _Where, parent: Any, before: Sequence[Evalua
         raise w.error(em, None, "nothing to evaluate: give metrics, columns or judges")
     return EvaluationConfig(ename, _data(em["data"], w.child("data"), em, "data", base), metrics, columns,
                             judges, _meta(em.get("meta"), w.child("meta"), em, "meta", base),
-                            line=getattr(em, "line", 0))
+                            panels=_panels(em, w), line=getattr(em, "line", 0))
+
+
+def _panels(em: Any, w: _Where) -> tuple[Any, ...]:
+    """An evaluation's ``panels``: NAME -> a list of member columns or ``{members, rule, tie, min}``."""
+    if em.get("panels") is None:
+        return ()
+    pm = _mapping(em["panels"], w.child("panels"), em, "panels")
+    out = []
+    for name, entry in pm.items():
+        problem = panel_entry_problem(entry)
+        if problem:
+            raise w.child("panels").error(pm, name, problem)
+        try:
+            out.append(panel_spec_of(str(name), entry))
+        except UsageError as e:
+            raise w.child("panels").error(pm, name, str(e)) from None
+    return tuple(out)
 
 
 def _report(v: Any, where: _Where, parent: Any, base: Path) -> ReportConfig:

@@ -50,6 +50,7 @@ from evalign.judges.runner import run_judge
 from evalign.judges.spec import JudgeSpec, make_judge
 from evalign.metrics.base import get_metric, metric_class
 from evalign.rank.leaderboard_run import judge_trust, leaderboard_spec, outcome_dict, run_leaderboard
+from evalign.rank.panel import add_panel_columns
 from evalign.redaction import redact_options, redact_url
 from evalign.report import write_report
 from evalign.report.assemble import from_results
@@ -296,6 +297,7 @@ def run_evaluation(ev: Any, out: Path, steps: _Steps, *, step: Step, cache: Any 
     run = _Run(ev, folder, steps, step, data_key, items, pairs)
     run.metrics(on_progress)
     run.judges(cache)
+    run.panels()
     if not ev.metrics and not ev.judges:
         write_table(run.items, folder / "scored.jsonl")
     run.given_columns(d["source"])
@@ -388,6 +390,22 @@ class _Run:
         partial.unlink(missing_ok=True)
         write_json_atomic(self.folder / f"{_safe(judge.column)}.summary.json", summary)
         return run.table  # type: ignore[no-any-return]
+
+    def panels(self) -> None:
+        """Each panel as a judge column of the pair table (verdicts) or the item table (grades): its verdict
+        or grade, ``.confidence``, ``.confidence_source`` and ``.status`` (:mod:`evalign.rank.panel`)."""
+        for p in self.ev.panels:
+            table = self.pairs if self.pairs is not None else self.items
+            missing = [m for m in p.members if m not in table.columns]
+            if missing:
+                raise UsageError(f"evaluation '{self.ev.name}': panel {p.name}: no column {missing[0]} (its members are "
+                                 "columns of the data or judges of this evaluation)")
+            table, _ = add_panel_columns(table, p, values="verdicts" if self.pairs is not None else "grades")
+            if self.pairs is not None:
+                self.pairs = table
+            else:
+                self.items = table
+            self.judge_names.append(p.name)
 
     def given_columns(self, source: str) -> None:
         """The precomputed columns and the judges' columns."""

@@ -24,6 +24,7 @@ from evalign.judges.base import (
     turn_fields,
 )
 from evalign.judges.logprobs import PROMETHEUS, first_shown_probability, p_a, with_probability
+from evalign.judges.option_rules import SAMPLES_VOTES
 from evalign.judges.parsing import ParseResult, parse_grade, unscored
 from evalign.judges.prompts import Message, Rubric
 
@@ -126,7 +127,18 @@ class PrometheusRelative(Judge):
         prob = p_a(results, self.orders, self.samples)  # from the answer tokens' logprobs, when returned
         if prob is not None:
             out["p_a"] = prob
+        else:
+            out.update(self.samples_votes(str(out[""]), codes))
         return out
+
+    def samples_votes(self, verdict: str, codes: list[float]) -> dict[str, Any]:
+        """Without logprobs, with several samples at a temperature above 0: ``confidence``, the share of
+        the samples whose code is the verdict's (``confidence_source`` ``samples_votes``); else nothing."""
+        if self.samples < 2 or not codes or float(self.sampling.get("temperature") or 0) <= 0:
+            return {}
+        code = VERDICT_CODE.get(verdict)
+        share = sum(c == code for c in codes) / len(codes) if code is not None else float("nan")
+        return {"confidence": share, "confidence_source": SAMPLES_VOTES}
 
     def empty_columns(self, status: str, reason: str | None) -> dict[str, Any]:
         out = super().empty_columns(status, reason)
