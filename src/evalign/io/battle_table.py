@@ -213,6 +213,13 @@ def _suspects(df: pd.DataFrame, columns: Sequence[str], from_text: bool) -> np.n
         out[0] = True  # the first row already lacks the column
     for c in df.columns:
         col = df[c]
+        if _arrow_text(col):  # valid UTF-8 by construction, and every value a string or missing
+            if c in BATTLE_REQUIRED:
+                blank = [u for u in col.dropna().unique().tolist() if not u.strip()]
+                out |= (col.isna() | col.isin(blank)).to_numpy(dtype=bool)
+            elif c in _BATTLE_NUMBERS:
+                out |= _number_suspects(col.to_numpy(dtype=object), from_text)
+            continue
         values = col.to_numpy(dtype=object) if col.dtype.kind not in "iufb" else col.to_numpy()
         if values.dtype == object:
             out |= _text_suspects(values)
@@ -223,6 +230,13 @@ def _suspects(df: pd.DataFrame, columns: Sequence[str], from_text: bool) -> np.n
         elif c in _BATTLE_NUMBERS:
             out |= _number_suspects(values, from_text)
     return out
+
+
+def _arrow_text(col: pd.Series) -> bool:
+    """Whether ``col`` is a pandas text column stored by pyarrow (what Parquet files are read as)."""
+    import pandas as pd
+
+    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow"
 
 
 # --- the table -----------------------------------------------------------------------------------------
