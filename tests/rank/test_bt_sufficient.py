@@ -97,3 +97,36 @@ def test_every_item_resample_equals_the_battle_by_battle_fit_of_its_items() -> N
         times = counts[item_of]  # each battle comes as often as its item was drawn
         a, b, code = np.repeat(a0, times), np.repeat(b0, times), np.repeat(c0, times)
         np.testing.assert_allclose(res.boot[i], per_battle_fit(a, b, code, k), atol=1e-9, rtol=0)
+
+
+def test_the_structured_style_fit_equals_the_dense_logistic_regression() -> None:
+    from evalign.rank.style import fit_logistic, fit_style_bt, style_bootstrap
+
+    rng = np.random.default_rng(5)
+    k, n, d = 6, 800, 3
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    z = rng.normal(size=(n, d))
+    eta = rng.normal(size=k)[a] - rng.normal(size=k)[b] + z @ np.array([0.5, -0.3, 0.1])
+    u = rng.random(n)
+    p = 1.0 / (1.0 + np.exp(-eta))
+    y = np.where(u < 0.85 * p, 1.0, np.where(u < 0.85, 0.0, 0.5))
+    for ref in (0, 3):
+        X = np.zeros((n, k))
+        X[np.arange(n), a] = 1.0
+        X[np.arange(n), b] -= 1.0
+        dense = np.hstack([np.delete(X, ref, axis=1), z])
+        want, want_cov, ok = fit_logistic(dense, y)
+        got, got_cov, conv = fit_style_bt(a, b, y, z, k, ref=ref)
+        assert ok and conv
+        np.testing.assert_allclose(got, want, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(got_cov, want_cov, atol=1e-9, rtol=1e-7)
+    # a resample's weights are the battles repeated: the same fit as the repeated rows, warm start or not
+    counts = np.bincount(np.random.default_rng(1).integers(0, n, n), minlength=n)
+    rows = np.repeat(np.arange(n), counts)
+    weighted = fit_style_bt(a, b, y, z, k, weights=counts, start=got)[0]
+    repeated = fit_style_bt(a[rows], b[rows], y[rows], z[rows], k)[0]
+    np.testing.assert_allclose(weighted, repeated, atol=1e-9, rtol=0)
+    boot = style_bootstrap(a, b, y, z, k, n_bootstrap=3, seed=1)
+    np.testing.assert_allclose(boot[0], fit_style_bt(a, b, y, z, k, weights=counts)[0], atol=1e-9, rtol=0)
+    assert boot.shape == (3, k - 1 + d) and not np.allclose(boot[1], boot[0])

@@ -102,7 +102,7 @@ def leaderboard(
         if positions is None:
             notes.append("orders='combine': no order-swapped pairs found; battles used as they are")
         battles = combine_orders(battles, verdict=verdict)
-    ba = battle_arrays(battles, verdict=verdict, systems=raw.systems)
+    ba = battle_arrays(battles, verdict=verdict, systems=raw.systems) if settings.orders == "combine" else raw
     bt = bradley_terry(ba, settings=settings.bt)
     if not bt.converged:
         notes.append(
