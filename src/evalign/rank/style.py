@@ -135,6 +135,7 @@ def _style_newton(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k:
                   covariance: bool) -> tuple[np.ndarray, np.ndarray, bool]:
     """The Newton iterations of :func:`fit_style_bt`."""
     d = z.shape[1]
+    pairs = a * k + b
     H = np.eye(coef.size)
     converged = False
     for _ in range(max_iter):
@@ -143,7 +144,7 @@ def _style_newton(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k:
         mu = 0.5 * (1.0 + np.tanh(0.5 * (theta[a] - theta[b] + z @ coef[k - 1:])))  # sigmoid, no overflow
         r, s = w * (y - mu), w * mu * (1.0 - mu)
         grad = np.concatenate([(np.bincount(a, r, k) - np.bincount(b, r, k))[keep], z.T @ r])
-        pair = np.bincount(a * k + b, s, k * k).reshape(k, k)
+        pair = np.bincount(pairs, s, k * k).reshape(k, k)
         pair = pair + pair.T
         lap = np.diag(pair.sum(axis=1)) - pair
         cross = np.stack([np.bincount(a, s * z[:, j], k) - np.bincount(b, s * z[:, j], k) for j in range(d)], axis=1)
@@ -173,8 +174,10 @@ def style_bootstrap(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, 
     rng = np.random.default_rng(seed)
     out = np.empty((n_bootstrap, start.size))
     for i in range(n_bootstrap):
-        counts = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
-        out[i] = fit_style_bt(a, b, y, z, k, ref=ref, weights=counts, start=start, covariance=False)[0]
+        counts = np.bincount(rng.integers(0, n, n), minlength=n)
+        drawn = np.flatnonzero(counts)  # a battle not drawn adds nothing: about 37% fewer rows to fit
+        out[i] = fit_style_bt(a[drawn], b[drawn], y[drawn], z[drawn], k, ref=ref, weights=counts[drawn].astype(np.float64),
+                              start=start, covariance=False)[0]
     return out
 
 
