@@ -39,6 +39,7 @@ document (one list over many lines) is read whole, its lines bounded the same wa
 
 from __future__ import annotations
 
+from evalign.io.battle_table import BATTLE_REQUIRED, LineNumbers, read_battles
 from evalign.io.overlap import OutputFolder, refuse_output_onto_inputs, same_file
 from evalign.io.readers import (
     CORE_FIELDS,
@@ -63,13 +64,11 @@ from evalign.io.readers import (
     unbox,
 )
 from evalign.io.validation import (
-    BATTLE_REQUIRED,
     PAIR_REQUIRED,
     PAIR_TEXT_FIELDS,
     check_systems,
     parse_number,
     parse_preference,
-    read_battles,
     read_items,
     read_pairs,
     read_system_human,
@@ -97,6 +96,7 @@ __all__ = [
     "PAIR_TEXT_FIELDS",
     "STDIO",
     "TEXT_FIELDS",
+    "LineNumbers",
     "OutputFolder",
     "atomic_path",
     "binary_stream",

@@ -313,14 +313,7 @@ def iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> It
     file = "<stdin>" if str(path) == STDIO else str(path)
     if fmt == "parquet":
         meta["line_word"] = "row"
-        binary_stream(path).close()
-        try:
-            import pandas as pd  # pandas is imported where a table is built, not at every command's start
-
-            df = pd.read_parquet(path)
-        except Exception as e:  # pyarrow raises several types
-            raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
-        yield from iter_frame(df)
+        yield from iter_frame(read_parquet_frame(path, file))
         return
     fh = binary_stream(path)
     try:
@@ -331,6 +324,18 @@ def iter_records(path: Path, fmt: str, meta: dict[str, Any] | None = None) -> It
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
+
+
+def read_parquet_frame(path: Path, file: str) -> pd.DataFrame:
+    """A Parquet file as a DataFrame; a missing file or one pyarrow cannot read is an
+    :class:`InputError` naming ``file``."""
+    binary_stream(path).close()
+    try:
+        import pandas as pd  # pandas is imported where a table is built, not at every command's start
+
+        return pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises several types
+        raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
 
 
 def iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -77,16 +77,21 @@ class BattleArrays:
 def read_verdicts(values: object, name: str = "verdict") -> np.ndarray:
     """Verdict codes of a column (see the module conventions); InputError naming the first bad row."""
     s = pd.Series(values, dtype=object)
-    miss = s.isna().to_numpy()
-    text = s.where(~miss, "").astype(str).str.strip().str.lower()
-    codes = text.map(_SPELLINGS)
-    bad = codes.isna().to_numpy()
+    try:  # each distinct value read once (a million verdicts hold a handful of spellings)
+        which, distinct = pd.factorize(s, use_na_sentinel=True)
+    except TypeError:  # unhashable values (lists): each one
+        which, distinct = np.arange(len(s)), s.to_numpy()
+        which[s.isna().to_numpy()] = -1
+    spelled = [_SPELLINGS.get(str(v).strip().lower()) for v in list(distinct)]
+    table = np.array([MISSING if c is None else c for c in spelled] + [MISSING], dtype=np.int8)
+    bad_values = np.array([c is None for c in spelled] + [False])
+    bad = bad_values[which]  # which == -1 (missing) reads the appended MISSING entry
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(
             f"verdict {s.iloc[i]!r} is not one of A, B, tie, unparseable", line=i + 1, field=name, line_word="row"
         )
-    return codes.to_numpy(dtype=np.int8)
+    return table[which]
 
 
 def battle_arrays(battles: pd.DataFrame, *, verdict: str = "verdict", systems: Sequence[str] | None = None) -> BattleArrays:
@@ -94,18 +99,21 @@ def battle_arrays(battles: pd.DataFrame, *, verdict: str = "verdict", systems: S
     for col in ("system_a", "system_b", verdict):
         if col not in battles.columns:
             raise InputError("battle table has no such column", field=col)
-    sa = battles["system_a"].astype(str).to_numpy()
-    sb = battles["system_b"].astype(str).to_numpy()
-    same = np.flatnonzero(sa == sb)
+    # each distinct name read once: factorize each column, then place its names among the systems
+    which_a, seen_a = pd.factorize(battles["system_a"], use_na_sentinel=False)
+    which_b, seen_b = pd.factorize(battles["system_b"], use_na_sentinel=False)
+    seen_a, seen_b = [str(v) for v in list(seen_a)], [str(v) for v in list(seen_b)]
+    every = pd.Index(sorted(set(seen_a) | set(seen_b)), dtype=object)
+    same = np.flatnonzero(every.get_indexer(seen_a)[which_a] == every.get_indexer(seen_b)[which_b])
     if same.size:
         raise InputError("a system battles itself", line=int(same[0]) + 1, field="system_b", line_word="row")
-    names = tuple(sorted(set(sa) | set(sb))) if systems is None else tuple(systems)
-    lookup = {s: i for i, s in enumerate(names)}
-    try:
-        a = np.fromiter((lookup[x] for x in sa), dtype=np.int64, count=sa.size)
-        b = np.fromiter((lookup[x] for x in sb), dtype=np.int64, count=sb.size)
-    except KeyError as exc:
-        raise InputError(f"system {exc.args[0]!r} is not in systems", field="system_a") from None
+    names = tuple(every) if systems is None else tuple(systems)
+    index = pd.Index(names, dtype=object)
+    pos_a, pos_b = index.get_indexer(seen_a).astype(np.int64), index.get_indexer(seen_b).astype(np.int64)
+    a, b = pos_a[which_a], pos_b[which_b]
+    for seen, pos in ((seen_a, pos_a), (seen_b, pos_b)):
+        if (pos < 0).any():
+            raise InputError(f"system {seen[int(np.flatnonzero(pos < 0)[0])]!r} is not in systems", field="system_a")
     ids = battles["id"].astype(str).to_numpy() if "id" in battles.columns else None
     len_a = len_b = None
     if "len_a" in battles.columns and "len_b" in battles.columns:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from evalign.errors import InputError
 from evalign.rank.battles import (
+    BattleArrays,
     PositionAgreement,
     battle_arrays,
     combine_orders,
@@ -102,7 +103,7 @@ def leaderboard(
         if positions is None:
             notes.append("orders='combine': no order-swapped pairs found; battles used as they are")
         battles = combine_orders(battles, verdict=verdict)
-    ba = battle_arrays(battles, verdict=verdict, systems=raw.systems)
+    ba = _ranked(battles, raw, settings.orders, verdict)
     bt = bradley_terry(ba, settings=settings.bt)
     if not bt.converged:
         notes.append(
@@ -140,6 +141,12 @@ def leaderboard(
     cols = lead + [c for c in optional if c in table.columns] + rest
     table = table[cols].sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
     return Leaderboard(table, win_rate_matrix(ba), bt, wr, lc, positions, tuple(notes), settings)
+
+
+def _ranked(battles: pd.DataFrame, raw: BattleArrays, orders: str, verdict: str) -> BattleArrays:
+    """The battles ranked: ``raw`` itself when both orders are pooled, else the combined table encoded
+    with ``raw``'s systems."""
+    return battle_arrays(battles, verdict=verdict, systems=raw.systems) if orders == "combine" else raw
 
 
 def _has_lc_values(lc: LCWinRates, baseline: str) -> bool:

@@ -23,6 +23,7 @@ results, so a change of draw order is a change of every interval):
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import numpy as np
@@ -63,17 +64,27 @@ def bootstrap(
     probs = (np.full(n, 1.0 / max(n, 1)) if p is None else np.asarray(p)) if draw == "counts" else None
     width = n if probs is None else len(probs)
     step = max(n_rounds if chunk is None else chunk, 1)
-    parts: list[Fitted] = []
-    for start in range(0, max(n_rounds, 1), step):
+
+    def draws_of(start: int) -> np.ndarray:
         rounds = min(step, n_rounds - start)
         if rounds <= 0:
-            draws = np.empty((0, width), dtype=np.int64)
-        elif probs is not None:
-            draws = rng.multinomial(n, probs, size=rounds)
-        else:
-            draws = rng.choice(n, size=(rounds, n), replace=True)
-        out = fit(draws)
-        parts.append(tuple(np.asarray(x) for x in out) if isinstance(out, tuple) else np.asarray(out))
+            return np.empty((0, width), dtype=np.int64)
+        if probs is not None:
+            return rng.multinomial(n, probs, size=rounds)
+        return rng.choice(n, size=(rounds, n), replace=True)
+
+    parts: list[Fitted] = []
+    starts = list(range(0, max(n_rounds, 1), step))
+    # the next batch is drawn in a second thread while this one is fitted (numpy releases the GIL in both);
+    # batches are still drawn one after another from the one generator, so the draws are unchanged
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(draws_of, starts[0])
+        for i in range(len(starts)):
+            draws = pending.result()
+            if i + 1 < len(starts):
+                pending = pool.submit(draws_of, starts[i + 1])
+            out = fit(draws)
+            parts.append(tuple(np.asarray(x) for x in out) if isinstance(out, tuple) else np.asarray(out))
     if len(parts) == 1:
         return parts[0]
     if isinstance(parts[0], tuple):

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
+from threadpoolctl import threadpool_limits
 
 from evalign.errors import InputError
 from evalign.meta.clusters import significance_clusters
@@ -118,6 +119,14 @@ def _bt_newton(
     (natural-log units) per coordinate so that fits whose maximum is at infinity move out slowly
     instead of overflowing. Returns ``(theta, converged)``, ``theta`` centred (mean 0) per resample.
     """
+    with threadpool_limits(limits=1, user_api="blas"):  # small solves: BLAS threads cost far more than they save
+        return _newton_steps(W, theta, tol, max_iter, precond)
+
+
+def _newton_steps(
+    W: np.ndarray, theta: np.ndarray, tol: float, max_iter: int, precond: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The iterations of :func:`_bt_newton`."""
     R, k, _ = W.shape
     N = W + W.transpose(0, 2, 1)
     wins = W.sum(axis=2)

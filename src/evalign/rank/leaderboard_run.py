@@ -300,7 +300,7 @@ def run_leaderboard(source: str | Path | pd.DataFrame, spec: LeaderboardSpec = L
 
 def _check_systems(spec: LeaderboardSpec, battles: pd.DataFrame, source: str) -> None:
     """Every option that names a system names one of the file's (with a "did you mean")."""
-    systems = sorted(set(battles["system_a"].astype(str)) | set(battles["system_b"].astype(str)))
+    systems = sorted(set(battles["system_a"].astype(str).unique()) | set(battles["system_b"].astype(str).unique()))
     for option, name in (("--baseline-system", spec.board.baseline), ("--anchor", spec.board.bt.anchor)):
         if name is not None and name not in systems:
             raise UsageError(f"{option} {name!r} is not a system of {source}{did_you_mean(name, systems)} "

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from evalign.rank.battles import BattleArrays
 from evalign.rank.bradley_terry import BTSettings
@@ -106,6 +107,80 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, *, tol: float = 1e-12, max_iter: 
     return th, np.linalg.pinv(hess), converged and finite
 
 
+def fit_style_bt(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k: int, *, ref: int = 0,
+                 weights: np.ndarray | None = None, start: np.ndarray | None = None, tol: float = 1e-10,
+                 max_iter: int = 100, covariance: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The style-controlled Bradley-Terry MLE of battles ``a`` vs ``b`` (system indices, ``y`` in [0, 1]:
+    1 = a wins, 0.5 = tie) with covariates ``z`` (n x d), each battle counted ``weights`` times (None: once):
+    ``(coef, covariance = inverse Hessian, converged)``, ``coef`` the k-1 system strengths (system ``ref``
+    at 0, the others in index order) then the d covariate coefficients: the parametrisation of
+    :func:`fit_logistic` on the design ``[e_a - e_b without column ref, z]``, so the same estimate.
+
+    Newton's method on the structured Hessian: the strength block is the graph Laplacian of the
+    battles' weights ``w p (1 - p)`` (a bincount over pairs), the strength-covariate block and the
+    gradient are bincounts per system, so an iteration costs ``O(n d)`` (never the n x k design);
+    ``start`` warm-starts it (a bootstrap resample from the full fit). Steps are capped at 2 per
+    coordinate, as for plain Bradley-Terry. ``covariance=False`` returns the Hessian in its place (no
+    pseudo-inverse: a bootstrap resample needs the coefficients only)."""
+    n, d = z.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    keep = np.delete(np.arange(k), ref)
+    coef = np.zeros(k - 1 + d) if start is None else np.array(start, dtype=np.float64)
+    with threadpool_limits(limits=1, user_api="blas"):  # small solves: BLAS threads cost far more than they save
+        return _style_newton(a, b, y, z, k, keep, w, coef, tol, max_iter, covariance)
+
+
+def _style_newton(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k: int, keep: np.ndarray,
+                  w: np.ndarray, coef: np.ndarray, tol: float, max_iter: int,
+                  covariance: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The Newton iterations of :func:`fit_style_bt`."""
+    d = z.shape[1]
+    pairs = a * k + b
+    H = np.eye(coef.size)
+    converged = False
+    for _ in range(max_iter):
+        theta = np.zeros(k)
+        theta[keep] = coef[: k - 1]
+        mu = 0.5 * (1.0 + np.tanh(0.5 * (theta[a] - theta[b] + z @ coef[k - 1:])))  # sigmoid, no overflow
+        r, s = w * (y - mu), w * mu * (1.0 - mu)
+        grad = np.concatenate([(np.bincount(a, r, k) - np.bincount(b, r, k))[keep], z.T @ r])
+        pair = np.bincount(pairs, s, k * k).reshape(k, k)
+        pair = pair + pair.T
+        lap = np.diag(pair.sum(axis=1)) - pair
+        cross = np.stack([np.bincount(a, s * z[:, j], k) - np.bincount(b, s * z[:, j], k) for j in range(d)], axis=1)
+        H = np.block([[lap[np.ix_(keep, keep)], cross[keep]], [cross[keep].T, (z.T * s) @ z]])
+        try:
+            step = np.linalg.solve(H, grad)
+        except np.linalg.LinAlgError:  # systems not connected by battles: the least-squares step
+            step = np.linalg.lstsq(H, grad, rcond=None)[0]
+        step *= min(1.0, 2.0 / max(float(np.abs(step).max(initial=0.0)), 1e-300))
+        coef = coef + step
+        if np.abs(step).max(initial=0.0) < tol:
+            converged = True
+            break
+    finite = bool(np.max(np.abs(coef), initial=0.0) < 50)
+    return coef, np.linalg.pinv(H) if covariance else H, converged and finite
+
+
+def style_bootstrap(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k: int, *, ref: int = 0,
+                    n_bootstrap: int = 100, seed: int | None = 0, start: np.ndarray | None = None) -> np.ndarray:
+    """Bootstrap coefficients ``(n_bootstrap, k - 1 + d)`` of :func:`fit_style_bt`: each resample draws n
+    battles with replacement (``Generator.integers(0, n, n)``, arena-hard-auto's draw), counted as weights
+    of the battles (the features stay per battle), and is fitted warm-started from ``start`` (the
+    full-data fit; None: fitted here)."""
+    n = y.size
+    if start is None:
+        start = fit_style_bt(a, b, y, z, k, ref=ref)[0]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_bootstrap, start.size))
+    for i in range(n_bootstrap):
+        counts = np.bincount(rng.integers(0, n, n), minlength=n)
+        drawn = np.flatnonzero(counts)  # a battle not drawn adds nothing: about 37% fewer rows to fit
+        out[i] = fit_style_bt(a[drawn], b[drawn], y[drawn], z[drawn], k, ref=ref, weights=counts[drawn].astype(np.float64),
+                              start=start, covariance=False)[0]
+    return out
+
+
 @dataclass(frozen=True)
 class StyleControl:
     """The style-controlled leaderboard.
@@ -172,4 +247,5 @@ def style_control(ba: BattleArrays, responses_a: Sequence[str], responses_b: Seq
                         constant, ok1 and ok2, int(r.sum()), length_unit, settings)
 
 
-__all__ = ["FEATURES", "StyleControl", "fit_logistic", "style_control", "style_counts", "style_covariates"]
+__all__ = ["FEATURES", "StyleControl", "fit_logistic", "fit_style_bt", "style_bootstrap", "style_control", "style_counts",
+           "style_covariates"]

@@ -1,0 +1,267 @@
+"""Leaderboards at arena scale: evalign's Bradley-Terry with 1,000 battle resamples vs FastChat's, same
+battles, one run, end to end from a Parquet file, with each side's peak memory.
+
+Data: ``--systems`` systems (100) with normal strengths, battles between random pairs drawn from the
+Bradley-Terry model with about 15% ties (seeded), an ``id`` per four battles and response lengths; written
+to Parquet once per size (``--sizes``, default 100k, 1M and 3M battles).
+
+* ``evalign``: :func:`evalign.rank.leaderboard_run.run_leaderboard` on the Parquet file (reading and
+  checking every row, the full-data fit, ``--resamples`` battle resamples as multinomial draws over the
+  (system_a, system_b, outcome) counts, clusters, counts and position agreement), in a fresh process.
+* Style control (``--style-sizes``, default 1M battles; length, headers, lists and bold features
+  standardised from synthetic counts): evalign's :func:`evalign.rank.style.fit_style_bt` (Newton on the
+  structured Hessian, ``O(n d)`` per iteration) and ``--style-resamples`` (100) battle resamples
+  (:func:`evalign.rank.style.style_bootstrap`, each warm-started from the full fit) vs arena-hard-auto's
+  style-controlled fit (``fit_contextual_bt`` of its style control, Apache-2.0: scipy L-BFGS-B on the
+  contextual Bradley-Terry loss with L2 ``reg = 0.5``, gtol 1e-6, 100 iterations, from zero, refit per
+  round on ``randint(0, n, n)`` rows), written here from that definition, ``--peer-resamples`` rounds
+  timed and extrapolated.
+* ``FastChat``: ``compute_elo_mle_with_tie`` + ``get_bootstrap_result`` of
+  ``fastchat/serve/monitor/elo_analysis.py`` from the installed ``fschat`` (0.2.36, a test dependency),
+  taken from its source file as shipped (the module's own imports, plotly and pytz, are for its plots and
+  are not needed by these two functions, so the functions are compiled from the file on their own):
+  scikit-learn's ``LogisticRegression`` on the full battle matrix (two rows per battle) for the full fit
+  and for each resample of ``battles.sample(frac=1.0, replace=True)``. The Parquet file is read with
+  pandas. On a shared machine the peer runs ``--peer-resamples`` rounds (default 2) and its time for
+  ``--resamples`` rounds is extrapolated linearly from them (printed as "extrapolated"); sizes above
+  ``--peer-max-battles`` (default 1M: its design matrix is 16 bytes x 100 x 2 rows per battle) are
+  extrapolated linearly from the largest size it ran, and say so.
+
+Each side runs in its own child process (its peak resident memory is the child's ``ru_maxrss``). The
+script prints, per size, both times, the ratio, both peaks, and how far the full-data ratings are apart
+(Elo points, after centring both; FastChat's fit has scikit-learn's default L2 penalty C=1, so a small
+difference is expected). ``uptime``'s load average is printed beside the figures: on a loaded machine
+every time is inflated.
+
+Usage: ``nice python benchmarks/arena_scale.py [--sizes 100000,1000000,3000000] [--resamples 1000]
+[--peer-resamples 2] [--peer-max-battles 1000000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve()
+
+
+def make_battles(k: int, n: int, seed: int) -> pd.DataFrame:
+    """``n`` battles between ``k`` systems; verdicts A / B / tie from a Bradley-Terry model."""
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(scale=1.0, size=k)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    p = 1.0 / (1.0 + np.exp(-(strength[a] - strength[b])))
+    u = rng.random(n)
+    names = np.array([f"system-{i:03d}" for i in range(k)])
+    return pd.DataFrame({
+        "id": (np.arange(n) // 4).astype(str), "system_a": names[a], "system_b": names[b],
+        "verdict": np.where(u < 0.85 * p, "A", np.where(u < 0.85, "B", "tie")),
+        "len_a": rng.integers(20, 2000, n), "len_b": rng.integers(20, 2000, n),
+    })
+
+
+def fastchat_functions() -> dict[str, object]:
+    """``compute_elo_mle_with_tie`` and ``get_bootstrap_result`` compiled from the installed fschat's
+    ``elo_analysis.py`` as shipped (module doc)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fastchat")
+    if spec is None or spec.origin is None:
+        raise SystemExit("fschat is not installed (pip install 'fschat==0.2.36')")
+    path = Path(spec.origin).parent / "serve" / "monitor" / "elo_analysis.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    wanted = {"compute_elo_mle_with_tie", "get_bootstrap_result"}
+    body = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in wanted]
+    ns: dict[str, object] = {"np": np, "pd": pd, "math": math, "tqdm": lambda it, **_: it}  # no progress bar
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), ns)
+    return ns
+
+
+def child_evalign(path: str, resamples: int) -> dict[str, float]:
+    from evalign.rank import BTSettings, LeaderboardSettings
+    from evalign.rank.leaderboard_run import LeaderboardSpec, run_leaderboard
+
+    spec = LeaderboardSpec(board=LeaderboardSettings(bt=BTSettings(n_bootstrap=resamples, seed=0)))
+    t = time.perf_counter()
+    out = run_leaderboard(path, spec)
+    seconds = time.perf_counter() - t
+    bt = out.board.bt
+    return {"seconds": seconds, "ratings": dict(zip(bt.systems, map(float, bt.rating), strict=True))}
+
+
+def child_fastchat(path: str, rounds: int) -> dict[str, float]:
+    import warnings
+
+    fc = fastchat_functions()
+    t = time.perf_counter()
+    df = pd.read_parquet(path)
+    battles = pd.DataFrame({"model_a": df["system_a"], "model_b": df["system_b"],
+                            "winner": df["verdict"].map({"A": "model_a", "B": "model_b", "tie": "tie"})})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = fc["compute_elo_mle_with_tie"](battles)  # type: ignore[operator]
+        t_full = time.perf_counter() - t
+        t = time.perf_counter()
+        np.random.seed(0)
+        fc["get_bootstrap_result"](battles, fc["compute_elo_mle_with_tie"], rounds)  # type: ignore[operator]
+        t_rounds = time.perf_counter() - t
+    return {"full_seconds": t_full, "round_seconds": t_rounds / max(rounds, 1),
+            "ratings": {str(k): float(v) for k, v in full.items()}}
+
+
+def style_data(n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Battles with arena-hard's four style features (length, headers, lists, bold), standardised, from
+    synthetic per-response counts; verdicts from a Bradley-Terry model with a length effect."""
+    from evalign.rank.style import style_covariates
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    counts = [np.column_stack([rng.integers(20, 2000, n), rng.poisson(2, n), rng.poisson(5, n), rng.poisson(3, n)])
+              for _ in range(2)]
+    z, _ = style_covariates(counts[0], counts[1])
+    eta = rng.normal(size=k)[a] - rng.normal(size=k)[b] + 0.4 * z[:, 0]
+    u = rng.random(n)
+    p = 1.0 / (1.0 + np.exp(-eta))
+    y = np.where(u < 0.85 * p, 1.0, np.where(u < 0.85, 0.0, 0.5))
+    return a, b, y, z
+
+
+def child_style(n: int, resamples: int) -> dict[str, object]:
+    from evalign.rank.style import fit_style_bt, style_bootstrap
+
+    a, b, y, z = style_data(n, 100, 0)
+    t = time.perf_counter()
+    full = fit_style_bt(a, b, y, z, 100)[0]
+    boot = style_bootstrap(a, b, y, z, 100, n_bootstrap=resamples, seed=0, start=full)
+    return {"seconds": time.perf_counter() - t, "boot_sd_length": float(boot[:, 99].std())}
+
+
+def child_style_peer(n: int, rounds: int) -> dict[str, object]:
+    """arena-hard-auto's style-controlled fit (its ``fit_contextual_bt``: scipy L-BFGS-B on the contextual
+    Bradley-Terry log loss with an L2 penalty ``reg = 0.5``, ``gtol = 1e-6``, ``maxiter = 100``, started at
+    zero; a bootstrap round refits on ``idxs = randint(0, n, n)`` rows), written here from its definition."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    a, b, y, z = style_data(n, 100, 0)
+    k, alpha, reg = 100, math.log(10.0), 0.5
+
+    def loss_and_grad(params: np.ndarray, a: np.ndarray, b: np.ndarray, z: np.ndarray, y: np.ndarray):
+        r = params[:k]
+        p = expit(alpha * (r[a] - r[b]) + z @ params[k:])
+        loss = -(np.log(p) * y + np.log(1.0 - p) * (1.0 - y)).sum() + reg / 2.0 * params @ params
+        err = y - p
+        grad = reg * params
+        np.add.at(grad, a, -alpha * err)
+        np.add.at(grad, b, alpha * err)
+        grad[k:] -= z.T @ err
+        return loss, grad
+
+    def fit(idx: np.ndarray | None) -> np.ndarray:
+        args = (a, b, z, y) if idx is None else (a[idx], b[idx], z[idx], y[idx])
+        return minimize(loss_and_grad, np.zeros(k + z.shape[1]), args=args, jac=True, method="L-BFGS-B",
+                        options={"maxiter": 100, "gtol": 1e-6})["x"]
+
+    t = time.perf_counter()
+    fit(None)
+    t_full = time.perf_counter() - t
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    for _ in range(rounds):
+        fit(rng.integers(0, n, n))
+    return {"full_seconds": t_full, "round_seconds": (time.perf_counter() - t) / max(rounds, 1)}
+
+
+def run_child(which: str, path: str, count: int) -> dict[str, object]:
+    """Run one side in a fresh process; its result and peak memory (GiB)."""
+    env = dict(os.environ)
+    src = str(HERE.parents[1] / "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, str(HERE), "--child", which, path, str(count)], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise SystemExit(f"{which} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="100000,1000000,3000000")
+    ap.add_argument("--systems", type=int, default=100)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--peer-resamples", type=int, default=2)
+    ap.add_argument("--peer-max-battles", type=int, default=1_000_000)
+    ap.add_argument("--style-sizes", default="1000000", help="battles for the style-control comparison ('' to skip)")
+    ap.add_argument("--style-resamples", type=int, default=100)
+    ap.add_argument("--child", nargs=3, metavar=("WHICH", "PATH", "COUNT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        which, path, count = args.child
+        runs = {"evalign": child_evalign, "fastchat": child_fastchat, "style": child_style, "style-peer": child_style_peer}
+        res = runs[which](path if which in ("evalign", "fastchat") else int(path), int(count))  # type: ignore[operator]
+        res["peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(json.dumps(res))
+        return
+    print(f"arena scale: {args.systems} systems, BT + {args.resamples} battle resamples, end to end from Parquet "
+          f"(cpus {os.cpu_count()}, load {load()})")
+    print(f"{'battles':>9}  {'evalign s':>9}  {'GiB':>5}  {'FastChat s':>11}  {'GiB':>5}  {'ratio':>6}  {'max |dElo|':>10}  load")
+    last_peer: tuple[int, float, float] | None = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in [int(x) for x in args.sizes.split(",") if x]:
+            path = str(Path(tmp) / f"battles_{n}.parquet")
+            make_battles(args.systems, n, seed=0).to_parquet(path, index=False)
+            ours = run_child("evalign", path, args.resamples)
+            note = "extrapolated from its rounds"
+            diff = float("nan")
+            if n <= args.peer_max_battles:
+                peer = run_child("fastchat", path, args.peer_resamples)
+                peer_s = float(peer["full_seconds"]) + args.resamples * float(peer["round_seconds"])  # type: ignore[arg-type]
+                peer_gib = float(peer["peak_gib"])  # type: ignore[arg-type]
+                last_peer = (n, peer_s, peer_gib)
+                a, b = ours["ratings"], peer["ratings"]  # type: ignore[index]
+                names = sorted(a)  # type: ignore[arg-type]
+                va = np.array([a[s] for s in names])  # type: ignore[index]
+                vb = np.array([b[s] for s in names])  # type: ignore[index]
+                diff = float(np.max(np.abs((va - va.mean()) - (vb - vb.mean()))))
+            elif last_peer is not None:
+                peer_s = last_peer[1] * n / last_peer[0]
+                peer_gib = last_peer[2] * n / last_peer[0]
+                note = f"extrapolated linearly from {last_peer[0]:,} battles (not run)"
+            else:
+                peer_s = peer_gib = float("nan")
+            ours_s = float(ours["seconds"])  # type: ignore[arg-type]
+            print(f"{n:>9,}  {ours_s:>9.2f}  {float(ours['peak_gib']):>5.2f}  {peer_s:>11.1f}  {peer_gib:>5.2f}  "  # type: ignore[arg-type]
+                  f"{peer_s / ours_s:>5.0f}x  {diff:>10.3f}  {load()}  (FastChat {note})", flush=True)
+    if args.style_sizes:
+        print(f"\nstyle control (length, headers, lists, bold), {args.style_resamples} resamples; arena-hard-auto's fit runs "
+              f"{args.peer_resamples} rounds, extrapolated")
+        print(f"{'battles':>9}  {'evalign s':>9}  {'GiB':>5}  {'arena-hard s':>12}  {'GiB':>5}  {'ratio':>6}  load")
+        for n in [int(x) for x in args.style_sizes.split(",") if x]:
+            ours = run_child("style", str(n), args.style_resamples)
+            peer = run_child("style-peer", str(n), args.peer_resamples)
+            peer_s = float(peer["full_seconds"]) + args.style_resamples * float(peer["round_seconds"])  # type: ignore[arg-type]
+            ours_s = float(ours["seconds"])  # type: ignore[arg-type]
+            print(f"{n:>9,}  {ours_s:>9.2f}  {float(ours['peak_gib']):>5.2f}  {peer_s:>12.1f}  "  # type: ignore[arg-type]
+                  f"{float(peer['peak_gib']):>5.2f}  {peer_s / ours_s:>5.0f}x  {load()}", flush=True)  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    main()
