@@ -63,7 +63,7 @@ def test_bench_judge_spec_errors_are_usage_errors(judge: str, message: str) -> N
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("panels: {p: 3}", "line 3, field 'panels.p': must be a list of judge names, got 3"),
+    ("panels: {p: 3}", "line 3, field 'panels.p': must be a list of judge names (or {members: [...], rule, tie, min}), got 3"),
     ("templates: {hhh: 3}", "line 3, field 'templates.hhh': must be a template name or file, got 3"),
     ("decoding: {temperature: hot}", "line 3, field 'decoding.temperature': must be a number in [0, 2], got 'hot'"),
     ("sets: [{a: 1}]", "line 3, field 'sets': must be a list of set or category keys, got [{'a': 1}]"),

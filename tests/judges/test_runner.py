@@ -84,7 +84,7 @@ def test_gibberish_is_unscored_with_reasons_and_cached(llama_server, fault_proxy
     assert cols[at:at + 5] == [col, f"{col}.feedback", f"{col}.status", f"{col}.reason", f"{col}.error"]
     # then the usage columns (judges/usage.py): what each row's calls cost
     assert cols[at + 5:] == [f"{col}.{u}" for u in ("calls", "unparsed", "prompt_tokens", "completion_tokens",
-                                                     "seconds", "model")]
+                                                     "cache_read_tokens", "cache_write_tokens", "seconds", "model")]
     # each grade (or its absence) is exactly what the parser says about the cached raw output
     for c in run.calls:
         gen = json.loads(cache.get("judge", c["key"]))["generation"]["choices"][0]  # type: ignore[arg-type]
