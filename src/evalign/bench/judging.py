@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from evalign.backends import returns_scores
-from evalign.backends.batch import BatchSettings
+from evalign.backends.batch import BatchSettings, batch_counts_since
 from evalign.backends.batch_adapters import batch_backend
 from evalign.bench.judges import BenchJudge, open_backend
 from evalign.bench.load import LoadedSet
@@ -38,6 +38,9 @@ class SetRun:
     set: str
     run: JudgeRun
     judge_obj: Judge
+    #: with ``--batch-api``: the batches of this judge on this set (``{batches, lines, failed_lines,
+    #: retried_lines, by_reason}``), else None
+    batch: Mapping[str, Any] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -64,9 +67,12 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                 if progress is not None:
                     progress(spec.name, key, c)
 
+            counts = getattr(backend, "batch_summary", None)  # a batch backend's counters (--batch-api)
+            before = counts() if counts is not None else None
             run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
                                    on_progress=on_progress, price=price)
-            out.append(SetRun(spec.name, s.key, run, judge))
+            batch = batch_counts_since(before, counts()) if counts is not None else None
+            out.append(SetRun(spec.name, s.key, run, judge, batch))
     finally:
         await backend.aclose()
     return out

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 import evalign
+from evalign.backends.batch import add_batch_counts
 from evalign.bench.judges import BenchJudge
 from evalign.bench.judging import BenchProgress, SetRun, add_panels, panel_call_notes, run_judges
 from evalign.bench.load import Loaded, LoadedSet, load_suite_sets
@@ -164,6 +165,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[BenchJudge], runs: 
         categories=tuple(c for c in suite.categories if any(s.category == c.key for s in loaded.sets)),
         judges=tuple(names), signature=bench_signature(suite, loaded.sets, specs, settings), notes=tuple(notes),
         skipped=dict(loaded.skipped), headlines=headlines, seconds=seconds,
+        batch=add_batch_counts([r.batch for r in runs if r.batch is not None]),
         tables={s.key: s.table for s in loaded.sets},
     )  # fmt: skip
 
