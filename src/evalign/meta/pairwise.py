@@ -31,6 +31,7 @@ import numpy as np
 from evalign.errors import InputError
 from evalign.meta.agreement import majority_vote
 from evalign.meta.correlation import GROUPINGS, as_scores, groups_matrix, paired_scores
+from evalign.meta.tie_search import counts_at, search_curve
 
 Grouping = Literal["none", "item", "system"]
 
@@ -40,6 +41,8 @@ _BUCKET_SHIFT = np.uint64(42)
 _BLOCK_ELEMS = 2_000_000
 #: pair counts up to this are handled by one sort of all differences (the curve lists every candidate).
 _EXACT_MAX_PAIRS = 100_000
+#: pair counts above this are searched without visiting every pair (:mod:`evalign.meta.tie_search`).
+SEARCH_MIN_PAIRS = 20_000_000
 
 _OTHER, _HTIE, _CONC = 0, 1, 2
 
@@ -322,6 +325,9 @@ def _calibrate(groups: _Groups) -> EpsilonCalibration:
         z = np.zeros(1)
         return EpsilonCalibration(0.0, float("nan"), z, np.full(1, np.nan), z, 0, 0, True)
     tol = 0.0 if groups.exact else 1e-10 * groups.units
+    if total > SEARCH_MIN_PAIRS and not np.isnan(groups.human[~np.isnan(groups.metric)]).any():
+        c = search_curve(groups.human, groups.metric, groups.sizes, groups.weights, tol)
+        return _finish(c.epsilons, c.values, c.ties, groups, total, n_groups, tol, False, c.n_human_ties)
     if total <= _EXACT_MAX_PAIRS:
         parts = list(_blocks(groups))
         d = np.concatenate([p[0] for p in parts])
@@ -437,6 +443,8 @@ def _finish(
 
 def _evaluate(groups: _Groups, epsilon: float) -> tuple[np.ndarray, int, int]:
     """Correct pairs per group at ``epsilon``, metric ties and human ties over all pairs."""
+    if groups.total_pairs > SEARCH_MIN_PAIRS and not np.isnan(groups.human[~np.isnan(groups.metric)]).any():
+        return counts_at(groups.human, groups.metric, groups.sizes, epsilon)
     g = len(groups.sizes)
     correct = np.zeros(g, dtype=np.int64)
     mties = 0
