@@ -28,9 +28,9 @@ import numpy as np
 #: elements per evaluation chunk (thresholds x items)
 _CHUNK = 2_000_000
 #: intervals with at most this many pairs are no longer bisected but enumerated
-LEAF_PAIRS = 200_000
+LEAF_PAIRS = 20_000
 #: enumerate everything that is left once the remaining intervals hold at most this many pairs
-ENUM_PAIRS = 8_000_000
+ENUM_PAIRS = 1_000_000
 
 _HTIE, _CONC = 1, 2
 
