@@ -118,3 +118,26 @@ def test_all_metric_scores_equal(forced) -> None:  # type: ignore[no-untyped-def
     old, new = forced(calibrate_epsilon, h, np.full(5, 0.5))
     _same(old, new)
     assert new.epsilon == 0.0 and new.accuracy == 0.2  # only the two human ties are right
+
+
+def test_many_small_intervals_are_split_until_the_enumeration_is_small(forced, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(tie_search, "LEAF_PAIRS", 10**9)  # no interval is "large": all small ones are split
+    rng = np.random.default_rng(21)
+    h, m = _data(rng, (120,), 1)
+    monkeypatch.setattr(pairwise, "SEARCH_MIN_PAIRS", 10**18)
+    old = calibrate_epsilon(h, m)
+    monkeypatch.setattr(pairwise, "SEARCH_MIN_PAIRS", 0)
+    monkeypatch.setattr(tie_search, "ENUM_PAIRS", 30)
+    new = calibrate_epsilon(h, m)
+    _same(old, new)
+
+
+def test_groups_with_non_integer_weights(forced) -> None:  # type: ignore[no-untyped-def]
+    """Many groups of different sizes: the weights are 1 / pairs (floats) and sums are compared with a
+    tolerance; the search picks the same epsilon, its accuracy equal up to float rounding."""
+    rng = np.random.default_rng(13)
+    tasks = [_data(rng, (n,), 0) for n in range(20, 60, 3)]
+    old, new = forced(calibrate_epsilon_over, tasks)
+    assert new.epsilon == old.epsilon
+    assert new.accuracy == pytest.approx(old.accuracy, rel=1e-12)
+    assert new.n_human_ties == old.n_human_ties

@@ -14,6 +14,9 @@ of their IEEE-754 representation, 1,024 buckets per power of two, which preserve
 few buckets whose upper bound can reach the best accuracy found so far are sorted. 10,000 items in
 one group (~50 million pairs) take about 1.5 s of CPU time; see ``benchmarks/tie_calibration.py``.
 Inputs of at most 100,000 pairs are sorted whole, and their curve lists every candidate epsilon.
+Above :data:`SEARCH_MIN_PAIRS` pairs no pair is visited one by one: :mod:`evalign.meta.tie_search`
+counts the pairs at any epsilon in O(n log n) and finds the same best epsilon by branch and bound
+(100,000 items, 5 billion pairs: a few seconds).
 
 ``pairwise_preference_accuracy`` (and ``calibrate_preference_epsilon``) is the same idea for A-vs-B preference data (pairwise human labels,
 e.g. PandaLM, MT-Bench human judgements), where a metric or judge scores each response separately.
@@ -92,7 +95,9 @@ class EpsilonCalibration:
         exhaustive: True when the curve lists every candidate (0 and every distinct pair
             difference). On large inputs the curve lists 0, the largest difference in each bucket
             of differences (1,024 buckets per power of two) and every candidate inside the buckets
-            that were searched; every listed point is still exact, and the best epsilon is exact.
+            that were searched; above ``SEARCH_MIN_PAIRS`` pairs it lists 0, the epsilons the search
+            evaluated and every candidate in the intervals it enumerated. Every listed point is
+            still exact, and the best epsilon is exact.
     """
 
     epsilon: float

@@ -284,9 +284,11 @@ def search_curve(
     while True:
         ia, ib = _survivors(pts, tol)
         pairs = pts.ties[ib] - pts.ties[ia]
-        split = pairs > LEAF_PAIRS
-        if not split.any() or pairs.sum() <= ENUM_PAIRS:
+        if pairs.sum() <= ENUM_PAIRS:
             break
+        split = pairs > LEAF_PAIRS
+        if not split.any():  # many small intervals: keep splitting them all (bounded enumeration)
+            split = pairs > 0
         # split at a random pair difference d of the interval and just below it: (prev(d), d] holds
         # one float value, so clusters of equal or nearly equal differences are resolved at once
         d = layout.sample_differences(pts.t[ia[split]], pts.t[ib[split]], rng)
