@@ -129,7 +129,7 @@ class _Layout:
         self.hrank = hrank
         key1 = gid * span + mrank
         self.v1 = _View(self.m, key1, gid * span, self.starts[1:][gid])
-        run = gid * np.int64(hvals.size) + hrank
+        run = np.unique(gid * np.int64(hvals.size) + hrank, return_inverse=True)[1].astype(np.int64)  # keys < n^2
         order2 = np.lexsort((mrank, run))
         key2 = run[order2] * span + mrank[order2]
         base2 = run[order2] * span
