@@ -217,7 +217,7 @@ def _ratings(theta: np.ndarray, fitted: np.ndarray, anchor: int | None, s: BTSet
 
 #: below this many systems a batched direct solve is cheaper than conjugate gradients
 _PCG_MIN_K = 48
-_CHUNK = 128  # resamples per batch: bounds memory at about 10 * _CHUNK * k * k floats
+_CHUNK = 32  # resamples per batch: bounds memory at about 10 * _CHUNK * k * k floats (32: the batch stays in cache)
 
 
 def bradley_terry(
