@@ -6,6 +6,7 @@ Conventions and references: :mod:`evalign.rank`.
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
@@ -121,14 +122,20 @@ def _bt_newton(
     instead of overflowing. Returns ``(theta, converged)``, ``theta`` centred (mean 0) per resample.
     """
     # small solves: BLAS threads cost far more than they save
-    with _blas().limit(limits=1, user_api="blas"), np.errstate(over="ignore"):
+    with one_blas_thread(), np.errstate(over="ignore"):
         return _newton_steps(W, theta, tol, max_iter, precond)
 
 
 @cache
-def _blas() -> ThreadpoolController:
+def _controller() -> ThreadpoolController:
     """The process's thread pools, inspected once (inspecting them costs about 15 ms a time)."""
     return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """A context in which BLAS runs on one thread (small solves: on a shared 2-core machine OpenBLAS's
+    threads made a 100 x 100 solve ~170 times slower); the thread pools are inspected once per process."""
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def _newton_steps(

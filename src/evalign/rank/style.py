@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from evalign.rank.battles import BattleArrays
-from evalign.rank.bradley_terry import BTSettings
+from evalign.rank.bradley_terry import BTSettings, one_blas_thread
 from evalign.rank.ppi import z_value
 from evalign.rank.ppi_board import scores
 
@@ -127,7 +126,7 @@ def fit_style_bt(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k: 
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     keep = np.delete(np.arange(k), ref)
     coef = np.zeros(k - 1 + d) if start is None else np.array(start, dtype=np.float64)
-    with threadpool_limits(limits=1, user_api="blas"):  # small solves: BLAS threads cost far more than they save
+    with one_blas_thread():  # small solves: BLAS threads cost far more than they save
         return _style_newton(a, b, y, z, k, keep, w, coef, tol, max_iter, covariance)
 
 
