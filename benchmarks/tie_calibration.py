@@ -9,22 +9,28 @@ Data (seeded): N items in ONE group (``grouping="none"``, N*(N-1)/2 pairs); huma
 scale (many ties); two metrics: ``rounded`` (noisy, rounded to 2 decimals: many equal differences,
 calibration matters) and ``continuous`` (noisy floats).
 
-For every run the script checks that evalign's epsilon and accuracy are identical to those of an
-independent vectorised brute force written from the definition (every pair, one full sort of all
-pair differences, exact integer counts), and, at 2,000 items, to the pure-Python sweep. The
-pure-Python sweep is skipped at 10,000 items (50 million Python pair records do not fit in a
-reasonable time or memory: its time grows like N^2 log N); the brute force still runs there.
+Above ``pairwise.SEARCH_MIN_PAIRS`` pairs evalign no longer visits every pair (``meta/tie_search.py``:
+counts at any epsilon in O(n log n), branch and bound over epsilon, enumeration of the few pairs left).
+For every N up to ``--sweep-max`` the script checks that evalign's epsilon and accuracy are identical
+to those of the pair sweep it replaced (the search switched off) and of an independent vectorised
+brute force written from the definition (every pair, one full sort of all pair differences, exact
+integer counts), and, at 2,000 items, to the pure-Python sweep. At 100,000 items (5 billion pairs)
+neither the sweep nor the brute force can run; the script prints evalign's time there beside the
+pair sweep's time at 10,000 items (the ratio).
 
-Usage: ``python benchmarks/tie_calibration.py [--sizes 2000 10000] [--python-max 2000] [--seed 0]``
+Usage: ``python benchmarks/tie_calibration.py [--sizes 2000 10000 100000] [--python-max 2000]
+[--sweep-max 10000] [--seed 0]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
 
+from evalign.meta import pairwise
 from evalign.meta.pairwise import calibrate_epsilon, pairwise_accuracy
 
 
@@ -104,30 +110,55 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return out, time.perf_counter() - w0, time.process_time() - c0
 
 
+def pair_sweep(human: np.ndarray, metric: np.ndarray):  # type: ignore[no-untyped-def]
+    """Today's pair sweep (every pair streamed, bucketed): the search switched off."""
+    saved = pairwise.SEARCH_MIN_PAIRS
+    pairwise.SEARCH_MIN_PAIRS = 10**18
+    try:
+        return calibrate_epsilon(human, metric)
+    finally:
+        pairwise.SEARCH_MIN_PAIRS = saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000, 100000])
     ap.add_argument("--python-max", type=int, default=2000, help="largest N for the pure-Python sweep")
+    ap.add_argument("--sweep-max", type=int, default=10000, help="largest N for the pair sweep and brute force")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     warm = make_data(600, args.seed + 1)["rounded"]
     calibrate_epsilon(*warm)  # first call pays numpy's lazy initialisation; do not time it
-    print("Tie calibration, one group, human 1-5, times in seconds (wall / CPU)")
+    print(f"Tie calibration, one group, human 1-5, times in seconds (wall / CPU); load {os.getloadavg()[0]:.2f}")
+    print(f"evalign searches without visiting every pair above {pairwise.SEARCH_MIN_PAIRS:,} pairs")
     all_ok = True
+    sweep_at: dict[str, float] = {}
     for n in args.sizes:
         for name, (human, metric) in make_data(n, args.seed).items():
             pairs = n * (n - 1) // 2
             cal, w_cal, c_cal = timed(calibrate_epsilon, human, metric)
             res, w_acc, c_acc = timed(pairwise_accuracy, human, metric)
-            (b_eps, b_acc), w_bf, _ = timed(brute_force, human, metric)
-            same = cal.epsilon == b_eps == res.epsilon and cal.accuracy == b_acc == res.accuracy
-            line = (
-                f"N={n:>6} {name:<10} pairs={pairs:>10,}  epsilon={cal.epsilon:.6g} acc={cal.accuracy:.6f}  "
-                f"evalign calibrate_epsilon {w_cal:6.2f} / {c_cal:6.2f}  pairwise_accuracy {w_acc:6.2f} / {c_acc:6.2f}  "
-                f"brute force {w_bf:6.2f}  identical to brute force: {same}"
+            same = cal.epsilon == res.epsilon and cal.accuracy == res.accuracy
+            print(
+                f"N={n:>6} {name:<10} pairs={pairs:>13,}  epsilon={cal.epsilon:.6g} acc={cal.accuracy:.6f}  "
+                f"evalign calibrate_epsilon {w_cal:6.2f} / {c_cal:6.2f}  pairwise_accuracy {w_acc:6.2f} / {c_acc:6.2f}"
             )
+            if n <= args.sweep_max:
+                old, w_old, c_old = timed(pair_sweep, human, metric)
+                (b_eps, b_acc), w_bf, _ = timed(brute_force, human, metric)
+                same &= cal.epsilon == old.epsilon == b_eps and cal.accuracy == old.accuracy == b_acc
+                sweep_at[name] = w_old
+                print(
+                    f"{'':>8}{'':<11} pair sweep (before the search) {w_old:6.2f} / {c_old:6.2f}  brute force "
+                    f"{w_bf:6.2f}  identical: {same}  ratio sweep/evalign (wall) = {w_old / w_cal:.1f}x"
+                )
+            elif name in sweep_at:
+                print(
+                    f"{'':>8}{'':<11} pair sweep skipped (N > --sweep-max {args.sweep_max}); evalign at N={n} "
+                    f"vs the pair sweep at N={args.sweep_max}: {w_cal:.2f} s vs {sweep_at[name]:.2f} s "
+                    f"(ratio {sweep_at[name] / w_cal:.2f}x for {pairs // (args.sweep_max * (args.sweep_max - 1) // 2)}x the pairs)"
+                )
             all_ok &= same
-            print(line)
             if n <= args.python_max:
                 (p_eps, p_acc), w_py, c_py = timed(python_sweep, human.tolist(), metric.tolist())
                 same_py = p_eps == cal.epsilon and p_acc == cal.accuracy
@@ -136,8 +167,7 @@ def main() -> None:
                     f"{'':>8}{'':<11} pure-Python sweep {w_py:6.2f} / {c_py:6.2f}  identical: {same_py}  "
                     f"ratio python/evalign (calibrate_epsilon, wall) = {w_py / w_cal:.1f}x, CPU = {c_py / c_cal:.1f}x"
                 )
-            else:
-                print(f"{'':>8}{'':<11} pure-Python sweep skipped at N={n} (> --python-max {args.python_max})")
+    print(f"load after: {os.getloadavg()[0]:.2f}")
     print("ALL IDENTICAL" if all_ok else "MISMATCH")
     if not all_ok:
         raise SystemExit(1)

@@ -506,12 +506,18 @@ def gemini_response(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeGemini:
-    """A fake of the Gemini API's batch mode (``models/M:batchGenerateContent`` with inline requests,
-    ``batches/ID`` get / list / ``:cancel``) and of ``models/M:generateContent``; :attr:`base_url` ends in
-    ``/v1beta``. A batch goes ``PENDING -> RUNNING -> SUCCEEDED`` one state per poll (:attr:`hold` keeps
-    it running). ``fate(key, attempt)``: :data:`OK`, ``Fate("error", 400, msg)`` (a per-request error)
-    or :data:`MISSING`. With :attr:`echo_keys` False the answers come back without their
-    ``metadata`` (in request order, as the API documents)."""
+    """A fake of the Gemini API's batch mode (``models/M:batchGenerateContent`` with inline requests or an
+    input file, ``batches/ID`` get / list / ``:cancel``), of the Files API's resumable upload
+    (``upload/v1beta/files``: ``start``, then ``upload, finalize`` at the ``X-Goog-Upload-URL`` it
+    answered) and download (``download/v1beta/files/ID:download?alt=media``), and of
+    ``models/M:generateContent``; :attr:`base_url` ends in ``/v1beta``. A batch goes ``PENDING -> RUNNING
+    -> SUCCEEDED`` one state per poll (:attr:`hold` keeps it running). ``fate(key, attempt)``: :data:`OK`,
+    ``Fate("error", 400, msg)`` (a per-request error) or :data:`MISSING`. With :attr:`echo_keys` False the
+    inline answers come back without their ``metadata`` (in request order, as the API documents). An
+    inline create larger than :attr:`inline_limit` bytes is refused (400), as the API refuses one over
+    20 MB; a file batch's answers are a responses file, its lines ``{"key", "response" | "error"}`` in
+    reverse order. :attr:`modes` lists each created batch's input (``inline`` / ``file``),
+    :attr:`uploads` the uploaded files' sizes."""
 
     def __init__(self, fate: Callable[[str, int], Fate] | None = None) -> None:
         self.fate = fate or (lambda cid, attempt: OK)
@@ -522,6 +528,11 @@ class FakeGemini:
         self.hold = False
         self.echo_keys = True
         self.keys_seen: set[str] = set()
+        self.inline_limit = 20 * 1000 * 1000
+        self.modes: list[str] = []
+        self.uploads: list[int] = []
+        self.files: dict[str, bytes] = {}
+        self._sessions: dict[str, int] = {}
         self._lock = threading.RLock()
         self._n = 0
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
@@ -532,6 +543,26 @@ class FakeGemini:
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1beta``."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1beta"
+
+    def start_upload(self, declared: int) -> str:
+        """A resumable upload session for ``declared`` bytes; its upload URL."""
+        with self._lock:
+            self._n += 1
+            sid = f"up{self._n:06d}"
+        self._sessions[sid] = declared
+        return f"http://127.0.0.1:{self._server.server_address[1]}/upload/v1beta/files?upload_id={sid}"
+
+    def finish_upload(self, sid: str, data: bytes) -> tuple[int, dict[str, Any]]:
+        """The bytes of session ``sid``: stored as ``files/ID`` (400 if not the declared length)."""
+        declared = self._sessions.pop(sid, None)
+        if declared is None or declared != len(data):
+            return 400, {"error": {"code": 400, "message": f"upload {sid}: {len(data)} bytes, declared {declared}",
+                                   "status": "INVALID_ARGUMENT"}}
+        name = f"files/{sid}"
+        self.files[name] = data
+        self.uploads.append(len(data))
+        return 200, {"file": {"name": name, "mimeType": "application/jsonl", "sizeBytes": str(len(data)),
+                              "state": "ACTIVE"}}
 
     def __enter__(self) -> FakeGemini:
         self._thread.start()
@@ -546,11 +577,17 @@ class FakeGemini:
             self._n += 1
             name = f"batches/{self._n:06d}"
         batch = body["batch"]
-        reqs = batch["inputConfig"]["requests"]["requests"]
+        file_name = batch["inputConfig"].get("fileName")
+        if file_name:
+            reqs = [{"request": o["request"], "metadata": {"key": o["key"]}}
+                    for o in map(json.loads, self.files[file_name].splitlines()) if o]
+        else:
+            reqs = batch["inputConfig"]["requests"]["requests"]
+        self.modes.append("file" if file_name else "inline")
         for r in reqs:
             self.submitted[r["metadata"]["key"]] += 1
         self.inputs[name] = reqs
-        self.ops[name] = {"name": name, "done": False, "_step": 0, "metadata": {
+        self.ops[name] = {"name": name, "done": False, "_step": 0, "_file": bool(file_name), "metadata": {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
             "model": f"models/{model}", "displayName": batch.get("displayName"), "state": "BATCH_STATE_PENDING"}}
         return self._public(self.ops[name])
@@ -577,13 +614,20 @@ class FakeGemini:
             item: dict[str, Any] = ({"error": {"code": fate.status, "message": fate.message,
                                                "status": "INVALID_ARGUMENT"}} if fate.kind == "error"
                                     else {"response": gemini_response(r["request"])})
-            if self.echo_keys:
+            if op["_file"]:
+                item["key"] = key
+            elif self.echo_keys:
                 item["metadata"] = {"key": key}
             answers.append(item)
         op["metadata"]["state"] = "BATCH_STATE_SUCCEEDED"
         op["done"] = True
-        op["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
-                          "inlinedResponses": {"inlinedResponses": answers}}
+        kind = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
+        if op["_file"]:
+            out = f"files/batch-{op['name'].split('/')[-1]}-responses"
+            self.files[out] = b"".join(json.dumps(a).encode() + b"\n" for a in reversed(answers))
+            op["response"] = {"@type": kind, "responsesFile": out}
+        else:
+            op["response"] = {"@type": kind, "inlinedResponses": {"inlinedResponses": answers}}
 
     @staticmethod
     def _public(op: dict[str, Any]) -> dict[str, Any]:
@@ -598,18 +642,25 @@ class FakeGemini:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, obj: Any) -> None:
-                data = json.dumps(obj).encode()
+            def _send(self, status: int, obj: Any, raw: bytes | None = None, extra: dict[str, str] | None = None) -> None:
+                data = raw if raw is not None else json.dumps(obj).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "application/jsonl" if raw is not None else "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
                 if self.headers.get("x-goog-api-key"):
                     fake.keys_seen.add(self.headers["x-goog-api-key"])
-                path = self.path.split("?", 1)[0].removeprefix("/v1beta/")
+                path, _, query = self.path.partition("?")
+                if path.startswith("/download/v1beta/") and path.endswith(":download") and "alt=media" in query:
+                    data = fake.files.get(path[len("/download/v1beta/"):-len(":download")])
+                    self._send(404 if data is None else 200, {"error": {"code": 404, "message": path}}, raw=data)
+                    return
+                path = path.removeprefix("/v1beta/")
                 if path == "batches":
                     self._send(200, {"operations": [fake._public(o) for o in fake.ops.values()]})
                     return
@@ -619,9 +670,18 @@ class FakeGemini:
             def do_POST(self) -> None:
                 if self.headers.get("x-goog-api-key"):
                     fake.keys_seen.add(self.headers["x-goog-api-key"])
-                path = self.path.split("?", 1)[0].removeprefix("/v1beta/")
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                path, _, query = self.path.partition("?")
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if path == "/upload/v1beta/files":
+                    self._upload(query, raw)
+                    return
+                path = path.removeprefix("/v1beta/")
+                body = json.loads(raw or b"{}")
                 if path.endswith(":batchGenerateContent"):
+                    if "requests" in body["batch"]["inputConfig"] and len(raw) > fake.inline_limit:
+                        self._send(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                   "message": f"Request payload size exceeds the limit: {len(raw)}"}})
+                        return
                     self._send(200, fake.create(path.split("/", 1)[1].split(":")[0], body))
                 elif path.endswith(":cancel") and path[: -len(":cancel")] in fake.ops:
                     fake.ops[path[: -len(":cancel")]]["metadata"]["state"] = "BATCH_STATE_CANCELLED"
@@ -633,5 +693,15 @@ class FakeGemini:
                     self._send(200, gemini_response(body))
                 else:
                     self._send(404, {"error": {"code": 404, "message": path}})
+
+            def _upload(self, query: str, raw: bytes) -> None:
+                command = self.headers.get("X-Goog-Upload-Command", "")
+                if command == "start" and self.headers.get("X-Goog-Upload-Protocol") == "resumable":
+                    url = fake.start_upload(int(self.headers.get("X-Goog-Upload-Header-Content-Length") or -1))
+                    self._send(200, {}, extra={"X-Goog-Upload-URL": url, "X-Goog-Upload-Status": "active"})
+                elif command == "upload, finalize" and query.startswith("upload_id="):
+                    self._send(*fake.finish_upload(query[len("upload_id="):], raw))
+                else:
+                    self._send(400, {"error": {"code": 400, "message": f"upload command {command!r}"}})
 
         return Handler

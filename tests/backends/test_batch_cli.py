@@ -11,11 +11,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from fake_batch_api import FakeOpenAI
+from fake_batch_api import OK, FakeOpenAI, Fate
 
 from evalign.backends.batch_store import BatchStore
 from sigint import default_sigint
@@ -141,3 +142,51 @@ def test_bench_batch_api_sends_each_sets_calls_as_one_batch(tmp_path: Path) -> N
         assert len(fake.submitted) == 6 and set(fake.submitted.values()) == {1}  # 3 pairs, both orders
     profile = json.loads(got.stdout)
     assert profile["runs"] and BatchStore(cache).records()[0].done == 6
+
+
+def fail_first_line_once() -> Callable[[str, int], Fate]:
+    """A fate: the first custom id the fake reads fails once with a 500 line, every other line is answered."""
+    first: list[str] = []
+
+    def fate(cid: str, attempt: int) -> Fate:
+        if not first:
+            first.append(cid)
+        return Fate("http", 500, "overloaded") if cid == first[0] and attempt == 0 else OK
+
+    return fate
+
+
+BLOCK_WITH_ONE_RETRY = {"batches": 2, "lines": 7, "failed_lines": 1, "retried_lines": 1, "by_reason": {"http_500": 1}}
+
+
+def test_bench_json_has_the_batch_block(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAI(fate=fail_first_line_once()) as fake:
+        got = run(evalign("bench", "--judge", f"fake=openai:gpt-fake@{fake.base_url}", "--batch-api", "--batch-poll",
+                          "0.01", "--per-set", "3", "--sets", "llmbar-natural", "--constrain", "off", "--json"), cache)
+        assert got.returncode == 0, got.stderr
+        assert len(fake.batches) == 2 and sum(fake.submitted.values()) == 7
+        plain = run(evalign("bench", "--judge", f"fake=openai:gpt-fake@{fake.base_url}", "--per-set", "3", "--sets",
+                            "llmbar-natural", "--constrain", "off", "--json"), cache)  # from the cache, no batch
+        assert plain.returncode == 0, plain.stderr
+        assert fake.sync_calls == 0
+    assert json.loads(got.stdout)["batch"] == BLOCK_WITH_ONE_RETRY
+    assert "batch" not in json.loads(plain.stdout)
+
+
+def test_probe_json_has_the_batch_block(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    with pairs.open("w") as fh:
+        for i in range(3):
+            fh.write(json.dumps({"id": i, "system_a": "x", "system_b": "y", "instruction": f"Say hi ({i}).",
+                                 "response_a": "Hello!", "response_b": "Hi " * (i + 1), "winner": "A"}) + "\n")
+    out = tmp_path / "card.json"
+    with FakeOpenAI(fate=fail_first_line_once()) as fake:
+        got = run(evalign("probe", str(pairs), "--base-url", fake.base_url, "--model", "gpt-fake", "--api-key-env",
+                          "FAKE_BATCH_KEY", "--probe", "position", "--constrain", "off", "--batch-api", "--batch-poll",
+                          "0.01", "--out", str(out), "--json"), tmp_path / "c.sqlite")
+        assert got.returncode == 0, got.stderr
+        n = len(fake.submitted)
+    block = json.loads(got.stdout)["batch"]
+    assert block == {"batches": 2, "lines": n + 1, "failed_lines": 1, "retried_lines": 1, "by_reason": {"http_500": 1}}
+    assert json.loads(out.read_text())["batch"] == block

@@ -96,7 +96,7 @@ def test_gemini_geval_weights_the_logprobs(tmp_path: Path, monkeypatch: pytest.M
         path = fake.requests[0].path
     assert path == "/v1beta/models/gemini-2.5-flash:generateContent"
     assert body["generationConfig"]["responseLogprobs"] is True and body["generationConfig"]["logprobs"] >= 3
-    assert s["methods"] == {"logprobs": 3}
+    assert s["methods"] == {"logprobs": 3} and s["notes"] == []
     table = pd.read_json(out, lines=True)
     col = s["column"]
     assert table[col].tolist() == pytest.approx([0.6 * 3 + 0.3 * 4 + 0.1 * 2] * 3)
@@ -113,6 +113,28 @@ def test_claude_geval_falls_back_to_the_sampled_grade(tmp_path: Path, caplog: py
     s = json.loads(res.stdout)
     assert s["methods"] == {"samples": 3} and s["mean"] == 3.0
     assert caplog.text.count("Claude returns no logprobs") == 1
+    said = ("G-Eval: the backend returned no logprobs at the score position (Claude returns none): 3 of 3 rows "
+            "read the sampled grade instead (--geval-fallback samples); their J.p / J.expected stay empty")
+    assert s["notes"] == [said]  # once in the run summary
+    assert res.stderr.count("note: G-Eval: the backend returned no logprobs") == 1  # and once on the terminal
+
+
+def test_the_no_logprobs_note_is_in_a_rerun_from_the_cache_and_with_fallback_error(tmp_path: Path) -> None:
+    src = write_items(tmp_path / "items.jsonl", 3)
+    args = ["judge", str(src), "--backend", "anthropic", "--model", "claude-haiku-4-5", "--mode", "geval", "--json"]
+    with FakeProviders(reply=lambda s: "3") as fake:
+        first = CliRunner().invoke(app, [*args, "--base-url", fake.anthropic_url])
+        n = len(fake.requests)
+        again = CliRunner().invoke(app, [*args, "--base-url", fake.anthropic_url])
+        strict = CliRunner().invoke(app, [*args, "--base-url", fake.anthropic_url, "--geval-fallback", "error"])
+        assert len(fake.requests) == n == 3  # the reruns answered from the cache
+    assert first.exit_code == again.exit_code == strict.exit_code == 0, (first.output, strict.output)
+    assert json.loads(again.stdout)["notes"] == json.loads(first.stdout)["notes"]
+    s = json.loads(strict.stdout)
+    assert s["unscored_by_reason"] == {"no_logprobs": 3}
+    assert s["notes"] == ["G-Eval: the backend returned no logprobs at the score position (Claude returns none): "
+                          "3 of 3 rows left unscored no_logprobs (--geval-fallback error); their J.p / J.expected "
+                          "stay empty"]
 
 
 def test_gemini_safety_block_is_unscored_with_its_reason(tmp_path: Path) -> None:

@@ -135,3 +135,11 @@ def test_an_interrupted_bench_resumes_without_repeating_a_call(tmp_path: Path) -
     keys = [json.dumps(c.messages) for c in Flaky.calls]
     assert len(set(keys)) == len(keys)
     assert p.runs.set_index("set").loc["llmbar-natural", "cached"] == 20
+
+
+def test_panel_note_says_what_early_stopping_would_save(profile) -> None:  # type: ignore[no-untyped-def]
+    p = profile[0]
+    # duo = first (a tie on every pair, over both orders) and longer: a tie vote leaves the verdict open for
+    # the second member on every pair of the two pairwise sets: nothing saved, said as such
+    (note,) = [n for n in p.notes if n.startswith("panel duo:")]
+    assert "would judge 80 of the 80 member-pairs of the pairwise sets (0% of the member calls saved)" in note

@@ -201,3 +201,26 @@ def test_published_cross_set_table_has_the_panel_row_beside_its_members() -> Non
     (row,) = [r for r in json.loads(one.stdout)["trust"][0]["rows"] if r["metric"] == "poll"]
     assert rows["poll"]["value"] == pytest.approx(row["value"], abs=1e-12)
     assert rows["poll"]["ci_low"] <= rows["poll"]["value"] <= rows["poll"]["ci_high"]
+
+
+def test_meta_weighted_panel_never_fits_its_weights_on_the_evaluated_items(tmp_path: Path) -> None:
+    f = tmp_path / "pairs.jsonl"
+    _pair_table().to_json(f, orient="records", lines=True)
+    base = ["meta", str(f), "--pref", "pref_1", "--panel", "w=judge:j1,judge:j2,judge:j3", "--panel-rule", "weighted"]
+    # --selective --holdout without --panel-calibration: refused, naming the way
+    res = runner.invoke(app, [*base, "--selective", "--risk", "0.3", "--holdout", "0.3"])
+    assert res.exit_code == 2 and res.output.count("error:") == 1
+    assert "--panel-rule weighted with --selective --holdout" in res.output
+    assert "--panel-calibration FILE" in res.output
+    # the evaluated file itself as the calibration file: refused
+    res = runner.invoke(app, [*base, "--panel-calibration", str(f), "--selective", "--risk", "0.3"])
+    assert res.exit_code == 2 and res.output.count("error:") == 1
+    assert "is FILE itself: the weights would be fitted on the items they are evaluated on" in res.output
+    # labelled items apart: --selective --holdout runs
+    c = tmp_path / "cal.jsonl"
+    _pair_table(seed=2).to_json(c, orient="records", lines=True)
+    res = runner.invoke(app, [*base, "--panel-calibration", str(c), "--selective", "--risk", "0.3", "--holdout",
+                              "0.3", "--json"])
+    assert res.exit_code == 0, res.output
+    (row,) = [x for x in json.loads(res.stdout)["selective"]["rows"] if x["judge"] == "w"]
+    assert row["holdout_n"] == 27  # 30% of the 90 pairs held out

@@ -183,3 +183,25 @@ def test_live_panel_output_is_calibrated_by_meta_selective_and_escalated(server:
     d = pd.read_json(decided, lines=True, dtype=False)
     assert sorted(d["id"].astype(int)) == list(range(0, n, 2))
     assert len(pd.read_json(rest, lines=True, dtype=False)) == n // 2
+
+
+def test_early_stopping_calls_replays_the_live_calling_order() -> None:
+    import numpy as np
+
+    from evalign.evaluate.live_panel import early_stopping_calls
+    from evalign.rank.panel import PanelSettings
+
+    # the counting server's answers: m3 is called only on the odd items (test above)
+    full = np.array([[{"A": 1.0, "B": -1.0}[ANSWERS[m](i)] for m in ("m1", "m2", "m3")] for i in range(N)])
+    called = early_stopping_calls(full, PanelSettings(rule="majority"), ["m1", "m2", "m3"])
+    assert called[:, :2].all() and np.flatnonzero(called[:, 2]).tolist() == [1, 3, 5]
+    # a failed first member (NaN) or a tie vote leaves the item open for everyone after it
+    v = np.array([[1, 1, -1], [np.nan, 1, 1], [0, 1, 1]], dtype=float)
+    assert early_stopping_calls(v, PanelSettings(rule="majority"), ["a", "b", "c"]).astype(int).tolist() == \
+        [[1, 1, 0], [1, 1, 1], [1, 1, 1]]
+    # weighted: a's weight 2 outweighs b and c together (0.5 + 0.5): once a has voted nobody else is called
+    w = PanelSettings(rule="weighted", weights={"a": 2.0, "b": 0.5, "c": 0.5})
+    assert early_stopping_calls(v[[0, 2]], w, ["a", "b", "c"]).astype(int).tolist() == [[1, 0, 0], [1, 0, 0]]
+    # --panel-min 3: no item closes before all three voted
+    m3 = PanelSettings(rule="majority", min_members=3)
+    assert early_stopping_calls(v, m3, ["a", "b", "c"]).all()

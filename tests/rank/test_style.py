@@ -106,3 +106,36 @@ def test_plain_ratings_are_evalign_bradley_terry_and_style_takes_the_length_lead
     assert res.coefficients.set_index("feature").loc["length", "low"] > 0
     anchored = style_control(ba, ta, tb, settings=BTSettings(n_bootstrap=0, anchor="s1", anchor_rating=1200))
     assert anchored.table.set_index("system").loc["s1", "bt_style"] == pytest.approx(1200)
+
+
+def test_bootstrap_intervals_are_percentiles_of_style_bootstrap_and_near_wald() -> None:
+    from evalign.rank.ppi_board import scores
+    from evalign.rank.style import style_bootstrap
+
+    ba, ta, tb, _ = battles(1)
+    wald = style_control(ba, ta, tb)
+    boot = style_control(ba, ta, tb, settings=BTSettings(n_bootstrap=200, seed=3))
+    assert (wald.intervals, boot.intervals) == ("wald", "bootstrap")
+    tw, tbt = wald.table.set_index("system"), boot.table.set_index("system")
+    pd_cols = ["bt", "bt_style", "style_effect", "rank", "rank_style"]
+    assert tw[pd_cols].equals(tbt[pd_cols])  # the point estimates are the same fit
+    # the intervals: percentiles of the resampled ratings, one resample = one style_bootstrap row
+    r = ba.resolved()
+    z, _ = style_covariates(np.array([style_counts(t) for t, u in zip(ta, r, strict=True) if u]),
+                            np.array([style_counts(t) for t, u in zip(tb, r, strict=True) if u]))
+    k = len(ba.systems)
+    X = np.zeros((int(r.sum()), k))
+    X[np.arange(X.shape[0]), ba.a[r]] = 1.0
+    X[np.arange(X.shape[0]), ba.b[r]] -= 1.0
+    full = fit_logistic(np.hstack([np.delete(X, 0, axis=1), z]), scores(ba.code)[r])[0]
+    coefs = style_bootstrap(ba.a[r], ba.b[r], scores(ba.code)[r], z, k, n_bootstrap=200, seed=3, start=full)
+    theta = np.hstack([np.zeros((200, 1)), coefs[:, : k - 1]])
+    ratings = 400 / math.log(10) * (theta - theta.mean(axis=1, keepdims=True)) + 1000
+    lo, hi = np.quantile(ratings, [0.025, 0.975], axis=0)
+    order = [list(ba.systems).index(s) for s in tbt.index]
+    np.testing.assert_allclose(tbt["bt_style_low"].to_numpy(), lo[order], atol=1e-6)
+    np.testing.assert_allclose(tbt["bt_style_high"].to_numpy(), hi[order], atol=1e-6)
+    # and, on a well-conditioned sample, close to Wald's (within a fifth of its width)
+    width = (tw["bt_style_high"] - tw["bt_style_low"]).to_numpy()
+    assert np.all(np.abs(tbt["bt_style_low"] - tw["bt_style_low"]).to_numpy() < 0.2 * width)
+    assert np.all(np.abs(tbt["bt_style_high"] - tw["bt_style_high"]).to_numpy() < 0.2 * width)

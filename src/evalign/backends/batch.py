@@ -32,7 +32,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, ClassVar
 
@@ -486,5 +486,29 @@ class BatchBackend(Backend):
             print(line, file=sys.stderr)
 
 
-__all__ = ["CUSTOM_ID", "RETRY_MODES", "BatchAdapter", "BatchBackend", "BatchSettings", "BatchStatus", "LineResult",
-           "NotCreated"]
+BATCH_COUNTS = ("batches", "lines", "failed_lines", "retried_lines")
+
+
+def batch_counts_since(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``batch`` block (:meth:`BatchBackend.batch_summary`) of what happened between two readings of
+    one backend's counters: ``after`` minus ``before`` (None: nothing before), ``by_reason`` likewise
+    (reasons that did not grow left out)."""
+    b = before or {}
+    reasons = Counter(after.get("by_reason") or {})
+    reasons.subtract(b.get("by_reason") or {})
+    return {**{k: int(after.get(k, 0)) - int(b.get(k, 0)) for k in BATCH_COUNTS},
+            "by_reason": dict(sorted((k, v) for k, v in reasons.items() if v > 0))}
+
+
+def add_batch_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The sum of ``batch`` blocks (several judges' or sets'); None when there is none."""
+    if not blocks:
+        return None
+    reasons: Counter[str] = Counter()
+    for b in blocks:
+        reasons.update(b.get("by_reason") or {})
+    return {**{k: sum(int(b.get(k, 0)) for b in blocks) for k in BATCH_COUNTS}, "by_reason": dict(sorted(reasons.items()))}
+
+
+__all__ = ["BATCH_COUNTS", "CUSTOM_ID", "RETRY_MODES", "BatchAdapter", "BatchBackend", "BatchSettings", "BatchStatus",
+           "LineResult", "NotCreated", "add_batch_counts", "batch_counts_since"]

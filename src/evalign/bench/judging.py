@@ -14,16 +14,17 @@ from typing import Any
 import pandas as pd
 
 from evalign.backends import returns_scores
-from evalign.backends.batch import BatchSettings
+from evalign.backends.batch import BatchSettings, batch_counts_since
 from evalign.backends.batch_adapters import batch_backend
 from evalign.bench.judges import BenchJudge, open_backend
 from evalign.bench.load import LoadedSet
 from evalign.cache import Cache
+from evalign.evaluate.live_panel import early_stopping_calls
 from evalign.judges.base import Judge
 from evalign.judges.runner import JudgeRun, arun_judge
 from evalign.judges.spec import make_judge
 from evalign.judges.usage import price_book
-from evalign.rank.panel import PanelSettings, judge_panel
+from evalign.rank.panel import PanelSettings, judge_panel, verdict_votes
 
 #: ``progress(judge, set key, counts)``: the runner's counts of the set being judged
 BenchProgress = Callable[[str, str, Mapping[str, int]], None]
@@ -37,6 +38,9 @@ class SetRun:
     set: str
     run: JudgeRun
     judge_obj: Judge
+    #: with ``--batch-api``: the batches of this judge on this set (``{batches, lines, failed_lines,
+    #: retried_lines, by_reason}``), else None
+    batch: Mapping[str, Any] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -63,9 +67,12 @@ async def _judge_all(spec: BenchJudge, backend: Any, sets: Sequence[LoadedSet], 
                 if progress is not None:
                     progress(spec.name, key, c)
 
+            counts = getattr(backend, "batch_summary", None)  # a batch backend's counters (--batch-api)
+            before = counts() if counts is not None else None
             run = await arun_judge(s.table, judge, backend, cache=cache, partial_path=partial,
                                    on_progress=on_progress, price=price)
-            out.append(SetRun(spec.name, s.key, run, judge))
+            batch = batch_counts_since(before, counts()) if counts is not None else None
+            out.append(SetRun(spec.name, s.key, run, judge, batch))
     finally:
         await backend.aclose()
     return out
@@ -125,4 +132,32 @@ def add_panels(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]],
             t[f"{name}.status"] = "scored"
 
 
-__all__ = ["BenchProgress", "SetRun", "add_panels", "judge_columns", "run_judges"]
+def panel_call_notes(sets: Sequence[LoadedSet], panels: Mapping[str, Sequence[str]],
+                     rules: Mapping[str, PanelSettings] | None = None) -> list[str]:
+    """One line per panel deciding pairwise sets by votes (majority, weighted): how many of its members'
+    judgments a live panel with early stopping (``evalign judge --panel-member``) would have made on the
+    bench's pairwise items, replayed from the members' verdicts (:func:`~evalign.evaluate.live_panel.early_stopping_calls`).
+    The bench itself calls every member on every item: each member is a judge of the profile, evaluated on
+    the same items as every other judge (an item a member was not called on would drop out of every
+    judge's comparison)."""
+    rules = rules or {}
+    out = []
+    for name, members in panels.items():
+        settings = rules.get(name) or PanelSettings(rule="majority")
+        if settings.rule not in ("majority", "weighted"):
+            continue
+        made = total = 0
+        for s in sets:
+            if s.kind != "pairwise" or not all(m in s.table.columns for m in members):
+                continue
+            called = early_stopping_calls(verdict_votes(s.table, list(members)), settings, list(members))
+            made, total = made + int(called.sum()), total + called.size
+        if total:
+            out.append(f"panel {name}: early stopping (a live panel, evalign judge --panel-member) would judge "
+                       f"{made} of the {total} member-pairs of the pairwise sets ({1 - made / total:.0%} of the member "
+                       "calls saved); the bench calls every member on every item, as each member is also a judge "
+                       "of the profile, compared on the same items")
+    return out
+
+
+__all__ = ["BenchProgress", "SetRun", "add_panels", "judge_columns", "panel_call_notes", "run_judges"]

@@ -26,7 +26,8 @@ class BenchProfile:
     category, kind, template, sample size, statistic and notes. ``judges``: your judges and panels,
     in order. ``signature``: what makes the profile reproducible (``text``: one line).
     ``skipped``: sets left out and why. ``headlines``: per set or category, why ranks are withheld.
-    ``seconds``: the bench's wall time. ``tables``: each set's judged sample (not in :meth:`to_json`).
+    ``seconds``: the bench's wall time. ``batch``: with ``--batch-api``, the provider batches of all the
+    judges (``{batches, lines, failed_lines, retried_lines, by_reason}``), else None. ``tables``: each set's judged sample (not in :meth:`to_json`).
     """
 
     rows: pd.DataFrame
@@ -39,6 +40,7 @@ class BenchProfile:
     skipped: Mapping[str, str] = field(default_factory=dict)
     headlines: Mapping[str, str] = field(default_factory=dict)
     seconds: float = float("nan")
+    batch: Mapping[str, Any] | None = None
     #: each set's judged sample (its pair or item table with every judge's columns), by set key
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
@@ -67,8 +69,9 @@ class BenchProfile:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """The profile as a JSON-ready dict (NaN stays NaN; the writers store it as null)."""
-        return {
+        """The profile as a JSON-ready dict (NaN stays NaN; the writers store it as null); ``batch`` only
+        with ``--batch-api``, as in ``evalign judge --json``."""
+        out = {
             "signature": dict(self.signature),
             "judges": list(self.judges),
             "categories": [{"key": c.key, "title": c.title} for c in self.categories],
@@ -81,6 +84,9 @@ class BenchProfile:
             "notes": list(self.notes),
             "seconds": self.seconds,
         }
+        if self.batch is not None:
+            out["batch"] = dict(self.batch)
+        return out
 
 
 __all__ = ["BenchProfile"]

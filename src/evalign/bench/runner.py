@@ -12,8 +12,9 @@ from typing import Any
 import pandas as pd
 
 import evalign
+from evalign.backends.batch import add_batch_counts
 from evalign.bench.judges import BenchJudge
-from evalign.bench.judging import BenchProgress, SetRun, add_panels, run_judges
+from evalign.bench.judging import BenchProgress, SetRun, add_panels, panel_call_notes, run_judges
 from evalign.bench.load import Loaded, LoadedSet, load_suite_sets
 from evalign.bench.profile import NO_CONFIDENCE, PAIRWISE, ROW_COLUMNS, evaluate_categories, evaluate_sets
 from evalign.bench.result import BenchProfile
@@ -155,6 +156,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[BenchJudge], runs: 
                  if r.trust and r.trust[0].headline}
     notes = [f"{k}: {r.refused}" for k, r in {**set_results, **cat_results}.items() if r.refused]
     notes += _run_notes(loaded, runs, settings)
+    notes += panel_call_notes(loaded.sets, settings.panels, settings.panel_rules)
     if rows.loc[(rows["scope"] == "set") & ~rows["role"].isin(("baseline", "ceiling")), "coverage_at_risk"].isna().any():
         notes.append(NO_CONFIDENCE)
     return BenchProfile(
@@ -163,6 +165,7 @@ def profile_of(suite: Suite, loaded: Loaded, specs: Sequence[BenchJudge], runs: 
         categories=tuple(c for c in suite.categories if any(s.category == c.key for s in loaded.sets)),
         judges=tuple(names), signature=bench_signature(suite, loaded.sets, specs, settings), notes=tuple(notes),
         skipped=dict(loaded.skipped), headlines=headlines, seconds=seconds,
+        batch=add_batch_counts([r.batch for r in runs if r.batch is not None]),
         tables={s.key: s.table for s in loaded.sets},
     )  # fmt: skip
 

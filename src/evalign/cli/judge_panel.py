@@ -2,7 +2,9 @@
 order, each member in one wave over the items whose verdict is still open (the work is
 :func:`evalign.evaluate.live_panel.run_live_panel`; the rules :mod:`evalign.rank.panel`). ``--panel-all``
 calls every member on every item. Every call is cached, so a run that stops resumes by running it again.
-(``--batch-api`` for panels is not here yet: it comes with the hosted backends' waves.)"""
+With ``--batch-api`` each member's wave is one provider batch submission (the third member's batch of a
+majority of three holds only the items the first two left open); the batches are recorded in the cache, so a
+rerun re-attaches to them."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ def panel_cmd(o: Any, load_table: Any, make_spec: Any, judge_mode: Any) -> None:
     judge command's table reader, judge spec and mode (``(options, ...) -> ...``)."""
     from evalign.backends import open_backend
     from evalign.cache import Cache
+    from evalign.cli.batch_options import batch_block, with_batch
     from evalign.cli.panel_options import calibration_weights_of, panel_settings
     from evalign.evaluate.live_panel import check_members, parse_member, run_live_panel
     from evalign.io import write_json_atomic, write_table
@@ -47,24 +50,32 @@ def panel_cmd(o: Any, load_table: Any, make_spec: Any, judge_mode: Any) -> None:
     weights = calibration_weights_of(o.panel_calibration, names, graded=False) if o.panel_calibration else None
     settings = panel_settings(o.panel_rule, o.panel_tie, o.panel_min, o.panel_soft, weights)
     check_members(members, settings)
+    if o.batch_api:
+        check_batch_members(members)
     base = JudgeSpec(mode=judge_mode(o), template=o.template, constrain=o.constrain)
     if not base.judge_class.pairwise:
         raise CliError("--panel-member: a live panel judges pairs (--mode pairwise)")
     table = load_table(o, True)
     cache = Cache.for_command(o.no_cache)
     book = price_book(o.prices)
+    batches: dict[str, dict[str, Any]] = {}
 
     def run_wave(j: int, rows: Any) -> Any:
         m = members[j]
         spec = make_spec(o, JudgeSpec(mode=base.mode, template=m.template or o.template, constrain=o.constrain))
         judge = make_judge(spec.evolve(column=m.name))
         partial = Path(f"{o.out}.{m.name}.partial.jsonl") if o.out else None
-        with open_backend(m.backend, name=m.name) as be:
-            price = m.price or book.for_model(be.identity().get("model"), m.backend.model)
+        with open_backend(m.backend, name=m.name) as inner:
+            price = m.price or book.for_model(inner.identity().get("model"), m.backend.model)
             if not o.as_json:
                 err_console.print(f"[dim]member {j + 1} of {len(members)}: {escape(m.name)} "
-                                  f"({escape(m.backend.described)}) on {len(rows)} items[/dim]", highlight=False)
+                                  f"({escape(m.backend.described)}) on {len(rows)} items"
+                                  f"{' (one batch wave)' if o.batch_api else ''}[/dim]", highlight=False)
+            be = with_batch(inner, o, quiet=o.as_json)  # --batch-api: this member's wave is one submission
             run = run_judge(rows, judge, be, cache=cache, partial_path=partial, price=price)
+            block = batch_block(be)
+            if block is not None:
+                batches[m.name] = block
         if partial is not None:
             with contextlib.suppress(FileNotFoundError):
                 partial.unlink()
@@ -72,6 +83,11 @@ def panel_cmd(o: Any, load_table: Any, make_spec: Any, judge_mode: Any) -> None:
 
     combined, summary = run_live_panel(table, names, settings, run_wave, call_all=o.panel_all,
                                        column=o.name or "panel")
+    if o.batch_api:  # per member: its batches, lines, failed / retried lines (a member not called: none)
+        for r in summary["members"]:
+            r["batch"] = batches.get(r["member"])
+        summary["batch"] = {k: sum(b[k] for b in batches.values()) for k in ("batches", "lines", "failed_lines",
+                                                                            "retried_lines")}
     if o.out:
         write_table(combined, o.out)
         summary["out"] = str(o.out)
@@ -82,6 +98,19 @@ def panel_cmd(o: Any, load_table: Any, make_spec: Any, judge_mode: Any) -> None:
     show_panel_summary(summary)
     if o.out:
         console.print(f"wrote {escape(str(o.out))} and {escape(str(o.out))}.summary.json")
+
+
+def check_batch_members(members: Any) -> None:
+    """``--batch-api`` with ``--panel-member``: every member on a backend with a batch API and one URL,
+    refused before any member is called (a :class:`UsageError` naming the member)."""
+    from evalign.backends.batch_adapters import batch_providers
+    from evalign.errors import UsageError
+
+    for m in members:
+        if m.backend.kind not in batch_providers() or len(m.backend.url) > 1:
+            what = "several URLs" if len(m.backend.url) > 1 else f"the {m.backend.kind} backend"
+            raise UsageError(f"--batch-api: --panel-member {m.name} is on {what}, which has no batch API (it takes "
+                             f"{', '.join(batch_providers())}, one URL)")
 
 
 def show_panel_summary(summary: dict[str, Any]) -> None:
@@ -102,9 +131,13 @@ def show_panel_summary(summary: dict[str, Any]) -> None:
     d = summary["distribution"]
     console.print(escape(f"verdicts: A {d['A']}, B {d['B']}, tie {d['tie']}, none {d['unparseable']} "
                          f"(confidence: {summary['confidence_source']})"), highlight=False)
+    if summary.get("batch"):
+        b = summary["batch"]
+        console.print(f"batch API: {b['batches']} batches, {b['lines']} lines ({b['failed_lines']} failed, "
+                      f"{b['retried_lines']} retried)", highlight=False)
     if summary["below_min"]:
         err_console.print(f"note: {summary['below_min']} items with fewer than {summary['min']} members' verdicts: no "
                           "verdict", highlight=False)
 
 
-__all__ = ["PANEL_ALL", "PANEL_MEMBER", "panel_cmd", "show_panel_summary"]
+__all__ = ["PANEL_ALL", "PANEL_MEMBER", "check_batch_members", "panel_cmd", "show_panel_summary"]

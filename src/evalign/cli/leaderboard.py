@@ -140,7 +140,8 @@ def render_extras(o: Any) -> None:
     if o.style is not None:
         systems, coefs = style_display(o.style)
         print_table(systems, title=f"Style control: Bradley-Terry with length ({o.style.length_unit}) and markdown "
-                                   "as covariates (Wald intervals); style effect = BT - BT style-controlled")
+                                   f"as covariates ({'Wald' if o.style.intervals == 'wald' else 'bootstrap'} intervals); style effect = BT - "
+                                   "BT style-controlled")
         print_table(coefs, title="Style coefficients (logit per standard deviation of the feature)")
         if o.style.constant:
             console.print(escape(f"note: constant features left out: {', '.join(o.style.constant)}"), highlight=False)

@@ -38,6 +38,7 @@ from evalign.cli.panel_options import (
     PANEL_RULE,
     PANEL_SOFT,
     PANEL_TIE,
+    check_panel_calibration,
     check_panel_options,
     panel_settings,
     panel_specs,
@@ -164,6 +165,9 @@ def meta_cmd(
     panels = panel_specs(list(panel), panel_settings(panel_rule, panel_tie, panel_min, panel_soft))
     sel = selective_request(selective, risk, delta, cascade, holdout, save_calibration_to, seed=seed,
                             confidence=confidence, published=published)
+    if panels:
+        check_panel_calibration(panel_rule, panel_calibration, Path(file) if file else None,
+                                holdout=sel.holdout if sel is not None else None)
     refuse_output_onto_inputs({"--save-calibration": save_calibration_to},
                               {"FILE": file, "--system-human": system_human, "--prices": prices, **cache_input(),
                                "(a judge summary beside FILE, read for the judges' specs)":

@@ -55,6 +55,29 @@ def check_panel_options(given: bool, rule: str, tie: str, minimum: int, soft: bo
         raise UsageError(f"{', '.join(used)} go with --panel")
 
 
+def check_panel_calibration(rule: str, calibration: Path | None, evaluated: Path | None = None, *,
+                            holdout: float | None = None) -> None:
+    """The ``weighted`` rule's weights come from labelled items apart from the evaluated ones: without
+    ``--panel-calibration`` it is refused (with ``--selective --holdout`` too: the split into calibration and
+    held-out items is drawn over the pairs every judge, the panel included, compared, so the panel's weights
+    cannot be fitted on the calibration part before that split exists), and a calibration file that is the
+    evaluated ``FILE`` itself is refused (the weights would be fitted on the items they are evaluated on)."""
+    if rule != "weighted":
+        return
+    if calibration is None:
+        if holdout is not None:
+            raise UsageError("--panel-rule weighted with --selective --holdout: the weights are not fitted on the "
+                             "calibration part (the split depends on the panel's own verdicts); give the weights' "
+                             "labelled items apart: --panel-calibration FILE (e.g. the labelled items kept out of "
+                             "FILE)")
+        raise UsageError("--panel-rule weighted needs --panel-calibration FILE (labelled items, never the evaluated "
+                         "ones)")
+    if evaluated is not None and calibration.exists() and Path(evaluated).exists() \
+            and calibration.resolve() == Path(evaluated).resolve():
+        raise UsageError(f"--panel-calibration {calibration} is FILE itself: the weights would be fitted on the items "
+                         "they are evaluated on (give labelled items apart from FILE)")
+
+
 def calibration_weights_of(path: Path, members: list[str], *, graded: bool, label: str | None = None) -> dict[str, float]:
     """The ``weighted`` rule's member weights from the labelled items of ``path`` (JSONL, JSON, CSV,
     Parquet): the members' columns and a ``label`` column (``label``: another name; pairwise: a verdict

@@ -25,6 +25,7 @@ from evalign.cli.batch_options import (
     BATCH_POLL,
     BATCH_RETRIES,
     BATCH_RETRY,
+    batch_block,
     with_batch,
 )
 from evalign.cli.common import (
@@ -143,16 +144,20 @@ def probe_cmd(
     validate_options(o)
     settings = ProbeSettings(probes=tuple(split_multi(probe)) or DEFAULT_PROBES, seed=probe_seed,
                              confidence=confidence, self_systems=tuple(split_multi(self_system)), human=human)
-    card = _run(o, settings, out)
-    _write(card, out, table_out, html)
+    card, batch = _run(o, settings, out)
+    data = card.to_json()
+    if batch is not None:  # --batch-api: batches, lines, failed / retried lines, failures by reason
+        data["batch"] = batch
+    _write(card, data, out, table_out, html)
     if as_json:
-        emit_json(card.to_json())
+        emit_json(data)
     else:
         render(card)
 
 
-def _run(o: Any, settings: Any, out: Path | None) -> Any:
-    """Build the judge and its backend and run the probes with a progress bar."""
+def _run(o: Any, settings: Any, out: Path | None) -> tuple[Any, dict[str, Any] | None]:
+    """Build the judge and its backend and run the probes with a progress bar; the report card and, with
+    ``--batch-api``, the ``batch`` block."""
     from evalign.cache import Cache
     from evalign.evaluate.probe import run_probes
     from evalign.judges.spec import JudgeSpec, make_judge
@@ -176,14 +181,14 @@ def _run(o: Any, settings: Any, out: Path | None) -> Any:
                           partial_path=partial, on_progress=on_progress)
     if partial is not None:
         partial.unlink(missing_ok=True)
-    return card
+    return card, batch_block(be)
 
 
-def _write(card: Any, out: Path | None, table_out: Path | None, html: Path | None) -> None:
+def _write(card: Any, data: dict[str, Any], out: Path | None, table_out: Path | None, html: Path | None) -> None:
     from evalign.io import write_json_atomic, write_table
 
     if out is not None:
-        write_json_atomic(out, card.to_json())
+        write_json_atomic(out, data)
     if table_out is not None:
         write_table(card.table, table_out)
     if html is not None:

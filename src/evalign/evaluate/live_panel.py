@@ -112,6 +112,41 @@ def _wave_report(name: str, sent: int, n: int, summary: Any) -> dict[str, Any]:
             "calls_saved": None if math.isnan(per_item) else round(per_item * (n - sent))}
 
 
+def member_weights(settings: PanelSettings, members: Sequence[str]) -> np.ndarray:
+    """Each member's vote weight in calling order: the ``weighted`` rule's, else ``1`` each."""
+    if settings.rule == "weighted" and settings.weights:
+        return np.array([settings.weights[m] for m in members], dtype=float)
+    return np.ones(len(members))
+
+
+def open_rows(votes: np.ndarray, j: int, members: Sequence[str], settings: PanelSettings, *,
+              call_all: bool = False) -> np.ndarray:
+    """The rows member ``j`` (0-based, in calling order) is called on, given ``votes`` ``(n, k)`` of the
+    members called before it (NaN: not called or no verdict): every row with ``call_all`` or a rule that
+    needs every vote, else the rows whose verdict the members from ``j`` on can still change
+    (:func:`evalign.rank.panel.still_open`)."""
+    n = votes.shape[0]
+    if call_all or settings.rule not in ("majority", "weighted"):
+        return np.arange(n)
+    weights = member_weights(settings, members)
+    return np.flatnonzero(still_open(votes[:, :j], weights[j:], settings, members=list(members[:j])))
+
+
+def early_stopping_calls(votes: Any, settings: PanelSettings, members: Sequence[str]) -> np.ndarray:
+    """Which member a live panel would call on which item: ``(n, k)`` booleans, given every member's vote
+    ``votes`` ``(n, k)`` (+1 A, -1 B, 0 tie, NaN none; a panel whose members all judged every item). It
+    replays :func:`run_live_panel`'s calling order exactly, so ``1 - calls.mean()`` is the share of member
+    calls early stopping saves on these items."""
+    v = np.asarray(votes, dtype=float)
+    live = np.full(v.shape, np.nan)
+    called = np.zeros(v.shape, dtype=bool)
+    for j in range(v.shape[1]):
+        rows = open_rows(live, j, members, settings)
+        called[rows, j] = True
+        live[rows, j] = v[rows, j]
+    return called
+
+
 def run_live_panel(table: pd.DataFrame, members: Sequence[str], settings: PanelSettings,
                    run_wave: Callable[[int, pd.DataFrame], Any], *, call_all: bool = False,
                    column: str = "panel") -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -124,14 +159,9 @@ def run_live_panel(table: pd.DataFrame, members: Sequence[str], settings: PanelS
     combined = table.reset_index(drop=True).copy()
     votes = np.full((n, k), np.nan)
     p_a = np.full((n, k), np.nan)
-    weights = np.array([settings.weights[m] for m in members]) if settings.rule == "weighted" and settings.weights \
-        else np.ones(k)
     reports = []
     for j, name in enumerate(members):
-        if call_all or settings.rule not in ("majority", "weighted"):
-            rows = np.arange(n)
-        else:
-            rows = np.flatnonzero(still_open(votes[:, :j], weights[j:], settings, members=list(members[:j])))
+        rows = open_rows(votes, j, members, settings, call_all=call_all)
         if not len(rows):
             _merge(combined, pd.DataFrame(), name, rows)
             reports.append(_wave_report(name, 0, n, None))
@@ -165,4 +195,5 @@ def run_live_panel(table: pd.DataFrame, members: Sequence[str], settings: PanelS
     return combined, summary
 
 
-__all__ = ["MEMBER_OPTIONS", "NOT_CALLED", "PanelMember", "check_members", "parse_member", "run_live_panel"]
+__all__ = ["MEMBER_OPTIONS", "NOT_CALLED", "PanelMember", "check_members", "early_stopping_calls", "member_weights",
+           "open_rows", "parse_member", "run_live_panel"]

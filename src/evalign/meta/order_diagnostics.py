@@ -70,24 +70,39 @@ FIELDS = ("accuracy_original", "accuracy_swapped", "accuracy_mean", "accuracy_bo
           "prefers_first", "prefers_longer")
 
 
+def _code_of(v: Any) -> float:
+    """The code of one verdict (see :func:`as_codes`)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return math.nan
+    if isinstance(v, str):
+        key = v.strip().lower()
+        if key in _NO_VERDICT:
+            return math.nan
+        if key not in _WORDS:
+            raise ValueError(f"verdict must be A, B, tie or no verdict, got {v!r:.40}")
+        return _WORDS[key]
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise ValueError(f"verdict must be A, B, tie or a code +1/-1/0, got {v!r:.40}")
+    return float(np.sign(float(v)))
+
+
 def as_codes(verdicts: Sequence[Any]) -> np.ndarray:
     """Verdicts as codes: ``"A"`` / +1 -> 1.0, ``"B"`` / -1 -> -1.0, ``"tie"`` / 0 -> 0.0, no verdict
-    (None, NaN, ``""``, ``"unparseable"``) -> NaN. Raises ValueError on anything else."""
-    out = np.full(len(verdicts), np.nan)
+    (None, NaN, ``""``, ``"unparseable"``) -> NaN. Raises ValueError on anything else (the first bad
+    verdict in order). Each distinct (type, value) is coded once."""
+    memo: dict[tuple[type, Any], float] = {}
+    out = np.empty(len(verdicts))
     for i, v in enumerate(verdicts):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, str):
-            key = v.strip().lower()
-            if key in _NO_VERDICT:
-                continue
-            if key not in _WORDS:
-                raise ValueError(f"verdict must be A, B, tie or no verdict, got {v!r:.40}")
-            out[i] = _WORDS[key]
-        elif isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-            raise ValueError(f"verdict must be A, B, tie or a code +1/-1/0, got {v!r:.40}")
-        else:
-            out[i] = float(np.sign(float(v)))
+        try:
+            key = (type(v), v)  # the type keeps True apart from 1 and 1.0
+            code = memo.get(key)
+        except TypeError:  # unhashable: coded (and refused) on its own
+            key, code = None, None
+        if code is None:
+            code = _code_of(v)
+            if key is not None:
+                memo[key] = code
+        out[i] = code
     return out
 
 

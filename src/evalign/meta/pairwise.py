@@ -14,6 +14,9 @@ of their IEEE-754 representation, 1,024 buckets per power of two, which preserve
 few buckets whose upper bound can reach the best accuracy found so far are sorted. 10,000 items in
 one group (~50 million pairs) take about 1.5 s of CPU time; see ``benchmarks/tie_calibration.py``.
 Inputs of at most 100,000 pairs are sorted whole, and their curve lists every candidate epsilon.
+Above :data:`SEARCH_MIN_PAIRS` pairs no pair is visited one by one: :mod:`evalign.meta.tie_search`
+counts the pairs at any epsilon in O(n log n) and finds the same best epsilon by branch and bound
+(100,000 items, 5 billion pairs: a few seconds).
 
 ``pairwise_preference_accuracy`` (and ``calibrate_preference_epsilon``) is the same idea for A-vs-B preference data (pairwise human labels,
 e.g. PandaLM, MT-Bench human judgements), where a metric or judge scores each response separately.
@@ -31,6 +34,7 @@ import numpy as np
 from evalign.errors import InputError
 from evalign.meta.agreement import majority_vote
 from evalign.meta.correlation import GROUPINGS, as_scores, groups_matrix, paired_scores
+from evalign.meta.tie_search import counts_at, search_curve
 
 Grouping = Literal["none", "item", "system"]
 
@@ -40,6 +44,8 @@ _BUCKET_SHIFT = np.uint64(42)
 _BLOCK_ELEMS = 2_000_000
 #: pair counts up to this are handled by one sort of all differences (the curve lists every candidate).
 _EXACT_MAX_PAIRS = 100_000
+#: pair counts above this are searched without visiting every pair (:mod:`evalign.meta.tie_search`).
+SEARCH_MIN_PAIRS = 20_000_000
 
 _OTHER, _HTIE, _CONC = 0, 1, 2
 
@@ -89,7 +95,9 @@ class EpsilonCalibration:
         exhaustive: True when the curve lists every candidate (0 and every distinct pair
             difference). On large inputs the curve lists 0, the largest difference in each bucket
             of differences (1,024 buckets per power of two) and every candidate inside the buckets
-            that were searched; every listed point is still exact, and the best epsilon is exact.
+            that were searched; above ``SEARCH_MIN_PAIRS`` pairs it lists 0, the epsilons the search
+            evaluated and every candidate in the intervals it enumerated. Every listed point is
+            still exact, and the best epsilon is exact.
     """
 
     epsilon: float
@@ -322,6 +330,9 @@ def _calibrate(groups: _Groups) -> EpsilonCalibration:
         z = np.zeros(1)
         return EpsilonCalibration(0.0, float("nan"), z, np.full(1, np.nan), z, 0, 0, True)
     tol = 0.0 if groups.exact else 1e-10 * groups.units
+    if total > SEARCH_MIN_PAIRS and not np.isnan(groups.human[~np.isnan(groups.metric)]).any():
+        c = search_curve(groups.human, groups.metric, groups.sizes, groups.weights, tol)
+        return _finish(c.epsilons, c.values, c.ties, groups, total, n_groups, tol, False, c.n_human_ties)
     if total <= _EXACT_MAX_PAIRS:
         parts = list(_blocks(groups))
         d = np.concatenate([p[0] for p in parts])
@@ -437,6 +448,8 @@ def _finish(
 
 def _evaluate(groups: _Groups, epsilon: float) -> tuple[np.ndarray, int, int]:
     """Correct pairs per group at ``epsilon``, metric ties and human ties over all pairs."""
+    if groups.total_pairs > SEARCH_MIN_PAIRS and not np.isnan(groups.human[~np.isnan(groups.metric)]).any():
+        return counts_at(groups.human, groups.metric, groups.sizes, epsilon)
     g = len(groups.sizes)
     correct = np.zeros(g, dtype=np.int64)
     mties = 0

@@ -202,16 +202,34 @@ class PositionAgreement:
     per_system: np.ndarray = field(repr=False)
 
 
-def _match_orders(ba: BattleArrays) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices ``(first, second)`` of the matched order-swapped pairs (see PositionAgreement)."""
+def _id_codes(ba: BattleArrays) -> np.ndarray:
+    """``(n,)`` int64 codes of the battles' item ids (equal ids, equal codes; order of first sight)."""
     if ba.ids is None:
         raise InputError("matching the two presentation orders needs an 'id' column", field="id")
-    lo, hi = np.minimum(ba.a, ba.b), np.maximum(ba.a, ba.b)
-    frame = pd.DataFrame({"id": ba.ids, "lo": lo, "hi": hi, "fwd": ba.a < ba.b, "row": np.arange(ba.n)})
-    frame["nth"] = frame.groupby(["id", "lo", "hi", "fwd"], sort=False).cumcount()
-    fwd, bwd = frame[frame["fwd"]], frame[~frame["fwd"]]
-    m = fwd.merge(bwd, on=["id", "lo", "hi", "nth"], suffixes=("_f", "_b"))
-    return m["row_f"].to_numpy(np.int64), m["row_b"].to_numpy(np.int64)
+    return pd.factorize(ba.ids)[0].astype(np.int64)
+
+
+def _match_orders(ba: BattleArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(first, second)`` of the matched order-swapped pairs (see PositionAgreement): within
+    each (id, unordered pair of systems), the j-th A-first row (``a < b``) in row order is matched with
+    the j-th B-first row; ``first`` ascending."""
+    k = len(ba.systems)
+    lo, hi = np.minimum(ba.a, ba.b).astype(np.int64), np.maximum(ba.a, ba.b).astype(np.int64)
+    group = (_id_codes(ba) * k + lo) * k + hi  # one integer per (id, lo, hi)
+    fwd = ba.a < ba.b
+    order = np.argsort(group * 2 + fwd, kind="stable")  # per group: B-first rows, then A-first, each in row order
+    g, fw = group[order], fwd[order]
+    pos = np.arange(order.size)
+    new_group = np.r_[True, g[1:] != g[:-1]] if g.size else np.zeros(0, dtype=bool)
+    start = np.maximum.accumulate(np.where(new_group, pos, 0))  # first sorted position of each row's group
+    starts = np.flatnonzero(new_group)
+    n_bwd_group = np.add.reduceat(~fw, starts) if starts.size else np.zeros(0, dtype=np.int64)
+    n_bwd = np.repeat(n_bwd_group, np.diff(np.r_[starts, order.size]))
+    nth = pos - start - n_bwd  # rank of an A-first row among its group's A-first rows
+    take = fw & (nth < n_bwd)
+    first, second = order[take], order[start[take] + nth[take]]
+    by_first = np.argsort(first, kind="stable")
+    return first[by_first].astype(np.int64), second[by_first].astype(np.int64)
 
 
 def position_agreement(battles: pd.DataFrame | BattleArrays, *, verdict: str = "verdict") -> PositionAgreement:
@@ -265,16 +283,16 @@ def system_counts(battles: pd.DataFrame | BattleArrays, *, verdict: str = "verdi
     ba = as_battle_arrays(battles, verdict)
     k = len(ba.systems)
     me, _, code = _oriented(ba, np.ones(k, dtype=bool))
-    counts = np.zeros((k, 5), dtype=np.int64)
-    np.add.at(counts, (me, code.astype(np.int64)), 1)
+    counts = np.bincount(me.astype(np.int64) * 5 + code.astype(np.int64), minlength=5 * k).reshape(k, 5)
     mean_len = np.full(k, np.nan)
     if ba.len_a is not None and ba.len_b is not None:
-        lens = pd.DataFrame({
-            "s": np.concatenate([ba.a, ba.b]),
-            "len": np.concatenate([ba.len_a, ba.len_b]),
-            "id": np.concatenate([ba.ids, ba.ids]) if ba.ids is not None else np.arange(2 * ba.n),
-        })
-        per = lens.dropna(subset=["len"]).drop_duplicates(["s", "id"]).groupby("s")["len"].mean()
+        sys_ = np.concatenate([ba.a, ba.b]).astype(np.int64)
+        lens = np.concatenate([ba.len_a, ba.len_b]).astype(np.float64)
+        ids = np.tile(_id_codes(ba), 2) if ba.ids is not None else np.arange(2 * ba.n, dtype=np.int64)
+        keep = np.flatnonzero(~np.isnan(lens))
+        _, first = np.unique(ids[keep] * k + sys_[keep], return_index=True)  # first (id, system) response
+        rows = keep[np.sort(first)]
+        per = pd.Series(lens[rows]).groupby(sys_[rows]).mean()
         mean_len[per.index.to_numpy()] = per.to_numpy()
     return pd.DataFrame({
         "system": ba.systems, "n_battles": counts.sum(axis=1), "n_wins": counts[:, A_WINS],

@@ -6,14 +6,16 @@ Conventions and references: :mod:`evalign.rank`.
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from evalign.errors import InputError
 from evalign.meta.clusters import significance_clusters
@@ -119,8 +121,21 @@ def _bt_newton(
     (natural-log units) per coordinate so that fits whose maximum is at infinity move out slowly
     instead of overflowing. Returns ``(theta, converged)``, ``theta`` centred (mean 0) per resample.
     """
-    with threadpool_limits(limits=1, user_api="blas"):  # small solves: BLAS threads cost far more than they save
+    # small solves: BLAS threads cost far more than they save
+    with one_blas_thread(), np.errstate(over="ignore"):
         return _newton_steps(W, theta, tol, max_iter, precond)
+
+
+@cache
+def _controller() -> ThreadpoolController:
+    """The process's thread pools, inspected once (inspecting them costs about 15 ms a time)."""
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """A context in which BLAS runs on one thread (small solves: on a shared 2-core machine OpenBLAS's
+    threads made a 100 x 100 solve ~170 times slower); the thread pools are inspected once per process."""
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def _newton_steps(
@@ -137,12 +152,17 @@ def _newton_steps(
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        th = theta[idx]
-        d = th[:, :, None] - th[:, None, :]
-        p = 0.5 * (1.0 + np.tanh(0.5 * d))  # sigmoid, no overflow
-        Nn = N[idx]
-        grad = wins[idx] - np.einsum("rij,rij->ri", Nn, p)
-        h = Nn * p * (1.0 - p)
+        every = idx.size == R
+        th = theta if every else theta[idx]
+        p = np.subtract(th[:, None, :], th[:, :, None])  # sigmoid(theta_i - theta_j) = 1 / (1 + exp(theta_j - theta_i)),
+        np.exp(p, out=p)  # in place, with numpy's vectorised exp (tanh and expit are several times slower);
+        p += 1.0  # an overflow to inf gives p = 0, the limit
+        np.reciprocal(p, out=p)
+        Nn = N if every else N[idx]
+        grad = (wins if every else wins[idx]) - np.einsum("rij,rij->ri", Nn, p)
+        h = np.subtract(1.0, p)  # h = N p (1 - p), in place: these arrays are R x k x k
+        h *= p
+        h *= Nn
         if precond is None or k < _PCG_MIN_K:
             H = -h
             diag = np.einsum("rii->ri", H)
@@ -150,7 +170,8 @@ def _newton_steps(
             H += J
             step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
         else:
-            step = _pcg(h, grad, precond)  # k >= _PCG_MIN_K
+            # inexact Newton: a loose solve while far from the optimum, exact to 1e-13 near it
+            step = _pcg(h, grad, precond, rtol=float(np.clip(np.abs(grad).max() * 1e-3, 1e-13, 1e-2)))
         big = np.abs(step).max(axis=1)
         step *= np.minimum(1.0, 2.0 / np.maximum(big, 1e-300))[:, None]
         step -= step.mean(axis=1, keepdims=True)
@@ -203,7 +224,7 @@ def _ratings(theta: np.ndarray, fitted: np.ndarray, anchor: int | None, s: BTSet
 
 #: below this many systems a batched direct solve is cheaper than conjugate gradients
 _PCG_MIN_K = 48
-_CHUNK = 128  # resamples per batch: bounds memory at about 10 * _CHUNK * k * k floats
+_CHUNK = 32  # resamples per batch: bounds memory at about 10 * _CHUNK * k * k floats (32: the batch stays in cache)
 
 
 def bradley_terry(

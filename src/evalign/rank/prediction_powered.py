@@ -83,7 +83,7 @@ def ppi_board_of(battles: pd.DataFrame, human: str | Path | pd.DataFrame, *, col
                          isinstance(human, pd.DataFrame) else "<human table>", field="id")
     settings = PPISettings(baseline=baseline, alpha=alpha,
                            bt=BTSettings(scale=bt.scale, base=bt.base, init_rating=bt.init_rating, anchor=bt.anchor,
-                                         anchor_rating=bt.anchor_rating, n_bootstrap=0))
+                                         anchor_rating=bt.anchor_rating, n_bootstrap=bt.n_bootstrap, seed=bt.seed))
     board = ppi_leaderboard(battle_arrays(one), codes, settings)
     extra = [f"PPI: {board.n_human} of {board.n_battles} battles have a human verdict"
              + ("; both orders of each pair combined into one battle" if len(one) < len(battles) else "")]
@@ -108,7 +108,7 @@ def style_board_of(battles: pd.DataFrame, *, bt: BTSettings = BTSettings(), alph
                              "both texts of every decided battle: fill them in or leave those battles out",
                              file=source, line=missing[0] + 1, line_word="row", field=col)
     settings = BTSettings(scale=bt.scale, base=bt.base, init_rating=bt.init_rating, anchor=bt.anchor,
-                          anchor_rating=bt.anchor_rating, n_bootstrap=0)
+                          anchor_rating=bt.anchor_rating, n_bootstrap=bt.n_bootstrap, seed=bt.seed)
     return style_control(ba, battles["response_a"].tolist(), battles["response_b"].tolist(), settings=settings,
                          alpha=alpha, length_unit=length_unit)
 
@@ -136,7 +136,7 @@ def ppi_dict(board: PPIBoard) -> dict[str, Any]:
 
 def style_dict(s: StyleControl) -> dict[str, Any]:
     """The style-controlled ratings, JSON-ready."""
-    return {"length_unit": s.length_unit, "n_battles": s.n_battles, "converged": s.converged,
+    return {"length_unit": s.length_unit, "n_battles": s.n_battles, "converged": s.converged, "intervals": s.intervals,
             "constant_features": list(s.constant), "systems": _records(s.table), "coefficients": _records(s.coefficients)}
 
 

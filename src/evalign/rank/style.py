@@ -18,7 +18,8 @@ The features and their scaling are arena-hard-auto's (``utils/add_markdown_info.
 The model: ``logit P(A beats B) = theta_A - theta_B + gamma . z`` (ties half a win, no intercept, no
 penalty), fitted by Newton's method; ratings on the Elo-like scale of :mod:`evalign.rank.bradley_terry`
 (``R = scale / ln(base) * theta``, the anchor at ``anchor_rating`` or the mean at ``init_rating``), with
-Wald intervals from the inverse Hessian. The same fit without ``z`` gives the plain ratings; a system's
+Wald intervals from the inverse Hessian, or, with ``n_bootstrap`` resamples, percentile intervals of battle
+resamples (:func:`style_bootstrap`). The same fit without ``z`` gives the plain ratings; a system's
 ``style_effect`` is its plain rating minus its style-controlled one: the part of its rating its style wins.
 """
 
@@ -31,10 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from evalign.rank.battles import BattleArrays
-from evalign.rank.bradley_terry import BTSettings
+from evalign.rank.bradley_terry import BTSettings, one_blas_thread
 from evalign.rank.ppi import z_value
 from evalign.rank.ppi_board import scores
 
@@ -126,7 +126,7 @@ def fit_style_bt(a: np.ndarray, b: np.ndarray, y: np.ndarray, z: np.ndarray, k: 
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     keep = np.delete(np.arange(k), ref)
     coef = np.zeros(k - 1 + d) if start is None else np.array(start, dtype=np.float64)
-    with threadpool_limits(limits=1, user_api="blas"):  # small solves: BLAS threads cost far more than they save
+    with one_blas_thread():  # small solves: BLAS threads cost far more than they save
         return _style_newton(a, b, y, z, k, keep, w, coef, tol, max_iter, covariance)
 
 
@@ -189,7 +189,8 @@ class StyleControl:
     (plain and style-controlled ratings; ``style_effect = bt - bt_style``). ``coefficients``: per feature
     its coefficient on the logit scale with Wald ``low`` / ``high`` and ``mean_abs`` of its raw value
     (``feature, coef, low, high``). ``constant``: features left at 0. ``converged``: whether both fits
-    reached a finite optimum.
+    reached a finite optimum. With ``settings.n_bootstrap > 0`` the intervals are bootstrap percentiles
+    instead of Wald's (``intervals``).
     """
 
     table: pd.DataFrame
@@ -199,6 +200,10 @@ class StyleControl:
     n_battles: int
     length_unit: str
     settings: BTSettings = field(repr=False)
+    #: how ``bt_style_low`` / ``bt_style_high`` and the coefficients' ``low`` / ``high`` were found: ``"wald"``
+    #: (the inverse Hessian, ``settings.n_bootstrap == 0``) or ``"bootstrap"`` (percentiles of
+    #: ``settings.n_bootstrap`` battle resamples, :func:`style_bootstrap`)
+    intervals: str = "wald"
 
 
 def _ratings(theta: np.ndarray, cov: np.ndarray, k: int, ref: int, anchor: int | None, bt: BTSettings) -> tuple[np.ndarray, np.ndarray]:
@@ -237,14 +242,24 @@ def style_control(ba: BattleArrays, responses_a: Sequence[str], responses_b: Seq
     bt_plain, _ = _ratings(plain, plain_cov, k, ref, anchor, settings)
     bt_style, se = _ratings(full[:m], full_cov[:m, :m], k, ref, anchor, settings)
     q = z_value(alpha)
-    table = pd.DataFrame({"system": ba.systems, "bt": bt_plain, "bt_style": bt_style, "bt_style_low": bt_style - q * se,
-                          "bt_style_high": bt_style + q * se, "style_effect": bt_plain - bt_style})
+    lo, hi = bt_style - q * se, bt_style + q * se
+    gse = np.sqrt(np.maximum(np.diag(full_cov)[m:], 0.0))
+    glo, ghi = full[m:] - q * gse, full[m:] + q * gse
+    if settings.n_bootstrap > 0:  # percentile intervals of battle resamples, each warm-started from the full fit
+        boot = style_bootstrap(ba.a[r], ba.b[r], y, z, k, ref=ref, n_bootstrap=settings.n_bootstrap, seed=settings.seed,
+                               start=full)
+        rated = _ratings(boot[:, :m].T, np.zeros((m, m)), k, ref, anchor, settings)[0].T  # (resamples, k)
+        with np.errstate(all="ignore"):
+            lo, hi = np.nanquantile(rated, [alpha / 2, 1 - alpha / 2], axis=0)
+            glo, ghi = np.nanquantile(boot[:, m:], [alpha / 2, 1 - alpha / 2], axis=0)
+    table = pd.DataFrame({"system": ba.systems, "bt": bt_plain, "bt_style": bt_style, "bt_style_low": lo,
+                          "bt_style_high": hi, "style_effect": bt_plain - bt_style})
     table["rank"] = table["bt"].rank(ascending=False, method="min").astype(int)
     table["rank_style"] = table["bt_style"].rank(ascending=False, method="min").astype(int)
-    gse = np.sqrt(np.maximum(np.diag(full_cov)[m:], 0.0))
-    coefs = pd.DataFrame({"feature": FEATURES, "coef": full[m:], "low": full[m:] - q * gse, "high": full[m:] + q * gse})
+    coefs = pd.DataFrame({"feature": FEATURES, "coef": full[m:], "low": glo, "high": ghi})
     return StyleControl(table.sort_values("bt_style", ascending=False, kind="stable").reset_index(drop=True), coefs,
-                        constant, ok1 and ok2, int(r.sum()), length_unit, settings)
+                        constant, ok1 and ok2, int(r.sum()), length_unit, settings,
+                        "bootstrap" if settings.n_bootstrap > 0 else "wald")
 
 
 __all__ = ["FEATURES", "StyleControl", "fit_logistic", "fit_style_bt", "style_bootstrap", "style_control", "style_counts",

@@ -96,6 +96,20 @@ class GEval(SingleJudge):
         used = sorted({c.get("method") for c in columns if c.get("method")})
         return {"method": "+".join(used) if used else "none"}
 
+    def run_notes(self, columns: Sequence[Mapping[str, Any]]) -> list[str]:
+        """One note when logprobs were asked and some rows had none (a backend that returns none, such as
+        Claude's): how many rows fell back to the sampled grade, or were left unscored ``no_logprobs``."""
+        if not self.sampling.get("logprobs"):
+            return []
+        sampled = sum(1 for c in columns if c.get("method") in ("samples", "mixed"))
+        refused = sum(1 for c in columns if c.get("reason") == "no_logprobs")
+        if not sampled and not refused:
+            return []
+        what = (f"{sampled} of {len(columns)} rows read the sampled grade instead (--geval-fallback samples)"
+                if sampled else f"{refused} of {len(columns)} rows left unscored no_logprobs (--geval-fallback error)")
+        return [f"G-Eval: the backend returned no logprobs at the score position (Claude returns none): {what}; "
+                "their J.p / J.expected stay empty"]
+
 
 def parse_geval(
     text: str, finish_reason: str | None, scale: tuple[int, int] = (1, 4), prompt: str | None = None
