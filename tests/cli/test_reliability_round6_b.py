@@ -263,7 +263,7 @@ def _simulated(tmp_path: Path, url: str) -> Any:
     out = tmp_path / "judged.jsonl"
     res = runner.invoke(app, ["judge", str(pairs), "--mode", "pairwise", "--base-url", url, "--model", "m",
                               "--simulated-annotators", "2", "--fewshot", str(fewshot), "--fewshot-prompt", "evalign",
-                              "--no-cache", "--max-retries", "0", "-o", str(out)], env={"COLUMNS": "200"})
+                              "--no-cache", "--max-retries", "2", "-o", str(out)], env={"COLUMNS": "200"})
     return res, out
 
 
