@@ -24,6 +24,7 @@ given up with the provider's message. The provider-specific part (the wire forma
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import sys
@@ -489,6 +490,16 @@ class BatchBackend(Backend):
 BATCH_COUNTS = ("batches", "lines", "failed_lines", "retried_lines")
 
 
+def custom_id_line(raw: str) -> dict[str, Any] | None:
+    """A result line as its JSON object when it carries a string ``custom_id`` (OpenAI's and Anthropic's
+    result files); None for a line that is not JSON or not such an object."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("custom_id"), str) else None
+
+
 def batch_counts_since(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
     """The ``batch`` block (:meth:`BatchBackend.batch_summary`) of what happened between two readings of
     one backend's counters: ``after`` minus ``before`` (None: nothing before), ``by_reason`` likewise
@@ -510,5 +521,17 @@ def add_batch_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
     return {**{k: sum(int(b.get(k, 0)) for b in blocks) for k in BATCH_COUNTS}, "by_reason": dict(sorted(reasons.items()))}
 
 
-__all__ = ["BATCH_COUNTS", "CUSTOM_ID", "RETRY_MODES", "BatchAdapter", "BatchBackend", "BatchSettings", "BatchStatus",
-           "LineResult", "NotCreated", "add_batch_counts", "batch_counts_since"]
+__all__ = [
+    "BATCH_COUNTS",
+    "CUSTOM_ID",
+    "RETRY_MODES",
+    "BatchAdapter",
+    "BatchBackend",
+    "BatchSettings",
+    "BatchStatus",
+    "LineResult",
+    "NotCreated",
+    "add_batch_counts",
+    "batch_counts_since",
+    "custom_id_line",
+]

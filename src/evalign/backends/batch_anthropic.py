@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from evalign.backends.anthropic_api import AnthropicBackend, anthropic_body
 from evalign.backends.base import BackendRequestError
-from evalign.backends.batch import BatchStatus, LineResult, NotCreated
+from evalign.backends.batch import BatchStatus, LineResult, NotCreated, custom_id_line
 from evalign.backends.batch_openai import OpenAIBatchAdapter
 from evalign.backends.types import GenerationRequest
 
@@ -84,11 +84,8 @@ class AnthropicBatchAdapter(OpenAIBatchAdapter):
 
     def parse_line(self, raw: str) -> LineResult | None:
         """One result line (None: not a line of this format)."""
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
+        obj = custom_id_line(raw)
+        if obj is None:
             return None
         cid = obj["custom_id"]
         result = obj.get("result") if isinstance(obj.get("result"), dict) else {}

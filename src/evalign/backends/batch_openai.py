@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from evalign.backends._http import FATAL_STATUSES, RetryPolicy, is_retryable_status, snippet
 from evalign.backends.base import BackendRequestError
-from evalign.backends.batch import BatchAdapter, BatchStatus, LineResult, NotCreated
+from evalign.backends.batch import BatchAdapter, BatchStatus, LineResult, NotCreated, custom_id_line
 from evalign.backends.openai import OpenAICompatibleBackend
 from evalign.backends.types import GenerationRequest
 
@@ -170,11 +170,8 @@ class OpenAIBatchAdapter(BatchAdapter):
 
     def parse_line(self, raw: str) -> LineResult | None:
         """One result line (None: not a line of this format)."""
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
+        obj = custom_id_line(raw)
+        if obj is None:
             return None
         cid = obj["custom_id"]
         resp, err = obj.get("response"), obj.get("error")
