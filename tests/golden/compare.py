@@ -14,18 +14,21 @@ The normaliser masks only what legitimately varies between two runs of the same 
 * paths: the run's temporary folder as ``<TMP>``, the data folder (``$EVALIGN_DATA_DIR``) as ``<DATA>``,
   the interpreter's site-packages as ``<SITE>``;
 * stderr lines of progress bars (a carriage return, or a tqdm bar ``NN%|``) are dropped; a command run
-  without a terminal prints none today.
+  without a terminal prints none today;
+* figures inlined in an HTML page (base64 PNG), as ``<figure>``: each is also written as a file, and
+  figures are compared as pixels (:func:`check_image`), not bytes.
 
 Everything else (table layout, messages, column order, JSON formatting) is compared byte for byte, and so
 are the numbers, up to the noise of floating point between processors: the same code gives
 ``0.3333333333333332`` on one CPU and ``...31`` on another (numpy's SIMD sums), and a sentence-transformer's
-float32 kernels move SemScore by ~1e-8. So where the texts differ, they still match when everything but the
+float32 kernels move a cosine (SemScore) by up to ~5e-7 in absolute terms (measured between two machines of
+this project's CI pool), which is a large relative move for a small score such as 0.0107. So where the texts differ, they still match when everything but the
 numbers is identical and each number equals its golden within :data:`REL_TOL` (relative) or
 :data:`ABS_TOL` (absolute); a decimal printed with at most 6 decimals may also move by one unit in its last
 place (a value on a rounding boundary). Integers must be equal.
 Small outputs are stored whole (``NAME``), so a mismatch shows a readable diff; big ones (scored JSONL, the
 demo's HTML report) as ``NAME.sha256``: the sha256 of the normalised text, then per line a short hash of the
-line with its full-precision numbers (:data:`LONG_NUMBER`) taken out, followed by those numbers, so a mismatch
+line with its decimal numbers (:data:`DECIMAL`) taken out, followed by those numbers, so a mismatch
 names the first differing line and prints it.
 """
 
@@ -47,7 +50,13 @@ GOLDEN_DIR = Path(__file__).resolve().parent
 #: written files above this size (normalised) are stored as hashes, line by line; smaller ones whole
 WHOLE_LIMIT = 200_000
 #: written files compared as bytes (their hash)
-BINARY = (".png", ".parquet", ".npz")
+BINARY = (".parquet", ".npz")
+#: figures: compared as pixels, the mean of each square block of this many pixels a side per channel
+PIXEL_BLOCK = 16
+#: a block's mean (0-255, per channel) may move this much between two processors' renderings ...
+PIXEL_TOL = 8.0
+#: ... and the mean over all blocks and channels of the moves at most this much
+PIXEL_MEAN_TOL = 0.25
 UPDATE = os.environ.get("EVALIGN_UPDATE_GOLDEN", "") not in ("", "0")
 TIME = "<time>"
 #: column headers that hold wall-clock timings
@@ -58,16 +67,23 @@ _JSON_TIME_OBJECT = re.compile(r'"(?:s_per_1000|seconds[A-Za-z0-9_]*)"\s*:\s*\{[
 _JSON_NUMBER = re.compile(r'("\s*:\s*)(-?[0-9][0-9.eE+-]*)')
 _SIGNATURE_TIME = re.compile(r" \([0-9]+(?:\.[0-9]+)?s\)$", re.MULTILINE)
 _PROGRESS = re.compile(r"\r|[0-9]+%\|")
+_HTML_PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
 #: a number as printed (integer, decimal, exponent)
 NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-#: a number printed at full precision (7 or more digits after the point): the ones noise can move
-LONG_NUMBER = re.compile(r"-?[0-9]+\.[0-9]{7,}(?:[eE][-+]?[0-9]+)?")
+#: a number with a decimal point: the ones a big file's line records take out and compare up to noise
+DECIMAL = re.compile(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 REL_TOL = 1e-6
-ABS_TOL = 1e-9
+ABS_TOL = 1e-6
 
 
 # ------------------------------------------------------------------------------------------------
 # normalisers
+
+
+def mask_html_figures(text: str) -> str:
+    """The base64 PNG figures inlined in an HTML page, as ``<figure>`` (each is also written as a file,
+    compared as pixels by :func:`check_image`)."""
+    return _HTML_PNG.sub("data:image/png;base64,<figure>", text)
 
 
 def mask_paths(text: str, tmp: Iterable[Path | str] = ()) -> str:
@@ -233,7 +249,7 @@ def normalise_file(path: Path, tmp: Iterable[Path | str] = ()) -> str:
     elif suffix in (".md", ".tex"):
         text = mask_markdown(text)
     elif suffix in (".html", ".htm"):
-        text = mask_html(text)
+        text = mask_html(mask_html_figures(text))
     elif suffix in (".json", ".jsonl"):
         text = mask_json_times(text)
     return mask_paths(text, tmp)
@@ -301,9 +317,10 @@ def check_text(name: str, text: str) -> None:
 
 
 def _line_record(line: str) -> str:
-    """A line's record: the short hash of the line with its full-precision numbers taken out, then them."""
-    numbers = LONG_NUMBER.findall(line)
-    masked = LONG_NUMBER.sub("#", line)
+    """A line's record: the short hash of the line with its decimal numbers taken out, then them (so
+    ``1.0`` on one processor and ``0.9999999999999998`` on another still match)."""
+    numbers = DECIMAL.findall(line)
+    masked = DECIMAL.sub("#", line)
     return " ".join([hashlib.sha256(masked.encode("utf-8")).hexdigest()[:16], *numbers])
 
 
@@ -311,7 +328,8 @@ def _record_matches(record: str, line: str) -> bool:
     digest, *numbers = record.split(" ")
     got = _line_record(line).split(" ")
     return got[0] == digest and len(got) - 1 == len(numbers) \
-        and all(numbers_close(w, g) for w, g in zip(numbers, got[1:], strict=True))
+        and all(w == g or abs(float(w) - float(g)) <= max(REL_TOL * max(abs(float(w)), abs(float(g))), ABS_TOL)
+                for w, g in zip(numbers, got[1:], strict=True))
 
 
 def check_hashed(name: str, text: str) -> None:
@@ -340,6 +358,57 @@ def check_hashed(name: str, text: str) -> None:
     raise AssertionError(f"golden/{name}: {len(hashes) - len(lines)} line(s) missing at the end (golden: {head})")
 
 
+def _pixel_blocks(png: bytes) -> tuple[tuple[int, int], list[list[float]]]:
+    """A PNG's size and its block means: per row of :data:`PIXEL_BLOCK`-pixel squares, the mean of each
+    square's red, green, blue and alpha (0-255), one decimal."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        a = np.asarray(im.convert("RGBA"), dtype=np.float64)
+    h, w = a.shape[:2]
+    b = PIXEL_BLOCK
+    ph, pw = -h % b, -w % b  # pad with white so edge blocks are whole
+    a = np.pad(a, ((0, ph), (0, pw), (0, 0)), constant_values=255.0)
+    means = a.reshape((h + ph) // b, b, (w + pw) // b, b, 4).mean(axis=(1, 3))
+    return (w, h), [[round(float(v), 1) for v in row.ravel()] for row in means]
+
+
+def check_image(name: str, png: bytes) -> None:
+    """Compare a figure with ``name.pixels`` (its sha256, size, then its block means, see
+    :func:`_pixel_blocks`): identical bytes pass; otherwise the size must be equal and the pixels close
+    (each block mean within :data:`PIXEL_TOL`, all of them on average within :data:`PIXEL_MEAN_TOL`), as a
+    curve drawn through values that moved by float noise (~1e-8) lands on other anti-aliased pixels."""
+    path = GOLDEN_DIR / f"{name}.pixels"
+    digest = hashlib.sha256(png).hexdigest()
+    (w, h), rows = _pixel_blocks(png)
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = "".join(" ".join(f"{v:.1f}" for v in row) + "\n" for row in rows)
+        path.write_text(f"png {w}x{h} block {PIXEL_BLOCK} sha256 {digest}\n{body}", encoding="utf-8")
+        return
+    assert path.exists(), f"no golden file {path} (record it with EVALIGN_UPDATE_GOLDEN=1)"
+    head, *lines = path.read_text(encoding="utf-8").splitlines()
+    _, size, _, block, _, want_digest = head.split()
+    if want_digest == digest:
+        return
+    assert int(block) == PIXEL_BLOCK, f"golden/{name}: recorded with blocks of {block} pixels"
+    assert size == f"{w}x{h}", f"golden/{name}: the figure is {w}x{h} pixels, the golden one {size}"
+    want = [[float(v) for v in line.split()] for line in lines]
+    worst, total, count = 0.0, 0.0, 0
+    for i, (a, b) in enumerate(zip(want, rows, strict=True)):
+        for j, (x, y) in enumerate(zip(a, b, strict=True)):
+            d = abs(x - y)
+            total, count = total + d, count + 1
+            if d > worst:
+                worst, where = d, (i, j // 4)
+    mean = total / max(count, 1)
+    if worst > PIXEL_TOL or mean > PIXEL_MEAN_TOL:
+        raise AssertionError(f"golden/{name}: the pixels differ (largest block move {worst:.1f} of 255 at block "
+                             f"row {where[0]}, column {where[1]} of {PIXEL_BLOCK}px; mean move {mean:.3f}; "
+                             f"allowed {PIXEL_TOL}, {PIXEL_MEAN_TOL})")
+
+
 def check_json_text(name: str, text: str) -> None:
     """Like :func:`check_text`, for text that must also parse as JSON."""
     json.loads(text)
@@ -357,6 +426,9 @@ def check_files(name: str, root: Path, skip: tuple[str, ...] = (), tmp: Iterable
     check_text(f"{name}/FILES", "\n".join(files) + "\n")
     for rel in files:
         path = root / rel
+        if path.suffix == ".png":
+            check_image(f"{name}/{rel}", path.read_bytes())
+            continue
         if path.suffix in BINARY:  # the same bytes for the same figure or table (checked: two runs)
             check_hashed(f"{name}/{rel}", path.read_bytes().hex())
             continue

@@ -264,6 +264,15 @@ def degenerate_curve(curve: Sequence[Any]) -> str | None:
     return None
 
 
+def _linear_below(positive: np.ndarray) -> float:
+    """Where a symlog epsilon axis turns linear: the smallest positive epsilon, but at least 1e-4 of the
+    largest, rounded down to a power of ten; so a difference at float noise (~1e-8 for float32
+    embeddings, and not the same on two processors) does not set the scale of the figure."""
+    largest = float(positive.max())
+    smallest = max(float(positive.min()), largest * 1e-4)
+    return 10.0 ** math.floor(math.log10(smallest))
+
+
 def _symlog_axis(ax: Any, smallest: float, largest: float) -> None:
     """A symmetric-log x axis (linear below ``smallest``) with at most 5 labelled ticks: 0 and
     powers of ten from ten times ``smallest`` (so that labels keep apart)."""
@@ -324,7 +333,7 @@ def epsilon_curves(curves: Mapping[str, Sequence[Any]]) -> bytes:
         ax.plot(eps, acc, lw=1.5, color=BLUE)
         positive = eps[eps > 0]
         if positive.size:
-            _symlog_axis(ax, float(positive.min()), float(positive.max()))
+            _symlog_axis(ax, _linear_below(positive), float(positive.max()))
         best = None
         if len(curve) > 2 and curve[2] is not None and np.isfinite(float(curve[2])):
             best = float(curve[2])
