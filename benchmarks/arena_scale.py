@@ -12,10 +12,12 @@ to Parquet once per size (``--sizes``, default 100k, 1M and 3M battles).
   standardised from synthetic counts): evalign's :func:`evalign.rank.style.fit_style_bt` (Newton on the
   structured Hessian, ``O(n d)`` per iteration) and ``--style-resamples`` (100) battle resamples
   (:func:`evalign.rank.style.style_bootstrap`, each warm-started from the full fit) vs arena-hard-auto's
-  style-controlled fit (``fit_contextual_bt`` of its style control, Apache-2.0: scipy L-BFGS-B on the
-  contextual Bradley-Terry loss with L2 ``reg = 0.5``, gtol 1e-6, 100 iterations, from zero, refit per
-  round on ``randint(0, n, n)`` rows), written here from that definition, ``--peer-resamples`` rounds
-  timed and extrapolated.
+  style control as released (commit ``0489bf384abd010906014dec7b903f7c438eabba``, ``utils_math.py``:
+  ``construct_style_matrices`` + scikit-learn ``LogisticRegression`` on the duplicated battle matrix
+  (``fit_bt``) + ``get_bootstrap_result_style_control``), loaded with ``git show`` from a clone named by
+  ``--arena-hard PATH`` or ``$ARENA_HARD_PATH`` (``git clone https://github.com/lmarena/arena-hard-auto``;
+  nothing of it is copied here; without one that part is skipped); ``--peer-resamples`` rounds timed and
+  extrapolated, and sizes above ``--style-peer-max-battles`` (default 1M) extrapolated linearly.
 * ``FastChat``: ``compute_elo_mle_with_tie`` + ``get_bootstrap_result`` of
   ``fastchat/serve/monitor/elo_analysis.py`` from the installed ``fschat`` (0.2.36, a test dependency),
   taken from its source file as shipped (the module's own imports, plotly and pytz, are for its plots and
@@ -123,8 +125,9 @@ def child_fastchat(path: str, rounds: int) -> dict[str, float]:
 
 
 def style_data(n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
-    """Battles with arena-hard's four style features (length, headers, lists, bold), standardised, from
-    synthetic per-response counts; verdicts from a Bradley-Terry model with a length effect."""
+    """Battles with arena-hard's four style features (length, headers, lists, bold), from synthetic
+    per-response counts; verdicts from a Bradley-Terry model with a length effect. Returns ``a, b, y, z``
+    (``z`` standardised by :func:`evalign.rank.style.style_covariates`) and the raw counts of A and B."""
     from evalign.rank.style import style_covariates
 
     rng = np.random.default_rng(seed)
@@ -137,52 +140,64 @@ def style_data(n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
     u = rng.random(n)
     p = 1.0 / (1.0 + np.exp(-eta))
     y = np.where(u < 0.85 * p, 1.0, np.where(u < 0.85, 0.0, 0.5))
-    return a, b, y, z
+    return a, b, y, z, counts[0], counts[1]
 
 
 def child_style(n: int, resamples: int) -> dict[str, object]:
     from evalign.rank.style import fit_style_bt, style_bootstrap
 
-    a, b, y, z = style_data(n, 100, 0)
+    a, b, y, z, _, _ = style_data(n, 100, 0)
     t = time.perf_counter()
     full = fit_style_bt(a, b, y, z, 100)[0]
     boot = style_bootstrap(a, b, y, z, 100, n_bootstrap=resamples, seed=0, start=full)
     return {"seconds": time.perf_counter() - t, "boot_sd_length": float(boot[:, 99].std())}
 
 
+#: arena-hard-auto's style control as released (v0.1, "update style control", 2024-09-01; Apache-2.0):
+#: ``utils_math.py`` at this commit has ``construct_style_matrices`` (battles duplicated, a tie = one win
+#: and one loss, the four features as (a - b) / (a + b + 1), standardised), ``fit_bt`` (scikit-learn's
+#: ``LogisticRegression(fit_intercept=False)``, default L2 C=1) and ``get_bootstrap_result_style_control``
+#: (each round: ``np.random.choice`` of battles, the matrices rebuilt, ``fit_bt`` again).
+ARENA_HARD_COMMIT = "0489bf384abd010906014dec7b903f7c438eabba"
+ARENA_HARD_FILE = "utils_math.py"
+
+
+def arena_hard_module(repo: str) -> object:
+    """``utils_math.py`` of arena-hard-auto at :data:`ARENA_HARD_COMMIT`, read from a git clone of
+    https://github.com/lmarena/arena-hard-auto (``git show``; nothing of it is copied into this project)."""
+    import importlib.util
+
+    text = subprocess.run(["git", "-C", repo, "show", f"{ARENA_HARD_COMMIT}:{ARENA_HARD_FILE}"], check=True,
+                          capture_output=True, text=True).stdout
+    folder = Path(tempfile.mkdtemp())
+    (folder / "arena_hard_utils_math.py").write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("arena_hard_utils_math", folder / "arena_hard_utils_math.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def child_style_peer(n: int, rounds: int) -> dict[str, object]:
-    """arena-hard-auto's style-controlled fit (its ``fit_contextual_bt``: scipy L-BFGS-B on the contextual
-    Bradley-Terry log loss with an L2 penalty ``reg = 0.5``, ``gtol = 1e-6``, ``maxiter = 100``, started at
-    zero; a bootstrap round refits on ``idxs = randint(0, n, n)`` rows), written here from its definition."""
-    from scipy.optimize import minimize
-    from scipy.special import expit
-
-    a, b, y, z = style_data(n, 100, 0)
-    k, alpha, reg = 100, math.log(10.0), 0.5
-
-    def loss_and_grad(params: np.ndarray, a: np.ndarray, b: np.ndarray, z: np.ndarray, y: np.ndarray):
-        r = params[:k]
-        p = expit(alpha * (r[a] - r[b]) + z @ params[k:])
-        loss = -(np.log(p) * y + np.log(1.0 - p) * (1.0 - y)).sum() + reg / 2.0 * params @ params
-        err = y - p
-        grad = reg * params
-        np.add.at(grad, a, -alpha * err)
-        np.add.at(grad, b, alpha * err)
-        grad[k:] -= z.T @ err
-        return loss, grad
-
-    def fit(idx: np.ndarray | None) -> np.ndarray:
-        args = (a, b, z, y) if idx is None else (a[idx], b[idx], z[idx], y[idx])
-        return minimize(loss_and_grad, np.zeros(k + z.shape[1]), args=args, jac=True, method="L-BFGS-B",
-                        options={"maxiter": 100, "gtol": 1e-6})["x"]
-
+    """arena-hard-auto's style control (:data:`ARENA_HARD_COMMIT`, ``$ARENA_HARD_PATH``) on the same
+    battles: ``construct_style_matrices`` once, ``fit_bt`` on the full data, then ``rounds`` rounds of
+    ``get_bootstrap_result_style_control`` (their time per round is extrapolated by the caller). Its
+    ``tqdm`` bars go to stderr."""
+    m = arena_hard_module(os.environ["ARENA_HARD_PATH"])
+    a, b, y, _, ca, cb = style_data(n, 100, 0)
+    names = np.array([f"m{i:03d}" for i in range(100)])
+    keys = ("sum_assistant_{}_tokens", "header_count_{}", "list_count_{}", "bold_count_{}")
+    meta = [dict(zip([k.format("a") for k in keys] + [k.format("b") for k in keys], map(int, row), strict=True))
+            for row in np.hstack([ca, cb])]
+    battles = pd.DataFrame({"model_a": names[a], "model_b": names[b],
+                            "winner": np.where(y == 1.0, "model_a", np.where(y == 0.0, "model_b", "tie")),
+                            "conv_metadata": meta})
     t = time.perf_counter()
-    fit(None)
+    X, Y, models = m.construct_style_matrices(battles)  # type: ignore[attr-defined]
+    m.fit_bt(X, Y, models, baseline_model=names[0])  # type: ignore[attr-defined]
     t_full = time.perf_counter() - t
-    rng = np.random.default_rng(0)
     t = time.perf_counter()
-    for _ in range(rounds):
-        fit(rng.integers(0, n, n))
+    m.get_bootstrap_result_style_control(X, Y, battles, models, m.fit_bt, num_round=rounds,  # type: ignore[attr-defined]
+                                         baseline_model=names[0])
     return {"full_seconds": t_full, "round_seconds": (time.perf_counter() - t) / max(rounds, 1)}
 
 
@@ -211,6 +226,9 @@ def main() -> None:
     ap.add_argument("--peer-max-battles", type=int, default=1_000_000)
     ap.add_argument("--style-sizes", default="1000000", help="battles for the style-control comparison ('' to skip)")
     ap.add_argument("--style-resamples", type=int, default=100)
+    ap.add_argument("--arena-hard", default=os.environ.get("ARENA_HARD_PATH", ""),
+                    help="a git clone of lmarena/arena-hard-auto (for the style-control peer)")
+    ap.add_argument("--style-peer-max-battles", type=int, default=1_000_000)
     ap.add_argument("--child", nargs=3, metavar=("WHICH", "PATH", "COUNT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -251,17 +269,30 @@ def main() -> None:
             print(f"{n:>9,}  {ours_s:>9.2f}  {float(ours['peak_gib']):>5.2f}  {peer_s:>11.1f}  {peer_gib:>5.2f}  "  # type: ignore[arg-type]
                   f"{peer_s / ours_s:>5.0f}x  {diff:>10.3f}  {load()}  (FastChat {note})", flush=True)
     if args.style_sizes:
-        print(f"\nstyle control (length, headers, lists, bold), {args.style_resamples} resamples; arena-hard-auto's fit runs "
-              f"{args.peer_resamples} rounds, extrapolated")
+        peer_ok = bool(args.arena_hard) and Path(args.arena_hard).exists()
+        if peer_ok:
+            os.environ["ARENA_HARD_PATH"] = args.arena_hard
+        print(f"\nstyle control (length, headers, lists, bold), {args.style_resamples} resamples; arena-hard-auto "
+              f"{ARENA_HARD_COMMIT[:7]} ({ARENA_HARD_FILE}) runs {args.peer_resamples} rounds, extrapolated"
+              + ("" if peer_ok else " -- no --arena-hard clone given: peer skipped"))
         print(f"{'battles':>9}  {'evalign s':>9}  {'GiB':>5}  {'arena-hard s':>12}  {'GiB':>5}  {'ratio':>6}  load")
+        last: tuple[int, float, float] | None = None
         for n in [int(x) for x in args.style_sizes.split(",") if x]:
             ours = run_child("style", str(n), args.style_resamples)
-            peer = run_child("style-peer", str(n), args.peer_resamples)
-            peer_s = float(peer["full_seconds"]) + args.style_resamples * float(peer["round_seconds"])  # type: ignore[arg-type]
             ours_s = float(ours["seconds"])  # type: ignore[arg-type]
+            note = ""
+            if peer_ok and n <= args.style_peer_max_battles:
+                peer = run_child("style-peer", str(n), args.peer_resamples)
+                peer_s = float(peer["full_seconds"]) + args.style_resamples * float(peer["round_seconds"])  # type: ignore[arg-type]
+                peer_gib = float(peer["peak_gib"])  # type: ignore[arg-type]
+                last = (n, peer_s, peer_gib)
+            elif last is not None:
+                peer_s, peer_gib = last[1] * n / last[0], last[2] * n / last[0]
+                note = f"  (arena-hard extrapolated linearly from {last[0]:,} battles, not run)"
+            else:
+                peer_s = peer_gib = float("nan")
             print(f"{n:>9,}  {ours_s:>9.2f}  {float(ours['peak_gib']):>5.2f}  {peer_s:>12.1f}  "  # type: ignore[arg-type]
-                  f"{float(peer['peak_gib']):>5.2f}  {peer_s / ours_s:>5.0f}x  {load()}", flush=True)  # type: ignore[arg-type]
-
+                  f"{peer_gib:>5.2f}  {peer_s / ours_s:>5.0f}x  {load()}{note}", flush=True)
 
 if __name__ == "__main__":
     main()
