@@ -338,6 +338,42 @@ def read_parquet_frame(path: Path, file: str) -> pd.DataFrame:
         raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
 
 
+def parquet_columns(path: Path, file: str) -> list[str]:
+    """The column names of a Parquet file (its schema only is read); a missing file or one pyarrow
+    cannot read is an :class:`InputError` naming ``file``."""
+    binary_stream(path).close()
+    try:
+        import pyarrow.parquet as pq
+
+        return [str(c) for c in pq.ParquetFile(path).schema_arrow.names]
+    except Exception as e:  # pyarrow raises several types
+        raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
+
+
+def iter_parquet_chunks(path: Path, file: str, columns: list[str], rows: int) -> Iterator[tuple[int, pd.DataFrame]]:
+    """A Parquet file's ``columns`` as DataFrames of at most ``rows`` rows each, in order, read batch by
+    batch (memory: one batch, not the file), with the row number (1-based) of each one's first row.
+    A file pyarrow cannot read is an :class:`InputError` naming ``file``."""
+    binary_stream(path).close()
+    try:
+        import pyarrow.parquet as pq
+
+        fh = pq.ParquetFile(path)
+        batches = fh.iter_batches(batch_size=max(1, int(rows)), columns=columns)
+    except Exception as e:  # pyarrow raises several types
+        raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
+    first = 1
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as e:
+            raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file, line=first) from None
+        if batch is None:
+            return
+        yield first, batch.to_pandas()
+        first += batch.num_rows
+
+
 def iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
     if df.columns.duplicated().any():
         dup = str(df.columns[df.columns.duplicated()][0])
