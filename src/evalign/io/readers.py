@@ -7,12 +7,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import itertools
 import json
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeGuard
 
@@ -350,28 +351,37 @@ def parquet_columns(path: Path, file: str) -> list[str]:
         raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
 
 
-def iter_parquet_chunks(path: Path, file: str, columns: list[str], rows: int) -> Iterator[tuple[int, pd.DataFrame]]:
-    """A Parquet file's ``columns`` as DataFrames of at most ``rows`` rows each, in order, read batch by
-    batch (memory: one batch, not the file), with the row number (1-based) of each one's first row.
-    A file pyarrow cannot read is an :class:`InputError` naming ``file``."""
+def parquet_parts(path: Path, file: str, columns: list[str], rows: int
+                  ) -> list[Callable[[], Iterator[tuple[int, pd.DataFrame]]]]:
+    """A Parquet file's ``columns`` in parts, one per row group: each part a callable giving, each time
+    it is called, the row group's rows as DataFrames of at most ``rows`` rows, read batch by batch
+    (memory: one batch, not the file), with the row number (1-based, in the file) of each one's first
+    row. Parts may be read in any order, by any process. A file pyarrow cannot read is an
+    :class:`InputError` naming ``file`` (and the first row of the batch that failed)."""
     binary_stream(path).close()
     try:
         import pyarrow.parquet as pq
 
-        fh = pq.ParquetFile(path)
-        batches = fh.iter_batches(batch_size=max(1, int(rows)), columns=columns)
+        meta = pq.ParquetFile(path).metadata
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
     except Exception as e:  # pyarrow raises several types
         raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
-    first = 1
-    while True:
-        try:
-            batch = next(batches, None)
-        except Exception as e:
-            raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file, line=first) from None
-        if batch is None:
-            return
-        yield first, batch.to_pandas()
-        first += batch.num_rows
+
+    def part(g: int, first: int) -> Callable[[], Iterator[tuple[int, pd.DataFrame]]]:
+        def batches() -> Iterator[tuple[int, pd.DataFrame]]:
+            at = first
+            try:
+                it = pq.ParquetFile(path).iter_batches(batch_size=max(1, int(rows)), row_groups=[g], columns=columns)
+                for batch in it:
+                    yield at, batch.to_pandas(split_blocks=True)  # a block a column: no copy into 2-D blocks
+                    at += batch.num_rows
+            except Exception as e:  # pyarrow raises several types
+                raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file, line=at) from None
+
+        return batches
+
+    starts = list(itertools.accumulate(sizes, initial=1))
+    return [part(g, starts[g]) for g in range(len(sizes))]
 
 
 def iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:

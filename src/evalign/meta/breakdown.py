@@ -167,10 +167,15 @@ def pair_matrices(
     lower = set(lower_is_better)
     ms = {}
     for m in metrics:
-        try:
-            ms[m] = (-1.0 if m in lower else 1.0) * pairs[[f"{m}_a", f"{m}_b"]].to_numpy(dtype=float).T
-        except (ValueError, TypeError) as e:
-            raise InputError(f"pair scores must be numeric ({e})", file=source, field=f"{m}_a / {m}_b") from e
+        x = np.empty((2, len(pairs)))  # one row a side, each contiguous
+        for row, side in enumerate(("a", "b")):
+            try:
+                x[row] = pairs[f"{m}_{side}"].to_numpy(dtype=float)
+            except (ValueError, TypeError) as e:
+                raise InputError(f"pair scores must be numeric ({e})", file=source, field=f"{m}_{side}") from e
+        if m in lower:
+            np.negative(x, out=x)
+        ms[m] = x
     return prefs, ms
 
 

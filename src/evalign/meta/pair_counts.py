@@ -24,16 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
-from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import ALL, group_label, pair_matrices
-from evalign.meta.pairwise import CONCORDANT, HUMAN_TIE, preference_pairs
+from evalign.meta.pairwise import CONCORDANT, HUMAN_TIE, preference_labels, preference_pairs
 from evalign.meta.significance import Units, make_statistic
 from evalign.meta.sufficient import Credits, JointCounts, ratio
+from evalign.meta.workers import parallel_map
+
+T = TypeVar("T")
 
 #: the statistics counted here, and whether each counts human ties
 COUNTED = {"preference_accuracy": True, "preference_accuracy_no_ties": False}
@@ -43,20 +46,26 @@ CELL_DEN = np.array([0.0, 1.0, 0.0, 1.0])
 #: rows per chunk of a DataFrame (a Parquet file is read in batches of this many rows too)
 CHUNK_ROWS = 1_000_000
 
-#: the chunks of a table: a callable giving, each time it is called, an iterator of
-#: ``(row number of the chunk's first row, chunk as a DataFrame)`` over the whole table
-Chunks = Callable[[], Iterator[tuple[int, pd.DataFrame]]]
+#: the chunks of a table, in parts read independently (a worker process may read any part): each
+#: part a callable giving, each time it is called, an iterator of ``(row number of the chunk's first
+#: row, chunk as a DataFrame)`` over that part of the table
+Chunks = Sequence[Callable[[], Iterator[tuple[int, pd.DataFrame]]]]
 
 
 def frame_chunks(frame: pd.DataFrame, rows: int = CHUNK_ROWS) -> Chunks:
-    """The :data:`Chunks` of a DataFrame: consecutive slices of at most ``rows`` rows (views, no copy)."""
+    """The :data:`Chunks` of a DataFrame: consecutive slices of at most ``rows`` rows (views, no copy),
+    one part each."""
     rows = max(1, int(rows))
 
-    def chunks() -> Iterator[tuple[int, pd.DataFrame]]:
-        for start in range(0, len(frame), rows):
-            yield start + 1, frame.iloc[start:start + rows]
+    def part(start: int) -> Callable[[], Iterator[tuple[int, pd.DataFrame]]]:
+        return lambda: iter([(start + 1, frame.iloc[start:start + rows])])
 
-    return chunks
+    return [part(start) for start in range(0, len(frame), rows)]
+
+
+def _map(fn: Callable[[int], T], chunks: Chunks, workers: int | None) -> list[T]:
+    """``fn`` of every part's index, by up to ``workers`` processes (the parts' results in order)."""
+    return parallel_map(fn, range(len(chunks)), workers if len(chunks) > 1 else 1)
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,8 @@ class PairTable:
 
 @dataclass(frozen=True)
 class _Chunk:
-    human: np.ndarray  # one label per pair (the annotators' majority; no majority = tie)
+    size: int  # rows
+    human: np.ndarray  # one checked label per pair (the annotators' majority; no majority = tie)
     metrics: Mapping[str, np.ndarray]  # 2 x pairs
     groups: Mapping[str, np.ndarray]  # group name -> rows of this chunk (``ALL`` left out)
 
@@ -110,12 +120,11 @@ def _groups(frame: pd.DataFrame, by: str | None, source: str | None) -> dict[str
     return {name: np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] for name, parts in out.items()}
 
 
-def _read(chunks: Chunks, table: PairTable) -> Iterator[_Chunk]:
-    for first, frame in chunks():
+def _read(part: Callable[[], Iterator[tuple[int, pd.DataFrame]]], table: PairTable) -> Iterator[_Chunk]:
+    for first, frame in part():
         prefs, ms = pair_matrices(frame, table.pref_columns, table.metrics, lower_is_better=table.lower_is_better,
                                   first_line=first, source=table.source)
-        human = majority_vote(prefs.T, fallback=0.0) if prefs.shape[0] > 1 else prefs[0]
-        yield _Chunk(human, ms, _groups(frame, table.by, table.source))
+        yield _Chunk(len(frame), preference_labels(prefs.T), ms, _groups(frame, table.by, table.source))
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,8 +163,8 @@ def _distance_part(dist: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.n
     """One chunk's ``(values, total, ties, concordant)`` of the usable pairs' ``|a - b|`` (a hash count: O(n))."""
     codes, uniq = pd.factorize(dist)
     k = uniq.size
-    return (np.asarray(uniq, dtype=np.float64), np.bincount(codes, minlength=k),
-            np.bincount(codes[code == HUMAN_TIE], minlength=k), np.bincount(codes[code == CONCORDANT], minlength=k))
+    both = np.bincount(codes * 3 + code, minlength=3 * k).reshape(k, 3)  # (distance, pair code): one count
+    return (np.asarray(uniq, dtype=np.float64), both.sum(axis=1), both[:, HUMAN_TIE], both[:, CONCORDANT])
 
 
 def calibrated_epsilon(counts: DistanceCounts) -> float:
@@ -172,9 +181,11 @@ def calibrated_epsilon(counts: DistanceCounts) -> float:
     return float(eps[int(np.argmax(val))])
 
 
-def epsilons(chunks: Chunks, table: PairTable, statistics: Sequence[str]) -> dict[str, dict[str, float]]:
+def epsilons(chunks: Chunks, table: PairTable, statistics: Sequence[str],
+             workers: int | None = 1) -> dict[str, dict[str, float]]:
     """Pass 1: ``{statistic: {metric: epsilon}}`` calibrated on all pairs (with ties: the calibrated
-    epsilon; without ties: 0, the metric must pick a side)."""
+    epsilon; without ties: 0, the metric must pick a side). ``workers``: processes reading the parts
+    (:func:`~evalign.meta.workers.parallel_map`; the result does not depend on it)."""
     unknown = [s for s in statistics if s not in COUNTED]
     if unknown:
         raise InputError(f"statistic '{unknown[0]}' is not counted by chunks (use {' or '.join(COUNTED)})",
@@ -182,11 +193,19 @@ def epsilons(chunks: Chunks, table: PairTable, statistics: Sequence[str]) -> dic
     out = {s: dict.fromkeys(table.metrics, 0.0) for s in statistics}
     if not any(COUNTED[s] for s in statistics):
         return out
+
+    def part(k: int) -> dict[str, DistanceCounts]:
+        found: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in table.metrics}
+        for ch in _read(chunks[k], table):
+            for m, x in ch.metrics.items():
+                _, _, dist, code = preference_pairs(None, x[0], x[1], labels=ch.human)
+                found[m].append(_distance_part(dist, code))
+        return {m: _count_distances(v) for m, v in found.items()}
+
     parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in table.metrics}
-    for ch in _read(chunks, table):
-        for m, x in ch.metrics.items():
-            _, _, dist, code = preference_pairs(ch.human, x[0], x[1])
-            parts[m].append(_distance_part(dist, code))
+    for found in _map(part, chunks, workers):
+        for m, c in found.items():
+            parts[m].append(_as_part(c))
             if len(parts[m]) > 8:  # bounded: merge as they come
                 parts[m] = [_as_part(_count_distances(parts[m]))]
     for m in table.metrics:
@@ -216,9 +235,10 @@ class GroupCounts:
     joint: dict[tuple[int, int], np.ndarray]
 
 
-def _cells(human: np.ndarray, x: np.ndarray, eps: Mapping[str, float], metric: str) -> dict[str, np.ndarray]:
+def _cells(human: np.ndarray, x: np.ndarray, eps: Mapping[str, Mapping[str, float]], metric: str
+           ) -> dict[str, np.ndarray]:
     """Each statistic's credit cell of every pair of one chunk (uint8; 0 = the pair does not count)."""
-    valid, p, dist, code = preference_pairs(human, x[0], x[1])
+    valid, p, dist, code = preference_pairs(None, x[0], x[1], labels=human)
     out = {}
     for s, e in eps.items():
         counts = np.ones(p.size, dtype=bool) if COUNTED[s] else p != 0
@@ -229,23 +249,46 @@ def _cells(human: np.ndarray, x: np.ndarray, eps: Mapping[str, float], metric: s
     return out
 
 
+#: a credit cell's ternary digit (cells 0, 1, 3; cell 2, a numerator without a denominator, never occurs)
+_DIGIT = np.array([0, 1, 0, 2], dtype=np.int32)
+_CELL_OF_DIGIT = np.array([0, 1, 3])
+
+
 def _tally(gc: GroupCounts, cells: Mapping[str, Mapping[str, np.ndarray]], metrics: Sequence[str], statistic: str,
-           sel: np.ndarray | None) -> None:
+           size: int, sel: np.ndarray | None) -> None:
+    """Add one chunk's rows ``sel`` (None: all ``size`` rows) to a group's counts."""
     pick = (lambda v: v) if sel is None else (lambda v: v[sel])
-    gc.n += int(next(iter(next(iter(cells.values())).values())).size if sel is None else sel.size)
+    rows = size if sel is None else int(sel.size)
+    gc.n += rows
     for s, by_metric in cells.items():
         for m, cell in by_metric.items():
             gc.cells[s][m] += np.bincount(pick(cell), minlength=4)
-    first = [pick(cells[statistic][m]) * np.uint8(4) for m in metrics]
-    for i in range(len(metrics)):
-        for j in range(i + 1, len(metrics)):
-            gc.joint[(i, j)] += np.bincount(first[i] + pick(cells[statistic][metrics[j]]), minlength=16).reshape(4, 4)
+    first = [pick(cells[statistic][m]) for m in metrics]
+    k = len(first)
+    if k < 2:
+        return
+    if 3**k <= max(rows, 729):  # every metric's digit in one code: one count, then each pair's margin
+        code = np.zeros(rows, dtype=np.int32)
+        for c in first:
+            code *= 3
+            code += _DIGIT[c]
+        table = np.bincount(code, minlength=3**k).reshape((3,) * k)  # axis i = metric i
+        grid = np.ix_(_CELL_OF_DIGIT, _CELL_OF_DIGIT)
+        for i in range(k):
+            for j in range(i + 1, k):
+                gc.joint[(i, j)][grid] += table.sum(axis=tuple(a for a in range(k) if a not in (i, j)))
+        return
+    for i in range(k):  # pair by pair
+        scaled = first[i] * np.uint8(4)
+        for j in range(i + 1, k):
+            gc.joint[(i, j)] += np.bincount(scaled + first[j], minlength=16).reshape(4, 4)
 
 
 def count_groups(chunks: Chunks, table: PairTable, eps: Mapping[str, Mapping[str, float]],
-                 statistic: str) -> dict[str, GroupCounts]:
+                 statistic: str, workers: int | None = 1) -> dict[str, GroupCounts]:
     """Pass 2: the :class:`GroupCounts` of every group (``ALL`` first, then by name) at the epsilons of
-    pass 1 (``eps``: ``{statistic: {metric: epsilon}}``, the ranking ``statistic`` among them)."""
+    pass 1 (``eps``: ``{statistic: {metric: epsilon}}``, the ranking ``statistic`` among them);
+    ``workers`` as for :func:`epsilons`."""
     metrics = list(table.metrics)
 
     def empty() -> GroupCounts:
@@ -253,18 +296,32 @@ def count_groups(chunks: Chunks, table: PairTable, eps: Mapping[str, Mapping[str
                            {(i, j): np.zeros((4, 4), dtype=np.int64) for i in range(len(metrics))
                             for j in range(i + 1, len(metrics))})
 
-    out = {ALL: empty()}
-    named: dict[str, GroupCounts] = {}
-    for ch in _read(chunks, table):
-        cells: dict[str, dict[str, np.ndarray]] = {s: {} for s in eps}
-        for m in metrics:
-            for s, cell in _cells(ch.human, ch.metrics[m], eps, m).items():
-                cells[s][m] = cell
-        _tally(out[ALL], cells, metrics, statistic, None)
-        for g, sel in ch.groups.items():
-            _tally(named.setdefault(g, empty()), cells, metrics, statistic, sel)
-    out.update(sorted(named.items()))
-    return out
+    def part(k: int) -> dict[str, GroupCounts]:
+        found = {ALL: empty()}
+        for ch in _read(chunks[k], table):
+            cells: dict[str, dict[str, np.ndarray]] = {s: {} for s in eps}
+            for m in metrics:
+                for s, cell in _cells(ch.human, ch.metrics[m], eps, m).items():
+                    cells[s][m] = cell
+            _tally(found[ALL], cells, metrics, statistic, ch.size, None)
+            for g, sel in ch.groups.items():
+                _tally(found.setdefault(g, empty()), cells, metrics, statistic, ch.size, sel)
+        return found
+
+    total: dict[str, GroupCounts] = {}
+    for found in _map(part, chunks, workers):
+        for g, gc in found.items():
+            _add(total.setdefault(g, empty()), gc)
+    return {ALL: total.pop(ALL, empty()), **dict(sorted(total.items()))}
+
+
+def _add(into: GroupCounts, more: GroupCounts) -> None:
+    into.n += more.n
+    for s, by_metric in more.cells.items():
+        for m, c in by_metric.items():
+            into.cells[s][m] += c
+    for key, c in more.joint.items():
+        into.joint[key] += c
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.io.readers import parquet_columns, parquet_parts
+from evalign.meta import pair_counts as PC
 from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import (
     ALL,
@@ -47,10 +49,7 @@ from evalign.meta.breakdown import (
     item_arrays,
     pair_arrays,
 )
-from evalign.io.readers import iter_parquet_chunks, parquet_columns
 from evalign.meta.clusters import significance_clusters
-from evalign.meta.pair_counts import CHUNK_ROWS, COUNTED, Chunks, PairTable, cell_value, count_groups, epsilons, \
-    frame_chunks, group_units
 from evalign.meta.resampling import DEFAULT, Resampling, with_settings
 from evalign.meta.significance import (
     CORRELATIONS,
@@ -651,6 +650,7 @@ def trust_table_pairs(
     min_group_size: int = 30,
     costs: Mapping[str, float] | Sequence[Any] | None = None,
     lower_is_better: Sequence[str] = (),
+    chunk_rows: int = PC.CHUNK_ROWS,
 ) -> TrustReport:
     """Trust table of a pair table with ``<metric>_a`` / ``<metric>_b`` columns (see
     :func:`evalign.meta.breakdown.pair_scores`): preference accuracy with ties (ranking statistic)
@@ -658,18 +658,18 @@ def trust_table_pairs(
     and the settings given one by one as for :func:`trust_table_items`.
 
     With ``resampling.method`` ``auto`` and preference statistics only, the table is counted chunk by
-    chunk (:mod:`evalign.meta.pair_counts`: slices of :data:`~evalign.meta.pair_counts.CHUNK_ROWS`
-    pairs; memory one slice plus counts, the same table as from the whole arrays); otherwise (method
-    ``items``) every metric's arrays are resampled item by item."""
+    chunk (:mod:`evalign.meta.pair_counts`: slices of ``chunk_rows`` pairs, read by
+    ``resampling.workers`` processes; memory one slice per process plus counts, the same table as
+    from the whole arrays); otherwise (method ``items``) every metric's arrays are resampled item by item."""
     ranking = _Ranking(statistic, _also(statistic, also, PREFERENCES), "item", "item", None, True, min_group_size)
     resampling = with_settings(resampling, n_resamples=n_resamples, n_permutations=n_permutations,
                                confidence=confidence, alpha=alpha, seed=seed)
     notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
-    if resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(COUNTED):
-        table = PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by,
+    if resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(PC.COUNTED):
+        table = PC.PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by,
                           pairs_scored.attrs.get("source"))
-        return _trust_counted(frame_chunks(pairs_scored), table, ranking, resampling=resampling, costs=costs,
-                              notes=notes)
+        return _trust_counted(PC.frame_chunks(pairs_scored, chunk_rows), table, ranking, resampling=resampling,
+                              costs=costs, notes=notes)
     arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
     return _trust(pairs_scored, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=notes)
 
@@ -686,7 +686,7 @@ def trust_table_pairs_file(
     min_group_size: int = 30,
     costs: Mapping[str, float] | Sequence[Any] | None = None,
     lower_is_better: Sequence[str] = (),
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int = PC.CHUNK_ROWS,
 ) -> TrustReport:
     """:func:`trust_table_pairs` of a Parquet pair table, read ``chunk_rows`` rows at a time (twice:
     once to calibrate the epsilons, once to count the credits), only the columns it needs: memory
@@ -696,28 +696,28 @@ def trust_table_pairs_file(
     path = Path(path)
     ranking = _Ranking(statistic, _also(statistic, also, PREFERENCES), "item", "item", None, True, min_group_size)
     resampling = with_settings(resampling)
-    if not resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(COUNTED):
+    if not (resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(PC.COUNTED)):
         raise InputError("a pair table read in chunks is ranked by preference accuracies resampled by counts "
                          "(method 'auto'); read the file whole for others", file=str(path), field="statistic")
-    table = PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by, str(path))
+    table = PC.PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by, str(path))
     have = set(parquet_columns(path, str(path)))
     for c in table.columns():
         if c not in have:
             raise InputError(f"no column '{c}' (columns: {', '.join(sorted(have))})", file=str(path), field=c)
     notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
-    return _trust_counted(lambda: iter_parquet_chunks(path, str(path), table.columns(), chunk_rows), table, ranking,
+    return _trust_counted(parquet_parts(path, str(path), table.columns(), chunk_rows), table, ranking,
                           resampling=resampling, costs=costs, notes=notes)
 
 
-def _trust_counted(chunks: Chunks, table: PairTable, ranking: _Ranking, *, resampling: Resampling,
+def _trust_counted(chunks: PC.Chunks, table: PC.PairTable, ranking: _Ranking, *, resampling: Resampling,
                    costs: Mapping[str, float] | Sequence[Any] | None, notes: tuple[str, ...]) -> TrustReport:
     """The trust table of a pair table counted over its chunks (two passes: epsilons, then counts)."""
     stats = list(dict.fromkeys([ranking.statistic, *ranking.also]))
-    eps = epsilons(chunks, table, stats)
+    eps = PC.epsilons(chunks, table, stats, resampling.workers)
     metrics = list(table.metrics)
-    groups = {g: CountedGroup(gc.n, group_units(gc, eps, ranking.statistic, metrics),
-                              {m: {s: cell_value(gc.cells[s][m]) for s in ranking.also} for m in metrics})
-              for g, gc in count_groups(chunks, table, eps, ranking.statistic).items()}
+    groups = {g: CountedGroup(gc.n, PC.group_units(gc, eps, ranking.statistic, metrics),
+                              {m: {s: PC.cell_value(gc.cells[s][m]) for s in ranking.also} for m in metrics})
+              for g, gc in PC.count_groups(chunks, table, eps, ranking.statistic, resampling.workers).items()}
     cost = _costs(costs)
     preds = [Predictor(m, np.empty((2, 0)), cost=cost.get(m, float("nan"))) for m in metrics]
     rows, group_rows, extra, how = rank_counted(
