@@ -54,12 +54,13 @@ def _pairs(n: int, n_metrics: int, seed: int, *, continuous: bool = False) -> tu
 
 
 def _reference(pairs: pd.DataFrame, names: list[str], r: Resampling, *, by: str | None = None,
-               lower: tuple[str, ...] = (), test: str = "permutation") -> pd.DataFrame:
+               lower: tuple[str, ...] = (), test: str = "permutation", statistic: str = "preference_accuracy",
+               also: tuple[str, ...] = tuple(ALSO)) -> pd.DataFrame:
     """The unchunked path: every metric's whole arrays ranked by rank_predictors (calibrated on all pairs)."""
     arrays = pair_arrays(pairs, PREFS, names, lower_is_better=lower)
     groups = group_index(pairs, arrays, by, True)
     rows, _, _, _ = rank_predictors(arrays.human, [Predictor(m, x) for m, x in arrays.metrics.items()], groups,
-                                    statistic="preference_accuracy", also=ALSO, is_pairs=True, resampling=r,
+                                    statistic=statistic, also=also, is_pairs=True, resampling=r,
                                     min_group_size=30, test=test)
     return rows.drop(columns=["kind", "beats_baselines"])
 
@@ -84,6 +85,18 @@ def test_chunked_table_with_many_metrics_and_small_chunks() -> None:
     r = Resampling(n_resamples=200, n_permutations=200, seed=3, workers=1)
     counted = trust_table_pairs(pairs, PREFS, names, resampling=r, chunk_rows=150)
     pd.testing.assert_frame_equal(counted.table, _reference(pairs, names, r))
+
+
+def test_ranked_without_ties_and_no_extra_statistic() -> None:
+    pairs, names = _pairs(5_000, 3, 21)
+    r = Resampling(n_resamples=200, n_permutations=200, seed=4, workers=1)
+    got = trust_table_pairs(pairs, PREFS, names, statistic="preference_accuracy_no_ties", resampling=r,
+                            chunk_rows=800)
+    ref = _reference(pairs, names, r, statistic="preference_accuracy_no_ties", also=("preference_accuracy",))
+    pd.testing.assert_frame_equal(got.table, ref)
+    assert (got.table["epsilon"] == 0.0).all() and "preference_accuracy" in got.table.columns
+    got = trust_table_pairs(pairs, PREFS, names, also=(), resampling=r, chunk_rows=800)
+    pd.testing.assert_frame_equal(got.table, _reference(pairs, names, r, also=()))
 
 
 def test_system_groups_and_bootstrap_test_match() -> None:
