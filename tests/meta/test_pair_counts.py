@@ -9,23 +9,30 @@ import pandas as pd
 import pytest
 
 from evalign.errors import InputError
+from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import group_index, pair_arrays
 from evalign.meta.pair_counts import (
-    DistanceCounts,
     PairTable,
-    _count_distances,
-    _distance_part,
     calibrated_epsilon,
     count_groups,
+    distance_counts,
     epsilons,
     frame_chunks,
     group_units,
+    merge_distance_counts,
 )
 from evalign.meta.pairwise import calibrate_preference_epsilon, preference_pairs
 from evalign.meta.resampling import Resampling
 from evalign.meta.significance import make_statistic, units_of
 from evalign.meta.sufficient import joint_counts
-from evalign.meta.trust import Predictor, rank_counted, rank_predictors, trust_table_pairs, trust_table_pairs_file
+from evalign.meta.trust import (
+    CountedGroup,
+    Predictor,
+    rank_counted,
+    rank_predictors,
+    trust_table_pairs,
+    trust_table_pairs_file,
+)
 
 PREFS = ["p1", "p2", "p3"]
 ALSO = ["preference_accuracy_no_ties"]
@@ -112,8 +119,6 @@ def test_system_groups_and_bootstrap_test_match() -> None:
     chunks = frame_chunks(pairs, 900)
     eps = epsilons(chunks, table, ["preference_accuracy", *ALSO])
     gc = count_groups(chunks, table, eps, "preference_accuracy")["(all)"]
-    from evalign.meta.trust import CountedGroup
-
     group = CountedGroup(gc.n, group_units(gc, eps, "preference_accuracy", names),
                          {m: {"preference_accuracy_no_ties": float("nan")} for m in names})
     rows, _, _, _ = rank_counted([Predictor(m, np.empty((2, 0))) for m in names], {"(all)": group},
@@ -151,10 +156,10 @@ def test_calibrated_epsilon_from_merged_counts_is_the_calibration() -> None:
             a, b = np.round(a, 1), np.round(b, 1)
         _, _, dist, code = preference_pairs(labels, a, b)
         cut = sorted(rng.integers(0, n, size=3))
-        parts = [_distance_part(dist[lo:hi], code[lo:hi]) for lo, hi in zip([0, *cut], [*cut, n], strict=True)]
-        counts = _count_distances(parts)
-        assert isinstance(counts, DistanceCounts) and np.all(np.diff(counts.values) > 0)
-        assert int(counts.total.sum()) == n
+        parts = [distance_counts(dist[lo:hi], code[lo:hi]) for lo, hi in zip([0, *cut], [*cut, n], strict=True)]
+        counts = merge_distance_counts(parts)
+        assert np.all(np.diff(counts.values) > 0) and int(counts.total.sum()) == n
+        assert int(counts.ties.sum()) == int((labels == 0).sum())
         assert calibrated_epsilon(counts) == calibrate_preference_epsilon(labels, a, b).epsilon
 
 
@@ -166,8 +171,6 @@ def test_counted_credits_pair_like_per_item_codes() -> None:
     units = group_units(count_groups(chunks, table, eps, "preference_accuracy")["(all)"], eps,
                         "preference_accuracy", names)
     arrays = pair_arrays(pairs, PREFS, names)
-    from evalign.meta.agreement import majority_vote
-
     human = majority_vote(arrays.human.T, fallback=0.0)[None, :]
     items = {m: units_of(make_statistic("preference_accuracy", epsilon=eps["preference_accuracy"][m]).bind(human, x),
                          human, x) for m, x in arrays.metrics.items()}

@@ -142,29 +142,33 @@ class DistanceCounts:
     concordant: np.ndarray
 
 
-def _count_distances(parts: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> DistanceCounts:
-    """Merge ``(values, total, ties, concordant)`` parts (values distinct within each part)."""
+def merge_distance_counts(parts: Iterable[DistanceCounts]) -> DistanceCounts:
+    """The :class:`DistanceCounts` of several sets of pairs together (values sorted, counts added)."""
     parts = list(parts)
-    values = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
+    values = np.concatenate([p.values for p in parts]) if parts else np.empty(0)
     codes, uniq = pd.factorize(values)
     order = np.argsort(uniq, kind="stable")
     rank = np.empty(order.size, dtype=np.intp)
     rank[order] = np.arange(order.size)
     where = rank[codes]
 
-    def merged(k: int) -> np.ndarray:
-        w = np.concatenate([p[k] for p in parts]).astype(np.int64) if parts else np.empty(0, dtype=np.int64)
+    def merged(field: str) -> np.ndarray:
+        w = np.concatenate([getattr(p, field) for p in parts]) if parts else np.empty(0, dtype=np.int64)
         return np.bincount(where, weights=w, minlength=uniq.size).round().astype(np.int64)  # exact below 2**53
 
-    return DistanceCounts(np.asarray(uniq, dtype=np.float64)[order], merged(1), merged(2), merged(3))
+    return DistanceCounts(np.asarray(uniq, dtype=np.float64)[order], merged("total"), merged("ties"),
+                          merged("concordant"))
 
 
-def _distance_part(dist: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One chunk's ``(values, total, ties, concordant)`` of the usable pairs' ``|a - b|`` (a hash count: O(n))."""
+def distance_counts(dist: np.ndarray, code: np.ndarray) -> DistanceCounts:
+    """The :class:`DistanceCounts` of usable pairs given by their ``|a - b|`` and pair codes (those of
+    :func:`evalign.meta.pairwise.preference_pairs`: 0, 1 or 2), by a hash count (no sort of the pairs)."""
     codes, uniq = pd.factorize(dist)
     k = uniq.size
     both = np.bincount(codes * 3 + code, minlength=3 * k).reshape(k, 3)  # (distance, pair code): one count
-    return (np.asarray(uniq, dtype=np.float64), both.sum(axis=1), both[:, HUMAN_TIE], both[:, CONCORDANT])
+    order = np.argsort(uniq, kind="stable")
+    return DistanceCounts(np.asarray(uniq, dtype=np.float64)[order], both.sum(axis=1)[order],
+                          both[order, HUMAN_TIE], both[order, CONCORDANT])
 
 
 def calibrated_epsilon(counts: DistanceCounts) -> float:
@@ -195,29 +199,25 @@ def epsilons(chunks: Chunks, table: PairTable, statistics: Sequence[str],
         return out
 
     def part(k: int) -> dict[str, DistanceCounts]:
-        found: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in table.metrics}
+        found: dict[str, list[DistanceCounts]] = {m: [] for m in table.metrics}
         for ch in _read(chunks[k], table):
             for m, x in ch.metrics.items():
                 _, _, dist, code = preference_pairs(None, x[0], x[1], labels=ch.human)
-                found[m].append(_distance_part(dist, code))
-        return {m: _count_distances(v) for m, v in found.items()}
+                found[m].append(distance_counts(dist, code))
+        return {m: merge_distance_counts(v) for m, v in found.items()}
 
-    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in table.metrics}
+    parts: dict[str, list[DistanceCounts]] = {m: [] for m in table.metrics}
     for found in _map(part, chunks, workers):
         for m, c in found.items():
-            parts[m].append(_as_part(c))
+            parts[m].append(c)
             if len(parts[m]) > 8:  # bounded: merge as they come
-                parts[m] = [_as_part(_count_distances(parts[m]))]
+                parts[m] = [merge_distance_counts(parts[m])]
     for m in table.metrics:
-        eps = calibrated_epsilon(_count_distances(parts[m]))
+        eps = calibrated_epsilon(merge_distance_counts(parts[m]))
         for s in statistics:
             if COUNTED[s]:
                 out[s][m] = eps
     return out
-
-
-def _as_part(c: DistanceCounts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return c.values, c.total, c.ties, c.concordant
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,4 +355,5 @@ def group_units(gc: GroupCounts, eps: Mapping[str, Mapping[str, float]], statist
 
 
 __all__ = ["CELL_DEN", "CELL_NUM", "CHUNK_ROWS", "COUNTED", "Chunks", "DistanceCounts", "GroupCounts", "PairTable",
-           "calibrated_epsilon", "cell_value", "count_groups", "epsilons", "frame_chunks", "group_units"]
+           "calibrated_epsilon", "cell_value", "count_groups", "distance_counts", "epsilons", "frame_chunks",
+           "group_units", "merge_distance_counts"]
