@@ -4,7 +4,9 @@ Preference accuracy (with ties at a calibrated epsilon, without ties at epsilon 
 credit ``(num, den)`` in ``{0, 1} x {0, 1}``, so everything a trust table needs of it is counts
 (:mod:`evalign.meta.sufficient`): per group and metric how many pairs take each credit, and per pair of
 metrics the joint counts (for the paired tests). This module counts them over the chunks of a table
-(slices of a DataFrame, or batches of a Parquet file read one after the other), in two passes:
+(slices of a DataFrame, or batches of a Parquet file's row groups), the parts of the table read by up to
+``workers`` processes (:func:`~evalign.meta.workers.parallel_map`; the counts do not depend on how
+many), in two passes:
 
 1. **calibrate**: per metric, how many usable pairs have each distinct ``|a - b|`` (all, human ties,
    concordant), merged over the chunks; the epsilon is the smallest one maximising the accuracy with
@@ -12,12 +14,14 @@ metrics the joint counts (for the paired tests). This module counts them over th
    :func:`evalign.meta.pairwise.calibrate_preference_epsilon` on all pairs at once (memory: the
    distinct differences, a handful when scores are rounded);
 2. **count**: per group, statistic and metric the counts of the four credit cells, and per pair of
-   metrics the ``4 x 4`` joint counts of the ranking statistic's cells.
+   metrics the ``4 x 4`` joint counts of the ranking statistic's cells (from one count of a code holding
+   every metric's cell when there are few metrics, else pair by pair).
 
-Memory is one chunk plus ``O(groups x metrics^2)`` counts; the results are the credits of
+Memory is one chunk per process plus ``O(groups x metrics^2)`` counts; the results are the credits of
 :func:`evalign.meta.significance.units_of` on the whole table, value for value (so the trust table's
 values, epsilons, intervals and p-values are those of the item-array path with the same seed). Pure
-functions of the chunks, no I/O (the chunks come from a callable).
+functions of the chunks (the reading is the callables' business: :func:`frame_chunks`,
+:func:`evalign.io.readers.parquet_parts`).
 """
 
 from __future__ import annotations
