@@ -12,9 +12,9 @@ process, data included, and of its largest worker process):
   100,000 x 5 (goal < 4 s);
 * ``--parquet``: the ``--n`` table is written to a Parquet file first (row groups of 1,000,000 pairs,
   by a process of its own, in a temporary folder), and what is timed is
-  :func:`evalign.meta.trust.trust_table_pairs_file` reading it in batches of 1,000,000 rows (two
-  passes; the frame is never in memory, so the memory figures are the computation's: a batch per
-  worker plus counts). ``python benchmarks/trust_scale.py --n 10000000 --parquet --skip-old
+  :func:`evalign.meta.trust.trust_table_pairs_file` reading it in batches of its default
+  ``chunk_rows`` (250,000 rows; two passes, each row group by either worker; the frame is never in
+  memory, so the memory figures are the computation's: a batch per worker plus counts). ``python benchmarks/trust_scale.py --n 10000000 --parquet --skip-old
   --skip-mtme`` is the 10M x 10 configuration;
 * ``old``: the package as of ``OLD_COMMIT`` (main when this work started: item-index draws as n x R
   matrices, one process), exported with ``git archive`` into a temporary folder and run at

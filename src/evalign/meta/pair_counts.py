@@ -48,7 +48,7 @@ COUNTED = {"preference_accuracy": True, "preference_accuracy_no_ties": False}
 CELL_NUM = np.array([0.0, 0.0, 1.0, 1.0])
 CELL_DEN = np.array([0.0, 1.0, 0.0, 1.0])
 #: rows per chunk of a DataFrame (a Parquet file is read in batches of this many rows too)
-CHUNK_ROWS = 1_000_000
+CHUNK_ROWS = 250_000
 
 #: the chunks of a table, in parts read independently (a worker process may read any part): each
 #: part a callable giving, each time it is called, an iterator of ``(row number of the chunk's first
