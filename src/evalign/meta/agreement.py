@@ -88,7 +88,10 @@ def majority_vote(labels: object, fallback: float = 0.0, strict: bool = False) -
     wins = (top > 0) & (winners == 1)
     if strict:
         wins &= 2 * top > votes
-    out[wins] = cats[np.argmax(counts[:, wins], axis=0)]
+    best = np.zeros(arr.shape[0], dtype=np.intp)  # the winning category where there is one (a row at a time)
+    for j in range(1, cats.size):
+        best += j * (counts[j] == top)
+    out[wins] = cats[best[wins]]
     out[(votes > 0) & ~wins] = fallback
     return out
 
