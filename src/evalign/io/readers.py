@@ -356,7 +356,8 @@ def parquet_parts(path: Path, file: str, columns: list[str], rows: int
     """A Parquet file's ``columns`` in parts, one per row group: each part a callable giving, each time
     it is called, the row group's rows as DataFrames of at most ``rows`` rows, read batch by batch
     (memory: one batch, not the file), with the row number (1-based, in the file) of each one's first
-    row. Parts may be read in any order, by any process. A file pyarrow cannot read is an
+    row. Parts may be read in any order, by any process (each reads on one thread: parallelism is the
+    caller's, part by part). A file pyarrow cannot read is an
     :class:`InputError` naming ``file`` (and the first row of the batch that failed)."""
     binary_stream(path).close()
     try:
@@ -371,7 +372,8 @@ def parquet_parts(path: Path, file: str, columns: list[str], rows: int
         def batches() -> Iterator[tuple[int, pd.DataFrame]]:
             at = first
             try:
-                it = pq.ParquetFile(path).iter_batches(batch_size=max(1, int(rows)), row_groups=[g], columns=columns)
+                it = pq.ParquetFile(path).iter_batches(batch_size=max(1, int(rows)), row_groups=[g], columns=columns,
+                                                       use_threads=False)  # parts are read in parallel instead
                 for batch in it:
                     yield at, batch.to_pandas(split_blocks=True)  # a block a column: no copy into 2-D blocks
                     at += batch.num_rows
