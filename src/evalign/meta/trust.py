@@ -7,7 +7,7 @@ their agreement with humans; each value comes with a bootstrap confidence interv
 the metrics not significantly worse than the best), and the cost of each metric is shown as seconds
 per 1,000 items as measured in the scoring run (:attr:`evalign.scoring.MetricRun.seconds_per_1000`).
 
-Two entry points, both pure functions:
+Two entry points, both pure functions (and :func:`trust_table_pairs_file`, the second on a Parquet file):
 
 * :func:`trust_table_items` for item tables with item-level human ratings, or with system-level
   human values only (e.g. Self-Instruct's human ranks: system-level Kendall / Pearson / Spearman over
@@ -15,7 +15,8 @@ Two entry points, both pure functions:
   system score: the corpus score of ``bleu`` / ``chrf`` when the table has the texts, else the mean of
   its item scores, named ``bleu (mean of items)`` in ``system_labels`` and the notes);
 * :func:`trust_table_pairs` for pair tables (e.g. PandaLM: preference accuracy with and without
-  ties, each metric's tie threshold calibrated once on all pairs).
+  ties, each metric's tie threshold calibrated once on all pairs), counted chunk by chunk
+  (:mod:`evalign.meta.pair_counts`, ranked by :func:`rank_counted`) unless resampled by items.
 
 Both share one path (``_trust``) to :func:`rank_predictors`, the ranking used by
 :func:`evalign.evaluate.evaluate` too. It runs in stages: **calibrate** each predictor's tie
