@@ -14,8 +14,9 @@ process, data included, and of its largest worker process):
   by a process of its own, in a temporary folder), and what is timed is
   :func:`evalign.meta.trust.trust_table_pairs_file` reading it in batches of its default
   ``chunk_rows`` (250,000 rows; two passes, each row group by either worker; the frame is never in
-  memory, so the memory figures are the computation's: a batch per worker plus counts). ``python benchmarks/trust_scale.py --n 10000000 --parquet --skip-old
-  --skip-mtme`` is the 10M x 10 configuration;
+  memory, so the memory figures are the computation's: a batch per worker plus counts).
+  ``python benchmarks/trust_scale.py --n 10000000 --parquet --skip-old --skip-mtme`` is the 10M x 10
+  configuration;
 * ``old``: the package as of ``OLD_COMMIT`` (main when this work started: item-index draws as n x R
   matrices, one process), exported with ``git archive`` into a temporary folder and run at
   ``--old-n`` pairs (default 100,000; 1,000,000 takes ~6 minutes and ~4.7 GiB on a quiet machine).
@@ -161,7 +162,8 @@ def run_table(n: int, n_metrics: int, method: str | None, workers: int, parquet:
     own, kids = _peaks()
     table = rep.for_group()[COLUMNS]
     records = json.loads(json.dumps(table.to_dict("records"), default=lambda o: o.item()))
-    return {"wall": wall, "cpu": cpu, "sampler_cpu": sampler.cpu, "rss": own, "worker_rss": kids, "pss": sampler.peak, "table": records,
+    return {"wall": wall, "cpu": cpu, "sampler_cpu": sampler.cpu, "rss": own, "worker_rss": kids, "pss": sampler.peak,
+            "table": records,
             "resampling": getattr(rep, "resampling", "items"), "package": str(Path(evalign.__file__).parent),
             "notes": list(rep.notes)}
 

@@ -473,7 +473,8 @@ class _Ranker:
                           None)
 
     def rank_group(
-        self, gname: str, sel: np.ndarray | CountedGroup, undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None,
+        self, gname: str, sel: np.ndarray | CountedGroup,
+        undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None,
         group_rows: list[dict[str, Any]], notes: list[str],
     ) -> list[dict[str, Any]]:
         """The rows of one group (its status is added to ``group_rows``, its notes to ``notes``)."""
@@ -668,7 +669,7 @@ def trust_table_pairs(
     notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
     if resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(PC.COUNTED):
         table = PC.PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by,
-                          pairs_scored.attrs.get("source"))
+                             pairs_scored.attrs.get("source"))
         return _trust_counted(PC.frame_chunks(pairs_scored, chunk_rows), table, ranking, resampling=resampling,
                               costs=costs, notes=notes)
     arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
