@@ -4,6 +4,7 @@ and small hand-computed cases."""
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import krippendorff
 import numpy as np
@@ -202,3 +203,23 @@ def test_mean_pairwise_kendall_against_scipy_loop() -> None:
     assert mean_pairwise_kendall(ratings) == pytest.approx(np.mean(taus), abs=1e-12)
     with pytest.raises(InputError, match="two annotators"):
         mean_pairwise_kendall(ratings[:, :1])
+
+
+def test_majority_vote_matches_a_vote_count_row_by_row() -> None:
+    """The vectorised vote (a category at a time) against counting each row's votes in Python."""
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n, k, c = (int(x) for x in (rng.integers(1, 40), rng.integers(2, 7), rng.integers(1, 6)))
+        arr = rng.integers(0, c, size=(n, k)).astype(float) * 0.5 - 1.0
+        arr[rng.random((n, k)) < rng.random() * 0.5] = np.nan
+        for strict in (False, True):
+            want = []
+            for row in arr:
+                votes = Counter(float(v) for v in row if not np.isnan(v))
+                if not votes:
+                    want.append(np.nan)
+                    continue
+                (top, m), *rest = votes.most_common()
+                unique = not rest or rest[0][1] < m
+                want.append(top if unique and (not strict or 2 * m > sum(votes.values())) else 7.0)
+            np.testing.assert_array_equal(majority_vote(arr, fallback=7.0, strict=strict), np.array(want))

@@ -7,12 +7,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import itertools
 import json
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeGuard
 
@@ -336,6 +337,53 @@ def read_parquet_frame(path: Path, file: str) -> pd.DataFrame:
         return pd.read_parquet(path)
     except Exception as e:  # pyarrow raises several types
         raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
+
+
+def parquet_columns(path: Path, file: str) -> list[str]:
+    """The column names of a Parquet file (its schema only is read); a missing file or one pyarrow
+    cannot read is an :class:`InputError` naming ``file``."""
+    binary_stream(path).close()
+    try:
+        import pyarrow.parquet as pq
+
+        return [str(c) for c in pq.ParquetFile(path).schema_arrow.names]
+    except Exception as e:  # pyarrow raises several types
+        raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
+
+
+def parquet_parts(path: Path, file: str, columns: list[str], rows: int
+                  ) -> list[Callable[[], Iterator[tuple[int, pd.DataFrame]]]]:
+    """A Parquet file's ``columns`` in parts, one per row group: each part a callable giving, each time
+    it is called, the row group's rows as DataFrames of at most ``rows`` rows, read batch by batch
+    (memory: one batch, not the file), with the row number (1-based, in the file) of each one's first
+    row. Parts may be read in any order, by any process (each reads on one thread: parallelism is the
+    caller's, part by part). A file pyarrow cannot read is an
+    :class:`InputError` naming ``file`` (and the first row of the batch that failed)."""
+    binary_stream(path).close()
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    except Exception as e:  # pyarrow raises several types
+        raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file) from None
+
+    def part(g: int, first: int) -> Callable[[], Iterator[tuple[int, pd.DataFrame]]]:
+        def batches() -> Iterator[tuple[int, pd.DataFrame]]:
+            at = first
+            try:
+                it = pq.ParquetFile(path).iter_batches(batch_size=max(1, int(rows)), row_groups=[g], columns=columns,
+                                                       use_threads=False)  # parts are read in parallel instead
+                for batch in it:
+                    yield at, batch.to_pandas(split_blocks=True)  # a block a column: no copy into 2-D blocks
+                    at += batch.num_rows
+            except Exception as e:  # pyarrow raises several types
+                raise InputError(f"cannot read Parquet ({' '.join(str(e).split())})", file=file, line=at) from None
+
+        return batches
+
+    starts = list(itertools.accumulate(sizes, initial=1))
+    return [part(g, starts[g]) for g in range(len(sizes))]
 
 
 def iter_frame(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -41,7 +41,7 @@ from evalign.meta.significance import (
     paired_permutation_test,
 )
 from evalign.meta.soft_pairwise import SoftPairwiseAccuracyResult, pairwise_p_values, soft_pairwise_accuracy
-from evalign.meta.trust import TrustReport, trust_table_items, trust_table_pairs
+from evalign.meta.trust import TrustReport, trust_table_items, trust_table_pairs, trust_table_pairs_file
 from evalign.meta.williams import WilliamsResult, williams_p_value, williams_test
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "system_means",
     "trust_table_items",
     "trust_table_pairs",
+    "trust_table_pairs_file",
     "williams_p_value",
     "williams_test",
 ]

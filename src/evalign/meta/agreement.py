@@ -72,19 +72,26 @@ def majority_vote(labels: object, fallback: float = 0.0, strict: bool = False) -
         return arr.copy()
     if arr.shape[1] == 1:  # one annotator: its label wins (NaN where it gave none)
         return arr[:, 0].copy()
-    present = ~np.isnan(arr)
-    cats = np.unique(arr[present])
+    cols = np.ascontiguousarray(arr.T)  # (k, n): one annotator's labels a row
+    present = ~np.isnan(cols)
+    cats = np.unique(cols[present])
     out = np.full(arr.shape[0], np.nan)
     if cats.size == 0:
         return out
-    counts = (arr[:, :, None] == cats[None, None, :]).sum(axis=1)  # (n, C)
-    top = counts.max(axis=1)
-    winners = (counts == top[:, None]).sum(axis=1)
-    votes = present.sum(axis=1)
+    counts = np.zeros((cats.size, arr.shape[0]), dtype=np.int32)  # (C, n), a row at a time (no n x k x C array)
+    for j, c in enumerate(cats):
+        for row in cols:
+            counts[j] += row == c
+    top = counts.max(axis=0)
+    winners = (counts == top).sum(axis=0)
+    votes = present.sum(axis=0)
     wins = (top > 0) & (winners == 1)
     if strict:
         wins &= 2 * top > votes
-    out[wins] = cats[np.argmax(counts[wins], axis=1)]
+    best = np.zeros(arr.shape[0], dtype=np.intp)  # the winning category where there is one (a row at a time)
+    for j in range(1, cats.size):
+        best += j * (counts[j] == top)
+    out[wins] = cats[best[wins]]
     out[(votes > 0) & ~wins] = fallback
     return out
 

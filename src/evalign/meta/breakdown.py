@@ -138,21 +138,45 @@ def pair_arrays(
 ) -> PairArrays:
     """Arrays of a pair table: annotator codes (``annotators x pairs``) and per metric ``2 x pairs``
     from the columns ``<metric>_a`` / ``<metric>_b`` (negated for ``lower_is_better`` metrics)."""
+    prefs, ms = pair_matrices(pairs, pref_columns, metrics, lower_is_better=lower_is_better)
+    ids = _texts(pairs["id"]) if "id" in pairs.columns else tuple(map(str, range(len(pairs))))
+    return PairArrays(ids, prefs, ms)
+
+
+def pair_matrices(
+    pairs: pd.DataFrame,
+    pref_columns: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    lower_is_better: Sequence[str] = (),
+    first_line: int = 1,
+    source: str | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The numbers of :func:`pair_arrays` (annotator codes ``annotators x pairs``, per metric ``2 x
+    pairs``), checked; ``first_line``: the line (row) number of the table's first row in its file,
+    for the errors (a chunk of a longer file); ``source``: the file (default ``pairs.attrs["source"]``)."""
     _require(pairs, list(pref_columns), "preference")
     _require(pairs, [f"{m}_{s}" for m in metrics for s in ("a", "b")], "pair score")
-    source = pairs.attrs.get("source")
+    source = source if source is not None else pairs.attrs.get("source")
     prefs = pairs[list(pref_columns)].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float).T
     bad = np.isfinite(prefs) & ~np.isin(prefs, (-1.0, 0.0, 1.0))
     if bad.any():
         k, i = map(int, np.argwhere(bad)[0])
         raise InputError(f"preference must be +1, -1, 0 or empty, got {prefs[k, i]}", file=source,
-                         line=i + 1, field=pref_columns[k])
+                         line=first_line + i, field=pref_columns[k])
     lower = set(lower_is_better)
-    ms = {
-        m: (-1.0 if m in lower else 1.0) * pairs[[f"{m}_a", f"{m}_b"]].to_numpy(dtype=float).T for m in metrics
-    }
-    ids = _texts(pairs["id"]) if "id" in pairs.columns else tuple(map(str, range(len(pairs))))
-    return PairArrays(ids, prefs, ms)
+    ms = {}
+    for m in metrics:
+        x = np.empty((2, len(pairs)))  # one row a side, each contiguous
+        for row, side in enumerate(("a", "b")):
+            try:
+                x[row] = pairs[f"{m}_{side}"].to_numpy(dtype=float)
+            except (ValueError, TypeError) as e:
+                raise InputError(f"pair scores must be numeric ({e})", file=source, field=f"{m}_{side}") from e
+        if m in lower:
+            np.negative(x, out=x)
+        ms[m] = x
+    return prefs, ms
 
 
 def pair_scores(pairs: pd.DataFrame, scored_items: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
@@ -174,12 +198,15 @@ def pair_scores(pairs: pd.DataFrame, scored_items: pd.DataFrame, metrics: Sequen
     return out
 
 
+def group_label(g: Any) -> str:
+    """The name of the group of a ``by`` value: ``(none)`` for None or NaN, else ``str(g)``."""
+    return "(none)" if g is None or (isinstance(g, float) and math.isnan(g)) else str(g)
+
+
 def _groups(labels: Sequence[Any]) -> dict[str, np.ndarray]:
     out: dict[str, list[int]] = {}
     for i, g in enumerate(labels):
-        if g is None or (isinstance(g, float) and math.isnan(g)):
-            g = "(none)"
-        out.setdefault(str(g), []).append(i)
+        out.setdefault(group_label(g), []).append(i)
     return {k: np.asarray(v) for k, v in sorted(out.items())}
 
 
@@ -384,5 +411,5 @@ def _group_values(
     return out
 
 
-__all__ = ["ALL", "ItemArrays", "PairArrays", "breakdown", "calibrate_pool", "group_index", "item_arrays", "pair_arrays",
-           "pair_scores"]
+__all__ = ["ALL", "ItemArrays", "PairArrays", "breakdown", "calibrate_pool", "group_index", "group_label", "item_arrays",
+           "pair_arrays", "pair_matrices", "pair_scores"]

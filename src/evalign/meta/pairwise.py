@@ -48,6 +48,8 @@ _EXACT_MAX_PAIRS = 100_000
 SEARCH_MIN_PAIRS = 20_000_000
 
 _OTHER, _HTIE, _CONC = 0, 1, 2
+#: the codes of :func:`preference_pairs`: a human tie; the metric's sign agrees with a human preference
+HUMAN_TIE, CONCORDANT = _HTIE, _CONC
 
 
 @dataclass(frozen=True)
@@ -592,16 +594,26 @@ def pairwise_accuracy(
     )
 
 
-def _preference_pairs(
-    human_prefs: object, score_a: object, score_b: object
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(valid mask, human label, |a - b|, pair code) of the usable pairs of a preference data set."""
+def preference_labels(human_prefs: object) -> np.ndarray:
+    """The checked human label of each pair (``(n,)`` codes, or ``(n, k)`` annotators merged by
+    majority vote, no majority = tie): +1, -1, 0 or NaN (no label)."""
     prefs = as_scores(human_prefs, "human_prefs")
     if prefs.ndim == 2:
         prefs = majority_vote(prefs, fallback=0.0)
     present = prefs[~np.isnan(prefs)]
     if not np.all(np.isin(present, (-1.0, 0.0, 1.0))):
         raise InputError("preference labels must be +1 (A better), -1 (B better), 0 (tie) or NaN", field="human_prefs")
+    return prefs
+
+
+def preference_pairs(
+    human_prefs: object, score_a: object, score_b: object, *, labels: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(valid mask, human label, |a - b|, pair code) of the usable pairs of a preference data set
+    (arguments as for :func:`pairwise_preference_accuracy`): the mask has one entry per pair, the
+    others one per usable pair; code :data:`HUMAN_TIE`, :data:`CONCORDANT` or 0 (neither).
+    ``labels``: :func:`preference_labels` of ``human_prefs`` when known (then ``human_prefs`` is not read)."""
+    prefs = preference_labels(human_prefs) if labels is None else labels
     a = as_scores(score_a, "score_a")
     b = as_scores(score_b, "score_b")
     for name, arr in (("score_a", a), ("score_b", b)):
@@ -612,9 +624,8 @@ def _preference_pairs(
         p, diff = prefs, a - b
     else:
         p, diff = prefs[valid], a[valid] - b[valid]
-    code = np.zeros(p.shape, dtype=np.int8)
-    code[p == 0] = _HTIE
-    code[(np.sign(diff) == p) & (p != 0)] = _CONC
+    code = (diff * p > 0).view(np.int8) * np.int8(_CONC)  # p = +1 / -1: the metric's sign agrees
+    code += (p == 0).view(np.int8) * np.int8(_HTIE)  # p = 0 (then diff * p is 0)
     return valid, p, np.abs(diff), code
 
 
@@ -642,7 +653,7 @@ def preference_units(
     if m.ndim != 2 or m.shape[0] != 2:
         raise InputError(f"metric must be 2 x pairs (scores of A and B), got shape {m.shape}", field="metric")
     eps = _check_epsilon(epsilon)
-    valid, p, dist, code = _preference_pairs(h.T if h.ndim == 2 else h, m[0], m[1])
+    valid, p, dist, code = preference_pairs(h.T if h.ndim == 2 else h, m[0], m[1])
     correct = np.where(dist <= eps, code == _HTIE, code == _CONC)
     counts = np.ones(p.size, dtype=bool) if ties else p != 0
     num = np.zeros(valid.shape)
@@ -657,7 +668,7 @@ def calibrate_preference_epsilon(human_prefs: object, score_a: object, score_b: 
     ties of :func:`pairwise_preference_accuracy`, and the accuracy-vs-epsilon curve (every candidate:
     0 and each distinct ``|score_a - score_b|``). Arguments as for :func:`pairwise_preference_accuracy`.
     """
-    _, _, dist, code = _preference_pairs(human_prefs, score_a, score_b)
+    _, _, dist, code = preference_pairs(human_prefs, score_a, score_b)
     return _preference_calibration(dist, code)
 
 
@@ -709,7 +720,7 @@ def pairwise_preference_accuracy(
     Returns:
         :class:`PreferenceAccuracyResult`.
     """
-    valid, p, dist, code = _preference_pairs(human_prefs, score_a, score_b)
+    valid, p, dist, code = preference_pairs(human_prefs, score_a, score_b)
     n = int(p.size)
     calibrated = epsilon is None
     eps = _preference_calibration(dist, code).epsilon if epsilon is None else _check_epsilon(epsilon)

@@ -281,6 +281,8 @@ class Units:
         if self.num is not None and self.den is not None:
             return self.num, self.den
         assert self.credits is not None
+        if self.credits.codes is None:
+            raise ValueError("credits counted without their items have no per-item vectors")
         return self.credits.num[self.credits.codes], self.credits.den[self.credits.codes]
 
 

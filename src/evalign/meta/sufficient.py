@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -40,24 +40,52 @@ import numpy as np
 MAX_CATEGORIES = 4096
 
 
+class JointCounts:
+    """The joint category counts of several :class:`Credits` on the same items, counted without
+    keeping the items (e.g. chunk by chunk over a file): for two credits' keys ``(a, b)``, the
+    ``K_a x K_b`` int64 matrix of how many items fall in category i under a and j under b. Filled by
+    :meth:`add` (counts add up), read by :func:`joint_counts`."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[Hashable, Hashable], np.ndarray] = {}
+
+    def add(self, a: Hashable, b: Hashable, counts: np.ndarray) -> None:
+        """Add a ``K_a x K_b`` count matrix of the items under keys ``a`` and ``b``."""
+        m = np.asarray(counts, dtype=np.int64)
+        if (a, b) in self._tables:
+            self._tables[(a, b)] = self._tables[(a, b)] + m
+        else:
+            self._tables[(a, b)] = m.copy()
+
+    def matrix(self, a: Hashable, b: Hashable) -> np.ndarray:
+        """The ``K_a x K_b`` joint counts of keys ``a`` and ``b`` (KeyError when never counted)."""
+        if (a, b) in self._tables:
+            return self._tables[(a, b)]
+        return self._tables[(b, a)].T
+
+
 @dataclass(frozen=True)
 class Credits:
     """The per-item credits of a ratio statistic grouped by value.
 
     ``num``, ``den``: the K distinct credit pairs (float, finite); ``counts``: how many items take
-    each (int64, all >= 1); ``codes``: the category of every item (length n, values in ``[0, K)``).
+    each (int64, all >= 1); ``codes``: the category of every item (length n, values in ``[0, K)``),
+    or None for credits counted without their items: then ``key`` names them in ``joint``, the
+    :class:`JointCounts` of every pair of credits on the same items (what paired draws need).
     The statistic of a multiset of items with category counts ``c`` is ``c @ num / (c @ den)``.
     """
 
     num: np.ndarray
     den: np.ndarray
     counts: np.ndarray
-    codes: np.ndarray
+    codes: np.ndarray | None
+    key: Hashable = None
+    joint: JointCounts | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         """Number of items."""
-        return int(self.codes.size)
+        return int(self.codes.size) if self.codes is not None else int(self.counts.sum())
 
     @property
     def k(self) -> int:
@@ -149,11 +177,16 @@ def bootstrap_sums(cr: Credits, n_resamples: int, rng: np.random.Generator) -> t
 
 def joint_counts(a: Credits, b: Credits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The joint categories of two statistics' credits on the same items: ``(category under a,
-    category under b, count)`` of every pair of categories that some item has (int64 arrays)."""
+    category under b, count)`` of every pair of categories that some item has (int64 arrays), from
+    the items' codes or, for credits counted without them, from their :class:`JointCounts`."""
     if a.n != b.n:
         raise ValueError(f"credits of {a.n} and {b.n} items cannot be paired")
-    joint = a.codes.astype(np.int64) * b.k + b.codes.astype(np.int64)
-    full = np.bincount(joint, minlength=a.k * b.k)
+    if a.codes is None or b.codes is None:  # counted without the items: their joint table
+        if a.joint is None or a.joint is not b.joint:
+            raise ValueError("credits counted without their items pair only through one JointCounts")
+        full = a.joint.matrix(a.key, b.key).reshape(-1)
+    else:
+        full = np.bincount(a.codes.astype(np.int64) * b.k + b.codes.astype(np.int64), minlength=a.k * b.k)
     present = np.flatnonzero(full)
     return present // b.k, present % b.k, full[present].astype(np.int64)
 
@@ -310,6 +343,7 @@ def permutation_law(a: Credits, b: Credits) -> dict[Fraction | None, Fraction]:
 __all__ = [
     "MAX_CATEGORIES",
     "Credits",
+    "JointCounts",
     "Moves",
     "bootstrap_law",
     "bootstrap_sums",

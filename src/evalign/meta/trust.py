@@ -7,7 +7,7 @@ their agreement with humans; each value comes with a bootstrap confidence interv
 the metrics not significantly worse than the best), and the cost of each metric is shown as seconds
 per 1,000 items as measured in the scoring run (:attr:`evalign.scoring.MetricRun.seconds_per_1000`).
 
-Two entry points, both pure functions:
+Two entry points, both pure functions (and :func:`trust_table_pairs_file`, the second on a Parquet file):
 
 * :func:`trust_table_items` for item tables with item-level human ratings, or with system-level
   human values only (e.g. Self-Instruct's human ranks: system-level Kendall / Pearson / Spearman over
@@ -15,7 +15,8 @@ Two entry points, both pure functions:
   system score: the corpus score of ``bleu`` / ``chrf`` when the table has the texts, else the mean of
   its item scores, named ``bleu (mean of items)`` in ``system_labels`` and the notes);
 * :func:`trust_table_pairs` for pair tables (e.g. PandaLM: preference accuracy with and without
-  ties, each metric's tie threshold calibrated once on all pairs).
+  ties, each metric's tie threshold calibrated once on all pairs), counted chunk by chunk
+  (:mod:`evalign.meta.pair_counts`, ranked by :func:`rank_counted`) unless resampled by items.
 
 Both share one path (``_trust``) to :func:`rank_predictors`, the ranking used by
 :func:`evalign.evaluate.evaluate` too. It runs in stages: **calibrate** each predictor's tie
@@ -30,12 +31,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalign.errors import InputError
+from evalign.io.readers import parquet_columns, parquet_parts
+from evalign.meta import pair_counts as PC
 from evalign.meta.agreement import majority_vote
 from evalign.meta.breakdown import (
     ALL,
@@ -225,6 +229,53 @@ def rank_predictors(
         raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
     ranker = _Ranker(human, predictors, statistic=statistic, also=also, level=level, grouping=grouping,
                      variant=variant, is_pairs=is_pairs, resampling=resampling, test=test, progress=progress)
+    return _rank_groups(ranker, groups, min_group_size=min_group_size, undefined=undefined, clusters=clusters)
+
+
+@dataclass(frozen=True)
+class CountedGroup:
+    """One group of a trust table counted without its items (:mod:`evalign.meta.pair_counts`): ``n``
+    items; ``units``: each predictor's :class:`~evalign.meta.significance.Units` of the ranking
+    statistic (credits paired through their joint counts); ``also``: each predictor's extra statistics."""
+
+    n: int
+    units: Mapping[str, Units]
+    also: Mapping[str, Mapping[str, float]]
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def rank_counted(
+    predictors: Sequence[Predictor],
+    groups: Mapping[str, CountedGroup],
+    epsilons: Mapping[str, Sequence[float | None]],
+    *,
+    statistic: str,
+    also: Sequence[str] = (),
+    resampling: Resampling = DEFAULT,
+    min_group_size: int = 10,
+    test: str = "permutation",
+    progress: Callable[[str, int, int | None], None] | None = None,
+    clusters: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
+    """:func:`rank_predictors` of pair-table predictors whose statistics come as counts: ``groups``
+    (name -> :class:`CountedGroup`), ``epsilons`` (predictor name -> its epsilon of ``statistic``
+    and of each ``also``, calibrated on all data). The predictors' ``data`` is not read. Returns
+    what :func:`rank_predictors` returns; with the same counts, the same rows."""
+    if test not in TESTS:
+        raise InputError(f"unknown test {test!r} (use {' or '.join(TESTS)})", field="test")
+    ranker = _Ranker(np.empty((1, 0)), predictors, statistic=statistic, also=also, level="item", grouping="item",
+                     variant=None, is_pairs=True, resampling=resampling, test=test, progress=progress,
+                     epsilons=epsilons)
+    return _rank_groups(ranker, groups, min_group_size=min_group_size, undefined=None, clusters=clusters)
+
+
+def _rank_groups(
+    ranker: _Ranker, groups: Mapping[str, np.ndarray] | Mapping[str, CountedGroup], *, min_group_size: int,
+    undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None, clusters: bool,
+) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
+    """The stages of :func:`rank_predictors` over its groups (selections, or counted groups)."""
     ranker.clusters = clusters
     ranker.n_intervals = sum(len(ranker.preds) for sel in groups.values() if len(sel) >= min_group_size)
     rows: list[dict[str, Any]] = []
@@ -237,7 +288,7 @@ def rank_predictors(
         rows += ranker.rank_group(gname, sel, undefined, group_rows, notes)
     if "sufficient" in ranker.used:
         _note(notes, SUFFICIENT_NOTE)
-    cols = [*COLUMNS, *also, "epsilon", "s_per_1000"]
+    cols = [*COLUMNS, *ranker.also, "epsilon", "s_per_1000"]
     return (pd.DataFrame(rows, columns=cols), pd.DataFrame(group_rows, columns=["group", "n", "status"]),
             tuple(notes), resampling_label(ranker.used))
 
@@ -256,8 +307,11 @@ class _Group:
     """One group of a trust table: its data, each predictor's statistic and interval, and the
     paired tests between predictors (each pair tested once, on demand)."""
 
-    def __init__(self, ranker: _Ranker, name: str, sel: np.ndarray) -> None:
+    def __init__(self, ranker: _Ranker, name: str, sel: np.ndarray | CountedGroup) -> None:
         self.ranker, self.name, self.n = ranker, name, len(sel)
+        self.counted = sel if isinstance(sel, CountedGroup) else None
+        if isinstance(sel, CountedGroup):
+            sel = np.arange(0)
         human = ranker.human
         n_all = max((p.data.shape[-1] for p in ranker.preds.values()), default=0)
         sel = np.asarray(sel)
@@ -293,7 +347,13 @@ class _Group:
             return out, r.also_values(r.preds[name], self.h, data)
 
         workers = r.resampling.workers if self.n >= PARALLEL_MIN_ITEMS else 1
-        for name, (out, also) in zip(names, parallel_map(job, names, workers), strict=True):
+        if self.counted is not None:  # counted without the items: the units and extra values as given
+            c = self.counted
+            outs: list[tuple[BootstrapResult | Units | None, dict[str, float]]] = [
+                (c.units.get(name) if self.stats[name] is not None else None, dict(c.also[name])) for name in names]
+        else:
+            outs = parallel_map(job, names, workers)
+        for name, (out, also) in zip(names, outs, strict=True):
             self.also_values[name] = also
             if isinstance(out, Units):
                 self.units[name] = out
@@ -356,6 +416,7 @@ class _Ranker:
         self, human: np.ndarray, predictors: Sequence[Predictor], *, statistic: str, also: Sequence[str],
         level: str, grouping: str, variant: str | None, is_pairs: bool, resampling: Resampling, test: str,
         progress: Callable[[str, int, int | None], None] | None,
+        epsilons: Mapping[str, Sequence[float | None]] | None = None,
     ) -> None:
         if is_pairs and human.ndim == 2 and human.shape[0] > 1:  # one majority vote for every statistic
             human = majority_vote(human.T, fallback=0.0)[None, :]  # one "annotator": its own majority
@@ -369,7 +430,8 @@ class _Ranker:
             return [self.calibrate(self.preds[name], s) for s in (statistic, *also)]
 
         big = max((p.data.shape[-1] for p in predictors), default=0) >= PARALLEL_MIN_ITEMS
-        eps = dict(zip(names, parallel_map(job, names, resampling.workers if big else 1), strict=True))
+        eps = ({name: list(epsilons[name]) for name in names} if epsilons is not None  # calibrated before
+               else dict(zip(names, parallel_map(job, names, resampling.workers if big else 1), strict=True)))
         self.eps = {name: e[0] for name, e in eps.items()}
         self.also_eps = {s: {name: e[i + 1] for name, e in eps.items()} for i, s in enumerate(also)}
         self.n_intervals = 0
@@ -411,7 +473,8 @@ class _Ranker:
                           None)
 
     def rank_group(
-        self, gname: str, sel: np.ndarray, undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None,
+        self, gname: str, sel: np.ndarray | CountedGroup,
+        undefined: Callable[[np.ndarray, Mapping[str, np.ndarray]], str | None] | None,
         group_rows: list[dict[str, Any]], notes: list[str],
     ) -> list[dict[str, Any]]:
         """The rows of one group (its status is added to ``group_rows``, its notes to ``notes``)."""
@@ -589,17 +652,80 @@ def trust_table_pairs(
     min_group_size: int = 30,
     costs: Mapping[str, float] | Sequence[Any] | None = None,
     lower_is_better: Sequence[str] = (),
+    chunk_rows: int = PC.CHUNK_ROWS,
 ) -> TrustReport:
     """Trust table of a pair table with ``<metric>_a`` / ``<metric>_b`` columns (see
     :func:`evalign.meta.breakdown.pair_scores`): preference accuracy with ties (ranking statistic)
     and without ties (``also``), each metric's epsilon calibrated once on all pairs. ``resampling``
-    and the settings given one by one as for :func:`trust_table_items`."""
-    arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
-    notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
+    and the settings given one by one as for :func:`trust_table_items`.
+
+    With ``resampling.method`` ``auto`` and preference statistics only, the table is counted chunk by
+    chunk (:mod:`evalign.meta.pair_counts`: slices of ``chunk_rows`` pairs, read by
+    ``resampling.workers`` processes; memory one slice per process plus counts, the same table as
+    from the whole arrays); otherwise (method ``items``) every metric's arrays are resampled item by item."""
     ranking = _Ranking(statistic, _also(statistic, also, PREFERENCES), "item", "item", None, True, min_group_size)
     resampling = with_settings(resampling, n_resamples=n_resamples, n_permutations=n_permutations,
                                confidence=confidence, alpha=alpha, seed=seed)
+    notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
+    if resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(PC.COUNTED):
+        table = PC.PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by,
+                             pairs_scored.attrs.get("source"))
+        return _trust_counted(PC.frame_chunks(pairs_scored, chunk_rows), table, ranking, resampling=resampling,
+                              costs=costs, notes=notes)
+    arrays = pair_arrays(pairs_scored, pref_columns, metric_cols, lower_is_better=lower_is_better)
     return _trust(pairs_scored, arrays, ranking, by=by, resampling=resampling, costs=costs, notes=notes)
+
+
+def trust_table_pairs_file(
+    path: str | Path,
+    pref_columns: Sequence[str],
+    metric_cols: Sequence[str],
+    *,
+    statistic: str = "preference_accuracy",
+    also: Sequence[str] | None = None,
+    by: str | None = None,
+    resampling: Resampling | None = None,
+    min_group_size: int = 30,
+    costs: Mapping[str, float] | Sequence[Any] | None = None,
+    lower_is_better: Sequence[str] = (),
+    chunk_rows: int = PC.CHUNK_ROWS,
+) -> TrustReport:
+    """:func:`trust_table_pairs` of a Parquet pair table, read ``chunk_rows`` rows at a time (twice:
+    once to calibrate the epsilons, once to count the credits), only the columns it needs: memory
+    is one chunk plus counts, whatever the file's length. The same table as
+    :func:`trust_table_pairs` of the whole file (``resampling.method`` must be ``auto``; preference
+    statistics only). Errors name the file, row and column."""
+    path = Path(path)
+    ranking = _Ranking(statistic, _also(statistic, also, PREFERENCES), "item", "item", None, True, min_group_size)
+    resampling = with_settings(resampling)
+    if not (resampling.method == "auto" and {ranking.statistic, *ranking.also} <= set(PC.COUNTED)):
+        raise InputError("a pair table read in chunks is ranked by preference accuracies resampled by counts "
+                         "(method 'auto'); read the file whole for others", file=str(path), field="statistic")
+    table = PC.PairTable(list(pref_columns), list(metric_cols), tuple(lower_is_better), by, str(path))
+    have = set(parquet_columns(path, str(path)))
+    for c in table.columns():
+        if c not in have:
+            raise InputError(f"no column '{c}' (columns: {', '.join(sorted(have))})", file=str(path), field=c)
+    notes = (f"{len(pref_columns)} annotator column(s); pairs resampled; metric epsilon calibrated on all pairs",)
+    return _trust_counted(parquet_parts(path, str(path), table.columns(), chunk_rows), table, ranking,
+                          resampling=resampling, costs=costs, notes=notes)
+
+
+def _trust_counted(chunks: PC.Chunks, table: PC.PairTable, ranking: _Ranking, *, resampling: Resampling,
+                   costs: Mapping[str, float] | Sequence[Any] | None, notes: tuple[str, ...]) -> TrustReport:
+    """The trust table of a pair table counted over its chunks (two passes: epsilons, then counts)."""
+    stats = list(dict.fromkeys([ranking.statistic, *ranking.also]))
+    eps = PC.epsilons(chunks, table, stats, resampling.workers)
+    metrics = list(table.metrics)
+    groups = {g: CountedGroup(gc.n, PC.group_units(gc, eps, ranking.statistic, metrics),
+                              {m: {s: PC.cell_value(gc.cells[s][m]) for s in ranking.also} for m in metrics})
+              for g, gc in PC.count_groups(chunks, table, eps, ranking.statistic, resampling.workers).items()}
+    cost = _costs(costs)
+    preds = [Predictor(m, np.empty((2, 0)), cost=cost.get(m, float("nan"))) for m in metrics]
+    rows, group_rows, extra, how = rank_counted(
+        preds, groups, {m: [eps[s][m] for s in (ranking.statistic, *ranking.also)] for m in metrics},
+        statistic=ranking.statistic, also=ranking.also, resampling=resampling, min_group_size=ranking.min_group_size)
+    return _report(rows, group_rows, ranking, resampling, (*notes, *extra), how, {})
 
 
 def _also(statistic: str, also: Sequence[str] | None, family: Sequence[str]) -> list[str]:
@@ -645,9 +771,13 @@ def _trust(
         arrays.human, preds, groups, statistic=ranking.statistic, also=ranking.also, level=ranking.level,
         grouping=ranking.grouping, variant=ranking.variant, is_pairs=ranking.is_pairs, resampling=resampling,
         min_group_size=ranking.min_group_size)
-    rows = rows.drop(columns=["kind", "beats_baselines"])
+    return _report(rows, group_rows, ranking, resampling, (*notes, *extra), how, system_labels or {})
+
+
+def _report(rows: pd.DataFrame, group_rows: pd.DataFrame, ranking: _Ranking, resampling: Resampling,
+            notes: tuple[str, ...], how: str, system_labels: Mapping[str, str]) -> TrustReport:
     return TrustReport(
-        table=rows,
+        table=rows.drop(columns=["kind", "beats_baselines"]),
         groups=group_rows,
         statistic=ranking.statistic,
         level=ranking.level,
@@ -656,12 +786,13 @@ def _trust(
         n_resamples=resampling.n_resamples,
         n_permutations=resampling.n_permutations,
         seed=resampling.seed,
-        notes=(*notes, *extra),
-        system_labels=dict(system_labels or {}),
+        notes=notes,
+        system_labels=dict(system_labels),
         resampling=how,
     )
 
 
-__all__ = ["PARALLEL_MIN_ITEMS", "SUFFICIENT_NOTE", "Predictor", "TrustReport", "paired_bootstrap_p", "rank_predictors",
-           "resampling_label", "trust_table_items", "trust_table_pairs"]
+__all__ = ["PARALLEL_MIN_ITEMS", "SUFFICIENT_NOTE", "CountedGroup", "Predictor", "TrustReport", "paired_bootstrap_p",
+           "rank_counted", "rank_predictors", "resampling_label", "trust_table_items", "trust_table_pairs",
+           "trust_table_pairs_file"]
 
