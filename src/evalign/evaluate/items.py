@@ -138,7 +138,7 @@ class ItemEvaluation(Evaluation):
         self.h_sys = h if h.ndim == 1 else system_means(h)
         if h.ndim == 1:
             self.h_sys = np.where(self.common.any(axis=1), self.h_sys, np.nan)
-        overview = pd.DataFrame([self.overview_row(c) for c in self.cols])
+        overview = pd.DataFrame([self.overview_row(c) for c in self.cols] if self.spec.overview else [])
         self.systems = self.system_table()
         return overview
 
