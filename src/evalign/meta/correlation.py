@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from evalign.errors import InputError
 
@@ -312,7 +311,7 @@ def _kendall_table(x: np.ndarray, y: np.ndarray, variant: str) -> float | None:
 
 
 #: elements of one block of resampled contingency tables in :func:`kendall_rows_batch`
-_KENDALL_BATCH_CELLS = 1_000_000
+_KENDALL_BATCH_CELLS = 250_000
 #: rows of at most this many pairs are counted in 32-bit integers (n^2 < 2^31)
 _KENDALL_INT32_MAX_N = 46_000
 
@@ -399,13 +398,19 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
         c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
         if small:  # every sum below is at most n^2 / 2 < 2^31: exact in 32 bits, half the memory traffic
             c = c.astype(np.int32)
-        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; summed over the x-rows
-        # above i and weighted by the cells: concordant minus discordant pairs (exact integers)
+        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; weighted by the cells
+        # of the x-rows below i and summed: concordant minus discordant pairs (exact integers). One
+        # pass over the x-rows (few: a rating scale) with the running sum of the rows below, not a
+        # cumulative sum along that short, strided axis
         prefix = np.cumsum(c, axis=2, dtype=c.dtype)
-        g = prefix[:, :, -1:] - 2 * prefix + c
-        above = g.sum(axis=1, keepdims=True, dtype=c.dtype) - np.cumsum(g, axis=1, dtype=c.dtype)
-        con_minus_dis = np.einsum("bij,bij->b", c, above).astype(np.float64)
-        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), c.sum(axis=1).astype(np.float64)
+        below = np.zeros((e - s, k2), dtype=c.dtype)
+        con_minus_dis_int = np.zeros(e - s, dtype=np.int64)
+        for i in range(k1):
+            g = prefix[:, i, -1:] - 2 * prefix[:, i, :] + c[:, i, :]
+            con_minus_dis_int += np.einsum("bj,bj->b", g, below)
+            below += c[:, i, :]
+        con_minus_dis = con_minus_dis_int.astype(np.float64)
+        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), below.astype(np.float64)
         both = (np.einsum("bij,bij->b", c, c).astype(np.float64) - n[s:e]) / 2
         xt = np.sum(margin_x * (margin_x - 1), axis=1) / 2
         yt = np.sum(margin_y * (margin_y - 1), axis=1) / 2
@@ -440,6 +445,8 @@ def _kendall_rows(
             if fast is not None:
                 out[g] = fast
             elif variant in ("b", "c") and epsilon == 0:
+                from scipy import stats  # scipy.stats (~1 s to import): only on this path
+
                 out[g] = stats.kendalltau(x[g, v], y[g, v], variant=variant).statistic
             else:
                 out[g] = _kendall_large(x[g, v], y[g, v], variant, epsilon)
