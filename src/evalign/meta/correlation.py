@@ -349,7 +349,7 @@ def kendall_resampled(x: np.ndarray, y: np.ndarray, idx: np.ndarray, variant: st
     def take(a: np.ndarray) -> np.ndarray:
         return np.moveaxis(a[..., idx], -2, 0).reshape(idx.shape[0], -1)
 
-    return _kendall_coded(take(xi), take(yi), take(valid), xu, yu, variant)
+    return _kendall_coded(take(xi), take(yi), None if valid.all() else take(valid), xu, yu, variant)
 
 
 def kendall_swapped(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, masks: np.ndarray,
@@ -365,9 +365,9 @@ def kendall_swapped(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, masks: np.nda
     ib = _small(np.searchsorted(yu, np.where(vb, yb, yu[0] if yu.size else 0.0)))
     mk = masks[:, None, :] if x.ndim == 2 else masks
     rows = masks.shape[0]
+    valid = None if va.all() and vb.all() else np.where(mk, vb, va).reshape(rows, -1)
     return _kendall_coded(np.broadcast_to(xi, np.broadcast_shapes(mk.shape, xi.shape)).reshape(rows, -1),
-                          np.where(mk, ib, ia).reshape(rows, -1), np.where(mk, vb, va).reshape(rows, -1), xu, yu,
-                          variant)
+                          np.where(mk, ib, ia).reshape(rows, -1), valid, xu, yu, variant)
 
 
 def _codes(a: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -382,10 +382,10 @@ def _small(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.int32, copy=False)
 
 
-def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.ndarray, yu: np.ndarray,
+def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray | None, xu: np.ndarray, yu: np.ndarray,
                    variant: str) -> np.ndarray:
     """:func:`kendall_rows_batch` of rows given as indices ``xi``, ``yi`` (``B x n``) into the
-    distinct values ``xu``, ``yu``."""
+    distinct values ``xu``, ``yu``; ``valid`` (``B x n``): the entries that count (None: all)."""
     if variant not in KENDALL_VARIANTS or variant == "c":
         raise InputError(f"the batched Kendall takes variant b, 23 or acc23, not {variant!r}", field="variant")
     rows = xi.shape[0]
@@ -393,13 +393,16 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
     k1, k2 = len(xu), len(yu)
     if k1 == 0 or k2 == 0:
         return out
-    n = valid.sum(axis=1)
+    n = valid.sum(axis=1) if valid is not None else np.full(rows, xi.shape[1], dtype=np.int64)
     small = int(n.max(initial=0)) <= _KENDALL_INT32_MAX_N
     step = max(1, _KENDALL_BATCH_CELLS // (k1 * k2))
     for s in range(0, rows, step):
         e = min(rows, s + step)
-        v = valid[s:e]
-        codes = ((np.arange(e - s)[:, None] * k1 + xi[s:e]) * k2 + yi[s:e])[v]
+        v = valid[s:e] if valid is not None else None
+        # each entry's cell among the block's tables (in 32 bits when they fit)
+        at = np.arange(e - s, dtype=np.int32 if (e - s) * k1 * k2 < 2**31 else np.int64)[:, None]
+        codes = (at * k1 + xi[s:e]) * k2 + yi[s:e]
+        codes = codes.reshape(-1) if valid is None else codes[v]
         c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
         if small:  # every sum below is at most n^2 / 2 < 2^31: exact in 32 bits, half the memory traffic
             c = c.astype(np.int32)
@@ -431,7 +434,7 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
         # rows the one-row path does not count from a table: as it does, one by one
         table = (nb > _KENDALL_VECTOR_MAX) & (dx * dy <= _KENDALL_TABLE_CELLS_PER_VALUE * nb)
         for b in np.flatnonzero(~undefined & ~table):
-            vb = v[b]
+            vb = v[b] if v is not None else slice(None)
             out[s + b] = grouped_correlations(xu[xi[s + b, vb]].reshape(1, -1), yu[yi[s + b, vb]].reshape(1, -1),
                                               "kendall", variant)[0][0]
     return out
