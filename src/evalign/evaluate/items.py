@@ -86,11 +86,9 @@ class ItemEvaluation(Evaluation):
                                            human_higher_is_better=hum.higher_is_better, lower_is_better=self.lower)
         n_sys, n_it = len(arrays.systems), len(arrays.items)
         self.n_systems_all, self.n_items_all = n_sys, n_it
-        exists = pd.Series(1.0, index=pd.MultiIndex.from_arrays([table["system"].astype(str),
-                                                                table["id"].astype(str)]))
-        exists = exists[~exists.index.duplicated()].unstack().reindex(index=list(arrays.systems),
-                                                                      columns=list(arrays.items))
-        exists_m = exists.notna().to_numpy()
+        exists_m = np.zeros((n_sys, n_it), dtype=bool)  # the cells with a row of the table
+        exists_m[pd.Index(arrays.systems).get_indexer(table["system"].astype(str)),
+                 pd.Index(arrays.items).get_indexer(table["id"].astype(str))] = True
         h_present = np.isfinite(arrays.human) if arrays.human.ndim == 2 else np.ones((n_sys, n_it), dtype=bool)
         h_present &= exists_m
         self.missing = self.missing_table(exists_m)
@@ -138,7 +136,7 @@ class ItemEvaluation(Evaluation):
         self.h_sys = h if h.ndim == 1 else system_means(h)
         if h.ndim == 1:
             self.h_sys = np.where(self.common.any(axis=1), self.h_sys, np.nan)
-        overview = pd.DataFrame([self.overview_row(c) for c in self.cols])
+        overview = pd.DataFrame([self.overview_row(c) for c in self.cols] if self.spec.overview else [])
         self.systems = self.system_table()
         return overview
 

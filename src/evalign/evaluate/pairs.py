@@ -126,6 +126,8 @@ class PairEvaluation(Evaluation):
         pairs) and judge (verdicts, unparseable = wrong), and the order diagnostics
         (:data:`~evalign.meta.order_diagnostics.FIELDS`) of each judge run in both orders."""
         self.vstats = verdict_statistics()
+        if not self.spec.overview:
+            return pd.DataFrame()
         overview = pd.DataFrame([self.overview_row(c) for c in self.cols])
         if "n_unparseable" in overview.columns:
             overview["n_unparseable"] = overview["n_unparseable"].astype("Int64")

@@ -144,7 +144,7 @@ def _spec(job: _Job, ds: Any, settings: PublishedSettings) -> EvalSpec:
     alt = dataset_settings(job.name, settings.epsilon) if settings.alt_test and many else None
     return EvalSpec(human=job.human, columns=tuple(cols), items=items, pairs=pairs, grouping=grouping,
                     resampling=settings.resampling, source=f"dataset {job.name}", dataset=dataset_title(ds),
-                    alt_test=alt, clusters=False, **kw)
+                    alt_test=alt, clusters=False, overview=False, **kw)
 
 
 def _rows(job: _Job, r: EvalResult) -> list[dict[str, Any]]:

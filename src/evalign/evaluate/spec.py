@@ -157,7 +157,11 @@ class EvalSpec:
     judges' prices (:class:`~evalign.judges.usage.PriceBook`; a judge column's cost per 1,000 items is
     computed from its per-row usage columns, see :mod:`evalign.judges.usage`). ``selective``: the
     thresholds with a guarantee of each judge with a confidence, or of a cascade (see
-    :mod:`evalign.evaluate.selective`; None: not computed).
+    :mod:`evalign.evaluate.selective`; None: not computed). ``overview``: False computes the trust
+    tables' ranking statistic only: no overview of every column's statistics on all data (an empty
+    :attr:`~evalign.evaluate.result.EvalResult.overview`, no tie-rate warnings) and no side statistics
+    beside the ranking statistic in the trust tables (what the cross-set table of
+    :mod:`evalign.evaluate.published` shows; the ranks, values, intervals and tests are the same).
     """
 
     human: Human
@@ -181,6 +185,7 @@ class EvalSpec:
     statistics: tuple[Any, ...] = ()
     prices: Any = None
     selective: SelectiveRequest | None = None
+    overview: bool = True
 
     def __post_init__(self) -> None:
         if self.level is not None and self.level not in LEVELS:

@@ -403,7 +403,7 @@ class Evaluation:
         preds = self.predictors(req, also)
         test = paired_test_of(req)
         rows, group_rows, notes, how = rank_predictors(
-            self.human, preds, groups, statistic=req.statistic, also=also, level=req.level, grouping=req.grouping,
+            self.human, preds, groups, statistic=req.statistic, also=also if spec.overview else (), level=req.level, grouping=req.grouping,
             is_pairs=self.is_pairs, resampling=spec.resampling, min_group_size=spec.group_floor(), test=test,
             undefined=self.undefined(req), progress=PROGRESS.get(), clusters=spec.clusters)
         ceiling = self.ceiling(req)

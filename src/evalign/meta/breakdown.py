@@ -79,16 +79,17 @@ def item_arrays(
     _require(table, ["id", "system"], "item")
     _require(table, list(metrics), "metric")
     source = table.attrs.get("source")
-    dup = table.duplicated(["id", "system"])
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError("duplicate (id, system)", file=source, line=i + 1, field="id")
     systems = tuple(sorted(map(str, table["system"].unique())))
-    items = tuple(dict.fromkeys(map(str, table["id"])))
+    items = tuple(dict.fromkeys(_texts(table["id"])))
     # each row's cell, found once for every column (a pandas unstack per column cost ~10 ms each)
     rows_at = pd.Index(systems).get_indexer(table["system"].astype(str))
     cols_at = pd.Index(items).get_indexer(table["id"].astype(str))
     cells_unique = np.unique(rows_at * len(items) + cols_at).size == len(table)
+    if not cells_unique:  # a repeated (id, system) repeats its cell: only then is the (slower) pandas check needed
+        dup = table.duplicated(["id", "system"])
+        if dup.any():
+            i = int(np.flatnonzero(dup.to_numpy())[0])
+            raise InputError("duplicate (id, system)", file=source, line=i + 1, field="id")
 
     def pivot(col: str) -> np.ndarray:
         try:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from evalign.errors import InputError
 
@@ -312,7 +311,7 @@ def _kendall_table(x: np.ndarray, y: np.ndarray, variant: str) -> float | None:
 
 
 #: elements of one block of resampled contingency tables in :func:`kendall_rows_batch`
-_KENDALL_BATCH_CELLS = 1_000_000
+_KENDALL_BATCH_CELLS = 250_000
 #: rows of at most this many pairs are counted in 32-bit integers (n^2 < 2^31)
 _KENDALL_INT32_MAX_N = 46_000
 
@@ -350,7 +349,7 @@ def kendall_resampled(x: np.ndarray, y: np.ndarray, idx: np.ndarray, variant: st
     def take(a: np.ndarray) -> np.ndarray:
         return np.moveaxis(a[..., idx], -2, 0).reshape(idx.shape[0], -1)
 
-    return _kendall_coded(take(xi), take(yi), take(valid), xu, yu, variant)
+    return _kendall_coded(take(xi), take(yi), None if valid.all() else take(valid), xu, yu, variant)
 
 
 def kendall_swapped(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, masks: np.ndarray,
@@ -362,26 +361,31 @@ def kendall_swapped(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, masks: np.nda
     va, vb = ~(np.isnan(x) | np.isnan(ya)), ~(np.isnan(x) | np.isnan(yb))
     xu, xi = _codes(x, va | vb)
     yu = np.unique(np.concatenate([ya[va], yb[vb]]))
-    ia = np.searchsorted(yu, np.where(va, ya, yu[0] if yu.size else 0.0))
-    ib = np.searchsorted(yu, np.where(vb, yb, yu[0] if yu.size else 0.0))
+    ia = _small(np.searchsorted(yu, np.where(va, ya, yu[0] if yu.size else 0.0)))
+    ib = _small(np.searchsorted(yu, np.where(vb, yb, yu[0] if yu.size else 0.0)))
     mk = masks[:, None, :] if x.ndim == 2 else masks
     rows = masks.shape[0]
+    valid = None if va.all() and vb.all() else np.where(mk, vb, va).reshape(rows, -1)
     return _kendall_coded(np.broadcast_to(xi, np.broadcast_shapes(mk.shape, xi.shape)).reshape(rows, -1),
-                          np.where(mk, ib, ia).reshape(rows, -1), np.where(mk, vb, va).reshape(rows, -1), xu, yu,
-                          variant)
+                          np.where(mk, ib, ia).reshape(rows, -1), valid, xu, yu, variant)
 
 
 def _codes(a: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct values of ``a`` where ``valid``, and each entry's index among them
     (0 where not valid)."""
     levels = np.unique(a[valid])
-    return levels, np.searchsorted(levels, np.where(valid, a, levels[0] if levels.size else 0.0))
+    return levels, _small(np.searchsorted(levels, np.where(valid, a, levels[0] if levels.size else 0.0)))
 
 
-def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.ndarray, yu: np.ndarray,
+def _small(codes: np.ndarray) -> np.ndarray:
+    """Codes into fewer than 2**31 values as int32: half the memory traffic when rows are gathered."""
+    return codes.astype(np.int32, copy=False)
+
+
+def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray | None, xu: np.ndarray, yu: np.ndarray,
                    variant: str) -> np.ndarray:
     """:func:`kendall_rows_batch` of rows given as indices ``xi``, ``yi`` (``B x n``) into the
-    distinct values ``xu``, ``yu``."""
+    distinct values ``xu``, ``yu``; ``valid`` (``B x n``): the entries that count (None: all)."""
     if variant not in KENDALL_VARIANTS or variant == "c":
         raise InputError(f"the batched Kendall takes variant b, 23 or acc23, not {variant!r}", field="variant")
     rows = xi.shape[0]
@@ -389,23 +393,32 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
     k1, k2 = len(xu), len(yu)
     if k1 == 0 or k2 == 0:
         return out
-    n = valid.sum(axis=1)
+    n = valid.sum(axis=1) if valid is not None else np.full(rows, xi.shape[1], dtype=np.int64)
     small = int(n.max(initial=0)) <= _KENDALL_INT32_MAX_N
     step = max(1, _KENDALL_BATCH_CELLS // (k1 * k2))
     for s in range(0, rows, step):
         e = min(rows, s + step)
-        v = valid[s:e]
-        codes = ((np.arange(e - s)[:, None] * k1 + xi[s:e]) * k2 + yi[s:e])[v]
+        v = valid[s:e] if valid is not None else None
+        # each entry's cell among the block's tables (in 32 bits when they fit)
+        at = np.arange(e - s, dtype=np.int32 if (e - s) * k1 * k2 < 2**31 else np.int64)[:, None]
+        codes = (at * k1 + xi[s:e]) * k2 + yi[s:e]
+        codes = codes.reshape(-1) if valid is None else codes[v]
         c = np.bincount(codes, minlength=(e - s) * k1 * k2).reshape(e - s, k1, k2)
         if small:  # every sum below is at most n^2 / 2 < 2^31: exact in 32 bits, half the memory traffic
             c = c.astype(np.int32)
-        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; summed over the x-rows
-        # above i and weighted by the cells: concordant minus discordant pairs (exact integers)
+        # g[b, i, j]: values of x-row i with y > y_j minus those with y < y_j; weighted by the cells
+        # of the x-rows below i and summed: concordant minus discordant pairs (exact integers). One
+        # pass over the x-rows (few: a rating scale) with the running sum of the rows below, not a
+        # cumulative sum along that short, strided axis
         prefix = np.cumsum(c, axis=2, dtype=c.dtype)
-        g = prefix[:, :, -1:] - 2 * prefix + c
-        above = g.sum(axis=1, keepdims=True, dtype=c.dtype) - np.cumsum(g, axis=1, dtype=c.dtype)
-        con_minus_dis = np.einsum("bij,bij->b", c, above).astype(np.float64)
-        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), c.sum(axis=1).astype(np.float64)
+        below = np.zeros((e - s, k2), dtype=c.dtype)
+        con_minus_dis_int = np.zeros(e - s, dtype=np.int64)
+        for i in range(k1):
+            g = prefix[:, i, -1:] - 2 * prefix[:, i, :] + c[:, i, :]
+            con_minus_dis_int += np.einsum("bj,bj->b", g, below)
+            below += c[:, i, :]
+        con_minus_dis = con_minus_dis_int.astype(np.float64)
+        margin_x, margin_y = prefix[:, :, -1].astype(np.float64), below.astype(np.float64)
         both = (np.einsum("bij,bij->b", c, c).astype(np.float64) - n[s:e]) / 2
         xt = np.sum(margin_x * (margin_x - 1), axis=1) / 2
         yt = np.sum(margin_y * (margin_y - 1), axis=1) / 2
@@ -421,7 +434,7 @@ def _kendall_coded(xi: np.ndarray, yi: np.ndarray, valid: np.ndarray, xu: np.nda
         # rows the one-row path does not count from a table: as it does, one by one
         table = (nb > _KENDALL_VECTOR_MAX) & (dx * dy <= _KENDALL_TABLE_CELLS_PER_VALUE * nb)
         for b in np.flatnonzero(~undefined & ~table):
-            vb = v[b]
+            vb = v[b] if v is not None else slice(None)
             out[s + b] = grouped_correlations(xu[xi[s + b, vb]].reshape(1, -1), yu[yi[s + b, vb]].reshape(1, -1),
                                               "kendall", variant)[0][0]
     return out
@@ -440,6 +453,8 @@ def _kendall_rows(
             if fast is not None:
                 out[g] = fast
             elif variant in ("b", "c") and epsilon == 0:
+                from scipy import stats  # scipy.stats (~1 s to import): only on this path
+
                 out[g] = stats.kendalltau(x[g, v], y[g, v], variant=variant).statistic
             else:
                 out[g] = _kendall_large(x[g, v], y[g, v], variant, epsilon)
