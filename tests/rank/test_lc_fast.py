@@ -14,6 +14,7 @@ import pytest
 
 from evalign.errors import InputError
 from evalign.rank import LCSettings, battle_arrays, fit_instruction_difficulty, lc_win_rates
+from evalign.rank import l1_logistic as l1_module
 from evalign.rank.bradley_terry import one_blas_thread
 from evalign.rank.l1_logistic import glm_fits_cv, l1_logistic, l1_quadratic
 
@@ -106,6 +107,11 @@ def test_cross_validated_fits_equal_the_reference(monkeypatch):
         assert ref_C == C
         np.testing.assert_allclose(beta, ref_beta, rtol=1e-9, atol=1e-9)
     assert len({C for _, C in ours}) >= 2  # different C chosen across the data sets
+    # in batches of a few cells (a large input's path): the same fits
+    monkeypatch.setattr(l1_module, "_BATCH_CELLS", 37)
+    for (beta, C), (beta_b, C_b) in zip(ours, glm_fits_cv(data, s.cs, s.n_splits, s.tol), strict=True):
+        assert C_b == C
+        np.testing.assert_allclose(beta_b, beta, rtol=1e-12, atol=1e-12)
 
 
 def _battles(k: int, n: int, seed: int, n_items: int) -> pd.DataFrame:
