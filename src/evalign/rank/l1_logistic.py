@@ -144,13 +144,18 @@ def l1_logistic(X: np.ndarray, p: np.ndarray, w: np.ndarray, fit: np.ndarray, C:
         t = np.ones(idx.size)
         cand, fc = b.copy(), f0.copy()
         searching = np.ones(idx.size, dtype=bool)
+        sx, sp, sw, sf = Xc, pc, wc, fc_  # the cells of the fits still searching
         while searching.any():
-            cand[searching] = b[searching] + t[searching, None] * step[searching]
-            obj = _objectives(Xc, pc, wc, fc_, cc, cand)  # all the batch's candidates: one pass over its cells
-            fc[searching] = obj[searching]
+            who = np.flatnonzero(searching)
+            cand[who] = b[who] + t[who, None] * step[who]
+            fc[who] = _objectives(sx, sp, sw, (np.cumsum(searching) - 1)[sf], cc[who], cand[who])
             ok = (fc <= f0 + 0.01 * t * delta) | (np.abs(fc - f0) < 1e-15 * np.maximum(1.0, np.abs(f0)))
             t[searching & ~ok] *= 0.5
-            searching &= ~ok & (t > 1e-10)  # as one fit alone: the last candidate tried is taken
+            still = searching & ~ok & (t > 1e-10)  # as one fit alone: the last candidate tried is taken
+            if still.any() and not still[searching].all():
+                sub = still[sf]
+                sx, sp, sw, sf = sx[sub], sp[sub], sw[sub], sf[sub]
+            searching = still
         beta[idx], f[idx] = cand, fc
     return beta
 
