@@ -114,7 +114,8 @@ def _difficulty_step(
     """One Newton step of :func:`fit_instruction_difficulty` (``params`` = systems' theta then items'
     gamma), the Hessian ridged by 1e-12 as the dense solve it replaces. The Hessian's system block and
     item block are diagonal, so the step solves the ``ns x ns`` Schur complement of the item block
-    (``diag(a) - V diag(1 / d) V'``, V the per-pair weights) and then the items one by one:
+    (``diag(a) - V diag(1 / d) V'``, V the per-pair weights, written into ``V.data`` in the order
+    ``order``) and then the items one by one:
     ``O(pairs + ns^3)`` instead of ``O((ns + ni)^3)``."""
     ni = params.size - ns
     q = sigmoid(params[p_sys] - params[ns + p_item])
