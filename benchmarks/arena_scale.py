@@ -29,6 +29,14 @@ to Parquet once per size (``--sizes``, default 100k, 1M and 3M battles).
   ``--peer-max-battles`` (default 1M: its design matrix is 16 bytes x 100 x 2 rows per battle) are
   extrapolated linearly from the largest size it ran, and say so.
 
+* Length-controlled win rates (``--lc-sizes``, default 20k and 100k battles, the same battles; baseline
+  ``system-000``; difficulty fitted, as ``evalign leaderboard --baseline-system``): :func:`evalign.rank.lc_win_rates`
+  on the battle arrays (made before the clock starts) from this tree and from the package as of
+  ``LC_OLD_COMMIT`` (the one-fit-at-a-time solver: 51 L1 fits per system, 26 sign-pattern solves each,
+  and a dense Newton on systems + items for the difficulty), exported with ``git archive`` into a
+  temporary folder, up to ``--lc-old-max`` battles (default 100k); wall and CPU seconds of each and the
+  largest difference of their LC win rates.
+
 Each side runs in its own child process (its peak resident memory is the child's ``ru_maxrss``). The
 script prints, per size, both times, the ratio, both peaks, and how far the full-data ratings are apart
 (Elo points, after centring both; FastChat's fit has scikit-learn's default L2 penalty C=1, so a small
@@ -36,7 +44,8 @@ difference is expected). ``uptime``'s load average is printed beside the figures
 every time is inflated.
 
 Usage: ``nice python benchmarks/arena_scale.py [--sizes 100000,1000000,3000000] [--resamples 1000]
-[--peer-resamples 2] [--peer-max-battles 1000000]``
+[--peer-resamples 2] [--peer-max-battles 1000000] [--style-sizes 1000000] [--lc-sizes 20000,100000]
+[--lc-old-max 100000]``
 """
 
 from __future__ import annotations
@@ -49,14 +58,17 @@ import os
 import resource
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve()
+LC_OLD_COMMIT = "cd61692"  # main before the batched LC solver
 
 
 def make_battles(k: int, n: int, seed: int) -> pd.DataFrame:
@@ -201,16 +213,54 @@ def child_style_peer(n: int, rounds: int) -> dict[str, object]:
     return {"full_seconds": t_full, "round_seconds": (time.perf_counter() - t) / max(rounds, 1)}
 
 
-def run_child(which: str, path: str, count: int) -> dict[str, object]:
-    """Run one side in a fresh process; its result and peak memory (GiB)."""
+def child_lc(n: int, k: int) -> dict[str, object]:
+    """LC win rates of ``n`` battles of ``k`` systems against system-000 (the package on the path)."""
+    from evalign.rank import battle_arrays, lc_win_rates
+
+    ba = battle_arrays(make_battles(k, n, seed=0))
+    wall, cpu = time.perf_counter(), time.process_time()
+    lc = lc_win_rates(ba, "system-000")
+    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+            "lc": [None if math.isnan(v) else float(v) for v in lc.lc_win_rate]}
+
+
+def run_child(which: str, path: str, count: int, src: str | None = None) -> dict[str, object]:
+    """Run one side in a fresh process (with the package in ``src``, default this tree's); its result and
+    peak memory (GiB)."""
     env = dict(os.environ)
-    src = str(HERE.parents[1] / "src")
+    src = src or str(HERE.parents[1] / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run([sys.executable, str(HERE), "--child", which, path, str(count)], env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode:
         raise SystemExit(f"{which} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def lc_table(sizes: list[int], k: int, old_max: int) -> None:
+    """The LC win rate, this tree vs ``LC_OLD_COMMIT`` (module doc), one line per size."""
+    print(f"LC win rates vs system-000, {k} systems, difficulty fitted: this tree vs {LC_OLD_COMMIT} (cpus {os.cpu_count()})")
+    print(f"{'battles':>9}  {'new s':>7}  {'new cpu':>7}  {'old s':>7}  {'old cpu':>7}  {'ratio':>6}  {'max |dLC|':>9}  load")
+    data = subprocess.run(["git", "-C", str(HERE.parents[1]), "archive", LC_OLD_COMMIT, "src"], check=True,
+                          capture_output=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=BytesIO(data)) as tar:
+            tar.extractall(tmp, filter="data")
+        for n in sizes:
+            new = run_child("lc", str(n), k)
+            old = run_child("lc", str(n), k, str(Path(tmp) / "src")) if n <= old_max else None
+            line = f"{n:>9,}  {float(new['seconds']):>7.2f}  {float(new['cpu']):>7.2f}  "  # type: ignore[arg-type]
+            if old is None:
+                line += f"{'-':>7}  {'-':>7}  {'-':>6}  {'-':>9}"
+            else:
+                a = np.array(new["lc"], dtype=float)  # None -> nan
+                b = np.array(old["lc"], dtype=float)
+                assert np.array_equal(np.isnan(a), np.isnan(b)), "the two codes give LC win rates to different systems"
+                diff = float(np.nanmax(np.abs(a - b)))
+                line += (f"{float(old['seconds']):>7.1f}  {float(old['cpu']):>7.1f}  "  # type: ignore[arg-type]
+                         f"{float(old['seconds']) / float(new['seconds']):>5.0f}x  {diff:>9.1e}")  # type: ignore[arg-type]
+            print(f"{line}  {load()}", flush=True)
+    print()
 
 
 def load() -> str:
@@ -229,15 +279,20 @@ def main() -> None:
     ap.add_argument("--arena-hard", default=os.environ.get("ARENA_HARD_PATH", ""),
                     help="a git clone of lmarena/arena-hard-auto (for the style-control peer)")
     ap.add_argument("--style-peer-max-battles", type=int, default=1_000_000)
+    ap.add_argument("--lc-sizes", default="20000,100000", help="battles for the LC win rate timing ('' to skip)")
+    ap.add_argument("--lc-old-max", type=int, default=100_000, help="largest LC size the old code runs at")
     ap.add_argument("--child", nargs=3, metavar=("WHICH", "PATH", "COUNT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         which, path, count = args.child
-        runs = {"evalign": child_evalign, "fastchat": child_fastchat, "style": child_style, "style-peer": child_style_peer}
+        runs = {"evalign": child_evalign, "fastchat": child_fastchat, "style": child_style, "style-peer": child_style_peer,
+                "lc": child_lc}
         res = runs[which](path if which in ("evalign", "fastchat") else int(path), int(count))  # type: ignore[operator]
         res["peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(json.dumps(res))
         return
+    if args.lc_sizes:
+        lc_table([int(x) for x in args.lc_sizes.split(",") if x], args.systems, args.lc_old_max)
     print(f"arena scale: {args.systems} systems, BT + {args.resamples} battle resamples, end to end from Parquet "
           f"(cpus {os.cpu_count()}, load {load()})")
     print(f"{'battles':>9}  {'evalign s':>9}  {'GiB':>5}  {'FastChat s':>11}  {'GiB':>5}  {'ratio':>6}  {'max |dElo|':>10}  load")

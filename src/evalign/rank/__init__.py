@@ -44,7 +44,8 @@ Arena-Hard and BenchBuilder Pipeline"; Zheng et al. (2023), "Judging LLM-as-a-Ju
 Chatbot Arena" (position bias, self-enhancement bias); Efron & Tibshirani (1993), An Introduction to
 the Bootstrap.
 
-Modules: ``battles``, ``win_rates``, ``bradley_terry``, ``length_controlled``, ``board``, ``panel``, ``self_preference``,
+Modules: ``battles``, ``win_rates``, ``bradley_terry``, ``length_controlled`` (its GLM solver: ``l1_logistic``),
+``board``, ``panel``, ``self_preference``,
 ``style`` (style control), ``ppi`` and ``ppi_board`` (prediction-powered boards), ``bootstrap`` (the one
 bootstrap loop: resample, refit), ``leaderboard_run`` (a leaderboard from a file of verdicts),
 ``prediction_powered`` (``--human`` and ``--style-control`` from files) and ``system_significance``

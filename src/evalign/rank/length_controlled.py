@@ -5,7 +5,6 @@ Conventions and references: :mod:`evalign.rank`.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,9 +12,12 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from evalign.errors import InputError
 from evalign.rank.battles import A_WINS, B_WINS, SWAP_CODE, TIE, BattleArrays, as_battle_arrays
+from evalign.rank.bradley_terry import one_blas_thread
+from evalign.rank.l1_logistic import glm_fits_cv, sigmoid
 
 
 @dataclass(frozen=True)
@@ -62,91 +64,6 @@ class LCWinRates:
     difficulty_source: str = "fitted"
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
-
-
-def _l1_logistic(X: np.ndarray, p: np.ndarray, w: np.ndarray, C: float, tol: float) -> np.ndarray:
-    """Exact minimiser of ``||beta||_1 + C * sum_r w_r * CE(p_r, sigmoid(X_r beta))`` (soft labels p):
-    liblinear's L1 logistic objective on alpaca_eval's duplicated rows, solved by proximal Newton with
-    an exact coordinate-descent inner solve and a backtracking line search."""
-    d = X.shape[1]
-    beta = np.zeros(d)
-
-    def objective(bt: np.ndarray) -> float:
-        z = X @ bt
-        ce = p * np.logaddexp(0.0, -z) + (1 - p) * np.logaddexp(0.0, z)
-        return float(np.abs(bt).sum() + C * np.sum(w * ce))
-
-    f = objective(beta)
-    for _ in range(200):
-        q = _sigmoid(X @ beta)
-        g = C * X.T @ (w * (q - p))
-        H = C * (X.T * (w * q * (1 - q))) @ X
-        new = _l1_quadratic(g, H, beta)
-        step = new - beta
-        if np.max(np.abs(step)) < tol:
-            break
-        delta = g @ step + np.abs(new).sum() - np.abs(beta).sum()
-        t = 1.0
-        while t > 1e-10:
-            cand = beta + t * step
-            fc = objective(cand)
-            if fc <= f + 0.01 * t * delta or abs(fc - f) < 1e-15 * max(1.0, abs(f)):
-                break
-            t *= 0.5
-        beta, f = cand, fc
-    return beta
-
-
-def _l1_quadratic(g: np.ndarray, H: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """Exact minimiser x of ``g'(x - beta) + (x - beta)'H(x - beta)/2 + ||x||_1`` for a few
-    coordinates: every sign pattern (-, 0, + per coordinate) gives a linear system on its non-zero
-    coordinates; the best sign-consistent solution is the minimum (the problem is convex)."""
-    d = beta.size
-    c = g - H @ beta  # the model is c'x + x'Hx/2 + |x|_1 + const
-    best, best_f = np.zeros(d), 0.0
-    for pattern in itertools.product((-1.0, 0.0, 1.0), repeat=d):
-        sg = np.array(pattern)
-        S = np.flatnonzero(sg)
-        if S.size == 0:
-            continue
-        Hs = H[np.ix_(S, S)]
-        if np.any(np.diag(Hs) <= 1e-300):  # a feature that is zero on every row stays at 0
-            continue
-        try:
-            xs = np.linalg.solve(Hs, -(c[S] + sg[S]))
-        except np.linalg.LinAlgError:
-            continue
-        if np.any(xs * sg[S] <= 0):
-            continue
-        x = np.zeros(d)
-        x[S] = xs
-        f = float(c @ x + 0.5 * x @ H @ x + np.abs(x).sum())
-        if f < best_f:
-            best, best_f = x, f
-    return best
-
-
-def _glm_fit(X: np.ndarray, p: np.ndarray, w: np.ndarray, s: LCSettings) -> tuple[np.ndarray, float]:
-    """alpaca_eval's ``fit_LogisticRegressionCV(is_ytrue_proba=True)``: ``C`` chosen on ``s.cs`` by
-    ``GroupKFold(n_splits)`` (scikit-learn's deterministic assignment of equal-size groups: row g of
-    n goes to fold ``(n - 1 - g) % n_splits``) scored by the weighted mean soft-label log loss with
-    predictions clipped to [1e-15, 1 - 1e-15], the first best ``C`` (sum of fold scores), then a refit
-    on all rows."""
-    n = p.size
-    fold = (n - 1 - np.arange(n)) % s.n_splits
-    scores = np.zeros(len(s.cs))
-    for f in range(s.n_splits):
-        tr, te = fold != f, fold == f
-        for ci, C in enumerate(s.cs):
-            beta = _l1_logistic(X[tr], p[tr], w[tr], C, s.tol)
-            q = np.clip(_sigmoid(X[te] @ beta), 1e-15, 1 - 1e-15)
-            scores[ci] += np.mean(w[te] * (p[te] * np.log(q) + (1 - p[te]) * np.log(1 - q)))
-    best = float(s.cs[int(np.argmax(scores))])
-    return _l1_logistic(X, p, w, best, s.tol), best
-
-
 def fit_instruction_difficulty(
     battles: pd.DataFrame | BattleArrays, baseline: str, *, prior: float = 1.0, verdict: str = "verdict"
 ) -> dict[str, float]:
@@ -173,25 +90,45 @@ def fit_instruction_difficulty(
     ns, ni = systems.size, items.size
     if ni == 0:
         return {}
+    # sufficient statistics: battles and summed targets per (system, item) pair
+    pair, inv = np.unique(sys_i * ni + item, return_inverse=True)
+    p_sys, p_item = pair // ni, pair % ni
+    n_pair, y_pair = np.bincount(inv, minlength=pair.size).astype(np.float64), np.bincount(inv, y, pair.size)
+    # the system-item block of the Hessian (minus), its sparsity fixed: data[k] belongs to pair order[k]
+    V = sparse.csr_matrix((np.arange(1.0, pair.size + 1.0), (p_sys, p_item)), shape=(ns, ni))
+    order = V.data.astype(np.int64) - 1
     params = np.zeros(ns + ni)
-    for _ in range(100):
-        z = params[sys_i] - params[ns + item]
-        q = _sigmoid(z)
-        r = y - q
-        g = np.concatenate([np.bincount(sys_i, r, ns), -np.bincount(item, r, ni)])
-        g[ns:] -= prior * params[ns:]
-        v = q * (1 - q)
-        H = np.zeros((ns + ni, ns + ni))
-        np.add.at(H, (sys_i, sys_i), v)
-        np.add.at(H, (ns + item, ns + item), v)
-        np.add.at(H, (sys_i, ns + item), -v)
-        np.add.at(H, (ns + item, sys_i), -v)
-        H[np.arange(ns, ns + ni), np.arange(ns, ns + ni)] += prior
-        step = np.linalg.solve(H + 1e-12 * np.eye(ns + ni), g)
-        params += step
-        if np.max(np.abs(step)) < 1e-12:
-            break
+    with one_blas_thread():
+        for _ in range(100):
+            step = _difficulty_step(params, ns, p_sys, p_item, n_pair, y_pair, V, order, prior)
+            params += step
+            if np.max(np.abs(step)) < 1e-12:
+                break
     return dict(zip(items.tolist(), params[ns:].tolist(), strict=True))
+
+
+def _difficulty_step(
+    params: np.ndarray, ns: int, p_sys: np.ndarray, p_item: np.ndarray, n_pair: np.ndarray, y_pair: np.ndarray,
+    V: sparse.csr_matrix, order: np.ndarray, prior: float,
+) -> np.ndarray:
+    """One Newton step of :func:`fit_instruction_difficulty` (``params`` = systems' theta then items'
+    gamma), the Hessian ridged by 1e-12 as the dense solve it replaces. The Hessian's system block and
+    item block are diagonal, so the step solves the ``ns x ns`` Schur complement of the item block
+    (``diag(a) - V diag(1 / d) V'``, V the per-pair weights, written into ``V.data`` in the order
+    ``order``) and then the items one by one:
+    ``O(pairs + ns^3)`` instead of ``O((ns + ni)^3)``."""
+    ni = params.size - ns
+    q = sigmoid(params[p_sys] - params[ns + p_item])
+    r = y_pair - n_pair * q
+    v = n_pair * q * (1 - q)
+    g_s = np.bincount(p_sys, r, ns)
+    g_i = -np.bincount(p_item, r, ni) - prior * params[ns:]
+    a = np.bincount(p_sys, v, ns) + 1e-12
+    d = np.bincount(p_item, v, ni) + prior + 1e-12
+    V.data = v[order]
+    schur = np.diag(a) - (V @ sparse.diags(1.0 / d) @ V.T).toarray()
+    x_s = np.linalg.solve(schur, g_s + V @ (g_i / d))
+    return np.concatenate([x_s, (g_i + V.T @ x_s) / d])
 
 
 def _difficulty(
@@ -211,6 +148,30 @@ def _difficulty(
     if ba.ids is None and source != "zero":
         raise InputError("instruction difficulty needs an 'id' column (or settings.difficulty='zero')", field="id")
     return source, diff_map
+
+
+def _baseline_rows(
+    ba: BattleArrays, base: int, source: str, diff_map: Mapping[str, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The battles between the baseline and another system, grouped by that system (battle order kept
+    within a system): their row numbers, the other system, and the instruction difficulty of each
+    (looked up once per item id; ``"fitted"``: an item without a resolved battle against the baseline
+    has the prior's mean, 0). A missing difficulty is an error naming the first such id."""
+    rows = np.flatnonzero((ba.a == base) != (ba.b == base))
+    other = np.where(ba.a[rows] == base, ba.b[rows], ba.a[rows])
+    order = np.argsort(other, kind="stable")
+    rows, other = rows[order], other[order]
+    if source == "zero":
+        return rows, other, np.zeros(rows.size)
+    codes, uniques = pd.factorize(ba.ids[rows])  # type: ignore[index]
+    if source == "fitted":
+        values = [float(diff_map.get(i, 0.0)) for i in uniques]
+    else:
+        missing = [i for i in uniques if i not in diff_map]
+        if missing:
+            raise InputError(f"no instruction difficulty for id {missing[0]!r}", field="id")
+        values = [float(diff_map[i]) for i in uniques]
+    return rows, other, np.asarray(values, dtype=np.float64)[codes]
 
 
 def _gamed_rows(gamed: pd.DataFrame | None, s: LCSettings) -> tuple[np.ndarray, np.ndarray] | None:
@@ -276,12 +237,15 @@ def lc_win_rates(
     weights = np.full((k, 3), np.nan)
     cs = np.full(k, np.nan)
     rate[base], weights[base] = 0.5, 0.0
+    rows_all, m_all, dif_all = _baseline_rows(ba, base, source, diff_map)
+    fitted: list[int] = []  # the systems with enough rows for the GLM, their data and difficulties
+    data: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    difs: list[np.ndarray] = []
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(m_all, minlength=k))])
     for m in range(k):
-        if m == base:
+        if m == base or bounds[m] == bounds[m + 1]:
             continue
-        rows = np.flatnonzero(((ba.a == m) & (ba.b == base)) | ((ba.a == base) & (ba.b == m)))
-        if rows.size == 0:
-            continue
+        rows, dif = rows_all[bounds[m]:bounds[m + 1]], dif_all[bounds[m]:bounds[m + 1]]
         m_first = ba.a[rows] == m
         code = np.where(m_first, ba.code[rows], SWAP_CODE[ba.code[rows]])
         y = np.where(code == A_WINS, 1.0, np.where(code == TIE, 0.5, np.where(code == B_WINS, 0.0, np.nan)))
@@ -290,14 +254,6 @@ def lc_win_rates(
         delta = len_base - len_m
         sd = np.std(delta, ddof=1) if delta.size > 1 else np.nan
         std_delta = delta / sd if sd > 0 else np.zeros_like(delta)
-        if source == "zero":
-            dif = np.zeros(rows.size)
-        else:
-            ids = ba.ids[rows]  # type: ignore[index]
-            try:  # fitted: an item without a resolved battle against the baseline has the prior's mean, 0
-                dif = np.array([float(diff_map.get(i, 0.0) if source == "fitted" else diff_map[i]) for i in ids])
-            except KeyError as exc:
-                raise InputError(f"no instruction difficulty for id {exc.args[0]!r}", field="id") from None
         X = np.column_stack([np.tanh(std_delta), dif, np.ones(rows.size)])
         ok = ~np.isnan(y)
         Xt, yt, wt = X[ok], y[ok], np.ones(int(ok.sum()))
@@ -308,8 +264,11 @@ def lc_win_rates(
             wt = np.concatenate([np.full(g_rows[1].size, lam / 2.0), wt])
         if yt.size < s.n_splits:
             continue
-        beta, C = _glm_fit(Xt, yt, wt, s)
-        pred = _sigmoid(beta[1] * dif + beta[2])
+        fitted.append(m)
+        data.append((Xt, yt, wt))
+        difs.append(dif)
+    for m, dif, (beta, C) in zip(fitted, difs, glm_fits_cv(data, s.cs, s.n_splits, s.tol), strict=True):
+        pred = sigmoid(beta[1] * dif + beta[2])
         rate[m] = float(pred.mean())
         se[m] = float(pred.std(ddof=1) / math.sqrt(pred.size)) if pred.size > 1 else np.nan
         weights[m], cs[m] = beta, C

@@ -126,23 +126,27 @@ def _expit(x: np.ndarray) -> np.ndarray:
 
 
 def _rectified_fit(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarray, yhu: np.ndarray, lam: float,
-                   theta: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100) -> np.ndarray:
-    """The minimiser of the rectified logistic loss (module doc) by damped Newton steps."""
-    n, N, d = X.shape[0], Xu.shape[0], X.shape[1]
+                   theta: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100,
+                   w: np.ndarray | None = None, w_u: np.ndarray | None = None) -> np.ndarray:
+    """The minimiser of the rectified logistic loss (module doc) by damped Newton steps; ``w`` / ``w_u``:
+    how many items each labelled / unlabelled row stands for (None: one each)."""
+    w = np.ones(X.shape[0]) if w is None else w
+    w_u = np.ones(Xu.shape[0]) if w_u is None else w_u
+    n, N, d = float(w.sum()), float(w_u.sum()), X.shape[1]
     th = np.zeros(d) if theta is None else theta.copy()
     wu = lam / N if N else 0.0  # the weight of the unlabelled items' loss (none: the humans-only fit)
 
     def loss(t: np.ndarray) -> float:
         zl, zu = X @ t, Xu @ t
-        return float(wu * np.sum(np.logaddexp(0.0, zu) - yhu * zu)
-                     - lam / n * np.sum(np.logaddexp(0.0, zl) - yhat * zl)
-                     + 1.0 / n * np.sum(np.logaddexp(0.0, zl) - y * zl))
+        return float(wu * np.sum(w_u * (np.logaddexp(0.0, zu) - yhu * zu))
+                     - lam / n * np.sum(w * (np.logaddexp(0.0, zl) - yhat * zl))
+                     + 1.0 / n * np.sum(w * (np.logaddexp(0.0, zl) - y * zl)))
 
     f = loss(th)
     for _ in range(max_iter):
         mu, mu_u = _expit(X @ th), _expit(Xu @ th)
-        grad = wu * Xu.T @ (mu_u - yhu) - lam / n * X.T @ (mu - yhat) + 1.0 / n * X.T @ (mu - y)
-        hess = wu * (Xu.T * (mu_u * (1 - mu_u))) @ Xu + (1 - lam) / n * (X.T * (mu * (1 - mu))) @ X
+        grad = wu * Xu.T @ (w_u * (mu_u - yhu)) - lam / n * X.T @ (w * (mu - yhat)) + 1.0 / n * X.T @ (w * (mu - y))
+        hess = wu * (Xu.T * (w_u * mu_u * (1 - mu_u))) @ Xu + (1 - lam) / n * (X.T * (w * mu * (1 - mu))) @ X
         try:
             step = np.linalg.solve(hess, grad)
         except np.linalg.LinAlgError:
@@ -166,26 +170,34 @@ def _rectified_fit(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarra
 
 
 def _stats(theta: np.ndarray, X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarray, yhu: np.ndarray,
-           use_unlabeled: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-item gradients (labelled with y, labelled with yhat, unlabelled with yhat) and the inverse Hessian
-    (over all items when ``use_unlabeled``, else the labelled ones), as ppi-python's ``_logistic_get_stats``."""
-    n, N = X.shape[0], Xu.shape[0]
+           use_unlabeled: bool, w: np.ndarray | None = None, w_u: np.ndarray | None = None,
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row gradients (labelled with y, labelled with yhat, unlabelled with yhat) and the inverse Hessian
+    (over all items when ``use_unlabeled``, else the labelled ones; a row counts ``w`` / ``w_u`` items), as
+    ppi-python's ``_logistic_get_stats``; None: one item per row."""
+    w = np.ones(X.shape[0]) if w is None else w
+    w_u = np.ones(Xu.shape[0]) if w_u is None else w_u
+    n, N = float(w.sum()), float(w_u.sum())
     mu, mu_u = _expit(X @ theta), _expit(Xu @ theta)
     if use_unlabeled:
-        hess = ((Xu.T * (mu_u * (1 - mu_u))) @ Xu + (X.T * (mu * (1 - mu))) @ X) / (N + n)
+        hess = ((Xu.T * (w_u * mu_u * (1 - mu_u))) @ Xu + (X.T * (w * mu * (1 - mu))) @ X) / (N + n)
         g_hat_u = Xu * (mu_u - yhu)[:, None]
     else:
-        hess = (X.T * (mu * (1 - mu))) @ X / n
+        hess = (X.T * (w * mu * (1 - mu))) @ X / n
         g_hat_u = np.zeros(Xu.shape)
     return X * (mu - y)[:, None], X * (mu - yhat)[:, None], g_hat_u, np.linalg.inv(hess)
 
 
-def _glm_lambda(g: np.ndarray, g_hat: np.ndarray, g_hat_u: np.ndarray, inv_h: np.ndarray) -> float:
-    """PPI++'s power-tuning parameter of a GLM (total variance over the coordinates), clipped to [0, 1]."""
-    n, N, d = g.shape[0], g_hat_u.shape[0], inv_h.shape[0]
-    gc, ghc = g - g.mean(axis=0), g_hat - g_hat.mean(axis=0)
-    cov = (gc.T @ ghc + ghc.T @ gc) / n
-    var = np.cov(np.concatenate([g_hat, g_hat_u], axis=0).T).reshape(d, d)
+def _glm_lambda(g: np.ndarray, g_hat: np.ndarray, g_hat_u: np.ndarray, inv_h: np.ndarray, w: np.ndarray | None = None,
+                w_u: np.ndarray | None = None) -> float:
+    """PPI++'s power-tuning parameter of a GLM (total variance over the coordinates), clipped to [0, 1];
+    a row stands for ``w`` / ``w_u`` items (integers; None: one each)."""
+    w = np.ones(g.shape[0], dtype=np.int64) if w is None else w
+    w_u = np.ones(g_hat_u.shape[0], dtype=np.int64) if w_u is None else w_u
+    n, N, d = float(w.sum()), float(w_u.sum()), inv_h.shape[0]
+    gc, ghc = g - w @ g / n, g_hat - w @ g_hat / n
+    cov = (gc.T @ (w[:, None] * ghc) + ghc.T @ (w[:, None] * gc)) / n
+    var = np.cov(np.concatenate([g_hat, g_hat_u], axis=0).T, fweights=np.concatenate([w, w_u])).reshape(d, d)
     num = float(np.trace(inv_h @ cov @ inv_h))
     den = float(2 * (1 + n / N) * np.trace(inv_h @ var @ inv_h))
     if not den > 0:
@@ -194,12 +206,13 @@ def _glm_lambda(g: np.ndarray, g_hat: np.ndarray, g_hat_u: np.ndarray, inv_h: np
 
 
 def _fit_or_classical(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, Xu: np.ndarray, yhu: np.ndarray, lam: float,
-                      start: np.ndarray) -> tuple[np.ndarray, float, str]:
+                      start: np.ndarray, w: np.ndarray, w_u: np.ndarray) -> tuple[np.ndarray, float, str]:
     """The rectified fit at ``lam``, or, when it has no finite optimum, the humans-only fit (``lam = 0``)."""
     try:
-        return _rectified_fit(X, y, yhat, Xu, yhu, lam, start), lam, ""
+        return _rectified_fit(X, y, yhat, Xu, yhu, lam, start, w=w, w_u=w_u), lam, ""
     except ValueError:
-        return _rectified_fit(X, y, yhat, Xu, yhu, 0.0), 0.0, f"the lam = {lam:.3g} fit has no finite optimum: lam = 0"
+        return (_rectified_fit(X, y, yhat, Xu, yhu, 0.0, w=w, w_u=w_u), 0.0,
+                f"the lam = {lam:.3g} fit has no finite optimum: lam = 0")
 
 
 @dataclass(frozen=True)
@@ -231,17 +244,27 @@ class PPILogistic:
 
 
 def ppi_logistic(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, X_unlabeled: np.ndarray,
-                 yhat_unlabeled: np.ndarray, *, alpha: float = 0.05) -> PPILogistic:
-    """PPI++ estimate and intervals of logistic-regression coefficients (no intercept; see the module doc)."""
+                 yhat_unlabeled: np.ndarray, *, alpha: float = 0.05, weights: np.ndarray | None = None,
+                 weights_unlabeled: np.ndarray | None = None) -> PPILogistic:
+    """PPI++ estimate and intervals of logistic-regression coefficients (no intercept; see the module doc).
+    ``weights`` / ``weights_unlabeled``: how many items (positive integers) each labelled / unlabelled row
+    stands for, so that equal items can be given once with their count (None: one item per row); the
+    result is that of the rows repeated (``n`` and ``N`` count items)."""
     X, Xu = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (X, X_unlabeled))
     y, yhat, yhu = (np.asarray(a, dtype=np.float64).ravel() for a in (y, yhat, yhat_unlabeled))
-    n, N, d = X.shape[0], Xu.shape[0], X.shape[1]
-    if not (y.size == yhat.size == n and yhu.size == N and Xu.shape[1] == d):
-        raise ValueError("X, y, yhat (labelled) and X_unlabeled, yhat_unlabeled must agree in shape")
+    d = X.shape[1]
+    w = np.ones(X.shape[0], dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64).ravel()
+    w_u = (np.ones(Xu.shape[0], dtype=np.int64) if weights_unlabeled is None
+           else np.asarray(weights_unlabeled, dtype=np.int64).ravel())
+    if not (y.size == yhat.size == w.size == X.shape[0] and yhu.size == w_u.size == Xu.shape[0] and Xu.shape[1] == d):
+        raise ValueError("X, y, yhat, weights (labelled) and X_unlabeled, yhat_unlabeled, weights_unlabeled must "
+                         "agree in shape")
+    n, N = int(w.sum()), int(w_u.sum())
+    wf, wf_u = w.astype(np.float64), w_u.astype(np.float64)
     if N == 0:  # every item labelled: nothing to predict, the humans-only fit (lam = 0) and its interval
-        coef = _rectified_fit(X, y, yhat, Xu, yhu, 0.0)
-        g, _, _, inv_h = _stats(coef, X, y, yhat, Xu, yhu, False)
-        rectifier = inv_h @ np.cov(g.T).reshape(d, d) @ inv_h
+        coef = _rectified_fit(X, y, yhat, Xu, yhu, 0.0, w=wf, w_u=wf_u)
+        g, _, _, inv_h = _stats(coef, X, y, yhat, Xu, yhu, False, wf, wf_u)
+        rectifier = inv_h @ np.cov(g.T, fweights=w).reshape(d, d) @ inv_h
         cov = rectifier / n
         se = np.sqrt(np.diag(cov))
         z = z_value(alpha)
@@ -250,19 +273,19 @@ def ppi_logistic(X: np.ndarray, y: np.ndarray, yhat: np.ndarray, X_unlabeled: np
     fallback = ""
     # the point estimate: tune lam at the lam = 1 fit, refit (ppi_logistic_pointestimate)
     try:
-        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 1.0)
+        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 1.0, w=wf, w_u=wf_u)
     except ValueError:  # plain PPI has no estimate here: tune lam at the humans-only fit instead
-        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 0.0)
+        th1 = _rectified_fit(X, y, yhat, Xu, yhu, 0.0, w=wf, w_u=wf_u)
         fallback = "the lam = 1 fit has no finite optimum: lam tuned at the humans-only fit"
-    lam1 = _glm_lambda(*_stats(th1, X, y, yhat, Xu, yhu, True))
-    coef, lam1, note = _fit_or_classical(X, y, yhat, Xu, yhu, lam1, th1)
+    lam1 = _glm_lambda(*_stats(th1, X, y, yhat, Xu, yhu, True, wf, wf_u), w, w_u)
+    coef, lam1, note = _fit_or_classical(X, y, yhat, Xu, yhu, lam1, th1, wf, wf_u)
     # the interval: tune lam again at that estimate, refit, and read the covariance there (ppi_logistic_ci)
-    lam2 = _glm_lambda(*_stats(coef, X, y, yhat, Xu, yhu, True))
-    center, lam2, note2 = _fit_or_classical(X, y, yhat, Xu, yhu, lam2, coef)
+    lam2 = _glm_lambda(*_stats(coef, X, y, yhat, Xu, yhu, True, wf, wf_u), w, w_u)
+    center, lam2, note2 = _fit_or_classical(X, y, yhat, Xu, yhu, lam2, coef, wf, wf_u)
     fallback = "; ".join(x for x in (fallback, note or note2) if x)
-    g, g_hat, g_hat_u, inv_h = _stats(center, X, y, yhat, Xu, yhu, lam2 != 0)
-    v_u = np.cov((lam2 * g_hat_u).T).reshape(d, d)
-    v_n = np.cov((g - lam2 * g_hat).T).reshape(d, d)
+    g, g_hat, g_hat_u, inv_h = _stats(center, X, y, yhat, Xu, yhu, lam2 != 0, wf, wf_u)
+    v_u = np.cov((lam2 * g_hat_u).T, fweights=w_u).reshape(d, d)
+    v_n = np.cov((g - lam2 * g_hat).T, fweights=w).reshape(d, d)
     imputed, rectifier = inv_h @ v_u @ inv_h, inv_h @ v_n @ inv_h
     cov = (n / N * imputed + rectifier) / n
     se = np.sqrt(np.diag(cov))

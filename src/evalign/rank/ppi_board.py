@@ -36,7 +36,11 @@ _SCORE = {A_WINS: 1.0, B_WINS: 0.0, TIE: 0.5}
 
 def scores(codes: np.ndarray) -> np.ndarray:
     """A's score per battle (1, 1/2, 0; NaN for unparseable and missing verdicts)."""
-    return np.array([_SCORE.get(int(c), np.nan) for c in codes], dtype=np.float64)
+    c = np.asarray(codes).astype(np.int64)
+    out = np.full(c.shape, np.nan)
+    for code, value in _SCORE.items():
+        out[c == code] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -140,11 +144,20 @@ def ppi_win_rates(ba: BattleArrays, human: np.ndarray, settings: PPISettings) ->
     return pd.DataFrame(rows)[cols].sort_values("ppi", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _design(ba: BattleArrays, ref: int) -> np.ndarray:
-    k = len(ba.systems)
-    X = np.zeros((ba.n, k))
-    X[np.arange(ba.n), ba.a] = 1.0
-    X[np.arange(ba.n), ba.b] -= 1.0
+def _distinct(a: np.ndarray, b: np.ndarray, y: np.ndarray, yhat: np.ndarray, k: int
+              ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """The distinct (a, b, y, yhat) rows of battles (scores in {0, 1/2, 1}) and how many battles each is."""
+    key = ((a.astype(np.int64) * k + b) * 3 + np.rint(2 * y).astype(np.int64)) * 3 + np.rint(2 * yhat).astype(np.int64)
+    uniq, counts = np.unique(key, return_counts=True)
+    ab, yi = np.divmod(uniq, 9)
+    return (ab // k, ab % k, (yi // 3) / 2.0, (yi % 3) / 2.0), counts
+
+
+def _design(a: np.ndarray, b: np.ndarray, k: int, ref: int) -> np.ndarray:
+    """Bradley-Terry rows: +1 for system a, -1 for system b, the column of ``ref`` left out."""
+    X = np.zeros((a.size, k))
+    X[np.arange(a.size), a] = 1.0
+    X[np.arange(a.size), b] -= 1.0
     return np.delete(X, ref, axis=1)
 
 
@@ -167,9 +180,13 @@ def ppi_bradley_terry(ba: BattleArrays, human: np.ndarray, settings: PPISettings
     yj, yh = scores(ba.code), scores(human)
     yj = np.where(np.isnan(yj), 0.5, yj)
     lab = ~np.isnan(yh)
-    X = _design(ba, ref)
+    # sufficient statistics: a battle's gradient depends only on (a, b, human score, judge score)
+    rows, w = _distinct(ba.a[lab], ba.b[lab], yh[lab], yj[lab], k)
+    rows_u, w_u = _distinct(ba.a[~lab], ba.b[~lab], yj[~lab], yj[~lab], k)
     try:
-        fit: PPILogistic = ppi_logistic(X[lab], yh[lab], yj[lab], X[~lab], yj[~lab], alpha=settings.alpha)
+        fit: PPILogistic = ppi_logistic(_design(rows[0], rows[1], k, ref), rows[2], rows[3],
+                                        _design(rows_u[0], rows_u[1], k, ref), rows_u[3], alpha=settings.alpha,
+                                        weights=w, weights_unlabeled=w_u)
     except (ValueError, np.linalg.LinAlgError) as e:
         return None, f"no PPI Bradley-Terry: {e}"
     c = bt.scale / math.log(bt.base)
