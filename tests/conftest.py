@@ -10,6 +10,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# pytest-xdist's workers export COLUMNS (the controller's terminal width): the CLI's tables see the same
+# environment under `-n 2` as in one process
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 # the public datasets that are not bundled (the default data folder is never beside the checkout)

@@ -302,7 +302,9 @@ def test_a_sloppy_logprob_leaves_its_call_unscored_and_the_run_goes_on(tmp_path:
     assert table.loc["p0", "simulated_annotators.confidence"] == pytest.approx(sure)
     assert table.loc["p0", "simulated_annotators.p_calls"] == 4
     assert table.loc["p1", "simulated_annotators.status"] == "unscored"
-    assert words in str(table.loc["p1", "simulated_annotators.error"])
+    # the first failed call is recorded: the order shown first or the swapped one (calls run concurrently)
+    error = str(table.loc["p1", "simulated_annotators.error"])
+    assert words in error or words.replace("('A')", "('B')") in error, error
 
 
 # ------------------------------------------------------------------------------------------------
