@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # environment under `-n 2` as in one process
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
+
+# A run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and so
+# would every command the tests start (an ignored signal survives exec): give them Ctrl-C as a terminal does.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 # the public datasets that are not bundled (the default data folder is never beside the checkout)
